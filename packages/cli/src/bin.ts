@@ -1,0 +1,10 @@
+#!/usr/bin/env node
+import './polyfills.js';
+import { createProgram } from './index.js';
+
+createProgram()
+  .parseAsync(process.argv)
+  .catch((err: unknown) => {
+    process.stderr.write(`custodian: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+  });

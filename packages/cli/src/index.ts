@@ -1,0 +1,26 @@
+/**
+ * The `custodian` command (commander). Subcommands are registered by the packages that own them:
+ * `signer` (signer daemon), `coordinator` (REST + admin API), `admin` (operator CLI), `mobile`
+ * (mobile signer simulator), `dev` (a whole local instance).
+ */
+import { readFileSync } from 'node:fs';
+import { Command } from 'commander';
+import { registerDevCommand } from './dev.js';
+
+/** The CLI's version: the root package version. */
+export const VERSION: string = (
+  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
+
+/** Build the `custodian` program with every subcommand registered. */
+export function createProgram(): Command {
+  const program = new Command('custodian')
+    .description(
+      'Custodian — self-hosted MPC custody: threshold ECDSA (CGGMP21) and FROST signer nodes, a custody REST API',
+    )
+    .version(VERSION, '-v, --version', 'print the version')
+    .showHelpAfterError('(add --help for usage)')
+    .configureHelp({ sortSubcommands: true });
+  registerDevCommand(program);
+  return program;
+}

@@ -1,0 +1,3 @@
+export * from './party.js';
+export * from './simulator.js';
+export * from './types.js';

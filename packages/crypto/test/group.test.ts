@@ -1,0 +1,78 @@
+import { bytesToHex, ed25519Group, hexToBytes, invertMod, secp256k1Group } from '@custodian/crypto';
+import { seededRandom } from '@custodian/crypto/testing';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+
+describe.each([secp256k1Group, ed25519Group] as const)('$name group', (g) => {
+  const rng = seededRandom(`group-${g.name}`);
+
+  it('round-trips points and scalars', () => {
+    for (let i = 0; i < 10; i++) {
+      const k = g.randomScalar(rng);
+      const P = g.mulBase(k);
+      // biome-ignore lint/suspicious/noExplicitAny: generic over both groups
+      expect((g as any).decodePoint(g.encodePoint(P as any), 'P').equals(P)).toBe(true);
+      expect(g.decodeScalar(g.encodeScalar(k), 'k')).toBe(k);
+    }
+  });
+
+  it('rejects the identity, wrong lengths, off-curve and unreduced values, naming the field', () => {
+    expect(() => g.encodePoint(g.identity as never)).toThrow(RangeError);
+    const P = g.encodePoint(g.G as never);
+    expect(() => g.decodePoint(P.subarray(1), 'X_i')).toThrow(/X_i/);
+    const bad = Uint8Array.from(P);
+    bad[bad.length - 2] = (bad[bad.length - 2] as number) ^ 0xff;
+    bad[1] = (bad[1] as number) ^ 0x55;
+    let threw = 0;
+    for (let i = 0; i < 8; i++) {
+      bad[2] = i;
+      try {
+        g.decodePoint(bad, 'X_i');
+      } catch (e) {
+        expect(String(e)).toMatch(/X_i/);
+        threw++;
+      }
+    }
+    expect(threw).toBeGreaterThan(0);
+    const qBytes =
+      g.name === 'secp256k1'
+        ? hexToBytes(g.order.toString(16).padStart(64, '0'))
+        : Uint8Array.from(hexToBytes(g.order.toString(16).padStart(64, '0'))).reverse();
+    expect(() => g.decodeScalar(qBytes, 'z')).toThrow(/z: scalar not reduced/);
+    expect(() => g.decodeScalar(new Uint8Array(32), 'z')).toThrow(/zero/);
+    expect(g.decodeScalar(new Uint8Array(32), 'z', { allowZero: true })).toBe(0n);
+    expect(() => g.decodeScalar(new Uint8Array(31), 'z')).toThrow(RangeError);
+    expect(() => g.encodeScalar(g.order)).toThrow(RangeError);
+  });
+
+  it('mul handles 0 and the identity; inv is an inverse', () => {
+    expect(g.mulBase(0n).is0()).toBe(true);
+    expect(g.mul(g.identity as never, 5n).is0()).toBe(true);
+    fc.assert(
+      fc.property(fc.bigInt({ min: 1n, max: g.order - 1n }), (a) => g.mod(a * g.inv(a)) === 1n),
+      { numRuns: 50 },
+    );
+    expect(() => g.inv(0n)).toThrow(RangeError);
+  });
+});
+
+describe('ed25519 specifics', () => {
+  it('rejects points with a torsion component and non-canonical encodings', () => {
+    // a small-order point (order 8) added to G is on the curve but outside the prime-order subgroup
+    const torsion = ed25519.Point.fromHex('c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac03fa');
+    const P = ed25519.Point.BASE.add(torsion);
+    expect(() => ed25519Group.decodePoint(P.toBytes(), 'R')).toThrow(/prime-order subgroup/);
+    // y = p + 1 (non-canonical encoding of y = 1... rejected by noble or by our re-encoding check)
+    const nonCanonical = hexToBytes('eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f');
+    expect(() => ed25519Group.decodePoint(nonCanonical, 'R')).toThrow(/R/);
+    expect(bytesToHex(ed25519Group.encodeScalar(1n))).toBe(`01${'00'.repeat(31)}`);
+  });
+});
+
+describe('invertMod', () => {
+  it('inverts and rejects non-invertible values', () => {
+    expect(invertMod(3n, 11n)).toBe(4n);
+    expect(() => invertMod(6n, 9n)).toThrow(RangeError);
+  });
+});
