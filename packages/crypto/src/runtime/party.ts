@@ -272,7 +272,7 @@ export class Party<S, O> {
       this.current = r + 1;
       if (result.output !== undefined || !('state' in result)) {
         const output = result.output as O;
-        if (spec.broadcast) {
+        if (spec.broadcast && this.spec.echoFinalRound !== false) {
           // a final broadcast round: echo it before releasing the output
           this.pendingOutput = { value: output };
           sent.push(...this.emit(this.echoRound, { broadcast: ECHO_BODY }));

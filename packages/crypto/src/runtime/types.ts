@@ -110,6 +110,12 @@ export interface RoundSpec<S, O, B = unknown, P = unknown> {
 export interface ProtocolSpec<S, O> {
   /** Protocol tag, e.g. `custodian.cggmp.keygen`. */
   readonly name: string;
+  /**
+   * Echo a final broadcast round before releasing the output (default true). Set false only where
+   * equivocation in the last round cannot change any honest party's output unnoticed (e.g. ECDSA
+   * signature shares, which every party checks against public values and the combined signature).
+   */
+  readonly echoFinalRound?: boolean;
   /** Build the initial state and the first outbox (messages of round 0). */
   start(ctx: RoundContext): { state: S; send: Outbox };
   // biome-ignore lint/suspicious/noExplicitAny: rounds have heterogeneous body types

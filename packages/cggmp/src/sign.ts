@@ -1,0 +1,272 @@
+/**
+ * CGGMP21 signing from a presignature (one round), with HD tweak, presignature re-randomisation,
+ * single use, low-s normalisation, recovery id and identifiable abort.
+ *
+ * Implements the LFDT-Lockness cggmp21 specification §4.4 "Signing" (CGGMP21 ePrint 2021/060
+ * Fig. 8) with two additions:
+ *
+ * 1. Re-randomisation (Groth–Shoup, "On the security of ECDSA with additive key derivation and
+ *    presignatures", ePrint 2021/1330): with ρ = H(R, Y', m, δ) a public nonzero scalar, the
+ *    signature uses R' = ρ·R, i.e. the nonce k/ρ, so an adversary who sees R cannot choose the
+ *    message or the derived key after the fact to exploit related-key signatures. Shares become
+ *    σ_i = ρ⁻¹·(k_i·m + r·(χ_i + δ·k_i)), r = x(R') mod q, for the child key Y' = Y + δ·G
+ *    (δ = the additive HD tweak, 0 for the master key).
+ * 2. Identification: each σ_j is checked against public presigning values,
+ *    (ρ·σ_j)·Γ = m·Δ_j + r·(S_j + δ·Δ_j); a share that fails names its sender. If every share
+ *    passes, Σ σ_j is a valid signature (the presigning checked Σ Δ_j = δ·G and Σ S_j = δ·Y), and
+ *    the combined signature is verified before it is returned.
+ *
+ * Messages are raw 32-byte digests (callers hash: keccak-256 for Ethereum, BIP143/341 sighash for
+ * Bitcoin, sha256 for TRON); m = int(digest) mod q (SEC 1 §4.1.3 step 5 for a 256-bit order).
+ */
+
+import {
+  abytes,
+  bigintToBytes,
+  blame,
+  bytesToBigint,
+  canonicalEncode,
+  secp256k1Group as G,
+  type ProtocolSpec,
+  type Secp256k1Point,
+} from '@custodian/crypto';
+import { secp256k1 } from '@noble/curves/secp256k1.js';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { record, scalarField } from './codec.js';
+import type { PresignatureData } from './presign.js';
+
+export const SIGN_TAG = 'custodian.cggmp.sign.v1';
+
+/** Public part of a presignature (what every signer and a combiner know). */
+export type PresignaturePublic = Omit<PresignatureData, 'k' | 'chi' | 'i'>;
+
+/** Thrown on any second use of a presignature. */
+export class PresignatureSpentError extends Error {
+  constructor() {
+    super('presignature already used: a presignature signs at most once');
+    this.name = 'PresignatureSpentError';
+  }
+}
+
+/**
+ * A single-use presignature. {@link Presignature.take} returns the secret (k_i, χ_i) exactly once
+ * and wipes it; any later use throws {@link PresignatureSpentError}. A persistent store must delete
+ * its copy in the same write that releases the signature share (the signer does this).
+ */
+export class Presignature {
+  readonly public: PresignaturePublic;
+  /** This party's position in `signers`. */
+  readonly i: number;
+  private secret: { k: bigint; chi: bigint } | undefined;
+
+  constructor(data: PresignatureData) {
+    const { k, chi, i, ...pub } = data;
+    this.public = pub;
+    this.i = i;
+    this.secret = { k, chi };
+  }
+
+  get spent(): boolean {
+    return this.secret === undefined;
+  }
+
+  /** Take the secret once. @throws PresignatureSpentError on reuse */
+  take(): { k: bigint; chi: bigint } {
+    const s = this.secret;
+    if (!s) throw new PresignatureSpentError();
+    this.secret = undefined;
+    return s;
+  }
+}
+
+/** Options of signing. */
+export interface SignOptions {
+  /** Additive HD tweak δ (from `deriveSecp256k1(...).tweak`); 0 or absent signs under the master key. */
+  readonly tweak?: bigint;
+}
+
+/** A finished ECDSA signature. */
+export interface EcdsaSignature {
+  /** r ∈ [1, q). */
+  readonly r: bigint;
+  /** s ∈ [1, q/2] (low-s, BIP 62 / EIP-2). */
+  readonly s: bigint;
+  /** Recovery id 0–3 (bit 0: R'.y odd after low-s; bit 1: R'.x ≥ q). Ethereum v = 27 + recovery (legacy) or y-parity. */
+  readonly recovery: number;
+  /** r ‖ s, 64 bytes big-endian. */
+  readonly compact: Uint8Array;
+  /** ASN.1 DER encoding (Bitcoin, OpenSSL). */
+  readonly der: Uint8Array;
+  /** The public key the signature verifies under (33-byte compressed): Y + δ·G. */
+  readonly publicKey: Uint8Array;
+}
+
+/**
+ * m = int(digest) mod q for a 32-byte digest.
+ * @throws RangeError when the digest is not exactly 32 bytes
+ */
+export function messageScalar(digest: Uint8Array): bigint {
+  abytes(digest, 'digest', 32);
+  return G.mod(bytesToBigint(digest));
+}
+
+function tweakOf(opts: SignOptions): bigint {
+  const d = opts.tweak ?? 0n;
+  if (typeof d !== 'bigint' || d < 0n || d >= G.order) throw new RangeError('tweak: must be a scalar in [0, q)');
+  return d;
+}
+
+/** Child public key Y' = Y + δ·G. @throws RangeError if it is the identity */
+export function tweakedPublicKey(Y: Secp256k1Point, tweak: bigint): Secp256k1Point {
+  const Yc = Y.add(G.mulBase(tweak));
+  if (Yc.is0()) throw new RangeError('tweak: child key is the identity');
+  return Yc;
+}
+
+/** Values every party derives for one signature: m, δ, ρ, R' and r. */
+export function signingContext(pub: PresignaturePublic, digest: Uint8Array, opts: SignOptions = {}) {
+  const m = messageScalar(digest);
+  const delta = tweakOf(opts);
+  const Yc = tweakedPublicKey(pub.publicKey, delta);
+  const h = sha256(
+    canonicalEncode([
+      `${SIGN_TAG}.rerandomise`,
+      G.encodePoint(pub.R),
+      G.encodePoint(Yc),
+      digest,
+      G.encodeScalar(delta),
+      pub.signers.map((s) => BigInt(s)),
+    ]),
+  );
+  let rho = G.mod(bytesToBigint(h));
+  if (rho === 0n) rho = 1n;
+  const Rp = G.mulPublic(pub.R, rho);
+  const r = G.mod(Rp.toAffine().x);
+  if (r === 0n) throw new RangeError('signing: r = 0 (negligible); use another presignature');
+  return { m, delta, rho, Rp, r, Yc };
+}
+
+/**
+ * This party's signature share σ_i. Consumes the presignature (single use) before computing.
+ * @throws PresignatureSpentError on reuse; RangeError for a bad digest or tweak
+ */
+export function signShare(presignature: Presignature, digest: Uint8Array, opts: SignOptions = {}): bigint {
+  const ctx = signingContext(presignature.public, digest, opts);
+  const { k, chi } = presignature.take();
+  return G.mod(G.inv(ctx.rho) * (k * ctx.m + ctx.r * (chi + ctx.delta * k)));
+}
+
+/** Check σ_j against public presigning values: (ρ·σ_j)·Γ = m·Δ_j + r·(S_j + δ·Δ_j). */
+export function verifySignatureShare(
+  pub: PresignaturePublic,
+  j: number,
+  sigma: bigint,
+  digest: Uint8Array,
+  opts: SignOptions = {},
+): boolean {
+  if (!G.isScalar(sigma) || j < 0 || j >= pub.signers.length) return false;
+  const { m, delta, rho, r } = signingContext(pub, digest, opts);
+  const Dj = pub.Delta[j] as Secp256k1Point;
+  const Sj = pub.S[j] as Secp256k1Point;
+  const lhs = G.mulPublic(pub.Gamma, G.mod(rho * sigma));
+  const rhs = G.mulPublic(Dj, G.mod(m + r * delta)).add(G.mulPublic(Sj, r));
+  return lhs.equals(rhs);
+}
+
+/** Thrown by {@link combineSignature} when shares are bad; `culprits` are signer positions. */
+export class SignatureShareError extends Error {
+  readonly culprits: readonly number[];
+  constructor(culprits: readonly number[], message: string) {
+    super(message);
+    this.name = 'SignatureShareError';
+    this.culprits = culprits;
+  }
+}
+
+/**
+ * Combine σ_j of every signer position into a low-s signature with recovery id, and verify it
+ * under Y' with noble before returning.
+ * @param shares σ_j by signer position (exactly `pub.signers.length` entries)
+ * @throws SignatureShareError naming positions with invalid shares or missing; Error if the final
+ *   signature does not verify (cannot happen when every share checks out)
+ */
+export function combineSignature(
+  pub: PresignaturePublic,
+  digest: Uint8Array,
+  shares: ReadonlyMap<number, bigint>,
+  opts: SignOptions = {},
+): EcdsaSignature {
+  const ctx = signingContext(pub, digest, opts);
+  const missing = pub.signers.map((_, j) => j).filter((j) => !shares.has(j));
+  if (missing.length) throw new SignatureShareError(missing, 'missing signature shares');
+  const extra = [...shares.keys()].filter((j) => !Number.isSafeInteger(j) || j < 0 || j >= pub.signers.length);
+  if (extra.length) throw new SignatureShareError(extra, 'shares from parties outside the presignature’s signing set');
+  const bad = [...shares].filter(([j, s]) => !verifySignatureShare(pub, j, s, digest, opts)).map(([j]) => j);
+  if (bad.length) throw new SignatureShareError(bad, 'invalid signature shares');
+  let s = G.mod([...shares.values()].reduce((a, b) => a + b, 0n));
+  const affine = ctx.Rp.toAffine();
+  let recovery = (affine.y & 1n ? 1 : 0) | (affine.x >= G.order ? 2 : 0);
+  if (s > G.order >> 1n) {
+    s = G.order - s;
+    recovery ^= 1;
+  }
+  if (s === 0n) throw new Error('signing: s = 0');
+  const compact = new Uint8Array(64);
+  compact.set(bigintToBytes(ctx.r, 32), 0);
+  compact.set(bigintToBytes(s, 32), 32);
+  const publicKey = G.encodePoint(ctx.Yc);
+  if (!secp256k1.verify(compact, digest, publicKey, { prehash: false, lowS: true })) {
+    throw new Error('signing: combined signature does not verify');
+  }
+  const der = new secp256k1.Signature(ctx.r, s).toBytes('der');
+  return { r: ctx.r, s, recovery, compact, der, publicKey };
+}
+
+interface SignState {
+  readonly sigma: bigint;
+}
+
+/** Parameters of the signing protocol. */
+export interface SignParams extends SignOptions {
+  readonly presignature: Presignature;
+  /** 32-byte message digest. */
+  readonly digest: Uint8Array;
+}
+
+/**
+ * One-round signing for the runtime (`n` = size of the presignature's signing set, `self` = its
+ * position). Every party broadcasts σ_i, checks every σ_j (a bad share names its sender),
+ * combines and verifies. The presignature is consumed at start, before σ_i leaves.
+ */
+export function signProtocol(params: SignParams): ProtocolSpec<SignState, EcdsaSignature> {
+  return {
+    name: SIGN_TAG,
+    echoFinalRound: false,
+    start(ctx) {
+      const pub = params.presignature.public;
+      if (params.presignature.i !== ctx.self || pub.signers.length !== ctx.n) {
+        throw new RangeError('presignature: made for another party set or position');
+      }
+      const sigma = signShare(params.presignature, params.digest, params);
+      return { state: { sigma }, send: { broadcast: { sigma: G.encodeScalar(sigma) } } };
+    },
+    rounds: [
+      {
+        name: `${SIGN_TAG}.round1`,
+        broadcast: (body) => scalarField(record(body, 'share').sigma, 'sigma', true),
+        process(state, received, ctx) {
+          const pub = params.presignature.public;
+          const shares = new Map<number, bigint>([[ctx.self, state.sigma]]);
+          for (const [j, m] of received) {
+            const sigma = m.broadcast as bigint;
+            if (!verifySignatureShare(pub, j, sigma, params.digest, params)) {
+              blame(j, 'invalid signature share σ_j');
+            }
+            shares.set(j, sigma);
+          }
+          return { output: combineSignature(pub, params.digest, shares, params) };
+        },
+      },
+    ],
+  };
+}

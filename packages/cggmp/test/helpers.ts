@@ -1,0 +1,108 @@
+/** Test helpers for @custodian/cggmp: committed TEST-ONLY safe primes and in-memory runs. */
+import { readFileSync } from 'node:fs';
+import { type Interceptor, Party, type ProtocolSpec, simulate } from '@custodian/crypto';
+import { seededRandom } from '@custodian/crypto/testing';
+import { SECURITY_112, SECURITY_128, type SecurityLevel } from '@custodian/paillier';
+import {
+  type AuxInfo,
+  auxInfoProtocol,
+  type CoreKeyShare,
+  type KeyShare,
+  keygenProtocol,
+  keyShareFromJson,
+  Presignature,
+  type PresignatureData,
+  presignProtocol,
+  signProtocol,
+} from '../src/index.js';
+
+const fixture = JSON.parse(
+  readFileSync(new URL('../../paillier/test/fixtures/test-only-safe-primes.json', import.meta.url), 'utf8'),
+) as { safePrimes1024: string[]; safePrimes1536: string[] };
+
+/** TEST-ONLY public safe primes for `level`: pairs (p, q) for party i. */
+export function testPrimes(level: SecurityLevel, i: number): { p: bigint; q: bigint } {
+  const list = level === SECURITY_112 ? fixture.safePrimes1024 : fixture.safePrimes1536;
+  const p = list[(2 * i) % list.length];
+  const q = list[(2 * i + 1) % list.length];
+  if (!p || !q) throw new Error('fixture exhausted');
+  return { p: BigInt(`0x${p}`), q: BigInt(`0x${q}`) };
+}
+
+export const sid = (label: string) => seededRandom(`sid-${label}`)(32);
+
+export function runParties<O>(
+  // biome-ignore lint/suspicious/noExplicitAny: each protocol has its own state type
+  make: (i: number) => ProtocolSpec<any, O>,
+  n: number,
+  label: string,
+  intercept?: Interceptor,
+) {
+  const sessionId = sid(label);
+  const parties = Array.from(
+    { length: n },
+    (_, i) => new Party(make(i), { self: i, n, sessionId, rng: seededRandom(`${label}-${i}`) }),
+  );
+  return simulate(parties, intercept ? { intercept } : {});
+}
+
+export function runAux(n: number, level: SecurityLevel = SECURITY_112, label = `aux-${n}`, intercept?: Interceptor) {
+  return runParties<AuxInfo>(
+    (i) => auxInfoProtocol({ level, primes: testPrimes(level, i), checkPrimality: false }),
+    n,
+    label,
+    intercept,
+  );
+}
+
+export function runKeygen(t: number, n: number, label = `kg-${t}-${n}`, intercept?: Interceptor) {
+  return runParties<CoreKeyShare>(() => keygenProtocol({ t }), n, label, intercept);
+}
+
+export { SECURITY_112, SECURITY_128 };
+
+const keyShareFixture = JSON.parse(
+  readFileSync(new URL('./fixtures/test-only-key-shares.json', import.meta.url), 'utf8'),
+) as { sets: Record<string, unknown[]> };
+
+/** TEST-ONLY key shares (SECURITY_112) from the committed fixture: '2of2', '2of3' or '3of5'. */
+export function fixtureShares(set: '2of2' | '2of3' | '3of5'): KeyShare[] {
+  const list = keyShareFixture.sets[set];
+  if (!list) throw new Error(`no fixture set ${set}`);
+  return list.map((j) => keyShareFromJson(j));
+}
+
+/** Run presigning among `signers` (key indices) of `shares`. */
+export function runPresign(shares: readonly KeyShare[], signers: number[], label: string, intercept?: Interceptor) {
+  const sessionId = sid(label);
+  const parties = signers.map(
+    (s, pos) =>
+      new Party(presignProtocol({ share: shares[s] as KeyShare, signers }), {
+        self: pos,
+        n: signers.length,
+        sessionId,
+        rng: seededRandom(`${label}-${pos}`),
+      }),
+  );
+  return simulate(parties, intercept ? { intercept } : {});
+}
+
+/** Run signing from presignature data (one Presignature per position). */
+export function runSign(
+  presigs: readonly PresignatureData[],
+  digest: Uint8Array,
+  label: string,
+  opts: { tweak?: bigint; intercept?: Interceptor } = {},
+) {
+  const sessionId = sid(label);
+  const parties = presigs.map(
+    (p, pos) =>
+      new Party(signProtocol({ presignature: new Presignature(p), digest, tweak: opts.tweak ?? 0n }), {
+        self: pos,
+        n: presigs.length,
+        sessionId,
+        rng: seededRandom(`${label}-${pos}`),
+      }),
+  );
+  return simulate(parties, opts.intercept ? { intercept: opts.intercept } : {});
+}

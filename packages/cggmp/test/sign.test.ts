@@ -1,0 +1,189 @@
+import { createHash, createPublicKey, createVerify } from 'node:crypto';
+import { bytesToHex, type Canonical, deriveSecp256k1, secp256k1Group as G } from '@custodian/crypto';
+import { secp256k1 } from '@noble/curves/secp256k1.js';
+import { HDKey } from '@scure/bip32';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  combineSignature,
+  type EcdsaSignature,
+  Presignature,
+  type PresignatureData,
+  PresignatureSpentError,
+  SignatureShareError,
+  signShare,
+} from '../src/index.js';
+import { fixtureShares, runPresign, runSign } from './helpers.js';
+
+const sha256 = (data: string | Uint8Array) => new Uint8Array(createHash('sha256').update(data).digest());
+
+/** OpenSSL (node:crypto) verification of a DER signature over sha256(preimage) with a JWK public key. */
+function opensslVerify(publicKey33: Uint8Array, preimage: Uint8Array, der: Uint8Array): boolean {
+  const P = secp256k1.Point.fromBytes(publicKey33).toAffine();
+  const b64 = (v: bigint) => Buffer.from(v.toString(16).padStart(64, '0'), 'hex').toString('base64url');
+  const key = createPublicKey({ key: { kty: 'EC', crv: 'secp256k1', x: b64(P.x), y: b64(P.y) }, format: 'jwk' });
+  return createVerify('sha256').update(preimage).verify(key, der);
+}
+
+function expectValid(sig: EcdsaSignature, publicKey: Uint8Array, preimage: Uint8Array) {
+  const digest = sha256(preimage);
+  expect(sig.publicKey).toEqual(publicKey);
+  expect(secp256k1.verify(sig.compact, digest, publicKey, { prehash: false })).toBe(true);
+  expect(opensslVerify(publicKey, preimage, sig.der)).toBe(true);
+  expect(sig.s <= G.order / 2n).toBe(true);
+  const recovered = secp256k1.Signature.fromBytes(sig.compact).addRecoveryBit(sig.recovery).recoverPublicKey(digest);
+  expect(recovered.toBytes(true)).toEqual(publicKey);
+}
+
+function presigs(set: '2of2' | '2of3' | '3of5', signers: number[], label: string): PresignatureData[] {
+  const res = runPresign(fixtureShares(set), signers, label);
+  expect(res.aborted.every((a) => a === undefined)).toBe(true);
+  return res.outputs as PresignatureData[];
+}
+
+describe('CGGMP21 signing matrix (two independent verifiers: noble and OpenSSL)', () => {
+  it.each([
+    ['2of2', [0, 1]],
+    ['2of3', [0, 1]],
+    ['2of3', [0, 2]],
+    ['2of3', [1, 2]],
+    ['3of5', [0, 2, 4]],
+  ] as const)('%s with signers %j', (set, signers) => {
+    const pre = presigs(set, [...signers], `m-${set}-${signers.join('')}`);
+    const preimage = new TextEncoder().encode(`transfer ${set} ${signers.join(',')}`);
+    const res = runSign(pre, sha256(preimage), `s-${set}-${signers.join('')}`);
+    expect(res.aborted.every((a) => a === undefined)).toBe(true);
+    const sig = res.outputs[0]!;
+    for (const o of res.outputs) expect(o!.compact).toEqual(sig.compact);
+    expectValid(sig, G.encodePoint(fixtureShares(set)[0]!.core.publicKey), preimage);
+  });
+});
+
+describe('HD wallets: signing under derived child keys', () => {
+  it('a master-key presignature signs for a BIP32 child; the child key matches @scure/bip32', () => {
+    const shares = fixtureShares('2of3');
+    const core = shares[0]!.core;
+    const Y = G.encodePoint(core.publicKey);
+    const path = 'm/44/60/0/0/7';
+    const child = deriveSecp256k1(Y, core.chainCode, path);
+    const scure = new HDKey({ publicKey: Y, chainCode: core.chainCode }).derive(path);
+    expect(bytesToHex(child.publicKey)).toBe(bytesToHex(scure.publicKey!));
+    const pre = presigs('2of3', [1, 2], 'hd');
+    const preimage = new TextEncoder().encode('withdraw to child');
+    const res = runSign(pre, sha256(preimage), 'hd-sign', { tweak: child.tweak });
+    expect(res.aborted.every((a) => a === undefined)).toBe(true);
+    expectValid(res.outputs[0]!, scure.publicKey!, preimage);
+  });
+});
+
+describe('presignature safety', () => {
+  it('a presignature is consumed before the share leaves and reuse throws', () => {
+    const pre = presigs('2of3', [0, 1], 'reuse');
+    const p = new Presignature(pre[0]!);
+    const digest = sha256('a');
+    signShare(p, digest);
+    expect(p.spent).toBe(true);
+    expect(() => signShare(p, sha256('b'))).toThrow(PresignatureSpentError);
+    expect(() => signShare(p, digest)).toThrow(PresignatureSpentError);
+  });
+
+  it('a presignature made for one party set cannot be used with another', () => {
+    const pre = presigs('2of3', [0, 1], 'wrongset');
+    const digest = sha256('x');
+    // run it as if the set were 3 parties: the protocol refuses at start
+    const three = [pre[0]!, pre[1]!, { ...pre[1]!, i: 2 }];
+    expect(() => runSign(three, digest, 'wrongset-sign')).toThrow(/another party set/);
+    // a share from outside the set is refused by the combiner
+    const p0 = new Presignature(pre[0]!);
+    const p1 = new Presignature(pre[1]!);
+    const shares = new Map([
+      [0, signShare(p0, digest)],
+      [1, signShare(p1, digest)],
+      [2, 5n],
+    ]);
+    expect(() => combineSignature(p0.public, digest, shares)).toThrow(SignatureShareError);
+  });
+
+  it('re-randomisation: the same presignature gives different R for different messages or tweaks', () => {
+    const pre = presigs('2of2', [0, 1], 'rerand');
+    const sigs = [
+      [sha256('m1'), 0n],
+      [sha256('m2'), 0n],
+      [sha256('m1'), 5n],
+    ].map(([d, tweak], k) => runSign(pre, d as Uint8Array, `rr-${k}`, { tweak: tweak as bigint }).outputs[0]!.r);
+    expect(new Set(sigs).size).toBe(3);
+  });
+
+  it('digests must be 32 bytes', () => {
+    const pre = presigs('2of2', [0, 1], 'len');
+    expect(() => signShare(new Presignature(pre[0]!), new Uint8Array(31))).toThrow(RangeError);
+  });
+
+  it('random messages and tweaks always give valid signatures (fast-check)', () => {
+    const shares = fixtureShares('2of2');
+    const Y = G.encodePoint(shares[0]!.core.publicKey);
+    const pool = Array.from({ length: 3 }, (_, k) => presigs('2of2', [0, 1], `pool-${k}`));
+    let used = 0;
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 1, maxLength: 64 }), fc.nat(20), (msg, idx) => {
+        const pre = pool[used++]!;
+        const child = deriveSecp256k1(Y, shares[0]!.core.chainCode, [idx]);
+        const res = runSign(pre, sha256(msg), `fc-${used}`, { tweak: child.tweak });
+        expectValid(res.outputs[0]!, child.publicKey, msg);
+      }),
+      { numRuns: pool.length },
+    );
+  });
+});
+
+describe('identifiable abort in presigning and signing', () => {
+  const shares3 = () => fixtureShares('2of3');
+  const bump = (body: Canonical, path: string[]): Canonical => {
+    const copy = structuredClone(body) as Record<string, unknown>;
+    let o = copy;
+    for (const k of path.slice(0, -1)) o = o[k] as Record<string, unknown>;
+    const last = path[path.length - 1]!;
+    o[last] = (o[last] as bigint) + 1n;
+    return copy as Canonical;
+  };
+  const tamper =
+    (from: number, round: number, kind: 'p2p' | 'broadcast', path: string[]) =>
+    (d: { to: number; message: { from: number; round: number; kind: string; body: Canonical } }) =>
+      d.message.from === from && d.message.round === round && d.message.kind === kind
+        ? [{ ...d, message: { ...d.message, body: bump(d.message.body, path) } }]
+        : [d];
+
+  it.each([
+    ['Πenc', 0, ['z1']],
+    ['Πaff-g (γ)', 1, ['aff', 'z1']],
+    ['Πaff-g (x)', 1, ['affHat', 'z2']],
+    ['Πlog* (Γ)', 1, ['logG', 'z1']],
+    ['Πlog* (Δ)', 2, ['z1']],
+  ] as const)('a bad %s names its prover', (what, round, path) => {
+    const res = runPresign(shares3(), [0, 2], `bad-${what}`, tamper(1, round, 'p2p', [...path]) as never);
+    expect(res.aborted[0]?.culprits).toEqual([{ party: 1, reason: expect.stringContaining(`invalid ${what}`) }]);
+    expect(res.outputs).toEqual([undefined, undefined]);
+  });
+
+  it('an equivocated broadcast (K_i) is detected and names the sender', () => {
+    const res = runPresign(fixtureShares('2of3'), [0, 1, 2], 'equiv', ((d: {
+      to: number;
+      message: { from: number; round: number; kind: string; body: Canonical };
+    }) => {
+      if (d.message.from !== 0 || d.message.round !== 0 || d.message.kind !== 'broadcast' || d.to !== 2) return [d];
+      return [{ ...d, message: { ...d.message, body: bump(d.message.body, ['G']) } }];
+    }) as never);
+    for (const i of [1, 2]) expect(res.aborted[i]?.culprits.map((c) => c.party)).toEqual([0]);
+  });
+
+  it('a wrong σ_i is named by every honest signer', () => {
+    const pre = presigs('3of5', [1, 2, 3], 'bad-sigma');
+    const res = runSign(pre, sha256('m'), 'bad-sigma-sign', {
+      intercept: (d) =>
+        d.message.from === 2 ? [{ ...d, message: { ...d.message, body: { sigma: G.encodeScalar(42n) } } }] : [d],
+    });
+    expect(res.aborted[0]?.culprits).toEqual([{ party: 2, reason: 'invalid signature share σ_j' }]);
+    expect(res.aborted[1]?.culprits).toEqual([{ party: 2, reason: 'invalid signature share σ_j' }]);
+    expect(res.outputs.slice(0, 2)).toEqual([undefined, undefined]);
+  });
+});
