@@ -5,7 +5,7 @@ import { defineConfig } from 'vitest/config';
 //  - slow: `test/**/*.slow.test.ts` — large party matrices and real prime generation.
 // Workspace packages resolve to their TypeScript sources through the `@custodian/source`
 // export condition, so tests never depend on a stale build.
-const resolve = { conditions: ['@custodian/source', 'import', 'module', 'node', 'default'] };
+const resolve = { conditions: ['@custodian/source', 'node', 'development|production'] };
 
 export default defineConfig({
   test: {

@@ -8,4 +8,5 @@ export * from './aux-info.js';
 export * from './key-share.js';
 export * from './keygen.js';
 export * from './presign.js';
+export * from './refresh.js';
 export * from './sign.js';

@@ -63,3 +63,19 @@ describe('CGGMP21 aux info (provisioning)', () => {
     expect(() => p.start()).toThrow(RangeError);
   });
 });
+
+describe('CGGMP21 aux info: bad ring-Pedersen parameters', () => {
+  it.each([
+    ['s = t', (R: Record<string, bigint>) => ({ ...R, s: R.t })],
+    ['s ∉ ⟨t⟩ (s replaced by another unit)', (R: Record<string, bigint>) => ({ ...R, s: (R.s! * 2n) % R.N! })],
+    ['t = 1', (R: Record<string, bigint>) => ({ ...R, t: 1n })],
+  ])('%s is blamed on its sender', (_name, mutate) => {
+    const res = runAux(2, SECURITY_112, `aux-rp-${_name}`, (d) => {
+      if (d.message.from !== 1 || d.message.round !== 1) return [d];
+      const b = d.message.body as Record<string, Canonical>;
+      return [{ ...d, message: { ...d.message, body: { ...b, R: mutate(b.R as Record<string, bigint>) } } }];
+    });
+    // the decommitment no longer matches, or the parameter checks / Πprm fail: party 1 is named
+    expect(res.aborted[0]?.culprits[0]?.party).toBe(1);
+  });
+});

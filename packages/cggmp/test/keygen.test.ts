@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { type Canonical, secp256k1Group as G, Party, simulate } from '@custodian/crypto';
 import { reconstructSecretForTest, seededRandom } from '@custodian/crypto/testing';
 import { describe, expect, it } from 'vitest';
@@ -6,6 +7,8 @@ import {
   coreKeyShareFromJson,
   coreKeyShareToJson,
   keygenProtocol,
+  keyShareFromJson,
+  keyShareToJson,
   validateCoreKeyShare,
 } from '../src/index.js';
 
@@ -169,5 +172,27 @@ describe('CGGMP21 key generation: identifiable abort', () => {
     const msg = a[0]!.start().messages[0]!;
     b[1]!.start();
     expect(b[1]!.receive(msg).rejected?.reason).toBe('wrong session');
+  });
+});
+
+describe('stored key share format', () => {
+  it('the first released format (v1 fixture) still loads, validates and re-encodes identically', () => {
+    const fixture = JSON.parse(
+      readFileSync(new URL('./fixtures/test-only-key-shares.json', import.meta.url), 'utf8'),
+    ) as {
+      sets: Record<string, unknown[]>;
+    };
+    for (const list of Object.values(fixture.sets)) {
+      for (const json of list) {
+        const share = keyShareFromJson(json);
+        expect(keyShareToJson(share)).toEqual(json);
+      }
+    }
+    const one = fixture.sets['2of3']![0] as Record<string, unknown>;
+    expect(() => keyShareFromJson({ ...one, version: 2 })).toThrow(/unsupported version/);
+    expect(() => keyShareFromJson({ ...one, format: 'other' })).toThrow(/unknown format/);
+    const aux = one.aux as Record<string, unknown>;
+    expect(() => keyShareFromJson({ ...one, aux: { ...aux, p: '0b' } })).toThrow(/p·q/);
+    expect(() => keyShareFromJson({ ...one, aux: { ...aux, level: 'SECURITY_80' } })).toThrow(/level/);
   });
 });

@@ -1,0 +1,879 @@
+/**
+ * Admin API (`/admin/v1`): the seed's dashboard-only functions, for the CLI and a later web
+ * dashboard. Authenticated by a bearer session token (login = password + second factor);
+ * roles enforced per route exactly as seed §1:
+ *
+ * | Role | Routes |
+ * |---|---|
+ * | ADMIN | everything |
+ * | FINANCE_MANAGER | own session and TOTP; read profiles, directory, wallets, addresses, balances, master keys, ceremonies (policy management comes with the transfer pipeline) |
+ * | VIEWER | the same reads (read-only) |
+ *
+ * The mobile app's enrollment request is under `/devices/v1` (unauthenticated; the app only
+ * knows the instance URL).
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteShorthandOptions } from 'fastify';
+import { errorResponses, PAGE_QUERY, UUID } from '../api/schemas.js';
+import { ApiError, type ErrorCode } from '../errors.js';
+import type { PageRequest } from '../store.js';
+import { type AdminService, ROLES, type Role, type UserView, WEBHOOK_EVENT_TYPES } from './service.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the session hook. */
+    adminUser?: UserView & { session_id: string };
+  }
+}
+
+const ALL: readonly Role[] = ROLES;
+const ADMIN: readonly Role[] = ['ADMIN'];
+
+const obj = (properties: Record<string, unknown>, required: string[] = []) => ({
+  type: 'object',
+  additionalProperties: false,
+  required,
+  properties,
+});
+const anyObject = (description: string) => ({ description, type: 'object', additionalProperties: true });
+const listOf = (description: string) => ({
+  description,
+  type: 'array',
+  items: { type: 'object', additionalProperties: true },
+});
+const pageEnvelope = (description: string) => ({
+  description,
+  type: 'object',
+  required: ['data', 'page', 'page_size', 'total'],
+  properties: {
+    data: { type: 'array', items: { type: 'object', additionalProperties: true } },
+    page: { type: 'integer' },
+    page_size: { type: 'integer' },
+    total: { type: 'integer' },
+  },
+});
+const email = { type: 'string', format: 'email', maxLength: 254 };
+const password = { type: 'string', minLength: 12, maxLength: 1024, description: 'At least 12 characters.' };
+const name = { type: 'string', minLength: 1, maxLength: 200 };
+const role = { type: 'string', enum: ROLES };
+const code = { type: 'string', pattern: '^[0-9]{6}$' };
+const pageQuery = { type: 'object', additionalProperties: false, properties: PAGE_QUERY };
+
+const COMMON: ErrorCode[] = [
+  'SESSION_REQUIRED',
+  'ROLE_FORBIDDEN',
+  'VALIDATION_FAILED',
+  'RATE_LIMITED',
+  'INTERNAL_ERROR',
+];
+const BODY: ErrorCode[] = ['MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE'];
+
+interface RouteSpec {
+  /** null = no session required. */
+  roles: readonly Role[] | null;
+  summary: string;
+  description?: string;
+  tags: string[];
+  params?: object;
+  querystring?: object;
+  body?: object;
+  status: number;
+  response: object;
+  errors?: ErrorCode[];
+  rateLimit?: { max: number; timeWindow: number };
+}
+
+/** Register the admin API routes (mount at `/admin/v1`) and the device enrollment routes. */
+export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
+  // Both run as preParsing hooks: after the rate limit (onRequest), before body parsing and validation.
+  const sessionHook = async <P>(req: FastifyRequest, _reply: unknown, payload: P): Promise<P> => {
+    const h = req.headers.authorization;
+    const m = typeof h === 'string' ? /^Bearer ([A-Za-z0-9_-]{1,200})$/.exec(h) : null;
+    const user = m?.[1] !== undefined ? await svc.sessionUser(m[1]) : null;
+    if (user === null) throw new ApiError('SESSION_REQUIRED', 'log in and send Authorization: Bearer <token>');
+    req.adminUser = user;
+    return payload;
+  };
+  const roleHook =
+    (roles: readonly Role[]) =>
+    async <P>(req: FastifyRequest, _reply: unknown, payload: P): Promise<P> => {
+      if (!roles.includes(req.adminUser!.role)) {
+        throw new ApiError('ROLE_FORBIDDEN', `this action needs role ${roles.join(' or ')}`);
+      }
+      return payload;
+    };
+
+  const route = (
+    method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE',
+    url: string,
+    spec: RouteSpec,
+    handler: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>,
+  ) => {
+    const errors = [
+      ...(spec.roles === null ? ['VALIDATION_FAILED', 'RATE_LIMITED', 'INTERNAL_ERROR'] : COMMON),
+      ...(spec.body ? BODY : []),
+      ...(spec.errors ?? []),
+    ] as ErrorCode[];
+    const roleText = spec.roles === null ? 'No session required.' : `Roles: ${spec.roles.join(', ')}.`;
+    const opts: RouteShorthandOptions = {
+      preParsing: spec.roles === null ? [] : [sessionHook, roleHook(spec.roles)],
+      ...(spec.rateLimit ? { config: { rateLimit: spec.rateLimit } } : {}),
+      schema: {
+        tags: spec.tags,
+        summary: spec.summary,
+        description: `${spec.description ? `${spec.description} ` : ''}${roleText}`,
+        ...(spec.roles === null ? {} : { security: [{ AdminSession: [] }] }),
+        ...(spec.params ? { params: spec.params } : {}),
+        ...(spec.querystring ? { querystring: spec.querystring } : {}),
+        ...(spec.body ? { body: spec.body } : {}),
+        response: { [spec.status]: spec.response, ...errorResponses([...new Set(errors)]) },
+      },
+    };
+    app.route({
+      method,
+      url,
+      ...opts,
+      handler: async (req, reply) => {
+        const out = await handler(req, reply);
+        reply.code(spec.status);
+        return spec.status === 204 ? reply.send() : out;
+      },
+    });
+  };
+  const actor = (req: FastifyRequest) => req.adminUser!.user_id;
+  const P = <T>(req: FastifyRequest) => req.params as T;
+  const B = <T>(req: FastifyRequest) => req.body as T;
+  const loginLimit = { max: svc.opts.loginRateLimit.max, timeWindow: svc.opts.loginRateLimit.windowMs };
+
+  // ---- instance, login, session ----
+  route(
+    'POST',
+    '/admin/v1/init',
+    {
+      roles: null,
+      tags: ['Admin: session'],
+      summary: 'Initialise the instance: first account (Admin) and first profile',
+      body: obj({ email, name, password, profile_name: name }, ['email', 'name', 'password']),
+      status: 201,
+      response: anyObject('The first user and profile'),
+      errors: ['ALREADY_INITIALISED'],
+      rateLimit: loginLimit,
+    },
+    async (req) => {
+      const b = B<{ email: string; name: string; password: string; profile_name?: string }>(req);
+      return svc.init({ ...b, profile_name: b.profile_name ?? 'default' });
+    },
+  );
+  route(
+    'POST',
+    '/admin/v1/login',
+    {
+      roles: null,
+      tags: ['Admin: session'],
+      summary: 'Login step 1: password; opens a second-factor challenge',
+      description: 'Sends a one-time email code unless the user enrolled TOTP (then `method` is `totp`).',
+      body: obj({ email, password: { type: 'string', minLength: 1, maxLength: 1024 } }, ['email', 'password']),
+      status: 200,
+      response: anyObject('challenge_id, method (email|totp), expires_at'),
+      errors: ['INVALID_CREDENTIALS'],
+      rateLimit: loginLimit,
+    },
+    async (req) => svc.login(B<{ email: string }>(req).email, B<{ password: string }>(req).password),
+  );
+  route(
+    'POST',
+    '/admin/v1/login/verify',
+    {
+      roles: null,
+      tags: ['Admin: session'],
+      summary: 'Login step 2: the second-factor code; returns a session token (shown once)',
+      body: obj({ challenge_id: UUID, code }, ['challenge_id', 'code']),
+      status: 200,
+      response: anyObject('token, expires_at, user'),
+      errors: ['INVALID_SECOND_FACTOR'],
+      rateLimit: loginLimit,
+    },
+    async (req) => svc.verifyLogin(B<{ challenge_id: string }>(req).challenge_id, B<{ code: string }>(req).code),
+  );
+  route(
+    'POST',
+    '/admin/v1/logout',
+    {
+      roles: ALL,
+      tags: ['Admin: session'],
+      summary: 'Revoke the current session',
+      status: 204,
+      response: { description: 'Logged out', type: 'null' },
+    },
+    async (req) => svc.logout(req.adminUser!.session_id),
+  );
+  route(
+    'GET',
+    '/admin/v1/me',
+    { roles: ALL, tags: ['Admin: session'], summary: 'The logged-in user', status: 200, response: anyObject('User') },
+    async (req) => {
+      const { session_id: _s, ...u } = req.adminUser!;
+      return u;
+    },
+  );
+  route(
+    'POST',
+    '/admin/v1/me/totp',
+    {
+      roles: ALL,
+      tags: ['Admin: session'],
+      summary: 'Start TOTP enrollment (RFC 6238, SHA-1, 6 digits, 30 s)',
+      status: 200,
+      response: anyObject('secret (base32) and otpauth_uri; confirm with a code'),
+    },
+    async (req) => svc.totpEnroll(actor(req)),
+  );
+  route(
+    'POST',
+    '/admin/v1/me/totp/confirm',
+    {
+      roles: ALL,
+      tags: ['Admin: session'],
+      summary: 'Confirm TOTP enrollment with a current code',
+      body: obj({ code }, ['code']),
+      status: 200,
+      response: anyObject('User'),
+      errors: ['INVALID_SECOND_FACTOR', 'CONFLICT'],
+    },
+    async (req) => svc.totpConfirm(actor(req), B<{ code: string }>(req).code),
+  );
+  route(
+    'POST',
+    '/admin/v1/me/totp/disable',
+    {
+      roles: ALL,
+      tags: ['Admin: session'],
+      summary: 'Disable TOTP (requires a current code); login falls back to email codes',
+      body: obj({ code }, ['code']),
+      status: 200,
+      response: anyObject('User'),
+      errors: ['INVALID_SECOND_FACTOR', 'CONFLICT'],
+    },
+    async (req) => svc.totpDisable(actor(req), B<{ code: string }>(req).code),
+  );
+
+  // ---- users ----
+  const userParams = obj({ user_id: UUID }, ['user_id']);
+  route(
+    'GET',
+    '/admin/v1/users',
+    {
+      roles: ADMIN,
+      tags: ['Admin: users'],
+      summary: 'List users',
+      querystring: pageQuery,
+      status: 200,
+      response: pageEnvelope('Users'),
+    },
+    async (req) => svc.listUsers(req.query as PageRequest),
+  );
+  route(
+    'POST',
+    '/admin/v1/users',
+    {
+      roles: ADMIN,
+      tags: ['Admin: users'],
+      summary: 'Create a user with a role and an initial password',
+      body: obj({ email, name, role, password }, ['email', 'name', 'role', 'password']),
+      status: 201,
+      response: anyObject('User'),
+      errors: ['CONFLICT'],
+    },
+    async (req) => svc.createUser(actor(req), B(req)),
+  );
+  route(
+    'GET',
+    '/admin/v1/users/:user_id',
+    {
+      roles: ADMIN,
+      tags: ['Admin: users'],
+      summary: 'One user',
+      params: userParams,
+      status: 200,
+      response: anyObject('User'),
+      errors: ['RESOURCE_NOT_FOUND'],
+    },
+    async (req) => svc.getUser(P<{ user_id: string }>(req).user_id),
+  );
+  route(
+    'PATCH',
+    '/admin/v1/users/:user_id',
+    {
+      roles: ADMIN,
+      tags: ['Admin: users'],
+      summary: 'Change role, name, blocked state or password (blocking or a new password revokes sessions)',
+      params: userParams,
+      body: { ...obj({ role, name, blocked: { type: 'boolean' }, password }), minProperties: 1 },
+      status: 200,
+      response: anyObject('User'),
+      errors: ['RESOURCE_NOT_FOUND', 'CONFLICT'],
+    },
+    async (req) => svc.updateUser(actor(req), P<{ user_id: string }>(req).user_id, B(req)),
+  );
+  route(
+    'DELETE',
+    '/admin/v1/users/:user_id',
+    {
+      roles: ADMIN,
+      tags: ['Admin: users'],
+      summary: 'Delete a user (the last active Admin cannot be removed)',
+      params: userParams,
+      status: 204,
+      response: { description: 'Deleted', type: 'null' },
+      errors: ['RESOURCE_NOT_FOUND', 'CONFLICT'],
+    },
+    async (req) => svc.deleteUser(actor(req), P<{ user_id: string }>(req).user_id),
+  );
+
+  // ---- profiles, directory, wallets ----
+  const profileParams = obj({ profile_id: UUID }, ['profile_id']);
+  route(
+    'GET',
+    '/admin/v1/profiles',
+    { roles: ALL, tags: ['Admin: profiles'], summary: 'List profiles', status: 200, response: listOf('Profiles') },
+    async () => svc.store.listProfiles(),
+  );
+  route(
+    'POST',
+    '/admin/v1/profiles',
+    {
+      roles: ADMIN,
+      tags: ['Admin: profiles'],
+      summary: 'Create a profile',
+      body: obj({ name }, ['name']),
+      status: 201,
+      response: anyObject('Profile'),
+    },
+    async (req) => svc.createProfile(actor(req), B<{ name: string }>(req).name),
+  );
+  for (const kind of ['blockchain', 'asset'] as const) {
+    const idName = `${kind}_id`;
+    route(
+      'GET',
+      `/admin/v1/profiles/:profile_id/${kind}s`,
+      {
+        roles: ALL,
+        tags: ['Admin: profiles'],
+        summary: `${kind === 'blockchain' ? 'Blockchains' : 'Assets'} enabled for a profile`,
+        params: profileParams,
+        querystring: pageQuery,
+        status: 200,
+        response: pageEnvelope(`${kind}s`),
+      },
+      async (req) => {
+        const id = P<{ profile_id: string }>(req).profile_id;
+        const q = req.query as PageRequest;
+        return kind === 'blockchain' ? svc.store.listBlockchains(id, q) : svc.store.listAssets(id, q);
+      },
+    );
+    route(
+      'PUT',
+      `/admin/v1/profiles/:profile_id/${kind}s/:${idName}`,
+      {
+        roles: ADMIN,
+        tags: ['Admin: profiles'],
+        summary: `Enable or disable a ${kind} for a profile`,
+        params: obj({ profile_id: UUID, [idName]: UUID }, ['profile_id', idName]),
+        body: obj({ enabled: { type: 'boolean' } }, ['enabled']),
+        status: 204,
+        response: { description: 'Saved', type: 'null' },
+        errors: ['RESOURCE_NOT_FOUND'],
+      },
+      async (req) => {
+        const p = req.params as Record<string, string>;
+        await svc.setDirectoryEntry(actor(req), p.profile_id!, kind, p[idName]!, B<{ enabled: boolean }>(req).enabled);
+      },
+    );
+  }
+  const walletParams = obj({ profile_id: UUID, wallet_id: UUID }, ['profile_id', 'wallet_id']);
+  route(
+    'GET',
+    '/admin/v1/profiles/:profile_id/wallets',
+    {
+      roles: ALL,
+      tags: ['Admin: wallets'],
+      summary: 'List wallets of a profile',
+      params: profileParams,
+      querystring: pageQuery,
+      status: 200,
+      response: pageEnvelope('Wallet ids'),
+    },
+    async (req) => svc.store.listWallets(P<{ profile_id: string }>(req).profile_id, req.query as PageRequest),
+  );
+  route(
+    'POST',
+    '/admin/v1/profiles/:profile_id/wallets',
+    {
+      roles: ADMIN,
+      tags: ['Admin: wallets'],
+      summary: 'Create a wallet (dashboard): a name and one or more blockchains; addresses are available immediately',
+      params: profileParams,
+      body: obj({ name, blockchain_ids: { type: 'array', minItems: 1, maxItems: 64, items: UUID } }, [
+        'blockchain_ids',
+      ]),
+      status: 201,
+      response: { description: 'The wallet', $ref: 'Wallet#' },
+      errors: ['RESOURCE_NOT_FOUND', 'UNKNOWN_BLOCKCHAIN', 'NO_MASTER_KEY'],
+    },
+    async (req) => svc.createWallet(actor(req), P<{ profile_id: string }>(req).profile_id, B(req)),
+  );
+  route(
+    'GET',
+    '/admin/v1/profiles/:profile_id/wallets/:wallet_id',
+    {
+      roles: ALL,
+      tags: ['Admin: wallets'],
+      summary: 'One wallet with its addresses',
+      params: walletParams,
+      status: 200,
+      response: { description: 'The wallet', $ref: 'Wallet#' },
+      errors: ['WALLET_NOT_FOUND'],
+    },
+    async (req) => {
+      const p = P<{ profile_id: string; wallet_id: string }>(req);
+      return svc.store.getWallet(p.profile_id, p.wallet_id);
+    },
+  );
+  route(
+    'GET',
+    '/admin/v1/profiles/:profile_id/wallets/:wallet_id/balances',
+    {
+      roles: ALL,
+      tags: ['Admin: wallets'],
+      summary: 'Balances of a wallet',
+      params: walletParams,
+      querystring: pageQuery,
+      status: 200,
+      response: pageEnvelope('Balances'),
+      errors: ['WALLET_NOT_FOUND'],
+    },
+    async (req) => {
+      const p = P<{ profile_id: string; wallet_id: string }>(req);
+      return svc.store.listBalances(p.profile_id, p.wallet_id, {}, req.query as PageRequest);
+    },
+  );
+
+  // ---- API keys ----
+  route(
+    'GET',
+    '/admin/v1/api-keys',
+    {
+      roles: ADMIN,
+      tags: ['Admin: API keys'],
+      summary: 'List API keys (never the secret)',
+      querystring: { type: 'object', additionalProperties: false, properties: { profile_id: UUID, ...PAGE_QUERY } },
+      status: 200,
+      response: pageEnvelope('API keys'),
+    },
+    async (req) => {
+      const q = req.query as PageRequest & { profile_id?: string };
+      return svc.listApiKeys(q.profile_id, q);
+    },
+  );
+  route(
+    'POST',
+    '/admin/v1/api-keys',
+    {
+      roles: ADMIN,
+      tags: ['Admin: API keys'],
+      summary: 'Create a named API key for a profile; `api_key` is shown only in this response',
+      body: obj({ profile_id: UUID, name }, ['profile_id', 'name']),
+      status: 201,
+      response: anyObject('The key record and its secret `api_key`'),
+      errors: ['RESOURCE_NOT_FOUND'],
+    },
+    async (req) =>
+      svc.createApiKey(actor(req), B<{ profile_id: string }>(req).profile_id, B<{ name: string }>(req).name),
+  );
+  route(
+    'DELETE',
+    '/admin/v1/api-keys/:api_key_id',
+    {
+      roles: ADMIN,
+      tags: ['Admin: API keys'],
+      summary: 'Revoke an API key (effective immediately; idempotent)',
+      params: obj({ api_key_id: UUID }, ['api_key_id']),
+      status: 204,
+      response: { description: 'Revoked', type: 'null' },
+      errors: ['RESOURCE_NOT_FOUND'],
+    },
+    async (req) => svc.revokeApiKey(actor(req), P<{ api_key_id: string }>(req).api_key_id),
+  );
+
+  // ---- server signers ----
+  route(
+    'GET',
+    '/admin/v1/signers',
+    {
+      roles: ADMIN,
+      tags: ['Admin: signers'],
+      summary: 'Registered server signers',
+      status: 200,
+      response: listOf('Server signers'),
+    },
+    async () => svc.listServerSigners(),
+  );
+  route(
+    'POST',
+    '/admin/v1/signers',
+    {
+      roles: ADMIN,
+      tags: ['Admin: signers'],
+      summary: 'Register a server signer: libp2p peer id, dial address (multiaddr) and identity fingerprint',
+      body: obj(
+        {
+          name,
+          peer_id: {
+            type: 'string',
+            pattern: '^[1-9A-HJ-NP-Za-km-z]{40,80}$',
+            description: 'libp2p peer id (base58btc)',
+          },
+          address: {
+            type: 'string',
+            minLength: 1,
+            maxLength: 500,
+            pattern: '^/',
+            description: 'multiaddr, e.g. /ip4/10.0.0.5/tcp/7400',
+          },
+          fingerprint: { type: 'string', minLength: 8, maxLength: 200 },
+        },
+        ['name', 'peer_id', 'address', 'fingerprint'],
+      ),
+      status: 201,
+      response: anyObject('Server signer'),
+      errors: ['CONFLICT'],
+    },
+    async (req) => svc.addServerSigner(actor(req), B(req)),
+  );
+  route(
+    'DELETE',
+    '/admin/v1/signers/:signer_id',
+    {
+      roles: ADMIN,
+      tags: ['Admin: signers'],
+      summary: 'Remove a server signer',
+      params: obj({ signer_id: UUID }, ['signer_id']),
+      status: 204,
+      response: { description: 'Removed', type: 'null' },
+      errors: ['RESOURCE_NOT_FOUND'],
+    },
+    async (req) => svc.removeServerSigner(actor(req), P<{ signer_id: string }>(req).signer_id),
+  );
+
+  // ---- devices ----
+  const deviceParams = obj({ device_id: UUID }, ['device_id']);
+  route(
+    'GET',
+    '/admin/v1/devices',
+    {
+      roles: ADMIN,
+      tags: ['Admin: devices'],
+      summary: 'Mobile signer devices and enrollment requests',
+      querystring: {
+        type: 'object',
+        additionalProperties: false,
+        properties: { status: { type: 'string', enum: ['PENDING', 'APPROVED', 'REJECTED', 'REMOVED'] } },
+      },
+      status: 200,
+      response: listOf('Devices'),
+    },
+    async (req) => svc.listDevices((req.query as { status?: string }).status),
+  );
+  route(
+    'GET',
+    '/admin/v1/devices/:device_id',
+    {
+      roles: ADMIN,
+      tags: ['Admin: devices'],
+      summary: 'One device',
+      params: deviceParams,
+      status: 200,
+      response: anyObject('Device'),
+      errors: ['RESOURCE_NOT_FOUND'],
+    },
+    async (req) => svc.getDevice(P<{ device_id: string }>(req).device_id),
+  );
+  route(
+    'POST',
+    '/admin/v1/devices/:device_id/approve',
+    {
+      roles: ADMIN,
+      tags: ['Admin: devices'],
+      summary: 'Approve a PENDING device after checking its fingerprint out of band',
+      description: 'The fingerprint read from the phone must match (spaces and colons ignored), else 422.',
+      params: deviceParams,
+      body: obj({ fingerprint: { type: 'string', minLength: 1, maxLength: 200 } }, ['fingerprint']),
+      status: 200,
+      response: anyObject('device_id, status'),
+      errors: ['RESOURCE_NOT_FOUND', 'CONFLICT'],
+    },
+    async (req) =>
+      svc.decideDevice(
+        actor(req),
+        P<{ device_id: string }>(req).device_id,
+        'approve',
+        B<{ fingerprint: string }>(req).fingerprint,
+      ),
+  );
+  route(
+    'POST',
+    '/admin/v1/devices/:device_id/reject',
+    {
+      roles: ADMIN,
+      tags: ['Admin: devices'],
+      summary: 'Reject a PENDING device',
+      params: deviceParams,
+      status: 200,
+      response: anyObject('device_id, status'),
+      errors: ['RESOURCE_NOT_FOUND', 'CONFLICT'],
+    },
+    async (req) => svc.decideDevice(actor(req), P<{ device_id: string }>(req).device_id, 'reject'),
+  );
+  route(
+    'DELETE',
+    '/admin/v1/devices/:device_id',
+    {
+      roles: ADMIN,
+      tags: ['Admin: devices'],
+      summary: 'Remove a device',
+      params: deviceParams,
+      status: 200,
+      response: anyObject('device_id, status'),
+      errors: ['RESOURCE_NOT_FOUND', 'CONFLICT'],
+    },
+    async (req) => svc.decideDevice(actor(req), P<{ device_id: string }>(req).device_id, 'remove'),
+  );
+
+  // ---- master keys and ceremonies ----
+  route(
+    'GET',
+    '/admin/v1/master-keys',
+    {
+      roles: ALL,
+      tags: ['Admin: master keys'],
+      summary: 'Master key records (public keys and chain codes only)',
+      status: 200,
+      response: listOf('Master keys'),
+    },
+    async () => svc.store.listMasterKeys(),
+  );
+  route(
+    'POST',
+    '/admin/v1/master-keys',
+    {
+      roles: ADMIN,
+      tags: ['Admin: master keys'],
+      summary: 'Start the master key ceremony (k of n) among exactly the selected signers',
+      description:
+        'All selected signers must be online; they take part automatically. The ceremony times out after 5 minutes. ' +
+        'Returns 202 with the ceremony record; poll GET /admin/v1/ceremonies/{ceremony_id} for progress and outcome. ' +
+        'Without a signer control channel the coordinator answers 503 SIGNERS_UNAVAILABLE.',
+      body: obj(
+        {
+          threshold: { type: 'integer', minimum: 2, maximum: 64, description: 'k: signers needed to sign' },
+          signers: {
+            type: 'array',
+            minItems: 2,
+            maxItems: 64,
+            items: obj({ kind: { type: 'string', enum: ['server', 'device'] }, id: UUID }, ['kind', 'id']),
+          },
+        },
+        ['threshold', 'signers'],
+      ),
+      status: 202,
+      response: anyObject('The ceremony'),
+      errors: ['CONFLICT', 'SIGNERS_UNAVAILABLE'],
+    },
+    async (req) => svc.startDkg(actor(req), B(req)),
+  );
+  route(
+    'GET',
+    '/admin/v1/ceremonies',
+    {
+      roles: ALL,
+      tags: ['Admin: master keys'],
+      summary: 'Ceremonies, newest first',
+      status: 200,
+      response: listOf('Ceremonies'),
+    },
+    async () => svc.listCeremonies(),
+  );
+  route(
+    'GET',
+    '/admin/v1/ceremonies/:ceremony_id',
+    {
+      roles: ALL,
+      tags: ['Admin: master keys'],
+      summary: 'Ceremony progress and outcome',
+      description:
+        'status RUNNING | SUCCEEDED | FAILED | TIMED_OUT; progress {phase, parties_ready, parties_total}; blamed parties on identifiable abort.',
+      params: obj({ ceremony_id: UUID }, ['ceremony_id']),
+      status: 200,
+      response: anyObject('Ceremony'),
+      errors: ['RESOURCE_NOT_FOUND'],
+    },
+    async (req) => svc.getCeremony(P<{ ceremony_id: string }>(req).ceremony_id),
+  );
+
+  // ---- webhooks ----
+  const webhookParams = obj({ profile_id: UUID, webhook_id: UUID }, ['profile_id', 'webhook_id']);
+  const eventTypes = {
+    type: 'array',
+    minItems: 1,
+    maxItems: WEBHOOK_EVENT_TYPES.length,
+    items: { type: 'string', enum: WEBHOOK_EVENT_TYPES },
+  };
+  const url = {
+    type: 'string',
+    minLength: 1,
+    maxLength: 2000,
+    description: 'HTTPS URL (plain http only to loopback in development mode)',
+  };
+  const description = { type: ['string', 'null'], maxLength: 500 };
+  route(
+    'GET',
+    '/admin/v1/profiles/:profile_id/webhooks',
+    {
+      roles: ADMIN,
+      tags: ['Admin: webhooks'],
+      summary: 'Webhook registrations of a profile',
+      params: profileParams,
+      status: 200,
+      response: listOf('Webhooks'),
+    },
+    async (req) => svc.listWebhooks(P<{ profile_id: string }>(req).profile_id),
+  );
+  route(
+    'POST',
+    '/admin/v1/profiles/:profile_id/webhooks',
+    {
+      roles: ADMIN,
+      tags: ['Admin: webhooks'],
+      summary: 'Register a webhook: URL, event types, optional description (several per profile allowed)',
+      params: profileParams,
+      body: obj({ url, event_types: eventTypes, description }, ['url', 'event_types']),
+      status: 201,
+      response: anyObject('Webhook'),
+      errors: ['RESOURCE_NOT_FOUND'],
+    },
+    async (req) => svc.createWebhook(actor(req), P<{ profile_id: string }>(req).profile_id, B(req)),
+  );
+  route(
+    'GET',
+    '/admin/v1/profiles/:profile_id/webhooks/:webhook_id',
+    {
+      roles: ADMIN,
+      tags: ['Admin: webhooks'],
+      summary: 'One webhook registration',
+      params: webhookParams,
+      status: 200,
+      response: anyObject('Webhook'),
+      errors: ['RESOURCE_NOT_FOUND'],
+    },
+    async (req) => {
+      const p = P<{ profile_id: string; webhook_id: string }>(req);
+      return svc.getWebhook(p.profile_id, p.webhook_id);
+    },
+  );
+  route(
+    'PATCH',
+    '/admin/v1/profiles/:profile_id/webhooks/:webhook_id',
+    {
+      roles: ADMIN,
+      tags: ['Admin: webhooks'],
+      summary: 'Update a webhook registration',
+      params: webhookParams,
+      body: { ...obj({ url, event_types: eventTypes, description }), minProperties: 1 },
+      status: 200,
+      response: anyObject('Webhook'),
+      errors: ['RESOURCE_NOT_FOUND'],
+    },
+    async (req) => {
+      const p = P<{ profile_id: string; webhook_id: string }>(req);
+      return svc.updateWebhook(actor(req), p.profile_id, p.webhook_id, B(req));
+    },
+  );
+  route(
+    'DELETE',
+    '/admin/v1/profiles/:profile_id/webhooks/:webhook_id',
+    {
+      roles: ADMIN,
+      tags: ['Admin: webhooks'],
+      summary: 'Delete a webhook registration',
+      params: webhookParams,
+      status: 204,
+      response: { description: 'Deleted', type: 'null' },
+      errors: ['RESOURCE_NOT_FOUND'],
+    },
+    async (req) => {
+      const p = P<{ profile_id: string; webhook_id: string }>(req);
+      await svc.deleteWebhook(actor(req), p.profile_id, p.webhook_id);
+    },
+  );
+
+  // ---- audit ----
+  route(
+    'GET',
+    '/admin/v1/audit',
+    {
+      roles: ADMIN,
+      tags: ['Admin: audit'],
+      summary: 'Append-only audit log of admin actions, newest first',
+      querystring: pageQuery,
+      status: 200,
+      response: pageEnvelope('Audit entries'),
+    },
+    async (req) => svc.listAudit(req.query as PageRequest),
+  );
+
+  // ---- mobile enrollment (device side) ----
+  route(
+    'POST',
+    '/devices/v1/enrollments',
+    {
+      roles: null,
+      tags: ['Devices'],
+      summary: 'Mobile app: submit an enrollment request with the device identity public key',
+      description:
+        'public_key: SEC1 P-256 point (hex, 33 or 65 bytes). Requires iOS 15.5+ or Android 10+ (API 29) with hardware-backed ' +
+        'key storage. Returns the fingerprint (SHA-256 of the compressed key, 16 groups of 4 hex digits) that the ' +
+        'administrator compares out of band before approving.',
+      body: obj(
+        {
+          name,
+          platform: { type: 'string', enum: ['ios', 'android'] },
+          os_version: { type: 'string', pattern: '^[0-9]{1,3}(\\.[0-9]{1,3}){0,2}$' },
+          hardware_backed_keystore: { type: 'boolean' },
+          public_key: { type: 'string', pattern: '^[0-9a-fA-F]{66}$|^[0-9a-fA-F]{130}$' },
+        },
+        ['name', 'platform', 'os_version', 'hardware_backed_keystore', 'public_key'],
+      ),
+      status: 201,
+      response: anyObject('device_id, status PENDING, fingerprint'),
+      errors: ['CONFLICT'],
+      rateLimit: loginLimit,
+    },
+    async (req) => svc.requestEnrollment(B(req)),
+  );
+  route(
+    'GET',
+    '/devices/v1/enrollments/:device_id',
+    {
+      roles: null,
+      tags: ['Devices'],
+      summary: 'Mobile app: poll the status of its enrollment request',
+      params: deviceParams,
+      status: 200,
+      response: anyObject('device_id, status, fingerprint'),
+      errors: ['RESOURCE_NOT_FOUND'],
+    },
+    async (req) => {
+      const d = await svc.getDevice(P<{ device_id: string }>(req).device_id);
+      return { device_id: d.device_id, status: d.status, fingerprint: d.fingerprint };
+    },
+  );
+}

@@ -1,0 +1,1150 @@
+/**
+ * The admin (dashboard) functions of seed §1: instance initialisation, login with password and a
+ * second factor, users and roles, API keys, server signers, device enrollment, master key
+ * ceremonies, webhook registrations, per-profile directory settings, and the append-only audit
+ * log. Every mutating function writes its audit entry in the same transaction as the change.
+ */
+import { randomUUID } from 'node:crypto';
+import { p256 } from '@noble/curves/nist.js';
+import { sha256 } from '@noble/hashes/sha2.js';
+import * as OTPAuth from 'otpauth';
+import {
+  CeremonyAbortedError,
+  type CeremonyClient,
+  type CeremonyParty,
+  type CeremonyProgress,
+  DKG_TIMEOUT_MS,
+} from '../ceremony.js';
+import type { Queryable } from '../db/db.js';
+import { ApiError } from '../errors.js';
+import type { Mailer } from '../mailer.js';
+import type { Page, PageRequest, Store } from '../store.js';
+import { type Clock, iso, randomToken, sha256Hex } from '../util.js';
+import {
+  DEFAULT_SCRYPT,
+  hashPassword,
+  oneTimeCode,
+  type ScryptParams,
+  safeEqual,
+  verifyPassword,
+} from './passwords.js';
+
+/** Dashboard roles (seed §1 item 2). */
+export type Role = 'ADMIN' | 'FINANCE_MANAGER' | 'VIEWER';
+export const ROLES: readonly Role[] = ['ADMIN', 'FINANCE_MANAGER', 'VIEWER'];
+
+/** Webhook event types of seed §6. New types may be added without a version change. */
+export const WEBHOOK_EVENT_TYPES = [
+  'TRANSFER_CREATED',
+  'TRANSFER_UPDATED',
+  'TRANSFER_DELIVERED',
+  'TRANSFER_FAILED',
+  'BALANCE_UPDATED',
+  'TRANSACTION_DETECTED',
+  'WALLET_CREATED',
+  'WALLET_UPDATED',
+  'WALLET_DELETED',
+  'POLICY_CREATED',
+  'POLICY_UPDATED',
+  'POLICY_DELETED',
+  'ADDRESS_CREATED',
+  'ADDRESS_UPDATED',
+  'ADDRESS_DELETED',
+  'WALLET_GROUP_CREATED',
+  'WALLET_GROUP_UPDATED',
+  'WALLET_GROUP_DELETED',
+  'WALLET_GROUP_USER_ASSIGNED',
+  'ADDRESS_GROUP_CREATED',
+  'ADDRESS_GROUP_UPDATED',
+  'ADDRESS_GROUP_DELETED',
+  'SERVER_CREATED',
+  'SERVER_DELETED',
+  'REFRESH_KEY_SHARES',
+  'DEVICE_CREATED',
+  'DEVICE_STATUS_CHANGED',
+  'DEVICE_REMOVED',
+  'CERTIFICATE_READY',
+  'USER_CREATED',
+  'USER_ROLE_UPDATED',
+  'USER_BLOCKED',
+  'USER_UNBLOCKED',
+  'USER_PASSWORD_RESET_INITIATED',
+  'POLICY_SIGNATURE_VERIFICATION_FAILED',
+  'ROLE_SCOPE_LOGIN',
+  'GEO_ANOMALY_DETECTED',
+] as const;
+
+/** A user as shown by the admin API (never the password hash or TOTP secret). */
+export interface UserView {
+  user_id: string;
+  email: string;
+  name: string;
+  role: Role;
+  totp_enabled: boolean;
+  blocked: boolean;
+  created_at: string;
+}
+
+/** Settings of the admin service. */
+export interface AdminOptions {
+  mode: 'development' | 'production';
+  /** Session lifetime (ms). Default 8 h. */
+  sessionTtlMs: number;
+  /** Login challenge (email code) lifetime (ms). Default 10 min. */
+  challengeTtlMs: number;
+  /** Wrong codes allowed per challenge. Default 5. */
+  maxCodeAttempts: number;
+  /** Minimum approved mobile devices among a master key's signers (seed §8). Default 2. */
+  minMobileSigners: number;
+  scrypt: ScryptParams;
+  /** Issuer label of TOTP URIs. */
+  totpIssuer: string;
+  /** DKG deadline (ms). Default 5 minutes (seed §1 item 4, §8). */
+  dkgTimeoutMs: number;
+  /** Per-IP limit of the unauthenticated routes (init, login, verify, enrollment). Default 10 per minute. */
+  loginRateLimit: { max: number; windowMs: number };
+}
+
+export const DEFAULT_ADMIN_OPTIONS: Omit<AdminOptions, 'mode'> = {
+  sessionTtlMs: 8 * 3600_000,
+  challengeTtlMs: 10 * 60_000,
+  maxCodeAttempts: 5,
+  minMobileSigners: 2,
+  scrypt: DEFAULT_SCRYPT,
+  totpIssuer: 'Custodian',
+  dkgTimeoutMs: DKG_TIMEOUT_MS,
+  loginRateLimit: { max: 10, windowMs: 60_000 },
+};
+
+interface UserRow {
+  user_id: string;
+  email: string;
+  name: string;
+  role: Role;
+  password_hash: string;
+  totp_secret: string | null;
+  totp_pending_secret: string | null;
+  blocked_at: Date | null;
+  created_at: Date;
+}
+
+function userView(u: UserRow): UserView {
+  return {
+    user_id: u.user_id,
+    email: u.email,
+    name: u.name,
+    role: u.role,
+    totp_enabled: u.totp_secret !== null,
+    blocked: u.blocked_at !== null,
+    created_at: iso(u.created_at)!,
+  };
+}
+
+const offset = (p: PageRequest) => (p.page - 1) * p.page_size;
+const notFound = (what: string) => new ApiError('RESOURCE_NOT_FOUND', `no such ${what}`);
+
+/**
+ * Fingerprint of a device identity key: SHA-256 of the 33-byte SEC1-compressed P-256 key, as 16
+ * groups of 4 uppercase hex digits separated by spaces (read aloud / compared out of band).
+ */
+export function deviceFingerprint(compressedKey: Uint8Array): string {
+  const h = Buffer.from(sha256(compressedKey)).toString('hex').toUpperCase();
+  return h.match(/.{4}/g)!.join(' ');
+}
+
+/** Normalise a fingerprint typed by a person: drop spaces and colons, uppercase. */
+export function normaliseFingerprint(s: string): string {
+  return s.replace(/[\s:]/g, '').toUpperCase();
+}
+
+/** Whether a hostname is loopback (127.0.0.0/8, ::1, localhost). */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}
+
+/** Parse a version string "15.5" / "10" into numbers. */
+function versionAtLeast(v: string, min: readonly number[]): boolean {
+  const parts = v.split('.').map((x) => Number.parseInt(x, 10));
+  for (let i = 0; i < min.length; i++) {
+    const a = parts[i] ?? 0;
+    const b = min[i]!;
+    if (Number.isNaN(a)) return false;
+    if (a !== b) return a > b;
+  }
+  return true;
+}
+
+/** The admin service. */
+/** A ceremony record as the admin API returns it. */
+export interface CeremonyView {
+  readonly ceremony_id: string;
+  readonly kind: string;
+  readonly status: 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'TIMED_OUT';
+  readonly threshold: number;
+  readonly parties: unknown;
+  readonly progress: unknown;
+  readonly started_by: string;
+  readonly started_at: string | null;
+  readonly deadline: string | null;
+  readonly finished_at: string | null;
+  readonly error: string | null;
+  readonly blamed: string[] | null;
+  readonly transcript_hash: string | null;
+  readonly master_key_id: string | null;
+}
+
+export class AdminService {
+  private readonly running = new Map<string, AbortController>();
+
+  constructor(
+    readonly store: Store,
+    readonly mailer: Mailer,
+    readonly opts: AdminOptions,
+    readonly clock: Clock,
+    readonly ceremonyClient: CeremonyClient | undefined,
+  ) {}
+
+  private get db() {
+    return this.store.db;
+  }
+
+  /** Append one audit entry (in the caller's transaction). `details` must not hold secrets. */
+  async audit(
+    q: Queryable,
+    actor: string | null,
+    action: string,
+    targetType: string | null,
+    targetId: string | null,
+    details: Record<string, unknown> = {},
+  ): Promise<void> {
+    await q.query(
+      `INSERT INTO audit_log (audit_id, at, actor_user_id, action, target_type, target_id, details)
+       VALUES ($1,$2,$3,$4,$5,$6,$7::jsonb)`,
+      [randomUUID(), this.clock(), actor, action, targetType, targetId, JSON.stringify(details)],
+    );
+  }
+
+  /** Audit entries, newest first. */
+  async listAudit(p: PageRequest): Promise<Page<Record<string, unknown>>> {
+    const rows = await this.db.query<Record<string, unknown> & { at: Date }>(
+      `SELECT audit_id, at, actor_user_id, action, target_type, target_id, details FROM audit_log
+       ORDER BY seq DESC LIMIT $1 OFFSET $2`,
+      [p.page_size, offset(p)],
+    );
+    const total = (await this.db.query<{ n: number }>('SELECT count(*)::int AS n FROM audit_log'))[0]?.n ?? 0;
+    return { data: rows.map((r) => ({ ...r, at: iso(r.at) })), page: p.page, page_size: p.page_size, total };
+  }
+
+  // ---- instance and login -------------------------------------------------------------------
+
+  /** Whether the instance has been initialised. */
+  async initialised(): Promise<boolean> {
+    return (await this.db.query('SELECT 1 FROM instance')).length > 0;
+  }
+
+  /**
+   * Initialise the instance: the first account (role ADMIN) and the first profile. Exactly once:
+   * the singleton row of `instance` makes concurrent calls safe (409 ALREADY_INITIALISED).
+   */
+  async init(input: { email: string; name: string; password: string; profile_name: string }) {
+    const hash = await hashPassword(input.password, this.opts.scrypt);
+    return this.db.tx(async (q) => {
+      const r = await q.query(
+        'INSERT INTO instance (id, initialised_at) VALUES (1, $1) ON CONFLICT DO NOTHING RETURNING 1',
+        [this.clock()],
+      );
+      if (r.length === 0)
+        throw new ApiError('ALREADY_INITIALISED', 'this instance already has its first administrator');
+      const user = await this.insertUser(q, input.email, input.name, 'ADMIN', hash);
+      const profile = await this.store.createProfile(input.profile_name, q);
+      await this.audit(q, user.user_id, 'instance.init', 'profile', profile.profile_id, { email: user.email });
+      return { user, profile };
+    });
+  }
+
+  private async insertUser(q: Queryable, email: string, name: string, role: Role, hash: string): Promise<UserView> {
+    const exists = await q.query('SELECT 1 FROM users WHERE lower(email) = lower($1) AND deleted_at IS NULL', [email]);
+    if (exists.length > 0) throw new ApiError('CONFLICT', 'a user with this email already exists');
+    const id = randomUUID();
+    const now = this.clock();
+    await q.query(
+      'INSERT INTO users (user_id, email, name, role, password_hash, created_at) VALUES ($1,$2,$3,$4,$5,$6)',
+      [id, email, name, role, hash, now],
+    );
+    return { user_id: id, email, name, role, totp_enabled: false, blocked: false, created_at: iso(now)! };
+  }
+
+  private async userByEmail(email: string): Promise<UserRow | undefined> {
+    return (
+      await this.db.query<UserRow>('SELECT * FROM users WHERE lower(email) = lower($1) AND deleted_at IS NULL', [email])
+    )[0];
+  }
+
+  private async userById(q: Queryable, id: string): Promise<UserRow> {
+    const u = (await q.query<UserRow>('SELECT * FROM users WHERE user_id = $1 AND deleted_at IS NULL', [id]))[0];
+    if (u === undefined) throw notFound('user');
+    return u;
+  }
+
+  /**
+   * First login step: check the password, then open a second-factor challenge — TOTP when the
+   * user enrolled an authenticator, otherwise a 6-digit code sent by email. Unknown user, wrong
+   * password and blocked user are the same 401 (a dummy hash is checked so timing is similar).
+   */
+  async login(
+    email: string,
+    password: string,
+  ): Promise<{ challenge_id: string; method: 'email' | 'totp'; expires_at: string }> {
+    const u = await this.userByEmail(email);
+    const ok = await verifyPassword(password, u?.password_hash ?? (await this.dummyHash()));
+    if (u === undefined || !ok || u.blocked_at !== null) {
+      await this.audit(this.db, u?.user_id ?? null, 'login.failed', 'user', u?.user_id ?? null, { email });
+      throw new ApiError('INVALID_CREDENTIALS', 'email or password is wrong, or the account is blocked');
+    }
+    const id = randomUUID();
+    const now = this.clock();
+    const expires = new Date(now.getTime() + this.opts.challengeTtlMs);
+    const method = u.totp_secret !== null ? 'totp' : 'email';
+    let codeHash: string | null = null;
+    if (method === 'email') {
+      const code = oneTimeCode();
+      codeHash = sha256Hex(`${id}:${code}`);
+      await this.mailer.send({
+        to: u.email,
+        subject: 'Your Custodian login code',
+        text: `Your Custodian login code is ${code}\n\nIt expires in ${Math.round(this.opts.challengeTtlMs / 60_000)} minutes. If you did not try to log in, change your password.\n`,
+      });
+    }
+    await this.db.query(
+      `INSERT INTO login_challenges (challenge_id, user_id, method, code_hash, created_at, expires_at)
+       VALUES ($1,$2,$3,$4,$5,$6)`,
+      [id, u.user_id, method, codeHash, now, expires],
+    );
+    return { challenge_id: id, method, expires_at: iso(expires)! };
+  }
+
+  private dummy: Promise<string> | undefined;
+  private dummyHash(): Promise<string> {
+    this.dummy ??= hashPassword(randomToken(16), this.opts.scrypt);
+    return this.dummy;
+  }
+
+  /**
+   * Second login step: verify the code of a challenge and open a session. A challenge accepts at
+   * most `maxCodeAttempts` wrong codes, expires, and is consumed by a success.
+   * @returns the bearer token (shown once; stored as SHA-256) and its expiry
+   */
+  async verifyLogin(challengeId: string, code: string): Promise<{ token: string; expires_at: string; user: UserView }> {
+    return this.db
+      .tx(async (q) => {
+        const c = (
+          await q.query<{
+            user_id: string;
+            method: string;
+            code_hash: string | null;
+            attempts: number;
+            expires_at: Date;
+            consumed_at: Date | null;
+          }>(
+            'SELECT user_id, method, code_hash, attempts, expires_at, consumed_at FROM login_challenges WHERE challenge_id = $1 FOR UPDATE',
+            [challengeId],
+          )
+        )[0];
+        const now = this.clock();
+        if (
+          c === undefined ||
+          c.consumed_at !== null ||
+          c.expires_at <= now ||
+          c.attempts >= this.opts.maxCodeAttempts
+        ) {
+          throw new ApiError(
+            'INVALID_SECOND_FACTOR',
+            'the login challenge is unknown, used, expired or locked; log in again',
+          );
+        }
+        const u = await this.userById(q, c.user_id);
+        let ok = false;
+        if (c.method === 'email')
+          ok = c.code_hash !== null && safeEqual(sha256Hex(`${challengeId}:${code}`), c.code_hash);
+        else if (u.totp_secret !== null) ok = this.totpValid(u.totp_secret, code, u.email);
+        if (!ok || u.blocked_at !== null) {
+          await q.query('UPDATE login_challenges SET attempts = attempts + 1 WHERE challenge_id = $1', [challengeId]);
+          await this.audit(q, u.user_id, 'login.second_factor_failed', 'user', u.user_id, { method: c.method });
+          return null;
+        }
+        await q.query('UPDATE login_challenges SET consumed_at = $2 WHERE challenge_id = $1', [challengeId, now]);
+        const token = `css_${randomToken(32)}`;
+        const expires = new Date(now.getTime() + this.opts.sessionTtlMs);
+        await q.query(
+          'INSERT INTO sessions (session_id, user_id, token_hash, created_at, expires_at) VALUES ($1,$2,$3,$4,$5)',
+          [randomUUID(), u.user_id, sha256Hex(token), now, expires],
+        );
+        await this.audit(q, u.user_id, 'login.succeeded', 'user', u.user_id, { method: c.method });
+        return { token, expires_at: iso(expires)!, user: userView(u) };
+      })
+      .then((r) => {
+        // The failed attempt is committed before the 401 is raised.
+        if (r === null) throw new ApiError('INVALID_SECOND_FACTOR', 'the code is wrong');
+        return r;
+      });
+  }
+
+  /** The user of a live session token, or null. */
+  async sessionUser(token: string): Promise<(UserView & { session_id: string }) | null> {
+    const r = (
+      await this.db.query<UserRow & { session_id: string }>(
+        `SELECT u.*, s.session_id FROM sessions s JOIN users u USING (user_id)
+         WHERE s.token_hash = $1 AND s.revoked_at IS NULL AND s.expires_at > $2
+           AND u.deleted_at IS NULL AND u.blocked_at IS NULL`,
+        [sha256Hex(token), this.clock()],
+      )
+    )[0];
+    return r === undefined ? null : { ...userView(r), session_id: r.session_id };
+  }
+
+  /** Revoke one session. */
+  async logout(sessionId: string): Promise<void> {
+    await this.db.query('UPDATE sessions SET revoked_at = $2 WHERE session_id = $1 AND revoked_at IS NULL', [
+      sessionId,
+      this.clock(),
+    ]);
+  }
+
+  // ---- TOTP (RFC 6238: SHA-1, 6 digits, 30 s, ±1 step) ------------------------------------------
+
+  private totp(secret: string, email: string) {
+    return new OTPAuth.TOTP({
+      issuer: this.opts.totpIssuer,
+      label: email,
+      algorithm: 'SHA1',
+      digits: 6,
+      period: 30,
+      secret: OTPAuth.Secret.fromBase32(secret),
+    });
+  }
+
+  private totpValid(secret: string, code: string, email: string): boolean {
+    if (!/^[0-9]{6}$/.test(code)) return false;
+    return this.totp(secret, email).validate({ token: code, timestamp: this.clock().getTime(), window: 1 }) !== null;
+  }
+
+  /** Start TOTP enrollment: a fresh 160-bit secret (base32) and its `otpauth://` URI, pending confirmation. */
+  async totpEnroll(userId: string): Promise<{ secret: string; otpauth_uri: string }> {
+    const u = await this.userById(this.db, userId);
+    const secret = new OTPAuth.Secret({ size: 20 }).base32;
+    await this.db.query('UPDATE users SET totp_pending_secret = $2 WHERE user_id = $1', [userId, secret]);
+    return { secret, otpauth_uri: this.totp(secret, u.email).toString() };
+  }
+
+  /** Confirm TOTP enrollment with a current code; from then on login asks for TOTP. */
+  async totpConfirm(userId: string, code: string): Promise<UserView> {
+    return this.db.tx(async (q) => {
+      const u = await this.userById(q, userId);
+      if (u.totp_pending_secret === null) throw new ApiError('CONFLICT', 'start TOTP enrollment first');
+      if (!this.totpValid(u.totp_pending_secret, code, u.email)) {
+        throw new ApiError('INVALID_SECOND_FACTOR', 'the authenticator code is wrong');
+      }
+      await q.query(
+        'UPDATE users SET totp_secret = totp_pending_secret, totp_pending_secret = NULL WHERE user_id = $1',
+        [userId],
+      );
+      await this.audit(q, userId, 'user.totp_enabled', 'user', userId);
+      return userView({ ...u, totp_secret: u.totp_pending_secret, totp_pending_secret: null });
+    });
+  }
+
+  /** Remove TOTP (login falls back to email codes). Requires a current TOTP code. */
+  async totpDisable(userId: string, code: string): Promise<UserView> {
+    return this.db.tx(async (q) => {
+      const u = await this.userById(q, userId);
+      if (u.totp_secret === null) throw new ApiError('CONFLICT', 'TOTP is not enabled');
+      if (!this.totpValid(u.totp_secret, code, u.email))
+        throw new ApiError('INVALID_SECOND_FACTOR', 'the authenticator code is wrong');
+      await q.query('UPDATE users SET totp_secret = NULL WHERE user_id = $1', [userId]);
+      await this.audit(q, userId, 'user.totp_disabled', 'user', userId);
+      return userView({ ...u, totp_secret: null });
+    });
+  }
+
+  // ---- users --------------------------------------------------------------------------------
+
+  async listUsers(p: PageRequest): Promise<Page<UserView>> {
+    const rows = await this.db.query<UserRow>(
+      'SELECT * FROM users WHERE deleted_at IS NULL ORDER BY created_at, user_id LIMIT $1 OFFSET $2',
+      [p.page_size, offset(p)],
+    );
+    const total =
+      (await this.db.query<{ n: number }>('SELECT count(*)::int AS n FROM users WHERE deleted_at IS NULL'))[0]?.n ?? 0;
+    return { data: rows.map(userView), page: p.page, page_size: p.page_size, total };
+  }
+
+  async getUser(id: string): Promise<UserView> {
+    return userView(await this.userById(this.db, id));
+  }
+
+  async createUser(
+    actor: string,
+    input: { email: string; name: string; role: Role; password: string },
+  ): Promise<UserView> {
+    const hash = await hashPassword(input.password, this.opts.scrypt);
+    return this.db.tx(async (q) => {
+      const u = await this.insertUser(q, input.email, input.name, input.role, hash);
+      await this.audit(q, actor, 'user.created', 'user', u.user_id, { email: u.email, role: u.role });
+      return u;
+    });
+  }
+
+  /** Fail with 409 when the change would leave no active ADMIN. Caller holds the tx. */
+  private async keepOneAdmin(q: Queryable, excluding: string) {
+    await q.query('SELECT user_id FROM users WHERE role = $1 FOR UPDATE', ['ADMIN']);
+    const r = await q.query(
+      `SELECT 1 FROM users WHERE role = 'ADMIN' AND deleted_at IS NULL AND blocked_at IS NULL AND user_id <> $1`,
+      [excluding],
+    );
+    if (r.length === 0) throw new ApiError('CONFLICT', 'the instance must keep at least one active Admin');
+  }
+
+  async updateUser(
+    actor: string,
+    id: string,
+    input: { role?: Role; blocked?: boolean; name?: string; password?: string },
+  ): Promise<UserView> {
+    const hash = input.password !== undefined ? await hashPassword(input.password, this.opts.scrypt) : undefined;
+    return this.db.tx(async (q) => {
+      const u = await this.userById(q, id);
+      const demote = input.role !== undefined && input.role !== 'ADMIN' && u.role === 'ADMIN';
+      if (demote || (input.blocked === true && u.role === 'ADMIN')) await this.keepOneAdmin(q, id);
+      const now = this.clock();
+      const next: UserRow = {
+        ...u,
+        role: input.role ?? u.role,
+        name: input.name ?? u.name,
+        blocked_at: input.blocked === undefined ? u.blocked_at : input.blocked ? (u.blocked_at ?? now) : null,
+        password_hash: hash ?? u.password_hash,
+      };
+      await q.query('UPDATE users SET role = $2, name = $3, blocked_at = $4, password_hash = $5 WHERE user_id = $1', [
+        id,
+        next.role,
+        next.name,
+        next.blocked_at,
+        next.password_hash,
+      ]);
+      if (input.blocked === true || hash !== undefined) {
+        await q.query('UPDATE sessions SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL', [id, now]);
+      }
+      if (input.role !== undefined && input.role !== u.role) {
+        await this.audit(q, actor, 'user.role_updated', 'user', id, { from: u.role, to: input.role });
+      }
+      if (input.blocked !== undefined && input.blocked !== (u.blocked_at !== null)) {
+        await this.audit(q, actor, input.blocked ? 'user.blocked' : 'user.unblocked', 'user', id);
+      }
+      if (input.name !== undefined && input.name !== u.name) await this.audit(q, actor, 'user.renamed', 'user', id);
+      if (hash !== undefined) await this.audit(q, actor, 'user.password_reset', 'user', id);
+      return userView(next);
+    });
+  }
+
+  async deleteUser(actor: string, id: string): Promise<void> {
+    await this.db.tx(async (q) => {
+      const u = await this.userById(q, id);
+      if (u.role === 'ADMIN') await this.keepOneAdmin(q, id);
+      const now = this.clock();
+      await q.query('UPDATE users SET deleted_at = $2 WHERE user_id = $1', [id, now]);
+      await q.query('UPDATE sessions SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL', [id, now]);
+      await this.audit(q, actor, 'user.deleted', 'user', id, { email: u.email });
+    });
+  }
+
+  // ---- profiles and directory settings -------------------------------------------------------
+
+  async createProfile(actor: string, name: string) {
+    return this.db.tx(async (q) => {
+      const p = await this.store.createProfile(name, q);
+      await this.audit(q, actor, 'profile.created', 'profile', p.profile_id, { name });
+      return p;
+    });
+  }
+
+  private async requireProfile(q: Queryable, id: string) {
+    if ((await q.query('SELECT 1 FROM profiles WHERE profile_id = $1', [id])).length === 0) throw notFound('profile');
+  }
+
+  async setDirectoryEntry(
+    actor: string,
+    profileId: string,
+    kind: 'blockchain' | 'asset',
+    id: string,
+    enabled: boolean,
+  ) {
+    await this.db.tx(async (q) => {
+      await this.requireProfile(q, profileId);
+      if (kind === 'blockchain') await this.store.setBlockchainEnabled(profileId, id, enabled, q);
+      else await this.store.setAssetEnabled(profileId, id, enabled, q);
+      await this.audit(q, actor, `profile.${kind}_${enabled ? 'enabled' : 'disabled'}`, kind, id, {
+        profile_id: profileId,
+      });
+    });
+  }
+
+  // ---- API keys -----------------------------------------------------------------------------
+
+  async listApiKeys(profileId: string | undefined, p: PageRequest) {
+    const where = profileId === undefined ? '' : 'WHERE profile_id = $3';
+    const params: unknown[] = [p.page_size, offset(p)];
+    if (profileId !== undefined) params.push(profileId);
+    const rows = await this.db.query<Record<string, unknown>>(
+      `SELECT api_key_id, profile_id, name, key_prefix, created_by, created_at, revoked_at, last_used_at
+       FROM api_keys ${where} ORDER BY created_at, api_key_id LIMIT $1 OFFSET $2`,
+      params,
+    );
+    const total =
+      (
+        await this.db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM api_keys ${profileId === undefined ? '' : 'WHERE profile_id = $1'}`,
+          profileId === undefined ? [] : [profileId],
+        )
+      )[0]?.n ?? 0;
+    const data = rows.map((r) => ({
+      ...r,
+      created_at: iso(r.created_at as Date),
+      revoked_at: iso(r.revoked_at as Date | null),
+      last_used_at: iso(r.last_used_at as Date | null),
+    }));
+    return { data, page: p.page, page_size: p.page_size, total };
+  }
+
+  /** Create an API key; the secret is in the result only (shown once). */
+  async createApiKey(actor: string, profileId: string, name: string) {
+    return this.db.tx(async (q) => {
+      await this.requireProfile(q, profileId);
+      const k = await this.store.createApiKey(profileId, name, actor, q);
+      await this.audit(q, actor, 'api_key.created', 'api_key', k.api_key_id, { profile_id: profileId, name });
+      return k;
+    });
+  }
+
+  async revokeApiKey(actor: string, id: string): Promise<void> {
+    await this.db.tx(async (q) => {
+      const r = await q.query<{ revoked_at: Date | null }>(
+        'SELECT revoked_at FROM api_keys WHERE api_key_id = $1 FOR UPDATE',
+        [id],
+      );
+      if (r[0] === undefined) throw notFound('API key');
+      if (r[0].revoked_at !== null) return;
+      await q.query('UPDATE api_keys SET revoked_at = $2 WHERE api_key_id = $1', [id, this.clock()]);
+      await this.audit(q, actor, 'api_key.revoked', 'api_key', id);
+    });
+  }
+
+  // ---- server signers -----------------------------------------------------------------------
+
+  async listServerSigners() {
+    const rows = await this.db.query<Record<string, unknown> & { created_at: Date }>(
+      `SELECT signer_id, name, peer_id, address, fingerprint, created_at FROM server_signers
+       WHERE removed_at IS NULL ORDER BY created_at, signer_id`,
+    );
+    return rows.map((r) => ({ ...r, created_at: iso(r.created_at) }));
+  }
+
+  async addServerSigner(actor: string, input: { name: string; peer_id: string; address: string; fingerprint: string }) {
+    return this.db.tx(async (q) => {
+      const dup = await q.query('SELECT 1 FROM server_signers WHERE peer_id = $1 AND removed_at IS NULL', [
+        input.peer_id,
+      ]);
+      if (dup.length > 0) throw new ApiError('CONFLICT', 'a server signer with this peer id is already registered');
+      const id = randomUUID();
+      const now = this.clock();
+      await q.query(
+        'INSERT INTO server_signers (signer_id, name, peer_id, address, fingerprint, created_at) VALUES ($1,$2,$3,$4,$5,$6)',
+        [id, input.name, input.peer_id, input.address, input.fingerprint, now],
+      );
+      await this.audit(q, actor, 'server_signer.added', 'server_signer', id, { peer_id: input.peer_id });
+      return { signer_id: id, ...input, created_at: iso(now) };
+    });
+  }
+
+  async removeServerSigner(actor: string, id: string): Promise<void> {
+    await this.db.tx(async (q) => {
+      const r = await q.query(
+        'UPDATE server_signers SET removed_at = $2 WHERE signer_id = $1 AND removed_at IS NULL RETURNING 1',
+        [id, this.clock()],
+      );
+      if (r.length === 0) throw notFound('server signer');
+      await this.audit(q, actor, 'server_signer.removed', 'server_signer', id);
+    });
+  }
+
+  // ---- devices ------------------------------------------------------------------------------
+
+  /**
+   * A mobile app's enrollment request (unauthenticated: the app knows only the instance URL).
+   * The device identity key is P-256 (SEC1, 33 or 65 bytes, hex); requirements of seed §1 item 3:
+   * iOS ≥ 15.5 or Android ≥ 10 (API 29) with hardware-backed key storage.
+   * @throws ApiError VALIDATION_FAILED naming the field
+   */
+  async requestEnrollment(input: {
+    name: string;
+    platform: 'ios' | 'android';
+    os_version: string;
+    hardware_backed_keystore: boolean;
+    public_key: string;
+  }) {
+    let key: Uint8Array;
+    try {
+      key = p256.Point.fromHex(input.public_key).toBytes(true);
+    } catch {
+      throw new ApiError('VALIDATION_FAILED', 'public_key is not a valid P-256 public key', [
+        { field: 'body.public_key', message: 'must be a SEC1-encoded P-256 point in hex' },
+      ]);
+    }
+    const min = input.platform === 'ios' ? [15, 5] : [10];
+    if (!versionAtLeast(input.os_version, min)) {
+      throw new ApiError('VALIDATION_FAILED', `${input.platform} ${min.join('.')} or later is required`, [
+        { field: 'body.os_version', message: `must be at least ${min.join('.')}` },
+      ]);
+    }
+    if (!input.hardware_backed_keystore) {
+      throw new ApiError('VALIDATION_FAILED', 'hardware-backed key storage is required', [
+        { field: 'body.hardware_backed_keystore', message: 'must be true' },
+      ]);
+    }
+    const pub = Buffer.from(key).toString('hex');
+    const fingerprint = deviceFingerprint(key);
+    return this.db.tx(async (q) => {
+      const dup = await q.query(`SELECT 1 FROM devices WHERE public_key = $1 AND status IN ('PENDING','APPROVED')`, [
+        pub,
+      ]);
+      if (dup.length > 0) throw new ApiError('CONFLICT', 'this device key already has an enrollment');
+      const id = randomUUID();
+      const now = this.clock();
+      await q.query(
+        `INSERT INTO devices (device_id, name, platform, os_version, public_key, fingerprint, status, created_at)
+         VALUES ($1,$2,$3,$4,$5,$6,'PENDING',$7)`,
+        [id, input.name, input.platform, input.os_version, pub, fingerprint, now],
+      );
+      await this.audit(q, null, 'device.enrollment_requested', 'device', id, { fingerprint });
+      return { device_id: id, status: 'PENDING' as const, fingerprint, created_at: iso(now) };
+    });
+  }
+
+  async getDevice(id: string) {
+    const r = (
+      await this.db.query<
+        { device_id: string; status: string; fingerprint: string; created_at: Date; decided_at: Date | null } & Record<
+          string,
+          unknown
+        >
+      >(
+        `SELECT device_id, name, platform, os_version, public_key, fingerprint, status, created_at, decided_at, decided_by
+         FROM devices WHERE device_id = $1`,
+        [id],
+      )
+    )[0];
+    if (r === undefined) throw notFound('device');
+    return { ...r, created_at: iso(r.created_at), decided_at: iso(r.decided_at) };
+  }
+
+  async listDevices(status?: string) {
+    const rows = await this.db.query<{ device_id: string }>(
+      `SELECT device_id FROM devices ${status ? 'WHERE status = $1' : ''} ORDER BY created_at, device_id`,
+      status ? [status] : [],
+    );
+    return Promise.all(rows.map((r) => this.getDevice(r.device_id)));
+  }
+
+  /**
+   * Approve a PENDING device after the administrator compared the fingerprint shown on the phone
+   * (out of band) with the one typed here; a mismatch is a 422 and the device stays PENDING.
+   */
+  async decideDevice(actor: string, id: string, decision: 'approve' | 'reject' | 'remove', fingerprint?: string) {
+    return this.db.tx(async (q) => {
+      const d = (
+        await q.query<{ status: string; fingerprint: string }>(
+          'SELECT status, fingerprint FROM devices WHERE device_id = $1 FOR UPDATE',
+          [id],
+        )
+      )[0];
+      if (d === undefined) throw notFound('device');
+      let next: string;
+      if (decision === 'remove') {
+        if (d.status === 'REMOVED') throw new ApiError('CONFLICT', 'the device is already removed');
+        next = 'REMOVED';
+      } else {
+        if (d.status !== 'PENDING') throw new ApiError('CONFLICT', `the device is ${d.status}, not PENDING`);
+        if (decision === 'approve') {
+          if (fingerprint === undefined || normaliseFingerprint(fingerprint) !== normaliseFingerprint(d.fingerprint)) {
+            throw new ApiError('VALIDATION_FAILED', 'the fingerprint does not match the device key; do not approve', [
+              { field: 'body.fingerprint', message: 'does not match the enrolled device key' },
+            ]);
+          }
+          next = 'APPROVED';
+        } else next = 'REJECTED';
+      }
+      await q.query('UPDATE devices SET status = $2, decided_at = $3, decided_by = $4 WHERE device_id = $1', [
+        id,
+        next,
+        this.clock(),
+        actor,
+      ]);
+      await this.audit(
+        q,
+        actor,
+        `device.${decision === 'approve' ? 'approved' : decision === 'reject' ? 'rejected' : 'removed'}`,
+        'device',
+        id,
+      );
+      return { device_id: id, status: next };
+    });
+  }
+
+  // ---- master keys and ceremonies -------------------------------------------------------------
+
+  async listCeremonies() {
+    const rows = await this.db.query<{ ceremony_id: string }>(
+      'SELECT ceremony_id FROM ceremonies ORDER BY started_at DESC',
+    );
+    return Promise.all(rows.map((r) => this.getCeremony(r.ceremony_id)));
+  }
+
+  async getCeremony(id: string): Promise<CeremonyView> {
+    const r = (
+      await this.db.query<
+        Omit<CeremonyView, 'started_at' | 'deadline' | 'finished_at'> & {
+          started_at: Date;
+          deadline: Date;
+          finished_at: Date | null;
+        }
+      >(
+        `SELECT ceremony_id, kind, status, threshold, parties, progress, started_by, started_at, deadline, finished_at,
+                error, blamed, transcript_hash, master_key_id FROM ceremonies WHERE ceremony_id = $1`,
+        [id],
+      )
+    )[0];
+    if (r === undefined) throw notFound('ceremony');
+    return { ...r, started_at: iso(r.started_at), deadline: iso(r.deadline), finished_at: iso(r.finished_at) };
+  }
+
+  /**
+   * Start the master key ceremony (k of n) among exactly the selected signers (seed §1 item 4):
+   * server signers by `signer_id` and APPROVED devices by `device_id`, at least
+   * `minMobileSigners` devices, 2 ≤ k ≤ n. Runs in the background with the 5-minute deadline;
+   * poll {@link getCeremony} for progress and outcome. One master key per instance.
+   * @throws ApiError SIGNERS_UNAVAILABLE (503) without a ceremony client; VALIDATION_FAILED (422);
+   *   CONFLICT (409) when a master key exists or a ceremony is running
+   */
+  async startDkg(actor: string, input: { threshold: number; signers: { kind: 'server' | 'device'; id: string }[] }) {
+    const n = input.signers.length;
+    if (input.threshold < 2 || input.threshold > n) {
+      throw new ApiError('VALIDATION_FAILED', `threshold must be in [2, n] (n = ${n})`, [
+        { field: 'body.threshold', message: `must be between 2 and the number of signers (${n})` },
+      ]);
+    }
+    const ids = input.signers.map((s) => `${s.kind}:${s.id.toLowerCase()}`);
+    if (new Set(ids).size !== n) {
+      throw new ApiError('VALIDATION_FAILED', 'a signer is selected twice', [
+        { field: 'body.signers', message: 'duplicate signer' },
+      ]);
+    }
+    const client = this.ceremonyClient;
+    if (client === undefined) {
+      throw new ApiError('SIGNERS_UNAVAILABLE', 'this coordinator has no signer control channel configured');
+    }
+    const now = this.clock();
+    const deadline = new Date(now.getTime() + this.opts.dkgTimeoutMs);
+    const ceremonyId = randomUUID();
+    const parties = await this.db.tx(async (q) => {
+      await q.query('LOCK TABLE ceremonies IN EXCLUSIVE MODE');
+      if ((await q.query('SELECT 1 FROM master_keys')).length > 0) {
+        throw new ApiError('CONFLICT', 'this instance already has a master key');
+      }
+      if ((await q.query(`SELECT 1 FROM ceremonies WHERE kind = 'dkg' AND status = 'RUNNING'`)).length > 0) {
+        throw new ApiError('CONFLICT', 'a master key ceremony is already running');
+      }
+      const parties: CeremonyParty[] = [];
+      for (const [i, s] of input.signers.entries()) {
+        const field = `body.signers[${i}].id`;
+        if (s.kind === 'server') {
+          const r = (
+            await q.query<{ peer_id: string; address: string }>(
+              'SELECT peer_id, address FROM server_signers WHERE signer_id = $1 AND removed_at IS NULL',
+              [s.id],
+            )
+          )[0];
+          if (r === undefined)
+            throw new ApiError('VALIDATION_FAILED', `unknown server signer ${s.id}`, [
+              { field, message: 'unknown server signer' },
+            ]);
+          parties.push({ kind: 'server', id: s.id.toLowerCase(), peer: r.peer_id, address: r.address });
+        } else {
+          const r = (
+            await q.query<{ fingerprint: string }>(
+              `SELECT fingerprint FROM devices WHERE device_id = $1 AND status = 'APPROVED'`,
+              [s.id],
+            )
+          )[0];
+          if (r === undefined)
+            throw new ApiError('VALIDATION_FAILED', `device ${s.id} is not an approved device`, [
+              { field, message: 'not an approved device' },
+            ]);
+          parties.push({ kind: 'device', id: s.id.toLowerCase(), peer: r.fingerprint, address: null });
+        }
+      }
+      const devices = parties.filter((p) => p.kind === 'device').length;
+      if (devices < this.opts.minMobileSigners) {
+        throw new ApiError(
+          'VALIDATION_FAILED',
+          `at least ${this.opts.minMobileSigners} mobile signers must take part`,
+          [{ field: 'body.signers', message: `select at least ${this.opts.minMobileSigners} approved devices` }],
+        );
+      }
+      const progress: CeremonyProgress = { phase: 'CONNECTING', parties_ready: 0, parties_total: n };
+      await q.query(
+        `INSERT INTO ceremonies (ceremony_id, kind, status, threshold, parties, progress, started_by, started_at, deadline)
+         VALUES ($1,'dkg','RUNNING',$2,$3::jsonb,$4::jsonb,$5,$6,$7)`,
+        [ceremonyId, input.threshold, JSON.stringify(parties), JSON.stringify(progress), actor, now, deadline],
+      );
+      await this.audit(q, actor, 'master_key.ceremony_started', 'ceremony', ceremonyId, {
+        threshold: input.threshold,
+        n,
+      });
+      return parties;
+    });
+    this.runDkg(client, actor, ceremonyId, input.threshold, parties, deadline);
+    return this.getCeremony(ceremonyId);
+  }
+
+  private runDkg(
+    client: CeremonyClient,
+    actor: string,
+    id: string,
+    threshold: number,
+    parties: CeremonyParty[],
+    deadline: Date,
+  ) {
+    const ac = new AbortController();
+    this.running.set(id, ac);
+    let deadlineHit = false;
+    const timer = setTimeout(
+      () => {
+        deadlineHit = true;
+        ac.abort(new Error('ceremony deadline reached'));
+      },
+      Math.max(0, deadline.getTime() - this.clock().getTime()),
+    );
+    let progressChain = Promise.resolve();
+    const onProgress = (p: CeremonyProgress) => {
+      if (ac.signal.aborted) return;
+      progressChain = progressChain
+        .then(() =>
+          this.db.query(`UPDATE ceremonies SET progress = $2::jsonb WHERE ceremony_id = $1 AND status = 'RUNNING'`, [
+            id,
+            JSON.stringify(p),
+          ]),
+        )
+        .then(
+          () => undefined,
+          () => undefined,
+        );
+    };
+    const finish = async (fn: (q: Queryable) => Promise<void>) => {
+      clearTimeout(timer);
+      this.running.delete(id);
+      await progressChain;
+      await this.db.tx(fn);
+    };
+    const settle = async () => {
+      try {
+        const out = await Promise.race([
+          client.runDkg({ ceremonyId: id, threshold, parties, deadline, signal: ac.signal, onProgress }),
+          new Promise<never>((_, reject) =>
+            ac.signal.addEventListener('abort', () => reject(ac.signal.reason), { once: true }),
+          ),
+        ]);
+        await finish(async (q) => {
+          const mk = await this.store.insertMasterKey(
+            { ceremonyId: id, threshold, parties, secp256k1: out.secp256k1, ed25519: out.ed25519 },
+            q,
+          );
+          await q.query(
+            `UPDATE ceremonies SET status = 'SUCCEEDED', finished_at = $2, transcript_hash = $3, master_key_id = $4 WHERE ceremony_id = $1`,
+            [id, this.clock(), out.transcriptHash, mk.master_key_id],
+          );
+          await this.audit(q, actor, 'master_key.created', 'master_key', mk.master_key_id, { ceremony_id: id });
+        });
+      } catch (e) {
+        const timedOut = deadlineHit;
+        const blamed = e instanceof CeremonyAbortedError ? e.culprits : null;
+        const message = timedOut
+          ? `the ceremony did not complete within ${Math.round(this.opts.dkgTimeoutMs / 1000)} s`
+          : e instanceof Error
+            ? e.message.slice(0, 500)
+            : 'failed';
+        if (!ac.signal.aborted) ac.abort(e);
+        await finish(async (q) => {
+          await q.query(
+            `UPDATE ceremonies SET status = $2, finished_at = $3, error = $4, blamed = $5::jsonb WHERE ceremony_id = $1`,
+            [id, timedOut ? 'TIMED_OUT' : 'FAILED', this.clock(), message, JSON.stringify(blamed)],
+          );
+          await this.audit(
+            q,
+            actor,
+            timedOut ? 'master_key.ceremony_timed_out' : 'master_key.ceremony_failed',
+            'ceremony',
+            id,
+            {
+              blamed,
+            },
+          );
+        }).catch(() => {});
+      }
+    };
+    const p = settle().catch(() => {});
+    this.pending.add(p);
+    void p.finally(() => this.pending.delete(p));
+  }
+
+  private readonly pending = new Set<Promise<void>>();
+
+  /** Abort running ceremonies and wait for their records to be written (shutdown). */
+  async shutdown(): Promise<void> {
+    for (const ac of this.running.values()) ac.abort(new Error('coordinator shutting down'));
+    await Promise.allSettled([...this.pending]);
+  }
+
+  /** Mark ceremonies left RUNNING by a previous process as FAILED (called at start). */
+  async recoverCeremonies(): Promise<void> {
+    await this.db.query(
+      `UPDATE ceremonies SET status = 'FAILED', finished_at = $1, error = 'the coordinator restarted during the ceremony'
+       WHERE status = 'RUNNING'`,
+      [this.clock()],
+    );
+  }
+
+  // ---- webhooks -----------------------------------------------------------------------------
+
+  /**
+   * Check a webhook URL: HTTPS; plain HTTP only to a loopback host and only in development mode.
+   * @throws ApiError VALIDATION_FAILED naming `body.url`
+   */
+  checkWebhookUrl(raw: string): string {
+    let u: URL;
+    try {
+      u = new URL(raw);
+    } catch {
+      throw new ApiError('VALIDATION_FAILED', 'url is not an absolute URL', [
+        { field: 'body.url', message: 'must be an absolute URL' },
+      ]);
+    }
+    const okHttp = u.protocol === 'http:' && this.opts.mode === 'development' && isLoopbackHost(u.hostname);
+    if (u.protocol !== 'https:' && !okHttp) {
+      throw new ApiError(
+        'VALIDATION_FAILED',
+        'webhook URLs must use HTTPS (plain HTTP only to loopback in development mode)',
+        [{ field: 'body.url', message: 'must be https://' }],
+      );
+    }
+    if (u.hash !== '')
+      throw new ApiError('VALIDATION_FAILED', 'url must not have a fragment', [
+        { field: 'body.url', message: 'no #fragment' },
+      ]);
+    return u.toString();
+  }
+
+  private webhookView(r: Record<string, unknown>) {
+    return {
+      webhook_id: r.webhook_id,
+      profile_id: r.profile_id,
+      url: r.url,
+      event_types: r.event_types,
+      description: r.description,
+      created_at: iso(r.created_at as Date),
+      updated_at: iso(r.updated_at as Date),
+    };
+  }
+
+  async listWebhooks(profileId: string) {
+    const rows = await this.db.query<Record<string, unknown>>(
+      'SELECT * FROM webhooks WHERE profile_id = $1 AND deleted_at IS NULL ORDER BY created_at, webhook_id',
+      [profileId],
+    );
+    return rows.map((r) => this.webhookView(r));
+  }
+
+  async getWebhook(profileId: string, id: string, q: Queryable = this.db) {
+    const r = (
+      await q.query<Record<string, unknown>>(
+        'SELECT * FROM webhooks WHERE profile_id = $1 AND webhook_id = $2 AND deleted_at IS NULL',
+        [profileId, id],
+      )
+    )[0];
+    if (r === undefined) throw notFound('webhook');
+    return this.webhookView(r);
+  }
+
+  async createWebhook(
+    actor: string,
+    profileId: string,
+    input: { url: string; event_types: string[]; description?: string | null },
+  ) {
+    const url = this.checkWebhookUrl(input.url);
+    return this.db.tx(async (q) => {
+      await this.requireProfile(q, profileId);
+      const id = randomUUID();
+      const now = this.clock();
+      await q.query(
+        `INSERT INTO webhooks (webhook_id, profile_id, url, event_types, description, created_at, updated_at)
+         VALUES ($1,$2,$3,$4::jsonb,$5,$6,$6)`,
+        [id, profileId, url, JSON.stringify([...new Set(input.event_types)]), input.description ?? null, now],
+      );
+      await this.audit(q, actor, 'webhook.created', 'webhook', id, { profile_id: profileId, url });
+      return this.getWebhook(profileId, id, q);
+    });
+  }
+
+  async updateWebhook(
+    actor: string,
+    profileId: string,
+    id: string,
+    input: { url?: string; event_types?: string[]; description?: string | null },
+  ) {
+    const url = input.url === undefined ? undefined : this.checkWebhookUrl(input.url);
+    return this.db.tx(async (q) => {
+      const cur = await this.getWebhook(profileId, id, q);
+      await q.query(
+        `UPDATE webhooks SET url = $3, event_types = $4::jsonb, description = $5, updated_at = $6
+         WHERE profile_id = $1 AND webhook_id = $2`,
+        [
+          profileId,
+          id,
+          url ?? cur.url,
+          JSON.stringify(input.event_types ? [...new Set(input.event_types)] : cur.event_types),
+          input.description === undefined ? cur.description : input.description,
+          this.clock(),
+        ],
+      );
+      await this.audit(q, actor, 'webhook.updated', 'webhook', id, { profile_id: profileId });
+      return this.getWebhook(profileId, id, q);
+    });
+  }
+
+  async deleteWebhook(actor: string, profileId: string, id: string): Promise<void> {
+    await this.db.tx(async (q) => {
+      await this.getWebhook(profileId, id, q);
+      await q.query('UPDATE webhooks SET deleted_at = $3 WHERE profile_id = $1 AND webhook_id = $2', [
+        profileId,
+        id,
+        this.clock(),
+      ]);
+      await this.audit(q, actor, 'webhook.deleted', 'webhook', id, { profile_id: profileId });
+    });
+  }
+
+  /** Wallet creation from the dashboard (same derivation as the REST API). */
+  async createWallet(actor: string, profileId: string, input: { name?: string; blockchain_ids: string[] }) {
+    await this.requireProfile(this.db, profileId);
+    return this.store.createWallet(profileId, input, (q, w) =>
+      this.audit(q, actor, 'wallet.created', 'wallet', w.wallet_id, { profile_id: profileId }),
+    );
+  }
+}

@@ -1,0 +1,165 @@
+/**
+ * `createCoordinator`: wires the store, the REST API, the admin API and the OpenAPI document into
+ * one fastify app. `custodian coordinator start` calls this.
+ */
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { adminRoutes } from './admin/routes.js';
+import { type AdminOptions, AdminService, DEFAULT_ADMIN_OPTIONS } from './admin/service.js';
+import { apiKeyHook, type ProfileRoutesContext, walletRoutes } from './api/routes.js';
+import type { CeremonyClient } from './ceremony.js';
+import { type Db, openPglite, openPostgres } from './db/db.js';
+import { migrate } from './db/migrations.js';
+import { API_DECISIONS } from './decisions.js';
+import { syncDirectory } from './directory.js';
+import { createMailer, type Mailer } from './mailer.js';
+import { createServer, type RateLimitOptions } from './server.js';
+import { Store } from './store.js';
+import { type Clock, systemClock } from './util.js';
+
+/** Options of {@link createCoordinator}. */
+export interface CoordinatorOptions {
+  /** Data folder: PGlite database in `<dataDir>/pgdata`, dev mailbox in `<dataDir>/mailbox`. */
+  dataDir?: string;
+  /** PostgreSQL URL (`DATABASE_URL`); takes precedence over the embedded database. */
+  databaseUrl?: string;
+  /** An already open database (tests, embedding). Takes precedence over both. */
+  db?: Db;
+  /** Where {@link Coordinator.start} listens. Default 127.0.0.1:8080. */
+  listen?: { host?: string; port?: number };
+  mode: 'development' | 'production';
+  clock?: Clock;
+  /** Idempotency key retention (ms). Default 24 h. */
+  idempotencyRetentionMs?: number;
+  rateLimit?: Partial<RateLimitOptions>;
+  /** Outgoing mail; default: SMTP from `smtpUrl`, else the `<dataDir>/mailbox` folder. */
+  mailer?: Mailer;
+  /** Development mailbox folder. Default `<dataDir>/mailbox`. */
+  mailboxDir?: string;
+  smtpUrl?: string;
+  mailFrom?: string;
+  /** Signer control channel for ceremonies; without it, ceremonies answer 503 SIGNERS_UNAVAILABLE. */
+  ceremonyClient?: CeremonyClient;
+  admin?: Partial<Omit<AdminOptions, 'mode'>>;
+  /** pino options, or false to disable. Default: info level, API keys and bearer tokens redacted. */
+  logger?: boolean | Record<string, unknown>;
+  /** Public base URL (OpenAPI `servers`). */
+  baseUrl?: string;
+}
+
+/** A configured coordinator. */
+export interface Coordinator {
+  app: FastifyInstance;
+  store: Store;
+  admin: AdminService;
+  db: Db;
+  /** Every registered route (method, URL pattern, hidden from OpenAPI). */
+  routes: { method: string; url: string; hidden: boolean }[];
+  /** The mailbox folder of development mail, when used. */
+  mailboxDir: string | undefined;
+  /** Listen; resolves with the base URL (e.g. `http://127.0.0.1:8080`). */
+  start(): Promise<string>;
+  /** Stop listening, abort ceremonies, close the database. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Open the configured database (PostgreSQL when `databaseUrl`, else PGlite in `<dataDir>/pgdata`,
+ * else PGlite in memory) and apply pending migrations.
+ * @returns the open database and the versions applied now
+ */
+export async function runMigrations(opts: {
+  dataDir?: string;
+  databaseUrl?: string;
+  db?: Db;
+}): Promise<{ db: Db; applied: number[] }> {
+  const db =
+    opts.db ??
+    (opts.databaseUrl !== undefined
+      ? await openPostgres(opts.databaseUrl)
+      : await openPglite(opts.dataDir !== undefined ? join(opts.dataDir, 'pgdata') : undefined));
+  const applied = await migrate(db);
+  return { db, applied };
+}
+
+/** Build a coordinator: database (migrated, directory synced), services and routes. */
+export async function createCoordinator(opts: CoordinatorOptions): Promise<Coordinator> {
+  const clock = opts.clock ?? systemClock;
+  const mailboxDir = opts.mailboxDir ?? (opts.dataDir !== undefined ? join(opts.dataDir, 'mailbox') : undefined);
+  if (opts.mailer === undefined && opts.smtpUrl === undefined && mailboxDir === undefined) {
+    throw new Error(
+      'createCoordinator: configure outgoing mail (smtpUrl), or a mailboxDir / dataDir for the development mailbox',
+    );
+  }
+  const { db } = await runMigrations(opts);
+  await db.tx((q) => syncDirectory(q, opts.mode === 'development'));
+  const store = new Store(db, clock);
+  const mailer =
+    opts.mailer ??
+    createMailer({
+      from: opts.mailFrom ?? 'Custodian <no-reply@custodian.invalid>',
+      ...(opts.smtpUrl !== undefined ? { smtpUrl: opts.smtpUrl } : {}),
+      ...(mailboxDir !== undefined ? { mailboxDir } : {}),
+    });
+  const admin = new AdminService(
+    store,
+    mailer,
+    { ...DEFAULT_ADMIN_OPTIONS, ...opts.admin, mode: opts.mode },
+    clock,
+    opts.ceremonyClient,
+  );
+  await admin.recoverCeremonies();
+
+  const app = await createServer({
+    rateLimit: { max: opts.rateLimit?.max ?? 600, windowMs: opts.rateLimit?.windowMs ?? 60_000 },
+    logger: opts.logger ?? true,
+    description: API_DECISIONS,
+    ...(opts.baseUrl !== undefined ? { baseUrl: opts.baseUrl } : {}),
+  });
+  const routes: { method: string; url: string; hidden: boolean }[] = [];
+  app.addHook('onRoute', (r) => {
+    for (const m of [r.method].flat()) {
+      if (m !== 'HEAD') routes.push({ method: m, url: r.url, hidden: r.schema?.hide === true });
+    }
+  });
+  const ctx: ProfileRoutesContext = {
+    store,
+    idempotency: { retentionMs: opts.idempotencyRetentionMs ?? 24 * 3600_000 },
+  };
+  await app.register(
+    async (api) => {
+      // preParsing: after the rate limit (an onRequest hook), before body parsing and validation.
+      api.addHook('preParsing', apiKeyHook(store));
+      await walletRoutes(api, ctx);
+    },
+    { prefix: '/api/v1/profiles/:profile_id' },
+  );
+  await app.register(async (a) => adminRoutes(a, admin));
+  await app.ready();
+
+  const purge = setInterval(() => {
+    store.purgeIdempotency().catch((err: unknown) => app.log.warn({ err }, 'idempotency purge failed'));
+  }, 10 * 60_000);
+  purge.unref();
+
+  let stopped = false;
+  return {
+    app,
+    store,
+    admin,
+    db,
+    mailboxDir,
+    routes,
+    async start() {
+      return app.listen({ host: opts.listen?.host ?? '127.0.0.1', port: opts.listen?.port ?? 8080 });
+    },
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      clearInterval(purge);
+      await app.close();
+      await admin.shutdown();
+      await db.close();
+    },
+  };
+}

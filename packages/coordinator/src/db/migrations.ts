@@ -1,0 +1,297 @@
+/**
+ * The coordinator's schema: ONE ordered list of plain PostgreSQL migrations, applied by
+ * {@link migrate} on PGlite and on PostgreSQL alike. A migration is never edited once released;
+ * changes are new entries. Applied versions are recorded in `schema_migrations`.
+ */
+import type { Db } from './db.js';
+
+/** One migration: a version (strictly increasing), a name and a SQL script. */
+export interface Migration {
+  readonly version: number;
+  readonly name: string;
+  readonly sql: string;
+}
+
+/** Every migration, in order. */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'core',
+    sql: `
+CREATE TABLE instance (
+  id int PRIMARY KEY CHECK (id = 1),
+  initialised_at timestamptz NOT NULL
+);
+
+CREATE TABLE profiles (
+  profile_id uuid PRIMARY KEY,
+  name text NOT NULL,
+  created_at timestamptz NOT NULL
+);
+
+CREATE TABLE blockchains (
+  blockchain_id uuid PRIMARY KEY,
+  key text NOT NULL UNIQUE,
+  name text NOT NULL,
+  family text NOT NULL CHECK (family IN ('ethereum', 'bitcoin', 'litecoin', 'tron')),
+  network text NOT NULL,
+  chain_id text,
+  coin_type int NOT NULL CHECK (coin_type >= 0 AND coin_type < 2147483648),
+  account_model text NOT NULL CHECK (account_model IN ('account', 'utxo')),
+  curve text NOT NULL CHECK (curve IN ('secp256k1', 'ed25519')),
+  testnet boolean NOT NULL,
+  development boolean NOT NULL,
+  default_enabled boolean NOT NULL,
+  sort int NOT NULL
+);
+
+CREATE TABLE assets (
+  asset_id uuid PRIMARY KEY,
+  blockchain_id uuid NOT NULL REFERENCES blockchains(blockchain_id),
+  symbol text NOT NULL,
+  name text NOT NULL,
+  decimals int NOT NULL CHECK (decimals >= 0 AND decimals <= 77),
+  kind text NOT NULL CHECK (kind IN ('native', 'erc20', 'trc20')),
+  contract_address text,
+  sort int NOT NULL,
+  UNIQUE (blockchain_id, symbol)
+);
+
+CREATE TABLE profile_blockchains (
+  profile_id uuid NOT NULL REFERENCES profiles(profile_id),
+  blockchain_id uuid NOT NULL REFERENCES blockchains(blockchain_id),
+  enabled boolean NOT NULL,
+  PRIMARY KEY (profile_id, blockchain_id)
+);
+
+CREATE TABLE profile_assets (
+  profile_id uuid NOT NULL REFERENCES profiles(profile_id),
+  asset_id uuid NOT NULL REFERENCES assets(asset_id),
+  enabled boolean NOT NULL,
+  PRIMARY KEY (profile_id, asset_id)
+);
+
+CREATE TABLE users (
+  user_id uuid PRIMARY KEY,
+  email text NOT NULL,
+  name text NOT NULL,
+  role text NOT NULL CHECK (role IN ('ADMIN', 'FINANCE_MANAGER', 'VIEWER')),
+  password_hash text NOT NULL,
+  totp_secret text,
+  totp_pending_secret text,
+  blocked_at timestamptz,
+  deleted_at timestamptz,
+  created_at timestamptz NOT NULL
+);
+CREATE UNIQUE INDEX users_email_live ON users (lower(email)) WHERE deleted_at IS NULL;
+
+CREATE TABLE login_challenges (
+  challenge_id uuid PRIMARY KEY,
+  user_id uuid NOT NULL REFERENCES users(user_id),
+  method text NOT NULL CHECK (method IN ('email', 'totp')),
+  code_hash text,
+  attempts int NOT NULL DEFAULT 0,
+  created_at timestamptz NOT NULL,
+  expires_at timestamptz NOT NULL,
+  consumed_at timestamptz
+);
+
+CREATE TABLE sessions (
+  session_id uuid PRIMARY KEY,
+  user_id uuid NOT NULL REFERENCES users(user_id),
+  token_hash text NOT NULL UNIQUE,
+  created_at timestamptz NOT NULL,
+  expires_at timestamptz NOT NULL,
+  revoked_at timestamptz
+);
+
+CREATE TABLE api_keys (
+  api_key_id uuid PRIMARY KEY,
+  profile_id uuid NOT NULL REFERENCES profiles(profile_id),
+  name text NOT NULL,
+  key_hash text NOT NULL UNIQUE,
+  key_prefix text NOT NULL,
+  created_by uuid REFERENCES users(user_id),
+  created_at timestamptz NOT NULL,
+  revoked_at timestamptz,
+  last_used_at timestamptz
+);
+
+CREATE TABLE server_signers (
+  signer_id uuid PRIMARY KEY,
+  name text NOT NULL,
+  peer_id text NOT NULL,
+  address text NOT NULL,
+  fingerprint text NOT NULL,
+  created_at timestamptz NOT NULL,
+  removed_at timestamptz
+);
+CREATE UNIQUE INDEX server_signers_peer_live ON server_signers (peer_id) WHERE removed_at IS NULL;
+
+CREATE TABLE devices (
+  device_id uuid PRIMARY KEY,
+  name text NOT NULL,
+  platform text NOT NULL CHECK (platform IN ('ios', 'android')),
+  os_version text NOT NULL,
+  public_key text NOT NULL,
+  fingerprint text NOT NULL,
+  status text NOT NULL CHECK (status IN ('PENDING', 'APPROVED', 'REJECTED', 'REMOVED')),
+  created_at timestamptz NOT NULL,
+  decided_at timestamptz,
+  decided_by uuid REFERENCES users(user_id)
+);
+CREATE UNIQUE INDEX devices_key_live ON devices (public_key) WHERE status IN ('PENDING', 'APPROVED');
+
+CREATE TABLE ceremonies (
+  ceremony_id uuid PRIMARY KEY,
+  kind text NOT NULL CHECK (kind IN ('dkg', 'sign', 'refresh')),
+  status text NOT NULL CHECK (status IN ('RUNNING', 'SUCCEEDED', 'FAILED', 'TIMED_OUT')),
+  threshold int NOT NULL,
+  parties jsonb NOT NULL,
+  progress jsonb NOT NULL,
+  started_by uuid REFERENCES users(user_id),
+  started_at timestamptz NOT NULL,
+  deadline timestamptz NOT NULL,
+  finished_at timestamptz,
+  error text,
+  blamed jsonb,
+  transcript_hash text,
+  master_key_id uuid
+);
+
+CREATE TABLE master_keys (
+  master_key_id uuid PRIMARY KEY,
+  ceremony_id uuid REFERENCES ceremonies(ceremony_id),
+  threshold int NOT NULL,
+  parties jsonb NOT NULL,
+  secp256k1_public_key text NOT NULL,
+  secp256k1_chain_code text NOT NULL,
+  ed25519_public_key text NOT NULL,
+  ed25519_chain_code text NOT NULL,
+  next_wallet_index int NOT NULL DEFAULT 0 CHECK (next_wallet_index >= 0 AND next_wallet_index < 2147483648),
+  created_at timestamptz NOT NULL
+);
+
+CREATE TABLE wallets (
+  wallet_id uuid PRIMARY KEY,
+  profile_id uuid NOT NULL REFERENCES profiles(profile_id),
+  name text,
+  master_key_id uuid NOT NULL REFERENCES master_keys(master_key_id),
+  wallet_index int NOT NULL,
+  created_at timestamptz NOT NULL,
+  UNIQUE (master_key_id, wallet_index)
+);
+CREATE INDEX wallets_profile ON wallets (profile_id, created_at, wallet_id);
+
+CREATE TABLE wallet_blockchains (
+  wallet_id uuid NOT NULL REFERENCES wallets(wallet_id),
+  blockchain_id uuid NOT NULL REFERENCES blockchains(blockchain_id),
+  PRIMARY KEY (wallet_id, blockchain_id)
+);
+
+CREATE TABLE addresses (
+  address_id uuid PRIMARY KEY,
+  wallet_id uuid NOT NULL REFERENCES wallets(wallet_id),
+  blockchain_id uuid NOT NULL REFERENCES blockchains(blockchain_id),
+  address_index int NOT NULL,
+  address text NOT NULL,
+  address_type text NOT NULL,
+  public_key text NOT NULL,
+  derivation_path text NOT NULL,
+  created_at timestamptz NOT NULL,
+  UNIQUE (wallet_id, blockchain_id, address_index),
+  UNIQUE (blockchain_id, address)
+);
+
+CREATE TABLE balances (
+  wallet_id uuid NOT NULL REFERENCES wallets(wallet_id),
+  asset_id uuid NOT NULL REFERENCES assets(asset_id),
+  amount numeric(78, 0) NOT NULL CHECK (amount >= 0),
+  updated_at timestamptz NOT NULL,
+  PRIMARY KEY (wallet_id, asset_id)
+);
+
+CREATE TABLE idempotency_keys (
+  profile_id uuid NOT NULL,
+  idempotency_key uuid NOT NULL,
+  claim_id uuid NOT NULL,
+  method text NOT NULL,
+  path text NOT NULL,
+  request_hash text NOT NULL,
+  state text NOT NULL CHECK (state IN ('IN_FLIGHT', 'DONE')),
+  status_code int,
+  response_body jsonb,
+  created_at timestamptz NOT NULL,
+  expires_at timestamptz NOT NULL,
+  PRIMARY KEY (profile_id, idempotency_key)
+);
+CREATE INDEX idempotency_keys_expiry ON idempotency_keys (expires_at);
+
+CREATE TABLE webhooks (
+  webhook_id uuid PRIMARY KEY,
+  profile_id uuid NOT NULL REFERENCES profiles(profile_id),
+  url text NOT NULL,
+  event_types jsonb NOT NULL,
+  description text,
+  created_at timestamptz NOT NULL,
+  updated_at timestamptz NOT NULL,
+  deleted_at timestamptz
+);
+
+CREATE TABLE audit_log (
+  seq bigserial PRIMARY KEY,
+  audit_id uuid NOT NULL UNIQUE,
+  at timestamptz NOT NULL,
+  actor_user_id uuid,
+  action text NOT NULL,
+  target_type text,
+  target_id text,
+  details jsonb NOT NULL
+);
+CREATE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION 'audit_log is append-only';
+END
+$$;
+CREATE TRIGGER audit_log_no_update BEFORE UPDATE OR DELETE ON audit_log
+  FOR EACH ROW EXECUTE FUNCTION audit_log_append_only();
+CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON audit_log
+  FOR EACH STATEMENT EXECUTE FUNCTION audit_log_append_only();
+`,
+  },
+];
+
+/**
+ * Apply every migration not yet recorded in `schema_migrations`, each in its own transaction,
+ * serialised between concurrent coordinators by a transaction-scoped advisory lock.
+ * @returns the versions applied by this call
+ * @throws Error when the recorded history is not a prefix of {@link MIGRATIONS} (a database from a
+ *   newer or diverged release)
+ */
+export async function migrate(db: Db, migrations: readonly Migration[] = MIGRATIONS): Promise<number[]> {
+  await db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    version int PRIMARY KEY,
+    name text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+  )`);
+  const applied: number[] = [];
+  const known = new Set(migrations.map((m) => m.version));
+  const rows = await db.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version');
+  const foreign = rows.find((r) => !known.has(r.version));
+  if (foreign !== undefined) {
+    throw new Error(`database has migration ${foreign.version}, unknown to this release; refusing to start`);
+  }
+  for (const m of migrations) {
+    const done = await db.tx(async (q) => {
+      await q.query('SELECT pg_advisory_xact_lock(7261864209)');
+      // Re-read under the lock: a concurrent coordinator may have applied it meanwhile.
+      const has = await q.query('SELECT 1 FROM schema_migrations WHERE version = $1', [m.version]);
+      if (has.length > 0) return false;
+      await q.exec(m.sql);
+      await q.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+      return true;
+    });
+    if (done) applied.push(m.version);
+  }
+  return applied;
+}

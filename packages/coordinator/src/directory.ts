@@ -1,0 +1,225 @@
+/**
+ * The built-in directory of blockchains and assets (seed §2 "Asset", "Blockchain").
+ *
+ * Identifiers are UUIDv5 (RFC 9562 §5.5) of a stable name under {@link DIRECTORY_NAMESPACE}, so
+ * every instance gives the same blockchain or asset the same `blockchain_id` / `asset_id`:
+ * `blockchain_id = v5("blockchain:<key>")`, `asset_id = v5("asset:<blockchain key>:<symbol>")`.
+ *
+ * Which entries a profile sees: an entry is enabled for a profile unless an admin disabled it
+ * there; by default, mainnets and public testnets are enabled, and the local development
+ * networks (`development: true`) are enabled only on instances in development mode.
+ */
+import { v5 as uuidv5 } from 'uuid';
+import type { Queryable } from './db/db.js';
+
+/** Namespace UUID of directory identifiers (itself v5 of the DNS name `directory.custodian.dev`). */
+export const DIRECTORY_NAMESPACE = uuidv5('directory.custodian.dev', uuidv5.DNS);
+
+/** Chain family: selects the address codec and, later, the chain adapter. */
+export type ChainFamily = 'ethereum' | 'bitcoin' | 'litecoin' | 'tron';
+
+/** A built-in blockchain. */
+export interface BlockchainDef {
+  /** Stable key, e.g. `ethereum-mainnet`; returned as the asset's `blockchain`. */
+  readonly key: string;
+  readonly name: string;
+  readonly family: ChainFamily;
+  /** `mainnet`, `sepolia`, `testnet`, `regtest`, `nile`, `local`. */
+  readonly network: string;
+  /** EIP-155 chain id (Ethereum, decimal) or TRON genesis-derived id (hex); null for Bitcoin-family. */
+  readonly chainId: string | null;
+  /** SLIP-0044 coin type used at path level 2: `m/44/{coin_type}/{wallet_index}/0/{address_index}`. */
+  readonly coinType: number;
+  readonly accountModel: 'account' | 'utxo';
+  readonly curve: 'secp256k1' | 'ed25519';
+  readonly testnet: boolean;
+  /** Local development network (anvil, regtest): enabled by default only in development mode. */
+  readonly development: boolean;
+}
+
+/** A built-in asset. `decimals` converts decimal amounts to integer base units. */
+export interface AssetDef {
+  readonly blockchain: string;
+  readonly symbol: string;
+  readonly name: string;
+  readonly decimals: number;
+  readonly kind: 'native' | 'erc20' | 'trc20';
+  readonly contractAddress: string | null;
+}
+
+const eth = (key: string, name: string, network: string, chainId: number, testnet: boolean, development = false) =>
+  ({
+    key,
+    name,
+    family: 'ethereum',
+    network,
+    chainId: String(chainId),
+    coinType: 60,
+    accountModel: 'account',
+    curve: 'secp256k1',
+    testnet,
+    development,
+  }) as const satisfies BlockchainDef;
+
+const utxo = (
+  family: 'bitcoin' | 'litecoin',
+  key: string,
+  name: string,
+  network: string,
+  coinType: number,
+  testnet: boolean,
+  development = false,
+) =>
+  ({
+    key,
+    name,
+    family,
+    network,
+    chainId: null,
+    coinType,
+    accountModel: 'utxo',
+    curve: 'secp256k1',
+    testnet,
+    development,
+  }) as const satisfies BlockchainDef;
+
+/** Every built-in blockchain, in display order. */
+export const BLOCKCHAINS: readonly BlockchainDef[] = [
+  eth('ethereum-mainnet', 'Ethereum', 'mainnet', 1, false),
+  eth('ethereum-sepolia', 'Ethereum Sepolia', 'sepolia', 11155111, true),
+  eth('ethereum-local', 'Ethereum local development (anvil)', 'local', 31337, true, true),
+  utxo('bitcoin', 'bitcoin-mainnet', 'Bitcoin', 'mainnet', 0, false),
+  utxo('bitcoin', 'bitcoin-testnet', 'Bitcoin testnet', 'testnet', 1, true),
+  utxo('bitcoin', 'bitcoin-regtest', 'Bitcoin regtest', 'regtest', 1, true, true),
+  utxo('litecoin', 'litecoin-mainnet', 'Litecoin', 'mainnet', 2, false),
+  utxo('litecoin', 'litecoin-testnet', 'Litecoin testnet', 'testnet', 1, true),
+  utxo('litecoin', 'litecoin-regtest', 'Litecoin regtest', 'regtest', 1, true, true),
+  {
+    key: 'tron-mainnet',
+    name: 'TRON',
+    family: 'tron',
+    network: 'mainnet',
+    chainId: '0x2b6653dc',
+    coinType: 195,
+    accountModel: 'account',
+    curve: 'secp256k1',
+    testnet: false,
+    development: false,
+  },
+  {
+    key: 'tron-nile',
+    name: 'TRON Nile testnet',
+    family: 'tron',
+    network: 'nile',
+    chainId: '0xcd8690dc',
+    coinType: 195,
+    accountModel: 'account',
+    curve: 'secp256k1',
+    testnet: true,
+    development: false,
+  },
+];
+
+const native = (blockchain: string, symbol: string, name: string, decimals: number): AssetDef => ({
+  blockchain,
+  symbol,
+  name,
+  decimals,
+  kind: 'native',
+  contractAddress: null,
+});
+const token = (
+  blockchain: string,
+  kind: 'erc20' | 'trc20',
+  symbol: string,
+  name: string,
+  decimals: number,
+  contractAddress: string,
+): AssetDef => ({ blockchain, symbol, name, decimals, kind, contractAddress });
+
+/** Every built-in asset: native coins, then USDT/USDC where they have a canonical contract. */
+export const ASSETS: readonly AssetDef[] = [
+  native('ethereum-mainnet', 'ETH', 'Ether', 18),
+  token('ethereum-mainnet', 'erc20', 'USDT', 'Tether USD', 6, '0xdAC17F958D2ee523a2206206994597C13D831ec7'),
+  token('ethereum-mainnet', 'erc20', 'USDC', 'USD Coin', 6, '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48'),
+  native('ethereum-sepolia', 'ETH', 'Sepolia Ether', 18),
+  token('ethereum-sepolia', 'erc20', 'USDC', 'USD Coin (Sepolia)', 6, '0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238'),
+  native('ethereum-local', 'ETH', 'Ether (local)', 18),
+  native('bitcoin-mainnet', 'BTC', 'Bitcoin', 8),
+  native('bitcoin-testnet', 'BTC', 'Bitcoin (testnet)', 8),
+  native('bitcoin-regtest', 'BTC', 'Bitcoin (regtest)', 8),
+  native('litecoin-mainnet', 'LTC', 'Litecoin', 8),
+  native('litecoin-testnet', 'LTC', 'Litecoin (testnet)', 8),
+  native('litecoin-regtest', 'LTC', 'Litecoin (regtest)', 8),
+  native('tron-mainnet', 'TRX', 'TRON', 6),
+  token('tron-mainnet', 'trc20', 'USDT', 'Tether USD', 6, 'TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t'),
+  token('tron-mainnet', 'trc20', 'USDC', 'USD Coin', 6, 'TEkxiTehnzSmSe2XqrBj4w32RUN966rdz8'),
+  native('tron-nile', 'TRX', 'TRON (Nile)', 6),
+  token('tron-nile', 'trc20', 'USDT', 'Tether USD (Nile)', 6, 'TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf'),
+];
+
+/** The `blockchain_id` of a blockchain key. */
+export function blockchainId(key: string): string {
+  return uuidv5(`blockchain:${key}`, DIRECTORY_NAMESPACE);
+}
+
+/** The `asset_id` of an asset (blockchain key + symbol). */
+export function assetId(blockchain: string, symbol: string): string {
+  return uuidv5(`asset:${blockchain}:${symbol}`, DIRECTORY_NAMESPACE);
+}
+
+/** Look a built-in blockchain up by key. */
+export function blockchainByKey(key: string): BlockchainDef | undefined {
+  return BLOCKCHAINS.find((b) => b.key === key);
+}
+
+/**
+ * Upsert the built-in directory into the store (idempotent; run at every start after migrations).
+ * @param development whether development networks are enabled by default on this instance
+ */
+export async function syncDirectory(q: Queryable, development: boolean): Promise<void> {
+  for (const [i, b] of BLOCKCHAINS.entries()) {
+    await q.query(
+      `INSERT INTO blockchains (blockchain_id, key, name, family, network, chain_id, coin_type, account_model, curve,
+         testnet, development, default_enabled, sort)
+       VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)
+       ON CONFLICT (blockchain_id) DO UPDATE SET name = EXCLUDED.name, family = EXCLUDED.family,
+         network = EXCLUDED.network, chain_id = EXCLUDED.chain_id, coin_type = EXCLUDED.coin_type,
+         account_model = EXCLUDED.account_model, curve = EXCLUDED.curve, testnet = EXCLUDED.testnet,
+         development = EXCLUDED.development, default_enabled = EXCLUDED.default_enabled, sort = EXCLUDED.sort`,
+      [
+        blockchainId(b.key),
+        b.key,
+        b.name,
+        b.family,
+        b.network,
+        b.chainId,
+        b.coinType,
+        b.accountModel,
+        b.curve,
+        b.testnet,
+        b.development,
+        !b.development || development,
+        i,
+      ],
+    );
+  }
+  for (const [i, a] of ASSETS.entries()) {
+    await q.query(
+      `INSERT INTO assets (asset_id, blockchain_id, symbol, name, decimals, kind, contract_address, sort)
+       VALUES ($1,$2,$3,$4,$5,$6,$7,$8)
+       ON CONFLICT (asset_id) DO UPDATE SET name = EXCLUDED.name, decimals = EXCLUDED.decimals, kind = EXCLUDED.kind,
+         contract_address = EXCLUDED.contract_address, sort = EXCLUDED.sort`,
+      [
+        assetId(a.blockchain, a.symbol),
+        blockchainId(a.blockchain),
+        a.symbol,
+        a.name,
+        a.decimals,
+        a.kind,
+        a.contractAddress,
+        i,
+      ],
+    );
+  }
+}

@@ -1,0 +1,136 @@
+/**
+ * The one catalogue of API errors (STYLE.md item 10). Every error the REST and admin APIs return
+ * is an RFC 9457 `application/problem+json` body built from an entry here:
+ *
+ * ```json
+ * { "type": "https://custodian.dev/problems/validation-failed", "title": "Request validation failed",
+ *   "status": 422, "code": "VALIDATION_FAILED", "detail": "body/blockchain_ids must NOT have fewer than 1 items",
+ *   "instance": "/api/v1/profiles/…/wallets", "errors": [{ "field": "body.blockchain_ids", "message": "…" }] }
+ * ```
+ *
+ * `code` is stable and machine-readable; `title` is fixed per code; `detail` is free text meant for
+ * humans and never contains secrets. A test checks this catalogue against the OpenAPI document.
+ */
+
+/** One catalogue entry: HTTP status and fixed human title. */
+export interface ErrorSpec {
+  readonly status: number;
+  readonly title: string;
+}
+
+/** Every stable error code, with its HTTP status and title. */
+export const ERROR_CATALOGUE = {
+  // 400
+  MALFORMED_JSON: { status: 400, title: 'Request body is not valid JSON' },
+  IDEMPOTENCY_KEY_MISSING: { status: 400, title: 'Idempotency key header is required' },
+  IDEMPOTENCY_KEY_INVALID: { status: 400, title: 'Idempotency key must be a UUID' },
+  // 401
+  API_KEY_MISSING: { status: 401, title: 'X-API-Key header is required' },
+  API_KEY_INVALID: { status: 401, title: 'API key is unknown or revoked' },
+  SESSION_REQUIRED: { status: 401, title: 'Admin session is missing, expired or revoked' },
+  INVALID_CREDENTIALS: { status: 401, title: 'Invalid credentials' },
+  INVALID_SECOND_FACTOR: { status: 401, title: 'Second-factor code is invalid or expired' },
+  // 403
+  PROFILE_FORBIDDEN: { status: 403, title: 'The API key is not authorised for this profile' },
+  ROLE_FORBIDDEN: { status: 403, title: 'Your role does not allow this action' },
+  // 404
+  ROUTE_NOT_FOUND: { status: 404, title: 'No such route' },
+  WALLET_NOT_FOUND: { status: 404, title: 'Wallet not found' },
+  ASSET_NOT_FOUND: { status: 404, title: 'Asset not found for this wallet' },
+  RESOURCE_NOT_FOUND: { status: 404, title: 'Resource not found' },
+  // 409
+  IDEMPOTENCY_REQUEST_IN_PROGRESS: {
+    status: 409,
+    title: 'A request with this idempotency key is still being processed',
+  },
+  ALREADY_INITIALISED: { status: 409, title: 'The instance already has an administrator' },
+  CONFLICT: { status: 409, title: 'The request conflicts with the current state' },
+  NO_MASTER_KEY: { status: 409, title: 'No master key exists yet; run the master key ceremony first' },
+  // 413, 415
+  PAYLOAD_TOO_LARGE: { status: 413, title: 'Request body is too large' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Content-Type must be application/json' },
+  // 422
+  VALIDATION_FAILED: { status: 422, title: 'Request validation failed' },
+  IDEMPOTENCY_KEY_REUSED: {
+    status: 422,
+    title: 'The idempotency key was already used with a different request',
+  },
+  UNKNOWN_BLOCKCHAIN: { status: 422, title: 'Blockchain is unknown or not enabled for this profile' },
+  BLOCKCHAIN_NOT_IN_WALLET: { status: 422, title: 'The wallet does not hold this blockchain' },
+  ADDRESS_LIMIT_REACHED: {
+    status: 422,
+    title: 'Account-based blockchains allow exactly one address per wallet',
+  },
+  // 429
+  RATE_LIMITED: { status: 429, title: 'Too many requests' },
+  // 500, 503
+  INTERNAL_ERROR: { status: 500, title: 'Internal server error' },
+  SIGNERS_UNAVAILABLE: { status: 503, title: 'No signer control channel is configured or reachable' },
+} as const satisfies Record<string, ErrorSpec>;
+
+/** A stable error code of {@link ERROR_CATALOGUE}. */
+export type ErrorCode = keyof typeof ERROR_CATALOGUE;
+
+/** One field-level validation failure: `field` is `body.x`, `query.page`, `params.wallet_id`, `header.x`. */
+export interface FieldError {
+  readonly field: string;
+  readonly message: string;
+}
+
+/** RFC 9457 problem details body with the catalogue's extension members `code` and `errors`. */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  code: ErrorCode;
+  detail?: string;
+  instance?: string;
+  errors?: FieldError[];
+}
+
+/** Base URI of problem types; `type` = base + kebab-case code (RFC 9457 §3.1.1). */
+export const PROBLEM_TYPE_BASE = 'https://custodian.dev/problems/';
+
+/** The problem `type` URI of a code. */
+export function problemType(code: ErrorCode): string {
+  return PROBLEM_TYPE_BASE + code.toLowerCase().replaceAll('_', '-');
+}
+
+/**
+ * The error every coordinator component throws for an expected failure. Route handlers let it
+ * propagate; the error handler renders it as problem+json with the catalogue's status.
+ */
+export class ApiError extends Error {
+  override readonly name = 'ApiError';
+  readonly status: number;
+  /**
+   * @param code catalogue code
+   * @param detail human explanation; must not contain secrets
+   * @param errors optional field errors (validation)
+   * @param headers optional extra response headers (e.g. `Retry-After`)
+   */
+  constructor(
+    readonly code: ErrorCode,
+    readonly detail?: string,
+    readonly errors?: FieldError[],
+    readonly headers?: Record<string, string>,
+  ) {
+    super(`${code}: ${detail ?? ERROR_CATALOGUE[code].title}`);
+    this.status = ERROR_CATALOGUE[code].status;
+  }
+}
+
+/** Build the RFC 9457 body of an {@link ApiError} for a request path. */
+export function toProblem(err: ApiError, instance?: string): Problem {
+  const spec = ERROR_CATALOGUE[err.code];
+  const p: Problem = { type: problemType(err.code), title: spec.title, status: spec.status, code: err.code };
+  if (err.detail !== undefined) p.detail = err.detail;
+  if (instance !== undefined) p.instance = instance;
+  if (err.errors !== undefined && err.errors.length > 0) p.errors = err.errors;
+  return p;
+}
+
+/** Shorthand for a 422 naming one field. */
+export function validationError(field: string, message: string): ApiError {
+  return new ApiError('VALIDATION_FAILED', `${field}: ${message}`, [{ field, message }]);
+}

@@ -1,0 +1,45 @@
+/**
+ * @custodian/coordinator — the custody REST API (seed §4), the admin API, and the
+ * PostgreSQL-dialect store (embedded PGlite or a PostgreSQL server).
+ */
+export { ADDRESS_CODECS, type AddressCodec, type AddressType, addressPath } from './addresses.js';
+export { hashPassword, verifyPassword } from './admin/passwords.js';
+export {
+  type AdminOptions,
+  AdminService,
+  deviceFingerprint,
+  ROLES,
+  type Role,
+  type UserView,
+  WEBHOOK_EVENT_TYPES,
+} from './admin/service.js';
+export { type IdempotencyOptions, runIdempotent } from './api/idempotency.js';
+export type { ProfileRoutesContext } from './api/routes.js';
+export { apiKeyHook, requireIdempotencyKey } from './api/routes.js';
+export {
+  CeremonyAbortedError,
+  type CeremonyClient,
+  type CeremonyParty,
+  type CeremonyPhase,
+  type CeremonyProgress,
+  DKG_TIMEOUT_MS,
+  type DkgOutcome,
+  type DkgRequest,
+} from './ceremony.js';
+export { AdminCliError, type CliIo, formatTable, registerAdminCommands } from './cli.js';
+export { type Coordinator, type CoordinatorOptions, createCoordinator, runMigrations } from './coordinator.js';
+export { type Db, openPglite, openPostgres, type PostgresOptions, type Queryable } from './db/db.js';
+export { MIGRATIONS, type Migration, migrate } from './db/migrations.js';
+export { API_DECISIONS } from './decisions.js';
+export {
+  ASSETS,
+  type AssetDef,
+  assetId,
+  BLOCKCHAINS,
+  type BlockchainDef,
+  blockchainId,
+  DIRECTORY_NAMESPACE,
+} from './directory.js';
+export { ApiError, ERROR_CATALOGUE, type ErrorCode, type Problem, toProblem } from './errors.js';
+export { createMailer, type MailboxEntry, type Mailer, readMailbox } from './mailer.js';
+export * from './store.js';

@@ -1,0 +1,165 @@
+/**
+ * `custodian admin …` end to end: commander program in-process, real HTTP to a real coordinator,
+ * session file on disk, JSON and table output.
+ */
+import { join } from 'node:path';
+import { p256 } from '@noble/curves/nist.js';
+import { Command } from 'commander';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type CliIo, registerAdminCommands } from '../src/cli.js';
+import { blockchainId } from '../src/directory.js';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, type Harness, startHarness } from './helpers.js';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+async function cli(...args: string[]): Promise<{ out: string; err: string; code: number }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const io: CliIo = { out: (s) => out.push(s), err: (s) => err.push(s), env: { HOME: h.dir } };
+  const program = new Command('custodian').exitOverride();
+  registerAdminCommands(program, io);
+  process.exitCode = 0;
+  await program.parseAsync([
+    'node',
+    'custodian',
+    'admin',
+    '--coordinator-url',
+    h.url,
+    '--session-file',
+    join(h.dir, 'session.json'),
+    ...args,
+  ]);
+  const code = Number(process.exitCode ?? 0);
+  process.exitCode = 0;
+  return { out: out.join('\n'), err: err.join('\n'), code };
+}
+
+describe('custodian admin CLI', () => {
+  it('logs in with the code from the development mailbox and saves the session', async () => {
+    const r = await cli('login', '--email', ADMIN_EMAIL, '--password', ADMIN_PASSWORD, '--mailbox', h.c.mailboxDir!);
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/logged in as admin@example.com \(ADMIN\)/);
+    const me = await cli('--json', 'whoami');
+    expect(JSON.parse(me.out)).toMatchObject({ email: ADMIN_EMAIL, role: 'ADMIN' });
+    const table = await cli('whoami');
+    expect(table.out).toMatch(/^FIELD\s+VALUE/);
+  });
+
+  it('covers users, profiles, API keys, signers, devices, wallets, webhooks, master keys and audit', async () => {
+    const u = await cli(
+      '--json',
+      'users',
+      'create',
+      '--email',
+      'fm@example.com',
+      '--name',
+      'FM',
+      '--role',
+      'FINANCE_MANAGER',
+      '--password',
+      'another long password',
+    );
+    expect(u.code).toBe(0);
+    const userId = JSON.parse(u.out).user_id;
+    expect((await cli('users', 'update', userId, '--role', 'VIEWER')).out).toMatch(/VIEWER/);
+    expect((await cli('users', 'list')).out).toMatch(/fm@example.com/);
+
+    const key = await cli('api-keys', 'create', '--profile', h.profileId, '--name', 'cli');
+    expect(key.out).toMatch(/cst_[A-Za-z0-9_-]{43}/);
+    expect((await cli('api-keys', 'list')).out).not.toMatch(/cst_[A-Za-z0-9_-]{43}/);
+
+    const s = await cli(
+      '--json',
+      'signers',
+      'add',
+      '--name',
+      's1',
+      '--peer-id',
+      '12D3KooWDpJ7As7BWAwRMfu1VU2WCqNjvq387JEYKDBj4kx6nXTN',
+      '--address',
+      '/ip4/127.0.0.1/tcp/7400',
+      '--fingerprint',
+      'aa:bb:cc:dd',
+    );
+    expect(s.code).toBe(0);
+    expect((await cli('signers', 'list')).out).toMatch(/s1/);
+
+    const pub = Buffer.from(p256.getPublicKey(p256.utils.randomSecretKey(), true)).toString('hex');
+    const enr = await h.req('POST', '/devices/v1/enrollments', {
+      body: { name: 'phone', platform: 'android', os_version: '13', hardware_backed_keystore: true, public_key: pub },
+    });
+    const bad = await cli('devices', 'approve', enr.body.device_id, '--fingerprint', 'FFFF');
+    expect(bad.code).toBe(1);
+    expect(bad.err).toMatch(/422 VALIDATION_FAILED/);
+    expect((await cli('devices', 'approve', enr.body.device_id, '--fingerprint', enr.body.fingerprint)).out).toMatch(
+      /APPROVED/,
+    );
+    expect((await cli('devices', 'list', '--status', 'APPROVED')).out).toMatch(enr.body.device_id);
+
+    const noSigners = await cli(
+      'master-keys',
+      'create',
+      '--threshold',
+      '2',
+      '--device',
+      enr.body.device_id,
+      '--server',
+      JSON.parse(s.out).signer_id,
+    );
+    expect(noSigners.code).toBe(1);
+    expect(noSigners.err).toMatch(/SIGNERS_UNAVAILABLE|VALIDATION_FAILED/);
+    expect((await cli('master-keys', 'list')).out).toMatch(/MASTER_KEY_ID/);
+
+    const w = await cli(
+      'wallets',
+      'create',
+      h.profileId,
+      '--blockchain',
+      blockchainId('bitcoin-regtest'),
+      blockchainId('ethereum-local'),
+      '--name',
+      'dev',
+    );
+    expect(w.out).toMatch(/bcrt1q/);
+    expect(w.out).toMatch(/0x[0-9a-fA-F]{40}/);
+    const walletId = /wallet ([0-9a-f-]{36})/.exec(w.out)![1]!;
+    expect((await cli('wallets', 'list', h.profileId)).out).toMatch(walletId);
+    expect((await cli('wallets', 'balances', h.profileId, walletId)).out).toMatch(/BTC/);
+    expect((await cli('profiles', 'blockchains', h.profileId, '--page-size', '3')).out).toMatch(
+      /page 1 of 4 \(11 total\)/,
+    );
+    expect((await cli('profiles', 'disable-blockchain', h.profileId, blockchainId('tron-nile'))).code).toBe(0);
+
+    const hook = await cli(
+      '--json',
+      'webhooks',
+      'create',
+      h.profileId,
+      '--url',
+      'https://example.com/h',
+      '--events',
+      'WALLET_CREATED,TRANSFER_UPDATED',
+    );
+    expect(JSON.parse(hook.out).event_types).toEqual(['WALLET_CREATED', 'TRANSFER_UPDATED']);
+    expect((await cli('webhooks', 'list', h.profileId)).out).toMatch(/example.com/);
+    expect((await cli('webhooks', 'delete', h.profileId, JSON.parse(hook.out).webhook_id)).out).toBe('ok');
+
+    const audit = await cli('audit', '--page-size', '100');
+    expect(audit.out).toMatch(/webhook.deleted/);
+    expect(audit.out).toMatch(/device.approved/);
+    expect((await cli('--json', 'mailbox', '--dir', h.c.mailboxDir!, '--last')).out).toMatch(/login code/);
+  });
+
+  it('logout revokes and forgets the session', async () => {
+    expect((await cli('logout')).out).toBe('ok');
+    const r = await cli('whoami');
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/not logged in/);
+  });
+});

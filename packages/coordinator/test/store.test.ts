@@ -1,0 +1,165 @@
+/**
+ * Store compliance suite: the same tests on both `Db` implementations — PGlite (embedded,
+ * persisted in a data folder) always, and the PostgreSQL server when reachable (a private schema
+ * per run, dropped afterwards).
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Db, openPglite } from '../src/db/db.js';
+import { MIGRATIONS, migrate } from '../src/db/migrations.js';
+import { blockchainId, syncDirectory } from '../src/directory.js';
+import { Store } from '../src/store.js';
+import { openTestDb, postgresReachable, testMasterKey } from './helpers.js';
+
+const pgUp = await postgresReachable();
+
+describe.each(['pglite', 'postgres'] as const)('store on %s', (kind) => {
+  let db: Db;
+  let drop: () => Promise<void> = async () => {};
+  let dir = '';
+  let store: Store;
+  let now = new Date('2026-01-01T00:00:00Z');
+
+  beforeAll(async () => {
+    if (kind === 'postgres' && !pgUp) return;
+    if (kind === 'pglite') {
+      dir = await mkdtemp(join(tmpdir(), 'custodian-store-'));
+      db = await openPglite(join(dir, 'pgdata'));
+    } else {
+      ({ db, drop } = await openTestDb('postgres'));
+    }
+    store = new Store(db, () => now);
+  });
+  afterAll(async () => {
+    if (db === undefined) return;
+    await db.close().catch(() => {});
+    await drop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+  const maybe = kind === 'postgres' && !pgUp ? it.skip : it;
+
+  maybe('applies migrations once and records them in schema_migrations', async () => {
+    expect(await migrate(db)).toEqual(MIGRATIONS.map((m) => m.version));
+    expect(await migrate(db)).toEqual([]);
+    const rows = await db.query<{ version: number; name: string }>(
+      'SELECT version, name FROM schema_migrations ORDER BY version',
+    );
+    expect(rows.map((r) => r.version)).toEqual(MIGRATIONS.map((m) => m.version));
+    await db.tx((q) => syncDirectory(q, true));
+    await db.tx((q) => syncDirectory(q, true));
+    expect((await db.query<{ n: number }>('SELECT count(*)::int AS n FROM blockchains'))[0]!.n).toBe(11);
+  });
+
+  maybe('refuses a database with a migration this release does not know', async () => {
+    await expect(migrate(db, MIGRATIONS.slice(0, 0))).rejects.toThrow(/unknown to this release/);
+  });
+
+  maybe('commits a transaction when it resolves and rolls it back when it throws', async () => {
+    const id = randomUUID();
+    await expect(
+      db.tx(async (q) => {
+        await q.query('INSERT INTO profiles (profile_id, name, created_at) VALUES ($1, $2, now())', [
+          id,
+          'rolled back',
+        ]);
+        throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
+    expect(await db.query('SELECT 1 FROM profiles WHERE profile_id = $1', [id])).toHaveLength(0);
+    await db.tx((q) =>
+      q.query('INSERT INTO profiles (profile_id, name, created_at) VALUES ($1, $2, now())', [id, 'kept']),
+    );
+    expect(await db.query('SELECT 1 FROM profiles WHERE profile_id = $1', [id])).toHaveLength(1);
+  });
+
+  maybe('stores money as numeric(78,0): exact up to 2^256 − 1, never negative', async () => {
+    const p = await store.createProfile('money');
+    await store.insertMasterKey(testMasterKey());
+    const w = await store.createWallet(p.profile_id, { blockchain_ids: [blockchainId('ethereum-mainnet')] });
+    const asset = (
+      await db.query<{ asset_id: string }>(`SELECT asset_id FROM assets WHERE symbol = 'ETH' AND blockchain_id = $1`, [
+        blockchainId('ethereum-mainnet'),
+      ])
+    )[0]!.asset_id;
+    const max = (2n ** 256n - 1n).toString();
+    await store.setBalance(w.wallet_id, asset, max);
+    const b = await store.getBalance(p.profile_id, w.wallet_id, asset);
+    expect(b.amount_base_units).toBe(max);
+    expect(b.amount).toBe(`${max.slice(0, -18)}.${max.slice(-18)}`);
+    await expect(store.setBalance(w.wallet_id, asset, '1.5')).rejects.toThrow(RangeError);
+    await expect(db.query('UPDATE balances SET amount = -1 WHERE wallet_id = $1', [w.wallet_id])).rejects.toThrow();
+  });
+
+  maybe('validates master key points before storing them', async () => {
+    const mk = testMasterKey();
+    await expect(
+      store.insertMasterKey({ ...mk, secp256k1: { ...mk.secp256k1, publicKey: new Uint8Array(33) } }),
+    ).rejects.toThrow();
+    await expect(
+      store.insertMasterKey({ ...mk, ed25519: { ...mk.ed25519, chainCode: new Uint8Array(31) } }),
+    ).rejects.toThrow(RangeError);
+  });
+
+  maybe('claims idempotency keys atomically; mismatch, in-flight, replay, release, staleness and expiry', async () => {
+    const p = await store.createProfile('idem');
+    const key = randomUUID();
+    const claims = await Promise.all(
+      Array.from({ length: 20 }, () => store.beginIdempotent(p.profile_id, key, 'POST', '/x', 'h1', 1000)),
+    );
+    const started = claims.filter((c) => c.kind === 'started');
+    expect(started).toHaveLength(1);
+    expect(claims.filter((c) => c.kind === 'in_flight')).toHaveLength(19);
+    const claimId = (started[0] as { claimId: string }).claimId;
+    expect((await store.beginIdempotent(p.profile_id, key, 'POST', '/x', 'h2', 1000)).kind).toBe('mismatch');
+    expect((await store.beginIdempotent(p.profile_id, key, 'POST', '/y', 'h1', 1000)).kind).toBe('mismatch');
+    await store.completeIdempotent(p.profile_id, key, randomUUID(), 500, { wrong: 'claim' });
+    expect((await store.beginIdempotent(p.profile_id, key, 'POST', '/x', 'h1', 1000)).kind).toBe('in_flight');
+    await store.completeIdempotent(p.profile_id, key, claimId, 201, { a: 1 });
+    expect(await store.beginIdempotent(p.profile_id, key, 'POST', '/x', 'h1', 1000)).toEqual({
+      kind: 'replay',
+      status: 201,
+      body: { a: 1 },
+    });
+    // Another profile's identical key is independent; a failed request releases its claim.
+    const other = await store.createProfile('other');
+    const c1 = await store.beginIdempotent(other.profile_id, key, 'POST', '/x', 'h1', 1000);
+    expect(c1.kind).toBe('started');
+    await store.releaseIdempotent(other.profile_id, key, (c1 as { claimId: string }).claimId);
+    const c2 = await store.beginIdempotent(other.profile_id, key, 'POST', '/x', 'h9', 60_000, 100);
+    expect(c2.kind).toBe('started');
+    // A claim whose process died is taken over after staleAfterMs; the late completion is ignored.
+    now = new Date(now.getTime() + 101);
+    const c3 = await store.beginIdempotent(other.profile_id, key, 'POST', '/x', 'h9', 60_000, 100);
+    expect(c3.kind).toBe('started');
+    await store.completeIdempotent(other.profile_id, key, (c2 as { claimId: string }).claimId, 201, { late: true });
+    await store.completeIdempotent(other.profile_id, key, (c3 as { claimId: string }).claimId, 201, { fresh: true });
+    expect(await store.beginIdempotent(other.profile_id, key, 'POST', '/x', 'h9', 60_000)).toMatchObject({
+      body: { fresh: true },
+    });
+    now = new Date(now.getTime() + 60_001);
+    expect(await store.purgeIdempotency()).toBeGreaterThanOrEqual(2);
+    expect((await store.beginIdempotent(p.profile_id, key, 'POST', '/x', 'h2', 1000)).kind).toBe('started');
+  });
+
+  maybe('keeps the audit log append-only', async () => {
+    await db.query(`INSERT INTO audit_log (audit_id, at, action, details) VALUES ($1, now(), 'test', '{}'::jsonb)`, [
+      randomUUID(),
+    ]);
+    await expect(db.query(`UPDATE audit_log SET action = 'x'`)).rejects.toThrow(/append-only/);
+    await expect(db.query('DELETE FROM audit_log')).rejects.toThrow(/append-only/);
+    await expect(db.exec('TRUNCATE audit_log')).rejects.toThrow(/append-only/);
+  });
+
+  if (kind === 'pglite') {
+    it('persists in the data folder across restarts', async () => {
+      const before = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM profiles');
+      await db.close();
+      db = await openPglite(join(dir, 'pgdata'));
+      expect(await migrate(db)).toEqual([]);
+      expect(await db.query<{ n: number }>('SELECT count(*)::int AS n FROM profiles')).toEqual(before);
+    });
+  }
+});

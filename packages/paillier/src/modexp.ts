@@ -1,0 +1,232 @@
+/**
+ * Modular exponentiation for the Paillier machinery, behind one entry point ({@link modPow}) so a
+ * faster backend can replace it.
+ *
+ * - {@link modPow}: native `bigint` left-to-right sliding-window exponentiation (window 1–6 bits by
+ *   exponent size); negative exponents use the modular inverse of the base.
+ * - {@link CrtExp}: the key owner's exponentiation modulo m₁·m₂ with known coprime factors and
+ *   their Euler totients (spec §2 "Using the Chinese Remainder Theorem", Algorithm 2): exponents are
+ *   reduced modulo φ(mᵢ), two half-size exponentiations, Garner recombination.
+ * - {@link FixedBaseTable}: precomputed powers g^(B^i) for a fixed base (ring-Pedersen s, t), and
+ *   {@link fixedBaseMultiExp}, Yao's bucket method (spec §2 "Speeding up Fixed-Based
+ *   Multiexponentiation Using Preprocessing", Algorithm 3): ≈ k + 2B multiplications for k base-B
+ *   digits instead of one squaring per exponent bit.
+ *
+ * Not constant-time: `bigint` arithmetic in JavaScript never is. Secret exponents are used only by
+ * the key owner, as in every JavaScript and Go CGGMP21 implementation.
+ */
+import { bitLength } from '@custodian/crypto';
+import { invertMod, mod } from './arith.js';
+
+function windowFor(bits: number): number {
+  if (bits > 2048) return 6;
+  if (bits > 512) return 5;
+  if (bits > 128) return 4;
+  if (bits > 24) return 3;
+  return 1;
+}
+
+/**
+ * base^exp mod m.
+ * @param base any integer (reduced modulo m)
+ * @param exp any integer; negative exponents require gcd(base, m) = 1
+ * @param m modulus ≥ 1
+ * @throws RangeError when m < 1, or exp < 0 and base is not invertible modulo m
+ */
+export function modPow(base: bigint, exp: bigint, m: bigint): bigint {
+  if (m < 1n) throw new RangeError('modPow: modulus must be positive');
+  if (m === 1n) return 0n;
+  let b = mod(base, m);
+  if (exp < 0n) {
+    b = invertMod(b, m);
+    exp = -exp;
+  }
+  if (exp === 0n) return 1n;
+  if (b === 0n) return 0n;
+  const bits = exp.toString(2);
+  const w = windowFor(bits.length);
+  if (w === 1) {
+    let r = 1n;
+    for (let i = 0; i < bits.length; i++) {
+      r = (r * r) % m;
+      if (bits.charCodeAt(i) === 49) r = (r * b) % m;
+    }
+    return r;
+  }
+  // odd powers b^1, b^3, …, b^(2^w − 1)
+  const b2 = (b * b) % m;
+  const odd: bigint[] = [b];
+  for (let i = 1; i < 1 << (w - 1); i++) odd.push(((odd[i - 1] as bigint) * b2) % m);
+  let r = 1n;
+  let started = false;
+  let i = 0;
+  const n = bits.length;
+  while (i < n) {
+    if (bits.charCodeAt(i) === 48) {
+      if (started) r = (r * r) % m;
+      i++;
+      continue;
+    }
+    // longest window ≤ w ending in a 1 bit
+    let j = Math.min(i + w, n) - 1;
+    while (bits.charCodeAt(j) === 48) j--;
+    const len = j - i + 1;
+    const val = Number.parseInt(bits.slice(i, j + 1), 2);
+    if (started) for (let k = 0; k < len; k++) r = (r * r) % m;
+    r = started ? (r * (odd[val >> 1] as bigint)) % m : (odd[val >> 1] as bigint);
+    started = true;
+    i = j + 1;
+  }
+  return r;
+}
+
+/** Plain square-and-multiply (window 1), kept as the benchmark baseline for {@link modPow}. */
+export function modPowBinary(base: bigint, exp: bigint, m: bigint): bigint {
+  if (exp < 0n) return modPowBinary(invertMod(mod(base, m), m), -exp, m);
+  let r = 1n;
+  let b = mod(base, m);
+  while (exp > 0n) {
+    if (exp & 1n) r = (r * b) % m;
+    b = (b * b) % m;
+    exp >>= 1n;
+  }
+  return r % m;
+}
+
+/**
+ * Exponentiation modulo M = m₁·m₂ for the owner of the factorisation (spec §2, Algorithm 2).
+ * Valid for bases coprime to M (exponents are reduced modulo φ(mᵢ)); use {@link modPow} otherwise.
+ */
+export class CrtExp {
+  /** M = m₁·m₂ */
+  readonly modulus: bigint;
+  private readonly beta: bigint;
+
+  /**
+   * @param m1 first factor (e.g. p or p²)
+   * @param phi1 φ(m₁) (e.g. p − 1 or p(p − 1))
+   * @param m2 second factor, coprime to m₁
+   * @param phi2 φ(m₂)
+   * @throws RangeError when the factors are not coprime
+   */
+  constructor(
+    readonly m1: bigint,
+    readonly phi1: bigint,
+    readonly m2: bigint,
+    readonly phi2: bigint,
+  ) {
+    this.modulus = m1 * m2;
+    this.beta = invertMod(m1, m2); // throws when gcd(m1, m2) ≠ 1
+  }
+
+  /** Recombine residues r₁ mod m₁ and r₂ mod m₂ into [0, M) (Garner). */
+  combine(r1: bigint, r2: bigint): bigint {
+    return r1 + mod((r2 - r1) * this.beta, this.m2) * this.m1;
+  }
+
+  /**
+   * base^exp mod M for gcd(base, M) = 1 (any sign of exp). Exponents at least as long as φ(mᵢ)
+   * are reduced modulo φ(mᵢ); shorter ones (e.g. 129-bit challenges, possibly negative) are used
+   * as they are, since reducing a negative one would lengthen it to |φ(mᵢ)| bits.
+   */
+  pow(base: bigint, exp: bigint): bigint {
+    return this.combine(this.powPart(base, exp, this.m1, this.phi1), this.powPart(base, exp, this.m2, this.phi2));
+  }
+
+  private powPart(base: bigint, exp: bigint, m: bigint, phi: bigint): bigint {
+    const e = bitLength(exp) >= bitLength(phi) ? mod(exp, phi) : exp;
+    return modPow(base % m, e, m);
+  }
+}
+
+/**
+ * Precomputed powers g^(B^i) mod m of a fixed base g (B = 2^window), grown on demand to cover the
+ * largest exponent seen. Negative exponents use a lazily built table of g⁻¹.
+ */
+export class FixedBaseTable {
+  /** window bits w; B = 2^w */
+  readonly window: number;
+  private readonly powers: bigint[];
+  private inverse: FixedBaseTable | undefined;
+
+  /**
+   * @param base g, reduced modulo m; must be a unit when negative exponents are used
+   * @param m modulus > 1
+   * @param window digit size in bits (1–10; 6 is a good default for 2000–4000-bit exponents)
+   */
+  constructor(
+    readonly base: bigint,
+    readonly m: bigint,
+    window = 6,
+  ) {
+    if (m <= 1n) throw new RangeError('FixedBaseTable: modulus must exceed 1');
+    if (!Number.isInteger(window) || window < 1 || window > 10) throw new RangeError('FixedBaseTable: window 1…10');
+    this.window = window;
+    this.powers = [mod(base, m)];
+  }
+
+  /** Number of stored powers (digits covered). */
+  get size(): number {
+    return this.powers.length;
+  }
+
+  /** Ensure powers for `digits` base-B digits exist. */
+  ensure(digits: number): void {
+    const w = this.window;
+    while (this.powers.length < digits) {
+      let x = this.powers[this.powers.length - 1] as bigint;
+      for (let k = 0; k < w; k++) x = (x * x) % this.m;
+      this.powers.push(x);
+    }
+  }
+
+  /** The table of g⁻¹ (built on first use). @throws RangeError when g is not a unit */
+  negated(): FixedBaseTable {
+    if (!this.inverse) this.inverse = new FixedBaseTable(invertMod(this.base, this.m), this.m, this.window);
+    return this.inverse;
+  }
+
+  /** g^exp mod m. */
+  pow(exp: bigint): bigint {
+    return fixedBaseMultiExp([[this, exp]]);
+  }
+}
+
+/**
+ * ∏ gᵢ^eᵢ mod m for tables sharing the modulus m, by Yao's bucket method (spec Algorithm 3): every
+ * nonzero base-B digit costs one multiplication into its bucket, then ≈ 2B multiplications fold
+ * the buckets. Exponents may be negative (the table of gᵢ⁻¹ is used).
+ * @throws RangeError when the tables use different moduli or windows
+ */
+export function fixedBaseMultiExp(terms: readonly (readonly [FixedBaseTable, bigint])[]): bigint {
+  const first = terms[0];
+  if (!first) return 1n;
+  const m = first[0].m;
+  const w = first[0].window;
+  const B = 1 << w;
+  const buckets: (bigint | undefined)[] = new Array(B);
+  const maskB = BigInt(B - 1);
+  const wb = BigInt(w);
+  for (const [table0, e0] of terms) {
+    if (table0.m !== m || table0.window !== w) throw new RangeError('fixedBaseMultiExp: tables differ');
+    const table = e0 < 0n ? table0.negated() : table0;
+    let e = e0 < 0n ? -e0 : e0;
+    const digits = Math.ceil(bitLength(e) / w);
+    table.ensure(digits);
+    for (let i = 0; e > 0n; i++, e >>= wb) {
+      const d = Number(e & maskB);
+      if (d === 0) continue;
+      const g = (table as unknown as { powers: bigint[] }).powers[i] as bigint;
+      const cur = buckets[d];
+      buckets[d] = cur === undefined ? g : (cur * g) % m;
+    }
+  }
+  let acc: bigint | undefined;
+  let res: bigint | undefined;
+  for (let b = B - 1; b >= 1; b--) {
+    const bucket = buckets[b];
+    if (bucket !== undefined) acc = acc === undefined ? bucket : (acc * bucket) % m;
+    if (acc !== undefined) res = res === undefined ? acc : (res * acc) % m;
+  }
+  return res === undefined ? 1n % m : res;
+}
