@@ -1,0 +1,95 @@
+/**
+ * Errors of `@custodian/chains`. One base class with a stable `code` (STYLE.md item 10); the
+ * coordinator maps `httpStatus` onto its problem+json catalogue. Messages never contain secrets
+ * (adapters never see private keys anyway).
+ */
+export class ChainError extends Error {
+  /** Stable machine-readable code, e.g. `INVALID_ADDRESS`. */
+  readonly code: string;
+  /** HTTP status the REST API should answer with when this error reaches it. */
+  readonly httpStatus: number;
+  constructor(code: string, message: string, httpStatus = 500, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ChainError';
+    this.code = code;
+    this.httpStatus = httpStatus;
+  }
+}
+
+/** A destination (or source) address is malformed, has a bad checksum, or belongs to another network. HTTP 422. */
+export class InvalidAddressError extends ChainError {
+  readonly field: string;
+  readonly reason: 'format' | 'checksum' | 'wrong-network' | 'unsupported-type';
+  constructor(field: string, reason: InvalidAddressError['reason'], detail: string) {
+    super('INVALID_ADDRESS', `${field}: ${detail}`, 422);
+    this.name = 'InvalidAddressError';
+    this.field = field;
+    this.reason = reason;
+  }
+}
+
+/** The transfer cannot be built: amount not positive, below dust, unknown asset… HTTP 422. */
+export class InvalidTransferError extends ChainError {
+  readonly field: string;
+  constructor(field: string, detail: string) {
+    super('INVALID_TRANSFER', `${field}: ${detail}`, 422);
+    this.name = 'InvalidTransferError';
+    this.field = field;
+  }
+}
+
+/** The source addresses do not hold enough to pay amount + fee. HTTP 422. */
+export class InsufficientFundsError extends ChainError {
+  readonly required: bigint;
+  readonly available: bigint;
+  constructor(asset: string, required: bigint, available: bigint) {
+    super('INSUFFICIENT_FUNDS', `insufficient ${asset}: need ${required}, have ${available} (base units)`, 422);
+    this.name = 'InsufficientFundsError';
+    this.required = required;
+    this.available = available;
+  }
+}
+
+/** A signature handed to `attachSignatures` does not verify against the digest and the signer's key. HTTP 400. */
+export class InvalidSignatureError extends ChainError {
+  readonly index: number;
+  constructor(index: number, detail: string) {
+    super('INVALID_SIGNATURE', `signature ${index}: ${detail}`, 400);
+    this.name = 'InvalidSignatureError';
+    this.index = index;
+  }
+}
+
+/** The node answered with an error or an unexpected shape, or could not be reached. HTTP 502. */
+export class NodeRpcError extends ChainError {
+  readonly method: string;
+  readonly rpcCode: number | undefined;
+  constructor(method: string, detail: string, rpcCode?: number, options?: { cause?: unknown }) {
+    super('NODE_RPC_ERROR', `${method}: ${detail}`, 502, options);
+    this.name = 'NodeRpcError';
+    this.method = method;
+    this.rpcCode = rpcCode;
+  }
+}
+
+/** The node rejected a transaction at broadcast. HTTP 502 (the pipeline maps it to BROADCAST_FAILED). */
+export class BroadcastError extends ChainError {
+  constructor(detail: string, options?: { cause?: unknown }) {
+    super('BROADCAST_FAILED', detail, 502, options);
+    this.name = 'BroadcastError';
+  }
+}
+
+/** A reorganisation deeper than the watcher's confirmation depth replaced a block it had already counted. */
+export class ReorgTooDeepError extends ChainError {
+  readonly height: number;
+  constructor(height: number, depth: number) {
+    super(
+      'REORG_TOO_DEEP',
+      `block ${height} was counted with ${depth} confirmation(s) and then replaced by a reorganisation; operator action needed`,
+      500,
+    );
+    this.name = 'ReorgTooDeepError';
+    this.height = height;
+  }
+}

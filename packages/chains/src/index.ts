@@ -1,0 +1,17 @@
+export * from './bitcoin/adapter.js';
+export * from './bitcoin/networks.js';
+export * from './bitcoin/rpc.js';
+export * from './bitcoin/watcher.js';
+export * from './errors.js';
+export * from './ethereum/adapter.js';
+export * from './ethereum/watcher.js';
+export * from './paths.js';
+export { checkEcdsa, lowS } from './signatures.js';
+export * from './tron/adapter.js';
+export * from './tron/address.js';
+export * from './tron/client.js';
+export * from './tron/watcher.js';
+export * from './types.js';
+export * from './units.js';
+export * from './watcher/json-store.js';
+export * from './watcher/types.js';

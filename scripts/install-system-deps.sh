@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# System packages the test suite needs (real nodes): litecoind for the UTXO regtest tests.
+# Idempotent; called by .ci/run. Needs root (apt-get) when something is missing.
+set -euo pipefail
+cd "$(dirname "$0")"
+bash ./install-litecoind.sh
