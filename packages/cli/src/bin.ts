@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import './polyfills.js';
+import '@custodian/signer/polyfills';
 import { createProgram } from './index.js';
 
 createProgram()

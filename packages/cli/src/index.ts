@@ -4,7 +4,10 @@
  * (mobile signer simulator), `dev` (a whole local instance).
  */
 import { readFileSync } from 'node:fs';
+import { registerAdminCommands } from '@custodian/coordinator';
+import { registerSignerCommands } from '@custodian/signer';
 import { Command } from 'commander';
+import { registerCoordinatorCommands } from './coordinator.js';
 import { registerDevCommand } from './dev.js';
 
 /** The CLI's version: the root package version. */
@@ -22,5 +25,8 @@ export function createProgram(): Command {
     .showHelpAfterError('(add --help for usage)')
     .configureHelp({ sortSubcommands: true });
   registerDevCommand(program);
+  registerSignerCommands(program);
+  registerCoordinatorCommands(program);
+  registerAdminCommands(program);
   return program;
 }

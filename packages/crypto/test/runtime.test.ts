@@ -254,6 +254,21 @@ describe('round runtime: reliable broadcast by echo', () => {
 });
 
 describe('round runtime: lifecycle', () => {
+  it('the step that completes the protocol carries the output', () => {
+    const ps = parties(2);
+    const queue = ps.flatMap((p) => p.start().messages);
+    const outputs: unknown[] = [];
+    while (queue.length) {
+      const m = queue.shift() as IncomingMessage;
+      const to = m.kind === 'p2p' ? (m.to as number) : 1 - m.from;
+      const step = ps[to]!.receive(m);
+      if (step.output !== undefined) outputs.push(step.output);
+      queue.push(...step.messages);
+    }
+    expect(outputs).toHaveLength(2);
+    expect(outputs[0]).toEqual(ps[0]!.output);
+  });
+
   it('refuses to start twice and ignores messages after completion', () => {
     const ps = parties(2);
     const res = simulate(ps);

@@ -225,7 +225,9 @@ export class Party<S, O> {
     slot[kind] = { raw: msg };
     bySender.set(from, slot);
     try {
-      return { messages: this.advance() };
+      const messages = this.advance();
+      if ((this.statusValue as PartyStatus) === 'done') return { messages, output: this.result.output as O };
+      return { messages };
     } catch (e) {
       return this.fail(e);
     }

@@ -1,5 +1,6 @@
 /**
- * Node.js 20 polyfills, imported first by every daemon entry point (`bin.ts`).
+ * Node.js 20 polyfills, imported first by every daemon entry point: the `custodian` binary
+ * (packages/cli `bin.ts`, via `@custodian/signer/polyfills`), the signer's `main.ts` and its index.
  *
  * - `Promise.withResolvers` (ES2024) is used by libp2p 3 but only ships natively from Node.js 22.
  *

@@ -1,0 +1,736 @@
+/**
+ * Ceremonies a signer executes on the coordinator's request (DESIGN §4): master key creation,
+ * signing, refresh. The coordinator sequences; the signer validates the request itself (party set
+ * contains it, known key, threshold, deadline), runs the protocol sessions through the
+ * {@link CeremonyRunner}, and persists results in ONE store batch only when every session of the
+ * ceremony succeeded — on abort or deadline nothing of the ceremony is kept but its audit record.
+ *
+ * Master key: FROST(Ed25519, SHA-512) and FROST(secp256k1) for BIP340/Taproot, each with its own
+ * joint chain code (packages/frost `dkgProtocol`). CGGMP21 ECDSA keygen + aux-info will be added as
+ * two more sessions of the same ceremony when @custodian/cggmp lands (registration in `PROTOCOLS`).
+ *
+ * Storage (sublevel `shares`): `<keyId>/meta` (JSON {@link KeyRecord}), `<keyId>/<suite>` (FROST key
+ * share format v1, packages/frost keyshare.ts). Sublevel `ceremonies`: `<ceremonyIdHex>` JSON audit
+ * record. Sublevel `nonces`: FROST nonce commitments seen (replay ledger).
+ */
+import {
+  type AuxInfo,
+  auxInfoProtocol,
+  type CoreKeyShare,
+  type KeyShare as EcdsaKeyShare,
+  type EcdsaSignature,
+  refreshProtocol as ecdsaRefreshProtocol,
+  signProtocol as ecdsaSignProtocol,
+  keygenProtocol,
+  keyShareFromJson,
+  keyShareToJson,
+  Presignature,
+  type PresignatureData,
+  presignProtocol,
+  validateKeyShare as validateEcdsaKeyShare,
+} from '@custodian/cggmp';
+import { bytesToHex, canonicalEncode, deriveSecp256k1, secp256k1Group } from '@custodian/crypto';
+import {
+  decodeKeyShare,
+  dkgProtocol,
+  encodeKeyShare,
+  type KeyShare,
+  type NonceLedger,
+  refreshProtocol,
+  type SignOutput,
+  type SuiteName,
+  signProtocol,
+} from '@custodian/frost';
+import {
+  CeremonyKind,
+  type CeremonyResult,
+  KeyAlgorithm,
+  Outcome,
+  type PublicKeyInfo,
+  type SignatureInfo,
+  type StartCeremony,
+} from '@custodian/wire';
+import { peerIdFromString } from '@libp2p/peer-id';
+import { sha256 } from '@noble/hashes/sha2.js';
+import type { Logger } from 'pino';
+import { presignaturePuts, takePresignature } from './presignatures.js';
+import type { PrimePool } from './primes.js';
+import type { CeremonyRunner, SessionOutcome, SessionParty } from './runner.js';
+import type { SecureStore, StoreOp } from './store.js';
+
+/** Public description of a master key held by this signer. */
+export interface KeyRecord {
+  readonly keyId: string;
+  readonly threshold: number;
+  /** Peer ids of the key's parties, in DKG order (party i has FROST identifier i+1). */
+  readonly parties: readonly string[];
+  readonly keys: readonly { algorithm: number; suite: SuiteName | 'cggmp'; publicKey: string; chainCode: string }[];
+  readonly epoch: number;
+  readonly createdAt: string;
+}
+
+/** Longest deadline accepted (the master key ceremony's 5 minutes, seed §8, plus slack). */
+export const MAX_DEADLINE_MS = 10 * 60_000;
+
+const FROST_SUITES: readonly { suite: SuiteName; algorithm: number }[] = [
+  { suite: 'ed25519', algorithm: KeyAlgorithm.ED25519 },
+  { suite: 'secp256k1-tr', algorithm: KeyAlgorithm.SECP256K1_TAPROOT },
+];
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+/** Nonce-commitment ledger backed by the store (loaded at start, new entries persisted after each session). */
+export class StoredNonceLedger implements NonceLedger {
+  private readonly seen = new Set<string>();
+  private readonly fresh = new Set<string>();
+  constructor(private readonly store: SecureStore) {}
+  async load(): Promise<void> {
+    for (const k of await this.store.keys('nonces')) this.seen.add(k);
+  }
+  has(h: string): boolean {
+    return this.seen.has(h);
+  }
+  add(h: string): void {
+    if (!this.seen.has(h)) this.fresh.add(h);
+    this.seen.add(h);
+  }
+  async flush(): Promise<void> {
+    const ops: StoreOp[] = [...this.fresh].map((k) => ({
+      type: 'put',
+      sublevel: 'nonces',
+      key: k,
+      value: new Uint8Array(0),
+    }));
+    this.fresh.clear();
+    if (ops.length > 0) await this.store.batch(ops);
+  }
+}
+
+/** What ceremonies need from the node. */
+export interface CeremonyContext {
+  readonly store: SecureStore;
+  readonly runner: CeremonyRunner;
+  readonly selfPeerId: string;
+  /** Own Ed25519 identity secret key (32 bytes). SECRET. */
+  readonly secretKey: Uint8Array;
+  readonly log: Logger;
+  readonly nonceLedger: StoredNonceLedger;
+  /** Safe-prime pool for CGGMP21 (absent: this signer does not take part in ECDSA key creation). */
+  readonly primePool?: PrimePool;
+  /** Pool size to refill to after a ceremony consumed primes. */
+  readonly primePoolTarget?: number;
+  /**
+   * Decoded and validated key shares by `<keyId>/<suite>`, so signing does not re-validate a
+   * share (CGGMP21 aux validation costs hundreds of ms). SECRET material, kept in process memory
+   * only; cleared for a key when a refresh replaces its shares.
+   */
+  readonly shareCache?: Map<string, KeyShare | EcdsaKeyShare>;
+}
+
+/** A refusal: the request is invalid for this signer. */
+class Refused extends Error {}
+
+/** Session id of one protocol run of a ceremony: SHA-256 of the canonical encoding of (tag, ceremony id, label). */
+export function sessionId(ceremonyId: Uint8Array, label: string): Uint8Array {
+  return sha256(canonicalEncode(['custodian/v1/session', ceremonyId, label]));
+}
+
+function toSessionParties(peerIds: readonly string[]): SessionParty[] {
+  const seen = new Set<string>();
+  return peerIds.map((s, i) => {
+    let pid: ReturnType<typeof peerIdFromString>;
+    try {
+      pid = peerIdFromString(s);
+    } catch {
+      throw new Refused(`parties[${i}]: not a peer id`);
+    }
+    if (pid.type !== 'Ed25519' || !pid.publicKey) throw new Refused(`parties[${i}]: not an Ed25519 peer id`);
+    if (seen.has(s)) throw new Refused(`parties[${i}]: duplicate`);
+    seen.add(s);
+    return { peerId: s, publicKey: pid.publicKey.raw };
+  });
+}
+
+/** Read a key's public record. */
+export async function loadKeyRecord(store: SecureStore, keyId: string): Promise<KeyRecord | undefined> {
+  const b = await store.get('shares', `${keyId}/meta`);
+  return b ? (JSON.parse(dec.decode(b)) as KeyRecord) : undefined;
+}
+
+/** All key records held. */
+export async function listKeys(store: SecureStore): Promise<KeyRecord[]> {
+  const out: KeyRecord[] = [];
+  for (const k of await store.keys('shares')) {
+    if (!k.endsWith('/meta')) continue;
+    const r = await loadKeyRecord(store, k.slice(0, -'/meta'.length));
+    if (r) out.push(r);
+  }
+  return out;
+}
+
+function publicKeys(rec: KeyRecord): PublicKeyInfo[] {
+  return rec.keys.map((k) => ({
+    algorithm: k.algorithm,
+    publicKey: hexBytes(k.publicKey),
+    chainCode: hexBytes(k.chainCode),
+  }));
+}
+
+function hexBytes(h: string): Uint8Array {
+  return Uint8Array.from(Buffer.from(h, 'hex'));
+}
+
+function blameOf(outcome: SessionOutcome<unknown>, parties: readonly SessionParty[]): CeremonyResult['blame'] {
+  if (outcome.status === 'aborted') {
+    return outcome.aborted.culprits.map((c) => ({
+      party: c.party,
+      peerId: parties[c.party]?.peerId ?? '',
+      reason: c.reason,
+    }));
+  }
+  return [];
+}
+
+function combinedTranscript(ceremonyId: Uint8Array, outs: readonly SessionOutcome<unknown>[]): Uint8Array {
+  return sha256(
+    canonicalEncode([
+      'custodian/v1/ceremony-transcript',
+      ceremonyId,
+      outs.map((o) => (o.status === 'ok' ? o.transcriptHash : new Uint8Array(0))),
+    ]),
+  );
+}
+
+function failure(
+  ceremonyId: Uint8Array,
+  outs: readonly SessionOutcome<unknown>[],
+  parties: readonly SessionParty[],
+): CeremonyResult {
+  const aborted = outs.find((o) => o.status === 'aborted');
+  if (aborted) {
+    return {
+      ceremonyId,
+      outcome: Outcome.ABORTED,
+      blame: blameOf(aborted, parties),
+      error: aborted.status === 'aborted' ? aborted.aborted.reason : '',
+    };
+  }
+  if (outs.some((o) => o.status === 'deadline'))
+    return { ceremonyId, outcome: Outcome.DEADLINE_EXCEEDED, error: 'deadline exceeded' };
+  const c = outs.find((o) => o.status === 'cancelled');
+  return { ceremonyId, outcome: Outcome.ABORTED, error: c && c.status === 'cancelled' ? c.reason : 'failed' };
+}
+
+function record(ceremonyId: Uint8Array, start: StartCeremony, result: CeremonyResult): StoreOp {
+  const value = {
+    ceremonyId: bytesToHex(ceremonyId),
+    kind: start.kind,
+    parties: start.parties.map((p) => p.peerId),
+    threshold: start.threshold,
+    keyId: result.keyId ?? start.keyId ?? start.sign?.keyId ?? '',
+    outcome: result.outcome,
+    transcriptHash: result.transcriptHash ? bytesToHex(result.transcriptHash) : '',
+    blame: result.blame ?? [],
+    error: result.error ?? '',
+    at: new Date().toISOString(),
+  };
+  return { type: 'put', sublevel: 'ceremonies', key: bytesToHex(ceremonyId), value: enc.encode(JSON.stringify(value)) };
+}
+
+/**
+ * Execute a StartCeremony request. Never throws for bad requests or failed protocols: the result
+ * says REFUSED, ABORTED (with blame) or DEADLINE_EXCEEDED. Exactly one store batch is written: the
+ * ceremony's outputs (only on success) together with its audit record.
+ */
+export async function runCeremony(ctx: CeremonyContext, start: StartCeremony): Promise<CeremonyResult> {
+  const ceremonyId = start.ceremonyId instanceof Uint8Array ? start.ceremonyId : new Uint8Array(0);
+  const log = ctx.log.child({ ceremony: bytesToHex(ceremonyId).slice(0, 16), kind: start.kind });
+  try {
+    if (ceremonyId.length < 16 || ceremonyId.length > 64) throw new Refused('ceremonyId: 16..64 bytes');
+    if (await ctx.store.get('ceremonies', bytesToHex(ceremonyId))) throw new Refused('ceremony id already used');
+    const now = Date.now();
+    const deadline = Number(start.deadlineUnixMs);
+    if (!Number.isSafeInteger(deadline) || deadline <= now || deadline > now + MAX_DEADLINE_MS) {
+      throw new Refused('deadline: must be in the future and at most 10 minutes away');
+    }
+    const parties = toSessionParties(start.parties.map((p) => p.peerId));
+    const self = parties.findIndex((p) => p.peerId === ctx.selfPeerId);
+    if (self < 0) throw new Refused('this signer is not in the party set');
+    log.info({ parties: parties.length, threshold: start.threshold }, 'ceremony started');
+    let result: CeremonyResult;
+    let ops: StoreOp[];
+    switch (start.kind) {
+      case CeremonyKind.MASTER_KEY:
+        ({ result, ops } = await masterKey(ctx, start, ceremonyId, parties, self, deadline));
+        break;
+      case CeremonyKind.SIGN:
+        ({ result, ops } = await sign(ctx, start, ceremonyId, parties, self, deadline));
+        break;
+      case CeremonyKind.PRESIGN:
+        ({ result, ops } = await presign(ctx, start, ceremonyId, parties, deadline));
+        break;
+      case CeremonyKind.REFRESH:
+        ({ result, ops } = await refresh(ctx, start, ceremonyId, parties, self, deadline));
+        break;
+      default:
+        throw new Refused(`kind: unsupported ceremony kind ${start.kind}`);
+    }
+    await ctx.store.batch([...ops, record(ceremonyId, start, result)]);
+    if (start.kind === CeremonyKind.REFRESH && ctx.shareCache) {
+      for (const k of [...ctx.shareCache.keys()]) if (k.startsWith(`${start.keyId}/`)) ctx.shareCache.delete(k);
+    }
+    await ctx.nonceLedger.flush();
+    if (ctx.primePool) ctx.primePool.fill(ctx.primePoolTarget ?? 0);
+    log.info({ outcome: result.outcome, blame: result.blame }, 'ceremony finished');
+    return result;
+  } catch (e) {
+    if (!(e instanceof Refused)) {
+      log.error({ err: e instanceof Error ? e.message : String(e) }, 'ceremony failed');
+    } else {
+      log.warn({ reason: e.message }, 'ceremony refused');
+    }
+    return {
+      ceremonyId,
+      outcome: e instanceof Refused ? Outcome.REFUSED : Outcome.ABORTED,
+      error: e instanceof Error ? e.message : 'failed',
+    };
+  }
+}
+
+async function masterKey(
+  ctx: CeremonyContext,
+  start: StartCeremony,
+  ceremonyId: Uint8Array,
+  parties: SessionParty[],
+  self: number,
+  deadline: number,
+): Promise<{ result: CeremonyResult; ops: StoreOp[] }> {
+  const t = start.threshold;
+  if (!Number.isSafeInteger(t) || t < 2 || t > parties.length)
+    throw new Refused(`threshold: ${t} not in [2, ${parties.length}]`);
+  const keyId = bytesToHex(ceremonyId);
+  if (await loadKeyRecord(ctx.store, keyId)) throw new Refused('key id already exists');
+  const requested = start.algorithms && start.algorithms.length > 0 ? new Set(start.algorithms) : undefined;
+  const frostSuites = FROST_SUITES.filter((s) => !requested || requested.has(s.algorithm));
+  const ecdsa = requested ? requested.has(KeyAlgorithm.SECP256K1_ECDSA) : ctx.primePool !== undefined;
+  for (const a of requested ?? []) {
+    if (![KeyAlgorithm.ED25519, KeyAlgorithm.SECP256K1_TAPROOT, KeyAlgorithm.SECP256K1_ECDSA].includes(a as 1)) {
+      throw new Refused(`algorithms: unknown algorithm ${a}`);
+    }
+  }
+  let primes: { p: bigint; q: bigint; keys: string[] } | undefined;
+  if (ecdsa) {
+    if (!ctx.primePool) throw new Refused('ECDSA requested but this signer has no prime pool configured');
+    primes = await ctx.primePool.take();
+    if (!primes) throw new Refused('prime pool empty: retry when it has refilled');
+  }
+  const pool = ctx.primePool;
+  const primeKeys = primes?.keys ?? [];
+  try {
+    const common = { parties, self, secretKey: ctx.secretKey, deadline, group: keyId };
+    const frost = Promise.all(
+      frostSuites.map(({ suite }) =>
+        ctx.runner.run<KeyShare>({
+          ...common,
+          sessionId: sessionId(ceremonyId, `frost.dkg.${suite}`),
+          spec: dkgProtocol({ suite, threshold: t }),
+          label: `frost.dkg.${suite}`,
+        }),
+      ),
+    );
+    const cggmp = primes
+      ? Promise.all([
+          ctx.runner.run<CoreKeyShare>({
+            ...common,
+            sessionId: sessionId(ceremonyId, 'cggmp.keygen'),
+            spec: keygenProtocol({ t }),
+            label: 'cggmp.keygen',
+          }),
+          ctx.runner.run<AuxInfo>({
+            ...common,
+            sessionId: sessionId(ceremonyId, 'cggmp.aux'),
+            spec: auxInfoProtocol({
+              level: (pool as PrimePool).level,
+              primes: { p: primes.p, q: primes.q },
+              checkPrimality: false,
+            }),
+            label: 'cggmp.aux',
+          }),
+        ] as const)
+      : Promise.resolve(undefined);
+    const [frostOuts, cggmpOuts] = await Promise.all([frost, cggmp]);
+    const outs: SessionOutcome<unknown>[] = [...frostOuts, ...(cggmpOuts ?? [])];
+    const consumed = pool ? pool.consumeOps(primeKeys) : [];
+    if (!outs.every((o) => o.status === 'ok')) return { result: failure(ceremonyId, outs, parties), ops: consumed };
+    const shares = frostOuts.map((o) => (o as { output: KeyShare }).output);
+    const keys: { algorithm: number; suite: SuiteName | 'cggmp'; publicKey: string; chainCode: string }[] = shares.map(
+      (s, i) => ({
+        algorithm: (frostSuites[i] as { algorithm: number }).algorithm,
+        suite: s.suite,
+        publicKey: bytesToHex(s.groupPublicKey),
+        chainCode: bytesToHex(s.chainCode),
+      }),
+    );
+    const ops: StoreOp[] = [
+      ...consumed,
+      ...shares.map(
+        (s): StoreOp => ({ type: 'put', sublevel: 'shares', key: `${keyId}/${s.suite}`, value: encodeKeyShare(s) }),
+      ),
+    ];
+    if (cggmpOuts) {
+      const ecdsaShare = validateEcdsaKeyShare({
+        core: (cggmpOuts[0] as { output: CoreKeyShare }).output,
+        aux: (cggmpOuts[1] as { output: AuxInfo }).output,
+      });
+      keys.push({
+        algorithm: KeyAlgorithm.SECP256K1_ECDSA,
+        suite: 'cggmp',
+        publicKey: bytesToHex(secp256k1Group.encodePoint(ecdsaShare.core.publicKey)),
+        chainCode: bytesToHex(ecdsaShare.core.chainCode),
+      });
+      ops.push({
+        type: 'put',
+        sublevel: 'shares',
+        key: `${keyId}/cggmp`,
+        value: enc.encode(JSON.stringify(keyShareToJson(ecdsaShare))),
+      });
+    }
+    const rec: KeyRecord = {
+      keyId,
+      threshold: t,
+      parties: parties.map((p) => p.peerId),
+      keys,
+      epoch: 0,
+      createdAt: new Date().toISOString(),
+    };
+    ops.push({ type: 'put', sublevel: 'shares', key: `${keyId}/meta`, value: enc.encode(JSON.stringify(rec)) });
+    return {
+      result: {
+        ceremonyId,
+        outcome: Outcome.OK,
+        keyId,
+        publicKeys: publicKeys(rec),
+        transcriptHash: combinedTranscript(ceremonyId, outs),
+      },
+      ops,
+    };
+  } catch (e) {
+    // the primes were not consumed by a batch: give them back only if no session saw them
+    if (pool) pool.release(primeKeys);
+    throw e;
+  }
+}
+
+async function loadEcdsaShare(ctx: CeremonyContext, keyId: string): Promise<EcdsaKeyShare> {
+  const cached = ctx.shareCache?.get(`${keyId}/cggmp`);
+  if (cached) return cached as EcdsaKeyShare;
+  const b = await ctx.store.get('shares', `${keyId}/cggmp`);
+  if (!b) throw new Refused(`no ECDSA share for key ${keyId}`);
+  const share = keyShareFromJson(JSON.parse(dec.decode(b)));
+  ctx.shareCache?.set(`${keyId}/cggmp`, share);
+  return share;
+}
+
+async function loadShare(ctx: CeremonyContext, keyId: string, suite: SuiteName): Promise<KeyShare> {
+  const cached = ctx.shareCache?.get(`${keyId}/${suite}`);
+  if (cached) return cached as KeyShare;
+  const b = await ctx.store.get('shares', `${keyId}/${suite}`);
+  if (!b) throw new Refused(`no ${suite} share for key ${keyId}`);
+  const share = decodeKeyShare(b);
+  ctx.shareCache?.set(`${keyId}/${suite}`, share);
+  return share;
+}
+
+async function sign(
+  ctx: CeremonyContext,
+  start: StartCeremony,
+  ceremonyId: Uint8Array,
+  parties: SessionParty[],
+  self: number,
+  deadline: number,
+): Promise<{ result: CeremonyResult; ops: StoreOp[] }> {
+  const req = start.sign;
+  if (!req) throw new Refused('sign: missing sign request');
+  const rec = await loadKeyRecord(ctx.store, req.keyId);
+  if (!rec) throw new Refused(`unknown key ${req.keyId}`);
+  const entry = rec.keys.find((k) => k.algorithm === req.algorithm);
+  if (!entry) throw new Refused(`key ${req.keyId} has no key for algorithm ${req.algorithm}`);
+  if (parties.length < rec.threshold) throw new Refused(`need at least ${rec.threshold} signers`);
+  if (entry.suite === 'cggmp') return ecdsaSign(ctx, start, ceremonyId, parties, deadline, rec);
+  const signers = parties.map((p, i) => {
+    const pos = rec.parties.indexOf(p.peerId);
+    if (pos < 0) throw new Refused(`parties[${i}]: not a party of key ${req.keyId}`);
+    return BigInt(pos + 1);
+  });
+  const digests = req.digests ?? [];
+  if (digests.length < 1 || digests.length > 64) throw new Refused('digests: 1..64 expected');
+  if (entry.suite === 'secp256k1-tr' && digests.some((d) => d.length !== 32))
+    throw new Refused('digests: 32 bytes for Taproot');
+  const path = req.derivationPath ?? [];
+  if (path.some((i) => !Number.isSafeInteger(i) || i < 0 || i >= 0x8000_0000))
+    throw new Refused('derivationPath: non-hardened indices only');
+  const share = await loadShare(ctx, req.keyId, entry.suite as SuiteName);
+  const merkleRoot = req.taprootMerkleRoot ?? new Uint8Array(0);
+  if (merkleRoot.length !== 0 && merkleRoot.length !== 32) throw new Refused('taprootMerkleRoot: empty or 32 bytes');
+  const outs = await Promise.all(
+    digests.map((digest, i) =>
+      ctx.runner.run<SignOutput>({
+        sessionId: sessionId(ceremonyId, `frost.sign.${i}`),
+        spec: signProtocol({
+          keyShare: share,
+          signers,
+          message: Uint8Array.from(digest),
+          nonceLedger: ctx.nonceLedger,
+          ...(path.length > 0 ? { derivationPath: path } : {}),
+          ...(entry.suite === 'secp256k1-tr' ? { taproot: { merkleRoot: Uint8Array.from(merkleRoot) } } : {}),
+        }),
+        parties,
+        self,
+        secretKey: ctx.secretKey,
+        deadline,
+        label: `frost.sign.${entry.suite}.${i}`,
+        group: bytesToHex(ceremonyId),
+      }),
+    ),
+  );
+  if (!outs.every((o) => o.status === 'ok')) return { result: failure(ceremonyId, outs, parties), ops: [] };
+  const signatures: SignatureInfo[] = outs.map((o, i) => {
+    const out = (o as { output: SignOutput }).output;
+    return {
+      algorithm: req.algorithm,
+      digest: digests[i] as Uint8Array,
+      signature: out.signature,
+      publicKey: out.verifyingKey,
+    };
+  });
+  return {
+    result: {
+      ceremonyId,
+      outcome: Outcome.OK,
+      keyId: req.keyId,
+      signatures,
+      transcriptHash: combinedTranscript(ceremonyId, outs),
+    },
+    ops: [],
+  };
+}
+
+/**
+ * CGGMP21 ECDSA signing, cold: one presigning (3 rounds) then the one-round signing per digest.
+ * Runtime parties are ordered by key index (the presigning protocol's signing set is ascending).
+ * The presignature lives only in memory and is consumed by the signing protocol before σ_i leaves.
+ */
+async function ecdsaSign(
+  ctx: CeremonyContext,
+  start: StartCeremony,
+  ceremonyId: Uint8Array,
+  parties: SessionParty[],
+  deadline: number,
+  rec: KeyRecord,
+): Promise<{ result: CeremonyResult; ops: StoreOp[] }> {
+  const req = start.sign as NonNullable<StartCeremony['sign']>;
+  const digests = req.digests ?? [];
+  if (digests.length < 1 || digests.length > 64 || digests.some((d) => d.length !== 32))
+    throw new Refused('digests: 1..64 digests of 32 bytes');
+  const path = req.derivationPath ?? [];
+  if (path.some((i) => !Number.isSafeInteger(i) || i < 0 || i >= 0x8000_0000))
+    throw new Refused('derivationPath: non-hardened indices only');
+  const share = await loadEcdsaShare(ctx, req.keyId);
+  const { signers, ordered, self } = signingSet(ctx, rec, parties);
+  const tweak =
+    path.length > 0
+      ? deriveSecp256k1(secp256k1Group.encodePoint(share.core.publicKey), share.core.chainCode, path).tweak
+      : 0n;
+  const common = { parties: ordered, self, secretKey: ctx.secretKey, deadline, group: bytesToHex(ceremonyId) };
+  const pooled = req.presignatureId ?? '';
+  if (pooled !== '' && digests.length !== 1) throw new Refused('presignatureId: signs exactly one digest');
+  const outs = await Promise.all(
+    digests.map(async (digest, i): Promise<SessionOutcome<EcdsaSignature>> => {
+      let data: PresignatureData;
+      if (pooled !== '') {
+        // deleted from the store (durably) before the signature share can leave
+        const taken = await takePresignature(ctx.store, req.keyId, signers, pooled);
+        if (!taken) throw new Refused(`presignature ${pooled} unknown or already used`);
+        data = taken;
+      } else {
+        const pre = await ctx.runner.run<PresignatureData>({
+          ...common,
+          sessionId: sessionId(ceremonyId, `cggmp.presign.${i}`),
+          spec: presignProtocol({ share, signers }),
+          label: `cggmp.presign.${i}`,
+        });
+        if (pre.status !== 'ok') return pre;
+        data = pre.output;
+      }
+      return ctx.runner.run<EcdsaSignature>({
+        ...common,
+        sessionId: sessionId(ceremonyId, `cggmp.sign.${i}`),
+        spec: ecdsaSignProtocol({ presignature: new Presignature(data), digest: Uint8Array.from(digest), tweak }),
+        label: `cggmp.sign.${i}`,
+      });
+    }),
+  );
+  if (!outs.every((o) => o.status === 'ok')) return { result: failure(ceremonyId, outs, ordered), ops: [] };
+  const signatures: SignatureInfo[] = outs.map((o, i) => {
+    const sig = (o as { output: EcdsaSignature }).output;
+    return {
+      algorithm: req.algorithm,
+      digest: digests[i] as Uint8Array,
+      signature: sig.compact,
+      publicKey: sig.publicKey,
+    };
+  });
+  return {
+    result: {
+      ceremonyId,
+      outcome: Outcome.OK,
+      keyId: req.keyId,
+      signatures,
+      transcriptHash: combinedTranscript(ceremonyId, outs),
+    },
+    ops: [],
+  };
+}
+
+/** Order a signing subset by key index (CGGMP21 signing sets are ascending key indices). */
+function signingSet(ctx: CeremonyContext, rec: KeyRecord, parties: readonly SessionParty[]) {
+  const byIndex = parties.map((p) => ({ p, k: rec.parties.indexOf(p.peerId) })).sort((a, b) => a.k - b.k);
+  if (byIndex.some((x) => x.k < 0)) throw new Refused('parties: not all are parties of the key');
+  if (byIndex.length < rec.threshold) throw new Refused(`need at least ${rec.threshold} signers`);
+  const ordered = byIndex.map((x) => x.p);
+  return { signers: byIndex.map((x) => x.k), ordered, self: ordered.findIndex((p) => p.peerId === ctx.selfPeerId) };
+}
+
+/**
+ * CGGMP21 presigning for the pool: `presignCount` presignatures for the signing set `parties` of
+ * key `keyId`, stored (encrypted) in one batch with ids `<ceremony id hex>.<i>` only when every
+ * session succeeded.
+ */
+async function presign(
+  ctx: CeremonyContext,
+  start: StartCeremony,
+  ceremonyId: Uint8Array,
+  parties: SessionParty[],
+  deadline: number,
+): Promise<{ result: CeremonyResult; ops: StoreOp[] }> {
+  const keyId = start.keyId ?? '';
+  const rec = await loadKeyRecord(ctx.store, keyId);
+  if (!rec) throw new Refused(`unknown key ${keyId}`);
+  if (!rec.keys.some((k) => k.suite === 'cggmp')) throw new Refused(`key ${keyId} has no ECDSA key`);
+  const count = start.presignCount ?? 0;
+  if (!Number.isSafeInteger(count) || count < 1 || count > 64) throw new Refused('presignCount: 1..64');
+  const share = await loadEcdsaShare(ctx, keyId);
+  const { signers, ordered, self } = signingSet(ctx, rec, parties);
+  const cid = bytesToHex(ceremonyId);
+  const outs = await Promise.all(
+    Array.from({ length: count }, (_, i) =>
+      ctx.runner.run<PresignatureData>({
+        parties: ordered,
+        self,
+        secretKey: ctx.secretKey,
+        deadline,
+        group: cid,
+        sessionId: sessionId(ceremonyId, `cggmp.presign.${i}`),
+        spec: presignProtocol({ share, signers }),
+        label: `cggmp.presign.${i}`,
+      }),
+    ),
+  );
+  if (!outs.every((o) => o.status === 'ok')) return { result: failure(ceremonyId, outs, ordered), ops: [] };
+  const items = outs.map((o, i) => ({ id: `${cid}.${i}`, data: (o as { output: PresignatureData }).output }));
+  return {
+    result: {
+      ceremonyId,
+      outcome: Outcome.OK,
+      keyId,
+      presignatureIds: items.map((x) => x.id),
+      transcriptHash: combinedTranscript(ceremonyId, outs),
+    },
+    ops: presignaturePuts(keyId, items),
+  };
+}
+
+async function refresh(
+  ctx: CeremonyContext,
+  start: StartCeremony,
+  ceremonyId: Uint8Array,
+  parties: SessionParty[],
+  self: number,
+  deadline: number,
+): Promise<{ result: CeremonyResult; ops: StoreOp[] }> {
+  const keyId = start.keyId ?? '';
+  const rec = await loadKeyRecord(ctx.store, keyId);
+  if (!rec) throw new Refused(`unknown key ${keyId}`);
+  if (rec.parties.length !== parties.length || rec.parties.some((p, i) => parties[i]?.peerId !== p)) {
+    throw new Refused('refresh: every party of the key must take part, in DKG order');
+  }
+  const frostKeys = rec.keys.filter((k) => k.suite !== 'cggmp');
+  const shares = await Promise.all(frostKeys.map((k) => loadShare(ctx, keyId, k.suite as SuiteName)));
+  const hasEcdsa = rec.keys.some((k) => k.suite === 'cggmp');
+  let primes: { p: bigint; q: bigint; keys: string[] } | undefined;
+  if (hasEcdsa) {
+    if (!ctx.primePool) throw new Refused('ECDSA key refresh needs a prime pool');
+    primes = await ctx.primePool.take();
+    if (!primes) throw new Refused('prime pool empty: retry when it has refilled');
+  }
+  const common = { parties, self, secretKey: ctx.secretKey, deadline, group: bytesToHex(ceremonyId) };
+  const ecdsaShare = hasEcdsa ? await loadEcdsaShare(ctx, keyId) : undefined;
+  const ecdsaRun =
+    ecdsaShare && primes
+      ? ctx.runner.run<EcdsaKeyShare>({
+          ...common,
+          sessionId: sessionId(ceremonyId, 'cggmp.refresh'),
+          spec: ecdsaRefreshProtocol({
+            share: ecdsaShare,
+            primes: { p: primes.p, q: primes.q },
+            checkPrimality: false,
+          }),
+          label: 'cggmp.refresh',
+        })
+      : Promise.resolve(undefined);
+  const frostRuns = Promise.all(
+    shares.map((share) =>
+      ctx.runner.run<KeyShare>({
+        ...common,
+        sessionId: sessionId(ceremonyId, `frost.refresh.${share.suite}`),
+        spec: refreshProtocol({ keyShare: share }),
+        label: `frost.refresh.${share.suite}`,
+      }),
+    ),
+  );
+  const [frostOuts, ecdsaOut] = await Promise.all([frostRuns, ecdsaRun]);
+  const consumed = ctx.primePool && primes ? ctx.primePool.consumeOps(primes.keys) : [];
+  const outs: SessionOutcome<unknown>[] = [...frostOuts, ...(ecdsaOut ? [ecdsaOut] : [])];
+  if (!outs.every((o) => o.status === 'ok')) return { result: failure(ceremonyId, outs, parties), ops: consumed };
+  const fresh = frostOuts.map((o) => (o as { output: KeyShare }).output);
+  const next: KeyRecord = { ...rec, epoch: rec.epoch + 1 };
+  const ops: StoreOp[] = [
+    ...consumed,
+    ...fresh.map(
+      (s): StoreOp => ({ type: 'put', sublevel: 'shares', key: `${keyId}/${s.suite}`, value: encodeKeyShare(s) }),
+    ),
+    { type: 'put', sublevel: 'shares', key: `${keyId}/meta`, value: enc.encode(JSON.stringify(next)) },
+  ];
+  // presignatures were made with the old shares and Paillier keys: they go with them
+  for (const k of await ctx.store.keys('presignatures', `${keyId}/`))
+    ops.push({ type: 'del', sublevel: 'presignatures', key: k });
+  if (ecdsaOut && ecdsaOut.status === 'ok') {
+    ops.push({
+      type: 'put',
+      sublevel: 'shares',
+      key: `${keyId}/cggmp`,
+      value: enc.encode(JSON.stringify(keyShareToJson(ecdsaOut.output))),
+    });
+  }
+  return {
+    result: {
+      ceremonyId,
+      outcome: Outcome.OK,
+      keyId,
+      publicKeys: publicKeys(next),
+      transcriptHash: combinedTranscript(ceremonyId, outs),
+    },
+    ops,
+  };
+}

@@ -1,0 +1,149 @@
+/**
+ * Signer daemon configuration (a JSON file, `custodian signer start --config <file>`):
+ *
+ * ```json
+ * { "listen": "/ip4/127.0.0.1/tcp/7001",
+ *   "dataDir": "./signer-1",                     // relative to the config file
+ *   "peers": [{ "peerId": "12D3Koo…", "addrs": ["/ip4/127.0.0.1/tcp/7002"] }],
+ *   "coordinator": { "peerId": "12D3Koo…" },
+ *   "passphrase": { "env": "CUSTODIAN_SIGNER_PASSPHRASE" }   // or { "file": "/run/secrets/pass" }
+ *   "logLevel": "info" }
+ * ```
+ * The passphrase is never a command-line argument (it would show in `ps`).
+ */
+import { readFile } from 'node:fs/promises';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { peerIdFromString } from '@libp2p/peer-id';
+import { multiaddr } from '@multiformats/multiaddr';
+import type { ScryptParams } from './secretbox.js';
+
+export type PassphraseSource = { readonly env: string } | { readonly file: string };
+
+export interface SignerConfig {
+  readonly listen: string;
+  readonly dataDir: string;
+  readonly peers: readonly { readonly peerId: string; readonly addrs: readonly string[] }[];
+  readonly coordinator: { readonly peerId: string };
+  readonly passphrase: PassphraseSource;
+  readonly logLevel: string;
+  /** Storage key derivation cost (default scrypt N=2^15, r=8, p=1). */
+  readonly scrypt?: ScryptParams;
+  /**
+   * CGGMP21 threshold ECDSA (absent: this signer creates FROST keys only). `level`: Paillier
+   * security level (SECURITY_128: 3072-bit moduli, default; SECURITY_112: 2048-bit); `primePool`:
+   * safe primes to keep pregenerated (default 4; two per key creation or refresh);
+   * `primeSeedFile`: JSON `{ "safePrimes": [hex…] }` of pre-generated primes imported at start.
+   */
+  readonly ecdsa?: {
+    readonly level: 'SECURITY_128' | 'SECURITY_112';
+    readonly primePool: number;
+    readonly primeSeedFile?: string;
+  };
+}
+
+/** Configuration error naming the field. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+function peerIdField(v: unknown, field: string): string {
+  if (typeof v !== 'string') throw new ConfigError(`${field}: expected a peer id string`);
+  try {
+    const p = peerIdFromString(v);
+    if (p.type !== 'Ed25519') throw new Error('not Ed25519');
+  } catch {
+    throw new ConfigError(`${field}: not an Ed25519 libp2p peer id`);
+  }
+  return v;
+}
+
+function addrField(v: unknown, field: string): string {
+  if (typeof v !== 'string') throw new ConfigError(`${field}: expected a multiaddr string`);
+  try {
+    multiaddr(v);
+  } catch {
+    throw new ConfigError(`${field}: not a multiaddr`);
+  }
+  return v;
+}
+
+/** Validate a parsed config object; `baseDir` resolves a relative dataDir / passphrase file. */
+export function parseConfig(raw: unknown, baseDir: string): SignerConfig {
+  if (typeof raw !== 'object' || raw === null) throw new ConfigError('config: expected a JSON object');
+  const c = raw as Record<string, unknown>;
+  const listen = addrField(c.listen ?? '/ip4/127.0.0.1/tcp/0', 'listen');
+  if (typeof c.dataDir !== 'string' || c.dataDir === '') throw new ConfigError('dataDir: required');
+  const dataDir = isAbsolute(c.dataDir) ? c.dataDir : resolve(baseDir, c.dataDir);
+  if (!Array.isArray(c.peers)) throw new ConfigError('peers: expected a list');
+  const peers = c.peers.map((p: unknown, i) => {
+    const r = (p ?? {}) as Record<string, unknown>;
+    const addrs = Array.isArray(r.addrs) ? r.addrs.map((a, j) => addrField(a, `peers[${i}].addrs[${j}]`)) : [];
+    return { peerId: peerIdField(r.peerId, `peers[${i}].peerId`), addrs };
+  });
+  const coord = (c.coordinator ?? {}) as Record<string, unknown>;
+  const coordinator = { peerId: peerIdField(coord.peerId, 'coordinator.peerId') };
+  const pp = (c.passphrase ?? {}) as Record<string, unknown>;
+  let passphrase: PassphraseSource;
+  if (typeof pp.env === 'string' && pp.env !== '') passphrase = { env: pp.env };
+  else if (typeof pp.file === 'string' && pp.file !== '')
+    passphrase = { file: isAbsolute(pp.file) ? pp.file : resolve(baseDir, pp.file) };
+  else throw new ConfigError('passphrase: expected { "env": NAME } or { "file": PATH }');
+  const logLevel = typeof c.logLevel === 'string' ? c.logLevel : 'info';
+  const scrypt = c.scrypt as ScryptParams | undefined;
+  let ecdsa: SignerConfig['ecdsa'];
+  if (c.ecdsa !== undefined) {
+    const e = (c.ecdsa ?? {}) as Record<string, unknown>;
+    const level = e.level ?? 'SECURITY_128';
+    if (level !== 'SECURITY_128' && level !== 'SECURITY_112')
+      throw new ConfigError('ecdsa.level: SECURITY_128 or SECURITY_112');
+    const primePool = e.primePool ?? 4;
+    if (!Number.isSafeInteger(primePool) || (primePool as number) < 0 || (primePool as number) > 64)
+      throw new ConfigError('ecdsa.primePool: 0..64');
+    let primeSeedFile: string | undefined;
+    if (e.primeSeedFile !== undefined) {
+      if (typeof e.primeSeedFile !== 'string') throw new ConfigError('ecdsa.primeSeedFile: expected a path');
+      primeSeedFile = isAbsolute(e.primeSeedFile) ? e.primeSeedFile : resolve(baseDir, e.primeSeedFile);
+    }
+    ecdsa = { level, primePool: primePool as number, ...(primeSeedFile ? { primeSeedFile } : {}) };
+  }
+  return {
+    listen,
+    dataDir,
+    peers,
+    coordinator,
+    passphrase,
+    logLevel,
+    ...(scrypt ? { scrypt } : {}),
+    ...(ecdsa ? { ecdsa } : {}),
+  };
+}
+
+/** Read and validate a config file. @throws ConfigError / file errors */
+export async function loadConfig(path: string): Promise<SignerConfig> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(await readFile(path, 'utf8'));
+  } catch (e) {
+    throw new ConfigError(`${path}: ${e instanceof Error ? e.message : 'unreadable'}`);
+  }
+  return parseConfig(raw, dirname(resolve(path)));
+}
+
+/**
+ * Read the passphrase from its source (trailing newline of a file trimmed).
+ * @throws ConfigError when the variable is unset or the file is unreadable/empty
+ */
+export async function readPassphrase(src: PassphraseSource): Promise<string> {
+  let v: string | undefined;
+  if ('env' in src) v = process.env[src.env];
+  else
+    v = await readFile(src.file, 'utf8').then(
+      (s) => s.replace(/\r?\n$/, ''),
+      () => undefined,
+    );
+  if (!v)
+    throw new ConfigError(
+      `passphrase: ${'env' in src ? `environment variable ${src.env} is not set` : `file ${src.file} is unreadable or empty`}`,
+    );
+  return v;
+}

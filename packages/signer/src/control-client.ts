@@ -1,0 +1,158 @@
+/**
+ * Coordinator side of `/custodian/control/1`: signs requests with the coordinator's libp2p
+ * Ed25519 key and reads the signers' responses. Used by the coordinator ([pipeline]) and by the
+ * multi-process tests as the coordinator.
+ */
+import {
+  CeremonyKind,
+  type CeremonyResult,
+  CONTROL_VERSION,
+  type ControlRequest,
+  type ControlResponse,
+  DEFAULT_LIMITS,
+  decodeControlResponse,
+  type NodeStatus,
+  Outcome,
+  type StartCeremony,
+  signControlRequest,
+} from '@custodian/wire';
+import type { PrivateKey } from '@libp2p/interface';
+import { type Logger, pino } from 'pino';
+import { createHost, type Host } from './host.js';
+
+/** A connected control client. */
+export class ControlClient {
+  private constructor(
+    readonly host: Host,
+    private readonly secretKey: Uint8Array,
+  ) {}
+
+  /** Start a dial-only libp2p host for the coordinator key, pinned to `signers` (peer id → addrs). */
+  static async create(
+    privateKey: PrivateKey,
+    signers: ReadonlyMap<string, readonly string[]>,
+    log?: Logger,
+  ): Promise<ControlClient> {
+    const host = await createHost({
+      privateKey,
+      listen: [],
+      peers: signers,
+      maxFrameBytes: DEFAULT_LIMITS.maxMessageBytes,
+      log: log ?? pino({ level: 'silent' }),
+    });
+    return new ControlClient(host, Uint8Array.from(privateKey.raw.subarray(0, 32)));
+  }
+
+  /** Use an existing host (e.g. one that also listens for MPC traffic) with the coordinator key's 32-byte Ed25519 seed. */
+  static fromHost(host: Host, secretKey: Uint8Array): ControlClient {
+    return new ControlClient(host, Uint8Array.from(secretKey));
+  }
+
+  /** Send a signed request and decode the response. @throws Error on transport failure or an undecodable response */
+  async send(
+    peerId: string,
+    body: Omit<ControlRequest, 'version' | 'issuedUnixMs'>,
+    timeoutMs = 60_000,
+  ): Promise<ControlResponse> {
+    const req: ControlRequest = { version: CONTROL_VERSION, issuedUnixMs: Date.now(), ...body };
+    const res = decodeControlResponse(
+      await this.host.request(peerId, signControlRequest(req, this.secretKey), timeoutMs),
+    );
+    if (!res.ok) throw new Error(`control response from ${peerId}: ${res.rejection.reason}`);
+    return res.value;
+  }
+
+  /** Ask one signer to run its part of a ceremony; resolves with its result. */
+  async startCeremony(peerId: string, start: StartCeremony, timeoutMs?: number): Promise<CeremonyResult> {
+    const deadline = timeoutMs ?? Math.max(1000, start.deadlineUnixMs - Date.now() + 10_000);
+    const res = await this.send(peerId, { start }, deadline);
+    if (!res.result) throw new Error(`control response from ${peerId}: no result`);
+    return res.result;
+  }
+
+  /** Query a signer's status. */
+  async status(peerId: string): Promise<NodeStatus> {
+    const res = await this.send(peerId, { status: {} }, 10_000);
+    if (!res.status) throw new Error(`control response from ${peerId}: no status`);
+    return res.status;
+  }
+
+  async stop(): Promise<void> {
+    this.secretKey.fill(0);
+    await this.host.stop();
+  }
+}
+
+/**
+ * Coordinator-side keeper of the CGGMP21 presignature pool of one key and signing set: runs
+ * PRESIGN ceremonies (in the background, `batch` at a time) until `target` presignatures are
+ * available, and hands out ids that every signer of the set stored (each id once). Presignatures
+ * whose ids are handed out are consumed by the signers in the signing ceremony.
+ */
+export class PresignaturePoolKeeper {
+  private readonly ids: string[] = [];
+  private refilling: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly client: ControlClient,
+    readonly keyId: string,
+    /** Peer ids of the signing set. */
+    readonly signers: readonly string[],
+    readonly target: number,
+    readonly batch = 4,
+    /** Deadline of one PRESIGN ceremony, ms. */
+    readonly deadlineMs = 120_000,
+  ) {}
+
+  /** Presignatures ready to use. */
+  get size(): number {
+    return this.ids.length;
+  }
+
+  /** Start refilling if below target (resolves when this refill round ends). */
+  refill(): Promise<void> {
+    if (this.refilling) return this.refilling;
+    this.refilling = (async () => {
+      try {
+        while (!this.stopped && this.ids.length < this.target) {
+          const count = Math.min(this.batch, this.target - this.ids.length);
+          const ceremonyId = new Uint8Array(24);
+          globalThis.crypto.getRandomValues(ceremonyId);
+          const start: StartCeremony = {
+            ceremonyId,
+            kind: CeremonyKind.PRESIGN,
+            parties: this.signers.map((peerId) => ({ peerId })),
+            threshold: 0,
+            deadlineUnixMs: Date.now() + this.deadlineMs,
+            keyId: this.keyId,
+            presignCount: count,
+          };
+          const results = await Promise.all(this.signers.map((p) => this.client.startCeremony(p, start)));
+          const sets = results.map((r) => new Set(r.outcome === Outcome.OK ? (r.presignatureIds ?? []) : []));
+          const common = [...(sets[0] ?? [])].filter((id) => sets.every((s) => s.has(id)));
+          if (common.length === 0)
+            throw new Error(`presign ceremony failed: ${results.map((r) => r.error).join('; ')}`);
+          this.ids.push(...common);
+        }
+      } finally {
+        this.refilling = undefined;
+      }
+    })();
+    return this.refilling;
+  }
+
+  /**
+   * Take one presignature id and, unless `refill` is false, start a background refill.
+   * @returns undefined when empty
+   */
+  take(options: { refill?: boolean } = {}): string | undefined {
+    const id = this.ids.shift();
+    if (options.refill !== false && this.ids.length < this.target) void this.refill().catch(() => undefined);
+    return id;
+  }
+
+  stop(): void {
+    this.stopped = true;
+  }
+}

@@ -1,0 +1,212 @@
+/**
+ * The signer daemon: loads the identity and the encrypted store, starts the libp2p host, routes
+ * MPC envelopes to the ceremony runner and control requests (signed by the configured coordinator)
+ * to the ceremonies. Logs are pino JSON on stdout and never contain secret material (shares,
+ * nonces, passphrase, payloads): only ids, codes, party indices, peer ids and reasons.
+ * A `status.json` in the data folder is refreshed for `custodian signer status`.
+ */
+import { rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { LEVELS } from '@custodian/cggmp';
+import { bytesToHex } from '@custodian/crypto';
+import {
+  type CeremonyResult,
+  CONTROL_VERSION,
+  DEFAULT_LIMITS,
+  encodeControlResponse,
+  type NodeStatus,
+  Outcome,
+  openControlRequest,
+} from '@custodian/wire';
+import { peerIdFromString } from '@libp2p/peer-id';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { type Logger, pino } from 'pino';
+import { type CeremonyContext, listKeys, runCeremony, StoredNonceLedger } from './ceremonies.js';
+import { readPassphrase, type SignerConfig } from './config.js';
+import { createHost, type Host } from './host.js';
+import { loadIdentity, type NodeIdentity } from './identity.js';
+import { presignaturePoolSizes } from './presignatures.js';
+import { PrimePool } from './primes.js';
+import { CeremonyRunner } from './runner.js';
+import { SecureStore } from './store.js';
+
+/** Control requests issued longer ago (or further ahead) than this are refused as stale/replayed. */
+export const CONTROL_FRESHNESS_MS = 5 * 60_000;
+
+/** File name of the status snapshot in the data folder. */
+export const STATUS_FILE = 'status.json';
+
+/** A running signer. */
+export interface SignerDaemon {
+  readonly identity: NodeIdentity;
+  readonly host: Host;
+  readonly log: Logger;
+  status(): Promise<NodeStatus>;
+  stop(): Promise<void>;
+}
+
+/** Start a signer from its configuration. @throws ConfigError, StoreIntegrityError (wrong passphrase), listen errors */
+export async function startSigner(config: SignerConfig, logger?: Logger): Promise<SignerDaemon> {
+  const passphrase = await readPassphrase(config.passphrase);
+  const identity = await loadIdentity(config.dataDir, passphrase);
+  const log = (logger ?? pino({ level: config.logLevel, base: { service: 'custodian-signer' } })).child({
+    node: identity.peerId,
+  });
+  const store = await SecureStore.open(join(config.dataDir, 'db'), passphrase, config.scrypt);
+  const nonceLedger = new StoredNonceLedger(store);
+  await nonceLedger.load();
+  const coordinatorKey = peerIdFromString(config.coordinator.peerId).publicKey?.raw as Uint8Array;
+  const usedControl = new Map<string, number>();
+
+  let host: Host | undefined;
+  const runner = new CeremonyRunner(
+    { send: (peer, bytes) => (host as Host).sendMpc(peer, bytes) },
+    log,
+    DEFAULT_LIMITS,
+  );
+  let primePool: PrimePool | undefined;
+  if (config.ecdsa) {
+    primePool = new PrimePool(store, LEVELS[config.ecdsa.level] as NonNullable<(typeof LEVELS)[string]>, log);
+    if (config.ecdsa.primeSeedFile) {
+      const n = await primePool.seed(config.ecdsa.primeSeedFile);
+      log.info({ imported: n, bits: primePool.bits }, 'safe primes imported into the pool');
+    }
+    primePool.fill(config.ecdsa.primePool);
+  }
+  const ctx: CeremonyContext = {
+    store,
+    runner,
+    selfPeerId: identity.peerId,
+    secretKey: identity.secretKey,
+    log,
+    nonceLedger,
+    shareCache: new Map(),
+    ...(primePool ? { primePool, primePoolTarget: config.ecdsa?.primePool ?? 0 } : {}),
+  };
+
+  const status = async (): Promise<NodeStatus> => {
+    const keys = await listKeys(store);
+    return {
+      peerId: identity.peerId,
+      keys: keys.map((k) => ({
+        keyId: k.keyId,
+        threshold: k.threshold,
+        parties: k.parties.map((peerId) => ({ peerId })),
+        publicKeys: k.keys.map((x) => ({
+          algorithm: x.algorithm,
+          publicKey: Uint8Array.from(Buffer.from(x.publicKey, 'hex')),
+          chainCode: Uint8Array.from(Buffer.from(x.chainCode, 'hex')),
+        })),
+      })),
+      connectedPeers: host?.connectedPeers() ?? [],
+      activeCeremonies: runner.active,
+      presignaturePool: await presignaturePoolSizes(store),
+    };
+  };
+  const writeStatus = async () => {
+    const s = await status();
+    const json = {
+      peerId: s.peerId,
+      pid: process.pid,
+      listen: host?.addrs() ?? [],
+      updatedAt: new Date().toISOString(),
+      connectedPeers: s.connectedPeers,
+      activeCeremonies: s.activeCeremonies,
+      presignaturePool: s.presignaturePool,
+      ...(primePool ? { primePool: { bits: primePool.bits, size: await primePool.size() } } : {}),
+      keys: s.keys.map((k) => ({
+        keyId: k.keyId,
+        threshold: k.threshold,
+        parties: k.parties.map((p) => p.peerId),
+        publicKeys: k.publicKeys.map((p) => ({ algorithm: p.algorithm, publicKey: bytesToHex(p.publicKey) })),
+      })),
+    };
+    const path = join(config.dataDir, STATUS_FILE);
+    await writeFile(`${path}.tmp`, `${JSON.stringify(json, null, 2)}\n`);
+    await rename(`${path}.tmp`, path);
+  };
+
+  const refused = (error: string): Uint8Array =>
+    encodeControlResponse({
+      version: CONTROL_VERSION,
+      result: { ceremonyId: new Uint8Array(0), outcome: Outcome.REFUSED, error },
+    });
+
+  const onControl = async (from: string, bytes: Uint8Array): Promise<Uint8Array> => {
+    const opened = openControlRequest(bytes, coordinatorKey);
+    if (!opened.ok) {
+      log.warn({ peer: from, code: opened.rejection.code }, `control request rejected: ${opened.rejection.reason}`);
+      return refused(opened.rejection.reason);
+    }
+    const req = opened.value;
+    const now = Date.now();
+    if (Math.abs(now - Number(req.issuedUnixMs)) > CONTROL_FRESHNESS_MS) {
+      log.warn({ peer: from, code: 'stale' }, 'control request rejected: stale or future timestamp');
+      return refused('stale request');
+    }
+    const digest = bytesToHex(sha256(bytes));
+    for (const [k, t] of usedControl) if (now - t > 2 * CONTROL_FRESHNESS_MS) usedControl.delete(k);
+    if (usedControl.has(digest)) {
+      log.warn({ peer: from, code: 'replay' }, 'control request rejected: replayed');
+      return refused('replayed request');
+    }
+    usedControl.set(digest, now);
+    if (req.status) return encodeControlResponse({ version: CONTROL_VERSION, status: await status() });
+    if (req.abort) {
+      const n = runner.cancelGroup(bytesToHex(req.abort.ceremonyId), `aborted by coordinator: ${req.abort.reason}`);
+      log.warn(
+        { ceremony: bytesToHex(req.abort.ceremonyId).slice(0, 16), sessions: n },
+        'ceremony aborted by coordinator',
+      );
+      return encodeControlResponse({
+        version: CONTROL_VERSION,
+        result: { ceremonyId: req.abort.ceremonyId, outcome: Outcome.ABORTED, error: 'aborted' },
+      });
+    }
+    const result: CeremonyResult = await runCeremony(ctx, req.start as NonNullable<typeof req.start>);
+    writeStatus().catch(() => undefined);
+    return encodeControlResponse({ version: CONTROL_VERSION, result });
+  };
+
+  const peers = new Map<string, readonly string[]>(config.peers.map((p) => [p.peerId, p.addrs]));
+  if (!peers.has(config.coordinator.peerId)) peers.set(config.coordinator.peerId, []);
+  try {
+    host = await createHost({
+      privateKey: identity.privateKey,
+      listen: [config.listen],
+      peers,
+      maxFrameBytes: DEFAULT_LIMITS.maxMessageBytes,
+      log,
+      onMpc: (from, bytes) => runner.deliver(from, bytes),
+      onControl,
+      controlPeers: new Set([config.coordinator.peerId]),
+    });
+  } catch (e) {
+    await store.close();
+    throw e;
+  }
+  const h = host;
+  const onPeers = () => void writeStatus().catch(() => undefined);
+  h.node.addEventListener('peer:connect', onPeers);
+  h.node.addEventListener('peer:disconnect', onPeers);
+  await writeStatus();
+  log.info({ listen: h.addrs(), peers: config.peers.length }, 'signer started');
+  let stopped = false;
+  return {
+    identity,
+    host: h,
+    log,
+    status,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      runner.cancelAll('shutting down');
+      primePool?.stop();
+      ctx.shareCache?.clear();
+      await h.stop();
+      await store.close();
+      identity.secretKey.fill(0);
+      log.info('signer stopped');
+    },
+  };
+}

@@ -1,0 +1,333 @@
+/**
+ * Transport-agnostic ceremony runner: runs protocol sessions (any {@link ProtocolSpec} of
+ * `@custodian/crypto`'s runtime) over a {@link CeremonyTransport}, several at once, each with its
+ * own deadline. Incoming bytes are routed by session id, authenticated and decrypted by the wire
+ * layer (`@custodian/wire` SessionWire), then fed to the runtime `Party`. Every rejection is logged
+ * with its reason and the party when identifiable, and never throws. A session that misses its
+ * deadline or aborts resolves with the outcome; its state is dropped (nothing partial is kept).
+ *
+ * The same runner serves libp2p (server signers, `host.ts`) and, later, WebSocket relays (mobile
+ * signers): a transport only moves opaque bytes between peer ids.
+ */
+import {
+  type Aborted,
+  bytesToHex,
+  canonicalEncode,
+  type OutgoingMessage,
+  Party,
+  type ProtocolSpec,
+  type RandomSource,
+  systemRandom,
+} from '@custodian/crypto';
+import { DEFAULT_LIMITS, decodeMessage, messageType, SessionWire, type WireLimits } from '@custodian/wire';
+import { sha256 } from '@noble/hashes/sha2.js';
+import type { Logger } from 'pino';
+
+/** Moves opaque envelope bytes to a peer. */
+export interface CeremonyTransport {
+  /** Send to `peerId`; rejects when the peer cannot be reached (the runner logs it; the deadline handles the rest). */
+  send(peerId: string, bytes: Uint8Array): Promise<void>;
+}
+
+/** One party of a session. */
+export interface SessionParty {
+  /** libp2p peer id string. */
+  readonly peerId: string;
+  /** Ed25519 identity public key (32 bytes) of that peer. */
+  readonly publicKey: Uint8Array;
+}
+
+/** What a session needs. */
+export interface SessionParams<O> {
+  /** 32 bytes, unique per protocol run. */
+  readonly sessionId: Uint8Array;
+  // biome-ignore lint/suspicious/noExplicitAny: protocol states are opaque here
+  readonly spec: ProtocolSpec<any, O>;
+  /** Ordered party set (runtime index = position). */
+  readonly parties: readonly SessionParty[];
+  readonly self: number;
+  /** Own Ed25519 secret key (32 bytes). SECRET. */
+  readonly secretKey: Uint8Array;
+  /** Absolute deadline, Unix ms. */
+  readonly deadline: number;
+  readonly rng?: RandomSource;
+  /** Short label for logs (e.g. "dkg.ed25519"). */
+  readonly label?: string;
+  /** Group the session belongs to (the ceremony id, hex), for {@link CeremonyRunner.cancelGroup}. */
+  readonly group?: string;
+}
+
+/** How a session ended. */
+export type SessionOutcome<O> =
+  | { readonly status: 'ok'; readonly output: O; readonly transcriptHash: Uint8Array }
+  | { readonly status: 'aborted'; readonly aborted: Aborted }
+  | { readonly status: 'deadline'; readonly waitingFor: readonly number[] }
+  | { readonly status: 'cancelled'; readonly reason: string };
+
+interface Live {
+  readonly params: SessionParams<unknown>;
+  readonly party: Party<unknown, unknown>;
+  readonly wire: SessionWire;
+  readonly digests: Set<string>;
+  readonly finish: (o: SessionOutcome<unknown>) => void;
+}
+
+const SignedEnvelope = messageType('custodian.v1.SignedEnvelope');
+const Envelope = messageType('custodian.v1.Envelope');
+
+const PENDING_MAX_SESSIONS = 64;
+const PENDING_MAX_MESSAGES = 256;
+const PENDING_TTL_MS = 60_000;
+
+/** Peek the session id of a SignedEnvelope without authenticating it (for routing only). */
+function peekSessionId(bytes: Uint8Array, limits: WireLimits): string | undefined {
+  const outer = decodeMessage(SignedEnvelope, bytes, limits);
+  if (!outer.ok) return undefined;
+  const env = (outer.value as unknown as { envelope?: Uint8Array }).envelope;
+  const inner = decodeMessage(Envelope, env, limits);
+  if (!inner.ok) return undefined;
+  const sid = (inner.value as unknown as { sessionId?: Uint8Array }).sessionId;
+  return sid instanceof Uint8Array && sid.length > 0 ? bytesToHex(sid) : undefined;
+}
+
+/** Runs protocol sessions over a transport. */
+export class CeremonyRunner {
+  private readonly sessions = new Map<string, Live>();
+  private readonly pending = new Map<
+    string,
+    { at: number; items: { from: string | undefined; bytes: Uint8Array }[] }
+  >();
+  private readonly finished = new Set<string>();
+
+  constructor(
+    private readonly transport: CeremonyTransport,
+    private readonly log: Logger,
+    private readonly limits: WireLimits = DEFAULT_LIMITS,
+  ) {}
+
+  /** Number of sessions running. */
+  get active(): number {
+    return this.sessions.size;
+  }
+
+  /**
+   * Run one session to its end. Resolves (never rejects for protocol or transport problems) with
+   * the output, an identifiable abort, a missed deadline, or a cancellation.
+   * @throws Error if a session with the same id is already running (a caller bug)
+   */
+  run<O>(params: SessionParams<O>): Promise<SessionOutcome<O>> {
+    const sid = bytesToHex(params.sessionId);
+    if (this.sessions.has(sid)) throw new Error(`session ${sid.slice(0, 16)} already running`);
+    const label = params.label ?? params.spec.name;
+    const log = this.log.child({ session: sid.slice(0, 16), protocol: label });
+    return new Promise<SessionOutcome<O>>((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      const finish = (o: SessionOutcome<unknown>) => {
+        if (!this.sessions.has(sid)) return;
+        this.sessions.delete(sid);
+        this.finished.add(sid);
+        if (this.finished.size > 4096) this.finished.delete(this.finished.values().next().value as string);
+        if (timer) clearTimeout(timer);
+        if (o.status === 'ok') log.info('session completed');
+        else
+          log.warn(
+            { outcome: o.status, ...(o.status === 'aborted' ? { culprits: o.aborted.culprits } : {}) },
+            'session ended without output',
+          );
+        resolve(o as SessionOutcome<O>);
+      };
+      const party = new Party(params.spec, {
+        self: params.self,
+        n: params.parties.length,
+        sessionId: params.sessionId,
+        rng: params.rng ?? systemRandom,
+      });
+      const wire = new SessionWire({
+        sessionId: params.sessionId,
+        protocol: params.spec.name,
+        rounds: params.spec.rounds.length,
+        parties: params.parties.map((p) => p.publicKey),
+        self: params.self,
+        secretKey: params.secretKey,
+        limits: this.limits,
+      });
+      const live: Live = { params: params as SessionParams<unknown>, party, wire, digests: new Set(), finish };
+      this.sessions.set(sid, live);
+      const ms = params.deadline - Date.now();
+      timer = setTimeout(
+        () => {
+          const waitingFor = params.parties.map((_, i) => i).filter((i) => i !== params.self);
+          log.warn({ round: party.round }, 'session deadline exceeded');
+          finish({ status: 'deadline', waitingFor });
+        },
+        Math.max(0, ms),
+      );
+      timer.unref?.();
+      log.info({ parties: params.parties.length, self: params.self }, 'session started');
+      try {
+        this.handleStep(live, party.start(), log);
+      } catch (e) {
+        log.error({ err: e instanceof Error ? e.message : String(e) }, 'session failed to start');
+        finish({ status: 'cancelled', reason: e instanceof Error ? e.message : 'start failed' });
+        return;
+      }
+      const queued = this.pending.get(sid);
+      if (queued) {
+        this.pending.delete(sid);
+        for (const q of queued.items) this.deliver(q.from, q.bytes);
+      }
+    });
+  }
+
+  /** Cancel a running session (abort requested by the coordinator, shutdown). */
+  cancel(sessionId: Uint8Array, reason: string): void {
+    this.sessions.get(bytesToHex(sessionId))?.finish({ status: 'cancelled', reason });
+  }
+
+  /** Cancel every session of a group (a ceremony). */
+  cancelGroup(group: string, reason: string): number {
+    const hit = [...this.sessions.values()].filter((s) => s.params.group === group);
+    for (const s of hit) s.finish({ status: 'cancelled', reason });
+    return hit.length;
+  }
+
+  /** Cancel every session. */
+  cancelAll(reason: string): void {
+    for (const s of [...this.sessions.values()]) s.finish({ status: 'cancelled', reason });
+  }
+
+  /**
+   * Deliver bytes received from a transport. `fromPeerId` is the transport-authenticated peer (the
+   * libp2p Noise identity); undefined when the transport is a relay. Never throws.
+   */
+  deliver(fromPeerId: string | undefined, bytes: Uint8Array): void {
+    try {
+      this.deliverUnsafe(fromPeerId, bytes);
+    } catch (e) {
+      // A bug in a protocol's round code: keep the node alive, log it.
+      this.log.error(
+        { peer: fromPeerId, err: e instanceof Error ? e.message : String(e) },
+        'error while handling a message',
+      );
+    }
+  }
+
+  private deliverUnsafe(fromPeerId: string | undefined, bytes: Uint8Array): void {
+    const sid = peekSessionId(bytes, this.limits);
+    if (sid === undefined) {
+      this.log.warn(
+        { peer: fromPeerId, code: 'malformed', size: bytes?.length },
+        'message rejected: not a decodable envelope',
+      );
+      return;
+    }
+    const live = this.sessions.get(sid);
+    if (!live) {
+      if (this.finished.has(sid)) {
+        this.log.warn(
+          { peer: fromPeerId, session: sid.slice(0, 16), code: 'wrong-session' },
+          'message rejected: session already finished',
+        );
+        return;
+      }
+      this.buffer(sid, fromPeerId, bytes);
+      return;
+    }
+    const log = this.log.child({ session: sid.slice(0, 16), protocol: live.params.label ?? live.params.spec.name });
+    const opened = live.wire.open(bytes);
+    if (!opened.ok) {
+      const r = opened.rejection;
+      const peer = r.party !== undefined ? live.params.parties[r.party]?.peerId : undefined;
+      log.warn(
+        { code: r.code, party: r.party, authenticated: r.authenticated, claimedPeer: peer, transportPeer: fromPeerId },
+        `message rejected: ${r.reason}`,
+      );
+      return;
+    }
+    const { message, digest } = opened.value;
+    const expectedPeer = live.params.parties[message.from]?.peerId;
+    if (fromPeerId !== undefined && fromPeerId !== expectedPeer) {
+      log.warn(
+        { code: 'peer-mismatch', party: message.from, transportPeer: fromPeerId },
+        'message rejected: sent over another peer connection than its signer',
+      );
+      return;
+    }
+    if (message.kind === 'broadcast') live.digests.add(bytesToHex(digest));
+    const step = live.party.receive(message);
+    this.handleStep(live, step, log);
+  }
+
+  private buffer(sid: string, from: string | undefined, bytes: Uint8Array): void {
+    const now = Date.now();
+    for (const [k, v] of this.pending) {
+      if (now - v.at <= PENDING_TTL_MS) continue;
+      this.pending.delete(k);
+      this.log.warn(
+        { session: k.slice(0, 16), code: 'wrong-session', dropped: v.items.length },
+        'buffered messages of a session that never started dropped',
+      );
+    }
+    let q = this.pending.get(sid);
+    if (!q) {
+      if (this.pending.size >= PENDING_MAX_SESSIONS) {
+        this.log.warn({ peer: from, code: 'limit' }, 'message rejected: too many unknown sessions buffered');
+        return;
+      }
+      q = { at: now, items: [] };
+      this.pending.set(sid, q);
+    }
+    if (q.items.length >= PENDING_MAX_MESSAGES) {
+      this.log.warn(
+        { peer: from, code: 'limit', session: sid.slice(0, 16) },
+        'message rejected: buffer for unknown session full',
+      );
+      return;
+    }
+    q.items.push({ from, bytes });
+    this.log.info(
+      { peer: from, session: sid.slice(0, 16), code: 'unknown-session' },
+      'message buffered: session not started here (yet)',
+    );
+  }
+
+  private handleStep(live: Live, step: ReturnType<Party<unknown, unknown>['start']>, log: Logger): void {
+    if (step.rejected) {
+      const p = step.rejected.from;
+      log.warn(
+        {
+          code: 'runtime',
+          party: p,
+          round: step.rejected.round,
+          peer: p !== undefined ? live.params.parties[p]?.peerId : undefined,
+        },
+        `message rejected: ${step.rejected.reason}`,
+      );
+    }
+    for (const m of step.messages) this.send(live, m, log);
+    // The runtime reports completion through the party's status (a Step may omit `output`).
+    const aborted = step.aborted ?? live.party.aborted;
+    if (aborted) {
+      live.finish({ status: 'aborted', aborted });
+      return;
+    }
+    if (live.party.status === 'done') {
+      const hashes = [...live.digests].sort();
+      const transcriptHash = sha256(canonicalEncode(['custodian/v1/transcript', live.params.sessionId, hashes]));
+      live.finish({ status: 'ok', output: live.party.output, transcriptHash });
+    }
+  }
+
+  private send(live: Live, m: OutgoingMessage, log: Logger): void {
+    const bytes = live.wire.seal(m);
+    const targets =
+      m.kind === 'p2p' ? [m.to as number] : live.params.parties.map((_, i) => i).filter((i) => i !== live.params.self);
+    if (m.kind === 'broadcast') live.digests.add(bytesToHex(sha256(bytes)));
+    for (const to of targets) {
+      const peer = live.params.parties[to]?.peerId as string;
+      this.transport.send(peer, bytes).catch((e: unknown) => {
+        log.warn({ party: to, peer, err: e instanceof Error ? e.message : String(e) }, 'send failed');
+      });
+    }
+  }
+}

@@ -1,0 +1,208 @@
+/**
+ * CGGMP21 threshold ECDSA across 3 real signer processes (slow: Paillier aux-info with Πmod, Πprm,
+ * Πfac proofs). SECURITY_112 (2048-bit moduli) with the committed TEST-ONLY safe primes imported
+ * into each signer's prime pool. Master key with every algorithm, cold ECDSA signing (presign +
+ * sign) verified by noble's ECDSA verifier, restart and sign again, LevelDB scan.
+ */
+import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { bytesToHex, deriveSecp256k1 } from '@custodian/crypto';
+import { CeremonyKind, type CeremonyResult, KeyAlgorithm, Outcome, type StartCeremony } from '@custodian/wire';
+import { generateKeyPair } from '@libp2p/crypto/keys';
+import { secp256k1 } from '@noble/curves/secp256k1.js';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import '../src/polyfills.js';
+import { ControlClient, PresignaturePoolKeeper, verifySignature } from '../src/index.js';
+import {
+  buildSigner,
+  freePort,
+  initNode,
+  type NodeSpec,
+  ROOT,
+  startNode,
+  stopNode,
+  tempDir,
+  writeConfig,
+} from './cluster.js';
+
+let nodes: NodeSpec[] = [];
+let client: ControlClient;
+let dir = '';
+let key: CeremonyResult;
+let keeper: PresignaturePoolKeeper;
+const enc = new TextEncoder();
+
+async function ceremony(parties: NodeSpec[], start: Omit<StartCeremony, 'parties' | 'ceremonyId'>) {
+  const req: StartCeremony = {
+    ceremonyId: sha256(enc.encode(`c:${Math.random()}`)).subarray(0, 24),
+    parties: parties.map((n) => ({ peerId: n.peerId })),
+    ...start,
+  };
+  return Promise.all(parties.map((n) => client.startCeremony(n.peerId, req)));
+}
+
+beforeAll(async () => {
+  buildSigner();
+  dir = tempDir('ecdsa');
+  const fixture = JSON.parse(
+    readFileSync(join(ROOT, 'packages/paillier/test/fixtures/test-only-safe-primes.json'), 'utf8'),
+  ) as {
+    safePrimes1024: string[];
+  };
+  const coordKey = await generateKeyPair('Ed25519');
+  const { peerIdFromPrivateKey } = await import('@libp2p/peer-id');
+  const ports = [await freePort(), await freePort(), await freePort()];
+  nodes = ports.map((p, i) => initNode(dir, `signer${i}`, p));
+  nodes.forEach((n, i) => {
+    const seed = join(dir, `primes${i}.json`);
+    writeFileSync(seed, JSON.stringify({ safePrimes: fixture.safePrimes1024.slice(2 * i, 2 * i + 2) }));
+    writeConfig(
+      n,
+      nodes,
+      { peerId: peerIdFromPrivateKey(coordKey).toString() },
+      { ecdsa: { level: 'SECURITY_112', primePool: 0, primeSeedFile: seed } },
+    );
+  });
+  await Promise.all(nodes.map((n) => startNode(n)));
+  client = await ControlClient.create(
+    coordKey,
+    new Map(nodes.map((n) => [n.peerId, [`/ip4/127.0.0.1/tcp/${n.port}`]])),
+  );
+}, 180_000);
+
+afterAll(async () => {
+  await client?.stop();
+  await Promise.all(nodes.map((n) => stopNode(n)));
+  if (dir && !process.env.CUSTODIAN_KEEP_TEST_DIR) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('CGGMP21 ECDSA across 3 signer processes', () => {
+  it('master key with ECDSA, Ed25519 and Taproot keys (2-of-3)', async () => {
+    const results = await ceremony(nodes, {
+      kind: CeremonyKind.MASTER_KEY,
+      threshold: 2,
+      deadlineUnixMs: Date.now() + 300_000,
+    });
+    for (const r of results) expect(r.outcome, r.error).toBe(Outcome.OK);
+    key = results[0] as CeremonyResult;
+    expect(key.publicKeys?.map((k) => k.algorithm).sort()).toEqual([1, 2, 3]);
+    for (const r of results)
+      expect(bytesToHex(r.transcriptHash as Uint8Array)).toBe(bytesToHex(key.transcriptHash as Uint8Array));
+  });
+
+  it('cold ECDSA signing (presign + sign) under a derived key verifies with noble', async () => {
+    const ek = key.publicKeys?.find((k) => k.algorithm === KeyAlgorithm.SECP256K1_ECDSA);
+    const path = [0, 3];
+    const digest = sha256(enc.encode('ethereum tx'));
+    const [r] = await ceremony([nodes[2] as NodeSpec, nodes[0] as NodeSpec], {
+      kind: CeremonyKind.SIGN,
+      threshold: 2,
+      deadlineUnixMs: Date.now() + 120_000,
+      sign: {
+        keyId: key.keyId as string,
+        algorithm: KeyAlgorithm.SECP256K1_ECDSA,
+        derivationPath: path,
+        digests: [digest],
+      },
+    });
+    expect(r?.outcome, r?.error).toBe(Outcome.OK);
+    const child = deriveSecp256k1(ek?.publicKey as Uint8Array, ek?.chainCode as Uint8Array, path).publicKey;
+    const sig = r?.signatures?.[0];
+    expect(bytesToHex(sig?.publicKey as Uint8Array)).toBe(bytesToHex(child));
+    expect(secp256k1.verify(sig?.signature as Uint8Array, digest, child, { prehash: false })).toBe(true);
+    expect(verifySignature(KeyAlgorithm.SECP256K1_ECDSA, child, digest, sig?.signature as Uint8Array)).toBe(true);
+  });
+
+  it('presignature pool: presign ceremonies fill it, one-round signing consumes an id exactly once', async () => {
+    const [n0, n1] = nodes as [NodeSpec, NodeSpec];
+    keeper = new PresignaturePoolKeeper(client, key.keyId as string, [n1.peerId, n0.peerId], 2, 2);
+    await keeper.refill();
+    expect(keeper.size).toBe(2);
+    const slot = `${key.keyId}/0-1`;
+    expect((await client.status(n0.peerId)).presignaturePool?.[slot]).toBe(2);
+    const ek = key.publicKeys?.find((k) => k.algorithm === KeyAlgorithm.SECP256K1_ECDSA);
+    const id = keeper.take() as string;
+    const digest = sha256(enc.encode('pooled'));
+    const sign = (presignatureId: string, d: Uint8Array) =>
+      ceremony([n0, n1], {
+        kind: CeremonyKind.SIGN,
+        threshold: 2,
+        deadlineUnixMs: Date.now() + 60_000,
+        sign: {
+          keyId: key.keyId as string,
+          algorithm: KeyAlgorithm.SECP256K1_ECDSA,
+          derivationPath: [5],
+          digests: [d],
+          presignatureId,
+        },
+      });
+    const [r] = await sign(id, digest);
+    expect(r?.outcome, r?.error).toBe(Outcome.OK);
+    const child = deriveSecp256k1(ek?.publicKey as Uint8Array, ek?.chainCode as Uint8Array, [5]).publicKey;
+    expect(secp256k1.verify(r?.signatures?.[0]?.signature as Uint8Array, digest, child, { prehash: false })).toBe(true);
+    const [again] = await sign(id, sha256(enc.encode('second use')));
+    expect(again?.outcome).toBe(Outcome.REFUSED);
+    expect(again?.error).toMatch(/unknown or already used/);
+    // take() started a background refill: once done, every signer's pool holds exactly the ids the keeper knows
+    await keeper.refill();
+    expect(keeper.size).toBe(2);
+    expect((await client.status(n0.peerId)).presignaturePool?.[slot]).toBe(2);
+    expect((await client.status(n1.peerId)).presignaturePool?.[slot]).toBe(2);
+  });
+
+  it('restart and sign ECDSA again from persisted shares; no share or prime in the clear', async () => {
+    await Promise.all(nodes.map((n) => stopNode(n)));
+    const walk = (d: string): string[] =>
+      readdirSync(d).flatMap((f) => (statSync(join(d, f)).isDirectory() ? walk(join(d, f)) : [join(d, f)]));
+    for (const n of nodes) {
+      for (const f of walk(join(n.dataDir, 'db'))) {
+        const c = readFileSync(f);
+        for (const needle of ['custodian.cggmp.key-share', 'lambda', 'safePrimes'])
+          expect(c.includes(Buffer.from(needle)), `${needle} in ${f}`).toBe(false);
+      }
+    }
+    await Promise.all(nodes.map((n) => startNode(n)));
+    const ek = key.publicKeys?.find((k) => k.algorithm === KeyAlgorithm.SECP256K1_ECDSA);
+    const digest = sha256(enc.encode('after restart'));
+    const [r] = await ceremony([nodes[1] as NodeSpec, nodes[2] as NodeSpec], {
+      kind: CeremonyKind.SIGN,
+      threshold: 2,
+      deadlineUnixMs: Date.now() + 120_000,
+      sign: {
+        keyId: key.keyId as string,
+        algorithm: KeyAlgorithm.SECP256K1_ECDSA,
+        derivationPath: [],
+        digests: [digest],
+      },
+    });
+    expect(r?.outcome, r?.error).toBe(Outcome.OK);
+    expect(
+      secp256k1.verify(r?.signatures?.[0]?.signature as Uint8Array, digest, ek?.publicKey as Uint8Array, {
+        prehash: false,
+      }),
+    ).toBe(true);
+    // the pooled presignature left before the restart is still there and signs
+    const id = keeper.take() as string;
+    const d2 = sha256(enc.encode('pooled after restart'));
+    const [p] = await ceremony([nodes[0] as NodeSpec, nodes[1] as NodeSpec], {
+      kind: CeremonyKind.SIGN,
+      threshold: 2,
+      deadlineUnixMs: Date.now() + 60_000,
+      sign: {
+        keyId: key.keyId as string,
+        algorithm: KeyAlgorithm.SECP256K1_ECDSA,
+        derivationPath: [],
+        digests: [d2],
+        presignatureId: id,
+      },
+    });
+    expect(p?.outcome, p?.error).toBe(Outcome.OK);
+    expect(
+      secp256k1.verify(p?.signatures?.[0]?.signature as Uint8Array, d2, ek?.publicKey as Uint8Array, {
+        prehash: false,
+      }),
+    ).toBe(true);
+    keeper.stop();
+  });
+});

@@ -1,0 +1,136 @@
+/**
+ * Multi-process test cluster: real signer processes (`node packages/signer/dist/main.js signer
+ * start`) on 127.0.0.1, and the test acting as the coordinator over `/custodian/control/1`.
+ * The signer package is built with `tsc -b` first (incremental), so a clean clone works.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { createWriteStream, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+export const MAIN = join(ROOT, 'packages/signer/dist/main.js');
+export const PASS = 'correct horse battery staple (test only)';
+
+export function buildSigner(): void {
+  execFileSync(join(ROOT, 'node_modules/.bin/tsc'), ['-b', 'packages/signer'], { cwd: ROOT, stdio: 'inherit' });
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const a = s.address();
+      const port = typeof a === 'object' && a ? a.port : 0;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface NodeSpec {
+  readonly name: string;
+  readonly dir: string;
+  readonly dataDir: string;
+  readonly config: string;
+  readonly logFile: string;
+  readonly peerId: string;
+  readonly port: number;
+  proc?: ChildProcess;
+  logOffset: number;
+}
+
+export function tempDir(label: string): string {
+  return mkdtempSync(join(tmpdir(), `custodian-${label}-`));
+}
+
+export function initNode(dir: string, name: string, port: number): NodeSpec {
+  const dataDir = join(dir, name);
+  const out = execFileSync(
+    process.execPath,
+    [MAIN, 'signer', 'init', '-d', dataDir, '--passphrase-env', 'CUSTODIAN_TEST_PASS'],
+    {
+      env: { ...process.env, CUSTODIAN_TEST_PASS: PASS },
+      encoding: 'utf8',
+    },
+  );
+  const { peerId } = JSON.parse(out) as { peerId: string };
+  return {
+    name,
+    dir,
+    dataDir,
+    config: join(dir, `${name}.json`),
+    logFile: join(dir, `${name}.log`),
+    peerId,
+    port,
+    logOffset: 0,
+  };
+}
+
+export function writeConfig(
+  node: NodeSpec,
+  peers: { peerId: string; port: number }[],
+  coordinator: { peerId: string; port?: number },
+  extra: Record<string, unknown> = {},
+): void {
+  const all = [...peers.filter((p) => p.peerId !== node.peerId)];
+  const cfg = {
+    listen: `/ip4/127.0.0.1/tcp/${node.port}`,
+    dataDir: `./${node.name}`,
+    peers: [
+      ...all.map((p) => ({ peerId: p.peerId, addrs: [`/ip4/127.0.0.1/tcp/${p.port}`] })),
+      ...(coordinator.port ? [{ peerId: coordinator.peerId, addrs: [`/ip4/127.0.0.1/tcp/${coordinator.port}`] }] : []),
+    ],
+    coordinator: { peerId: coordinator.peerId },
+    passphrase: { env: 'CUSTODIAN_TEST_PASS' },
+    logLevel: 'info',
+    scrypt: { N: 1 << 14, r: 8, p: 1 },
+    ...extra,
+  };
+  writeFileSync(node.config, JSON.stringify(cfg, null, 2));
+}
+
+export function readLog(node: NodeSpec): string {
+  try {
+    return readFileSync(node.logFile, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+export async function waitFor(pred: () => boolean, ms: number, what: string): Promise<void> {
+  const end = Date.now() + ms;
+  while (!pred()) {
+    if (Date.now() > end) throw new Error(`timeout waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+export async function startNode(node: NodeSpec): Promise<void> {
+  const before = readLog(node).length;
+  const out = createWriteStream(node.logFile, { flags: 'a' });
+  const proc = spawn(process.execPath, [MAIN, 'signer', 'start', '-c', node.config], {
+    env: { ...process.env, CUSTODIAN_TEST_PASS: PASS },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  proc.stdout?.pipe(out);
+  proc.stderr?.pipe(out);
+  node.proc = proc;
+  await waitFor(
+    () => readLog(node).slice(before).includes('"signer started"') || proc.exitCode !== null,
+    30_000,
+    `${node.name} start`,
+  );
+  if (proc.exitCode !== null) throw new Error(`${node.name} exited: ${readLog(node).slice(before)}`);
+}
+
+export async function stopNode(node: NodeSpec, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  const p = node.proc;
+  if (!p || p.exitCode !== null || p.signalCode !== null) return;
+  await new Promise<void>((resolve) => {
+    p.once('exit', () => resolve());
+    p.kill(signal);
+  });
+}

@@ -1,0 +1,123 @@
+import { dkgProtocol, type KeyShare } from '@custodian/frost';
+import { bytesToCanonical, canonicalToBytes, messageType, sealEnvelope } from '@custodian/wire';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { CeremonyRunner, type SessionParty } from '../src/index.js';
+
+/** In-memory transport: delivers asynchronously, in a shuffled order, between runners. */
+function network(
+  n: number,
+  opts: {
+    drop?: (from: number, to: number) => boolean;
+    tamper?: (from: number, to: number, b: Uint8Array, secret: Uint8Array) => Uint8Array;
+  } = {},
+) {
+  const runners: CeremonyRunner[] = [];
+  const secrets = Array.from({ length: n }, () => ed25519.utils.randomSecretKey());
+  const parties: SessionParty[] = secrets.map((s, i) => ({ peerId: `peer${i}`, publicKey: ed25519.getPublicKey(s) }));
+  for (let i = 0; i < n; i++) {
+    runners.push(
+      new CeremonyRunner(
+        {
+          async send(peer, bytes) {
+            const to = Number(peer.slice(4));
+            if (opts.drop?.(i, to)) return;
+            const out = opts.tamper ? opts.tamper(i, to, bytes, secrets[i] as Uint8Array) : bytes;
+            setTimeout(() => runners[to]?.deliver(`peer${i}`, out), Math.floor(Math.random() * 5));
+          },
+        },
+        pino({ level: 'silent' }),
+      ),
+    );
+  }
+  return { runners, secrets, parties };
+}
+
+describe('CeremonyRunner over an in-memory transport', () => {
+  it('runs two FROST DKG sessions concurrently among 3 parties, messages reordered', async () => {
+    const { runners, secrets, parties } = network(3);
+    const deadline = Date.now() + 30_000;
+    const run = (suite: 'ed25519' | 'secp256k1-tr', sid: number) =>
+      Promise.all(
+        runners.map((r, i) =>
+          r.run<KeyShare>({
+            sessionId: new Uint8Array(32).fill(sid),
+            spec: dkgProtocol({ suite, threshold: 2 }),
+            parties,
+            self: i,
+            secretKey: secrets[i] as Uint8Array,
+            deadline,
+          }),
+        ),
+      );
+    const [a, b] = await Promise.all([run('ed25519', 1), run('secp256k1-tr', 2)]);
+    for (const o of [...a, ...b]) expect(o.status).toBe('ok');
+    const hashes = a.map((o) => (o.status === 'ok' ? Buffer.from(o.transcriptHash).toString('hex') : ''));
+    expect(new Set(hashes).size).toBe(1);
+  });
+
+  it('a silent party makes the others miss the deadline, with no output', async () => {
+    const { runners, secrets, parties } = network(3, { drop: (from) => from === 2 });
+    const deadline = Date.now() + 500;
+    const outs = await Promise.all(
+      runners.slice(0, 2).map((r, i) =>
+        r.run<KeyShare>({
+          sessionId: new Uint8Array(32).fill(3),
+          spec: dkgProtocol({ suite: 'ed25519', threshold: 2 }),
+          parties,
+          self: i,
+          secretKey: secrets[i] as Uint8Array,
+          deadline,
+        }),
+      ),
+    );
+    for (const o of outs) expect(o.status).toBe('deadline');
+    expect(runners[0]?.active).toBe(0);
+  });
+
+  it('an equivocating party (different round-0 broadcasts to different parties) is named by the honest parties', async () => {
+    const Signed = messageType('custodian.v1.SignedEnvelope');
+    const Env = messageType('custodian.v1.Envelope');
+    const R0 = messageType('custodian.v1.frost.DkgRound0Broadcast');
+    const { runners, secrets, parties } = network(3, {
+      tamper(from, to, bytes, secret) {
+        if (from !== 2 || to !== 1) return bytes;
+        const env = Env.decode(
+          (Signed.decode(bytes) as unknown as { envelope: Uint8Array }).envelope,
+        ) as unknown as Record<string, unknown>;
+        if (env.round !== 0) return bytes;
+        const body = bytesToCanonical(R0, env.payload);
+        if (!body.ok) throw new Error('test: decode');
+        const b = body.value as Record<string, Uint8Array>;
+        const cc = Uint8Array.from(b.chainCodeCommitment as Uint8Array);
+        cc[0] = (cc[0] as number) ^ 1;
+        return sealEnvelope({
+          sessionId: env.sessionId as Uint8Array,
+          protocol: env.protocol as string,
+          round: 0,
+          sender: 2,
+          payload: canonicalToBytes(R0, { ...b, chainCodeCommitment: cc }),
+          senderSecretKey: secret,
+        });
+      },
+    });
+    const deadline = Date.now() + 5_000;
+    const outs = await Promise.all(
+      runners.map((r, i) =>
+        r.run<KeyShare>({
+          sessionId: new Uint8Array(32).fill(4),
+          spec: dkgProtocol({ suite: 'ed25519', threshold: 2 }),
+          parties,
+          self: i,
+          secretKey: secrets[i] as Uint8Array,
+          deadline,
+        }),
+      ),
+    );
+    for (const o of outs.slice(0, 2)) {
+      expect(o.status).toBe('aborted');
+      if (o.status === 'aborted') expect(o.aborted.culprits.map((c) => c.party)).toContain(2);
+    }
+  });
+});

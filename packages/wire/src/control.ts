@@ -1,0 +1,178 @@
+/**
+ * Control plane (coordinator ↔ signer, proto `custodian.v1` control.proto): signed requests and
+ * responses. A request is `SignedControl { request, signature }` where `signature` is the
+ * coordinator's Ed25519 signature (RFC 8032) over `"custodian/v1/control" ‖ 0x00 ‖ request`.
+ * Signers accept requests signed by their configured coordinator key only.
+ */
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { concatBytes, utf8ToBytes } from '@noble/hashes/utils.js';
+import { DEFAULT_LIMITS, decodeMessage, encodeMessage, type WireLimits } from './codec.js';
+import { accept, reject, type WireResult } from './errors.js';
+import { messageType } from './schema.js';
+
+/** Control protocol version. */
+export const CONTROL_VERSION = 1;
+
+const ControlRequestType = messageType('custodian.v1.ControlRequest');
+const SignedControlType = messageType('custodian.v1.SignedControl');
+const ControlResponseType = messageType('custodian.v1.ControlResponse');
+const PREFIX = concatBytes(utf8ToBytes('custodian/v1/control'), Uint8Array.of(0));
+
+/** `custodian.v1.CeremonyKind` values. */
+export const CeremonyKind = { MASTER_KEY: 1, SIGN: 2, REFRESH: 3, PRESIGN: 4 } as const;
+/** `custodian.v1.KeyAlgorithm` values. */
+export const KeyAlgorithm = { ED25519: 1, SECP256K1_TAPROOT: 2, SECP256K1_ECDSA: 3 } as const;
+/** `custodian.v1.Outcome` values. */
+export const Outcome = { OK: 1, ABORTED: 2, DEADLINE_EXCEEDED: 3, REFUSED: 4 } as const;
+
+export interface TransferFields {
+  transferId?: string;
+  chain?: string;
+  asset?: string;
+  source?: string;
+  destination?: string;
+  amount?: string;
+  fee?: string;
+  unsignedTx?: Uint8Array;
+}
+
+export interface SignRequest {
+  keyId: string;
+  algorithm: number;
+  derivationPath: number[];
+  digests: Uint8Array[];
+  transfer?: TransferFields;
+  taprootMerkleRoot?: Uint8Array;
+  /** ECDSA: pooled presignature id (absent/empty: cold signing). */
+  presignatureId?: string;
+}
+
+export interface StartCeremony {
+  ceremonyId: Uint8Array;
+  kind: number;
+  parties: { peerId: string }[];
+  threshold: number;
+  deadlineUnixMs: number;
+  sign?: SignRequest;
+  keyId?: string;
+  /** Master key: algorithms to create (empty or absent: all). */
+  algorithms?: number[];
+  /** Presign: number of presignatures (1..64). */
+  presignCount?: number;
+}
+
+export interface ControlRequest {
+  version: number;
+  issuedUnixMs: number;
+  start?: StartCeremony;
+  abort?: { ceremonyId: Uint8Array; reason: string };
+  status?: Record<string, never>;
+}
+
+export interface PublicKeyInfo {
+  algorithm: number;
+  publicKey: Uint8Array;
+  chainCode: Uint8Array;
+}
+
+export interface SignatureInfo {
+  algorithm: number;
+  digest: Uint8Array;
+  signature: Uint8Array;
+  publicKey: Uint8Array;
+}
+
+export interface CeremonyResult {
+  ceremonyId: Uint8Array;
+  outcome: number;
+  keyId?: string;
+  publicKeys?: PublicKeyInfo[];
+  signatures?: SignatureInfo[];
+  transcriptHash?: Uint8Array;
+  blame?: { party: number; peerId: string; reason: string }[];
+  error?: string;
+  presignatureIds?: string[];
+}
+
+export interface NodeStatus {
+  peerId: string;
+  keys: { keyId: string; publicKeys: PublicKeyInfo[]; threshold: number; parties: { peerId: string }[] }[];
+  connectedPeers: string[];
+  activeCeremonies: number;
+  presignaturePool?: Record<string, number>;
+}
+
+export interface ControlResponse {
+  version: number;
+  result?: CeremonyResult;
+  status?: NodeStatus;
+}
+
+function plain<T>(type: typeof ControlRequestType, m: unknown): T {
+  return type.toObject(m as never, { longs: Number, defaults: true, arrays: true, objects: true, oneofs: false }) as T;
+}
+
+/**
+ * Sign a control request with the coordinator's Ed25519 secret key (32 bytes).
+ * @returns SignedControl bytes
+ */
+export function signControlRequest(req: ControlRequest, coordinatorSecretKey: Uint8Array): Uint8Array {
+  const request = encodeMessage(ControlRequestType, req as unknown as Record<string, unknown>);
+  const signature = ed25519.sign(concatBytes(PREFIX, request), coordinatorSecretKey);
+  return encodeMessage(SignedControlType, { request, signature });
+}
+
+/**
+ * Verify and decode a SignedControl against the coordinator's Ed25519 public key (32 bytes).
+ * Never throws: malformed, oversized or badly signed requests are typed rejections.
+ */
+export function openControlRequest(
+  bytes: unknown,
+  coordinatorPublicKey: Uint8Array,
+  limits: WireLimits = DEFAULT_LIMITS,
+): WireResult<ControlRequest> {
+  const outer = decodeMessage(SignedControlType, bytes, limits);
+  if (!outer.ok) return outer;
+  const s = outer.value as unknown as { request?: Uint8Array; signature?: Uint8Array };
+  const request = s.request ?? new Uint8Array(0);
+  const signature = s.signature ?? new Uint8Array(0);
+  let valid = false;
+  try {
+    valid = signature.length === 64 && ed25519.verify(signature, concatBytes(PREFIX, request), coordinatorPublicKey);
+  } catch {
+    valid = false;
+  }
+  if (!valid) return reject('bad-signature', 'control request: not signed by the configured coordinator');
+  const inner = decodeMessage(ControlRequestType, request, limits);
+  if (!inner.ok) return inner;
+  let value: ControlRequest;
+  try {
+    value = plain<ControlRequest>(ControlRequestType, inner.value);
+  } catch (e) {
+    return reject('malformed', `control request: ${e instanceof Error ? e.message.slice(0, 120) : 'conversion'}`);
+  }
+  if (value.version !== CONTROL_VERSION)
+    return reject('bad-version', `control request: unsupported version ${value.version}`);
+  const present = [value.start, value.abort, value.status].filter((x) => x !== undefined && x !== null).length;
+  if (present !== 1) return reject('malformed', 'control request: exactly one of start, abort, status expected');
+  return accept(value);
+}
+
+/** Encode a control response (unsigned: it travels on the Noise-authenticated stream the coordinator opened). */
+export function encodeControlResponse(res: ControlResponse): Uint8Array {
+  return encodeMessage(ControlResponseType, res as unknown as Record<string, unknown>);
+}
+
+/** Decode a control response. Never throws. */
+export function decodeControlResponse(
+  bytes: unknown,
+  limits: WireLimits = DEFAULT_LIMITS,
+): WireResult<ControlResponse> {
+  const r = decodeMessage(ControlResponseType, bytes, limits);
+  if (!r.ok) return r;
+  try {
+    return accept(plain<ControlResponse>(ControlResponseType, r.value));
+  } catch (e) {
+    return reject('malformed', `control response: ${e instanceof Error ? e.message.slice(0, 120) : 'conversion'}`);
+  }
+}

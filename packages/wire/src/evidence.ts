@@ -1,0 +1,261 @@
+/**
+ * Transfer evidence shared by the coordinator, the signers and the mobile signers (DESIGN §1:
+ * signers enforce, the coordinator orchestrates): the transfer intent a signature is for, the policy
+ * version an Admin's enrolled device signed, the approvals of enrolled devices, and the policy
+ * evaluation every signer re-runs against its own ledger.
+ *
+ * Digests: SHA-256 over the injective `canonicalEncode` of a tagged record (`custodian.<kind>.v1`).
+ * Device signatures: ECDSA P-256 (what phone secure enclaves hold) over the 32-byte digest, no
+ * further hashing (`prehash: false`), 64-byte r‖s, low-s. Device public keys: 33-byte compressed
+ * SEC1; a device fingerprint is the first 16 bytes of SHA-256(public key) as 32 hex digits in groups of 4.
+ * Amounts are integer base units as decimal strings.
+ */
+import { bytesToHex, type Canonical, canonicalEncode, hexToBytes } from '@custodian/crypto';
+import { p256 } from '@noble/curves/nist.js';
+import { sha256 } from '@noble/hashes/sha2.js';
+
+/** Algorithm of the key that signs a transfer (same names as `KeyAlgorithm` in control.proto). */
+export type TransferKeyAlgorithm = 'SECP256K1_ECDSA' | 'SECP256K1_TAPROOT' | 'ED25519';
+
+/** The transfer a signature is for. Every field is bound into {@link transferIntentDigest}. */
+export interface TransferIntent {
+  readonly transfer_id: string;
+  readonly profile_id: string;
+  readonly wallet_id: string;
+  /** Chain key of the blockchain directory entry, e.g. `ethereum-local`, `litecoin-regtest`. */
+  readonly blockchain: string;
+  readonly asset_id: string;
+  readonly asset_symbol: string;
+  readonly asset_decimals: number;
+  /** Token contract (ERC-20 / TRC-20), null for the native coin. */
+  readonly asset_contract: string | null;
+  readonly source_address: string;
+  readonly destination_address: string;
+  /** Integer base units, decimal string. */
+  readonly amount: string;
+  /** Non-hardened derivation path of the source address key. */
+  readonly derivation_path: readonly number[];
+  readonly key_algorithm: TransferKeyAlgorithm;
+  /** Master key id the path derives from. */
+  readonly key_id: string;
+  /** ISO 8601 UTC creation time (the UTC day of the daily limit). */
+  readonly created_at: string;
+}
+
+/** A policy version. Default deny: a transfer matching no policy is refused. */
+export interface PolicyDocument {
+  readonly policy_id: string;
+  readonly version: number;
+  readonly profile_id: string;
+  /** Which transfers the policy governs; null matches any. */
+  readonly scope: {
+    readonly wallet_ids: readonly string[] | null;
+    readonly blockchain: string | null;
+    readonly asset_id: string | null;
+  };
+  /** Permitted destination addresses (exact, as the chain adapter normalises them). Empty: none permitted. */
+  readonly whitelist: readonly string[];
+  /** Maximum amount per transfer, base units; null: no limit. */
+  readonly per_transaction_limit: string | null;
+  /** Maximum sum per wallet and asset per UTC day, base units; null: no limit. */
+  readonly daily_limit: string | null;
+  /** Approvals: `quorum` distinct device approvals when amount > `above_amount`, else 1. */
+  readonly approvals: { readonly quorum: number; readonly above_amount: string };
+  readonly created_at: string;
+}
+
+/** A policy version signed by an Admin's enrolled device. */
+export interface SignedPolicy {
+  readonly document: PolicyDocument;
+  readonly device_id: string;
+  /** 33-byte compressed P-256 public key, hex. */
+  readonly device_public_key: string;
+  /** 64-byte r‖s over {@link policyDigest}, hex. */
+  readonly signature: string;
+}
+
+/** A device's decision on a transfer. */
+export interface Approval {
+  readonly transfer_id: string;
+  /** Hex of {@link transferIntentDigest}: the device approves exactly these fields. */
+  readonly intent_digest: string;
+  readonly decision: 'APPROVE' | 'REJECT';
+  readonly device_id: string;
+  /** 33-byte compressed P-256 public key, hex. */
+  readonly device_public_key: string;
+  readonly decided_at: string;
+  /** 64-byte r‖s over {@link approvalDigest}, hex. */
+  readonly signature: string;
+}
+
+function tagged(tag: string, value: Canonical): Uint8Array {
+  return sha256(canonicalEncode([tag, value]));
+}
+
+function intentCanonical(i: TransferIntent): Canonical {
+  return { ...i, derivation_path: i.derivation_path.map((n) => n) };
+}
+
+/** SHA-256 digest of a transfer intent (32 bytes). */
+export function transferIntentDigest(intent: TransferIntent): Uint8Array {
+  return tagged('custodian.transfer-intent.v1', intentCanonical(intent));
+}
+
+/** SHA-256 digest of a policy document (32 bytes). */
+export function policyDigest(doc: PolicyDocument): Uint8Array {
+  const c: Canonical = {
+    ...doc,
+    scope: { ...doc.scope, wallet_ids: doc.scope.wallet_ids ? [...doc.scope.wallet_ids] : null },
+    whitelist: [...doc.whitelist],
+    approvals: { ...doc.approvals },
+  };
+  return tagged('custodian.policy.v1', c);
+}
+
+/** SHA-256 digest of an approval's content (everything but the signature). */
+export function approvalDigest(a: Omit<Approval, 'signature'>): Uint8Array {
+  const { signature: _s, ...rest } = a as Approval;
+  return tagged('custodian.approval.v1', rest as unknown as Canonical);
+}
+
+/** Fingerprint of a device public key: 32 hex digits in groups of 4 (for out-of-band comparison). */
+export function deviceFingerprint(publicKey: Uint8Array): string {
+  const h = bytesToHex(sha256(publicKey).subarray(0, 16));
+  return h.match(/.{4}/g)?.join(' ') ?? h;
+}
+
+/** Sign a 32-byte evidence digest with a device's P-256 secret key (32 bytes). Returns 64-byte r‖s. */
+export function deviceSign(digest: Uint8Array, secretKey: Uint8Array): Uint8Array {
+  return p256.sign(digest, secretKey, { prehash: false, lowS: true });
+}
+
+/** Verify a device signature; false for any malformed input (never throws). */
+export function deviceVerify(signatureHex: string, digest: Uint8Array, publicKeyHex: string): boolean {
+  try {
+    return p256.verify(hexToBytes(signatureHex), digest, hexToBytes(publicKeyHex), { prehash: false, lowS: true });
+  } catch {
+    return false;
+  }
+}
+
+/** Sign a policy document as an Admin's device. */
+export function signPolicy(document: PolicyDocument, deviceId: string, secretKey: Uint8Array): SignedPolicy {
+  return {
+    document,
+    device_id: deviceId,
+    device_public_key: bytesToHex(p256.getPublicKey(secretKey, true)),
+    signature: bytesToHex(deviceSign(policyDigest(document), secretKey)),
+  };
+}
+
+/** Sign a decision on a transfer intent as a device. */
+export function signApproval(
+  intent: TransferIntent,
+  decision: 'APPROVE' | 'REJECT',
+  deviceId: string,
+  secretKey: Uint8Array,
+  decidedAt: string,
+): Approval {
+  const body = {
+    transfer_id: intent.transfer_id,
+    intent_digest: bytesToHex(transferIntentDigest(intent)),
+    decision,
+    device_id: deviceId,
+    device_public_key: bytesToHex(p256.getPublicKey(secretKey, true)),
+    decided_at: decidedAt,
+  };
+  return { ...body, signature: bytesToHex(deviceSign(approvalDigest(body), secretKey)) };
+}
+
+/** Why evidence was refused (stable codes; the transfer's sub_status). */
+export type EvidenceRefusal =
+  | 'POLICY_SIGNATURE_VERIFICATION_FAILED'
+  | 'NO_POLICY_FOUND'
+  | 'POLICY_OUT_OF_SCOPE'
+  | 'DESTINATION_NOT_WHITELISTED'
+  | 'TRANSACTION_LIMIT_EXCEEDED'
+  | 'DAILY_LIMIT_EXCEEDED'
+  | 'INSUFFICIENT_APPROVALS'
+  | 'REJECTED_BY_APPROVER'
+  | 'APPROVAL_SIGNATURE_INVALID'
+  | 'DIGEST_MISMATCH';
+
+/** Does the policy's scope cover the intent? */
+export function policyCovers(doc: PolicyDocument, intent: TransferIntent): boolean {
+  const s = doc.scope;
+  return (
+    doc.profile_id === intent.profile_id &&
+    (s.wallet_ids === null || s.wallet_ids.includes(intent.wallet_id)) &&
+    (s.blockchain === null || s.blockchain === intent.blockchain) &&
+    (s.asset_id === null || s.asset_id === intent.asset_id)
+  );
+}
+
+/** Approvals a policy requires for an amount (base units). */
+export function approvalsRequired(doc: PolicyDocument, amount: bigint): number {
+  return amount > BigInt(doc.approvals.above_amount) ? Math.max(1, doc.approvals.quorum) : 1;
+}
+
+/**
+ * Evaluate a policy for an intent (whitelist, per-transaction limit, daily limit). `spentToday` is
+ * the sum of the wallet's transfers of that asset on the intent's UTC day that are not failed or
+ * rejected — the coordinator takes it from its store, a signer from its own ledger.
+ */
+export function evaluatePolicy(
+  doc: PolicyDocument,
+  intent: TransferIntent,
+  spentToday: bigint,
+): { ok: true; approvalsRequired: number } | { ok: false; refusal: EvidenceRefusal } {
+  if (!policyCovers(doc, intent)) return { ok: false, refusal: 'POLICY_OUT_OF_SCOPE' };
+  if (!doc.whitelist.includes(intent.destination_address)) return { ok: false, refusal: 'DESTINATION_NOT_WHITELISTED' };
+  const amount = BigInt(intent.amount);
+  if (doc.per_transaction_limit !== null && amount > BigInt(doc.per_transaction_limit)) {
+    return { ok: false, refusal: 'TRANSACTION_LIMIT_EXCEEDED' };
+  }
+  if (doc.daily_limit !== null && spentToday + amount > BigInt(doc.daily_limit)) {
+    return { ok: false, refusal: 'DAILY_LIMIT_EXCEEDED' };
+  }
+  return { ok: true, approvalsRequired: approvalsRequired(doc, amount) };
+}
+
+/**
+ * A signer's full check of the evidence accompanying a sign request (DESIGN §1):
+ * the policy is signed by a trusted Admin device; the policy covers and allows the intent given the
+ * signer's own `spentToday`; at least the required number of distinct approver devices (from
+ * `approverKeys`: device id → public key hex, the key's mobile signers) approved exactly this
+ * intent, with valid signatures, and none rejected it.
+ */
+export function verifyTransferEvidence(args: {
+  readonly intent: TransferIntent;
+  readonly policy: SignedPolicy | null;
+  readonly approvals: readonly Approval[];
+  /** Admin device public keys (hex) this signer trusts, pinned in its configuration. */
+  readonly trustedAdminKeys: readonly string[];
+  /** Enrolled approver devices: device id → compressed public key hex. */
+  readonly approverKeys: ReadonlyMap<string, string>;
+  readonly spentToday: bigint;
+}): { ok: true } | { ok: false; refusal: EvidenceRefusal } {
+  const { intent, policy } = args;
+  if (!policy) return { ok: false, refusal: 'NO_POLICY_FOUND' };
+  if (
+    !args.trustedAdminKeys.includes(policy.device_public_key) ||
+    !deviceVerify(policy.signature, policyDigest(policy.document), policy.device_public_key)
+  ) {
+    return { ok: false, refusal: 'POLICY_SIGNATURE_VERIFICATION_FAILED' };
+  }
+  const verdict = evaluatePolicy(policy.document, intent, args.spentToday);
+  if (!verdict.ok) return verdict;
+  const digestHex = bytesToHex(transferIntentDigest(intent));
+  const approvers = new Set<string>();
+  for (const a of args.approvals) {
+    const key = args.approverKeys.get(a.device_id);
+    if (!key || key !== a.device_public_key || a.transfer_id !== intent.transfer_id || a.intent_digest !== digestHex) {
+      return { ok: false, refusal: 'APPROVAL_SIGNATURE_INVALID' };
+    }
+    if (!deviceVerify(a.signature, approvalDigest(a), key)) return { ok: false, refusal: 'APPROVAL_SIGNATURE_INVALID' };
+    if (a.decision === 'REJECT') return { ok: false, refusal: 'REJECTED_BY_APPROVER' };
+    approvers.add(a.device_id);
+  }
+  if (approvers.size < verdict.approvalsRequired) return { ok: false, refusal: 'INSUFFICIENT_APPROVALS' };
+  return { ok: true };
+}

@@ -1,0 +1,88 @@
+/**
+ * Registry of round message types: (protocol tag, round, part) → protobuf message type. A protocol
+ * that registers its rounds gets typed, schema-checked payloads; a (protocol, round, part) without
+ * a registration uses the self-describing `custodian.v1.Value` (still protobuf — never JSON), and
+ * the runtime's echo round (`round === echoRound`) uses `custodian.v1.EchoRound`.
+ */
+import type protobuf from 'protobufjs';
+import { messageType } from './schema.js';
+
+/** One round's message types by part (full protobuf names). */
+export interface RoundTypes {
+  readonly broadcast?: string;
+  readonly p2p?: string;
+}
+
+/** Registration of one protocol's rounds. */
+export interface ProtocolSchema {
+  /** Protocol tag as carried in `Envelope.protocol`. */
+  readonly protocol: string;
+  /** Message types per runtime round index (round r = messages sent by round r−1's outbox). */
+  readonly rounds: readonly RoundTypes[];
+}
+
+const registry = new Map<string, { rounds: (RoundTypes & { b?: protobuf.Type; p?: protobuf.Type })[] }>();
+
+/**
+ * Register (or replace) a protocol's round types.
+ * @throws Error when a named type does not exist in the schema
+ */
+export function registerProtocolSchema(schema: ProtocolSchema): void {
+  registry.set(schema.protocol, {
+    rounds: schema.rounds.map((r) => ({
+      ...r,
+      ...(r.broadcast ? { b: messageType(r.broadcast) } : {}),
+      ...(r.p2p ? { p: messageType(r.p2p) } : {}),
+    })),
+  });
+}
+
+const VALUE = messageType('custodian.v1.Value');
+const ECHO = messageType('custodian.v1.EchoRound');
+
+/**
+ * Message type of a round part. `echoRound` is the protocol's `rounds.length` (the runtime's echo round).
+ */
+export function roundType(
+  protocol: string,
+  round: number,
+  kind: 'broadcast' | 'p2p',
+  echoRound?: number,
+): protobuf.Type {
+  if (echoRound !== undefined && round === echoRound && kind === 'broadcast') return ECHO;
+  const r = registry.get(protocol)?.rounds[round];
+  const t = kind === 'broadcast' ? r?.b : r?.p;
+  return t ?? VALUE;
+}
+
+/** FROST DKG (packages/frost `dkgProtocol`): rounds 0–2; round 3 is the echo round. */
+export const FROST_DKG_SCHEMA: ProtocolSchema = {
+  protocol: 'custodian.frost.dkg',
+  rounds: [
+    { broadcast: 'custodian.v1.frost.DkgRound0Broadcast' },
+    { broadcast: 'custodian.v1.frost.DkgRound1Broadcast', p2p: 'custodian.v1.frost.DkgRound1Direct' },
+    { broadcast: 'custodian.v1.frost.DkgRound2Broadcast' },
+  ],
+};
+
+/** FROST signing (packages/frost `signProtocol`): rounds 0–1; round 2 is the echo round. */
+export const FROST_SIGN_SCHEMA: ProtocolSchema = {
+  protocol: 'custodian.frost.sign',
+  rounds: [
+    { broadcast: 'custodian.v1.frost.SignRound0Broadcast' },
+    { broadcast: 'custodian.v1.frost.SignRound1Broadcast' },
+  ],
+};
+
+/** FROST refresh (packages/frost `refreshProtocol`): rounds 0–1; round 2 is the echo round. */
+export const FROST_REFRESH_SCHEMA: ProtocolSchema = {
+  protocol: 'custodian.frost.refresh',
+  rounds: [
+    { broadcast: 'custodian.v1.frost.RefreshRound0Broadcast', p2p: 'custodian.v1.frost.RefreshRound0Direct' },
+    { broadcast: 'custodian.v1.frost.RefreshRound1Broadcast' },
+  ],
+};
+
+registerProtocolSchema(FROST_DKG_SCHEMA);
+registerProtocolSchema(FROST_REFRESH_SCHEMA);
+registerProtocolSchema(FROST_SIGN_SCHEMA);
