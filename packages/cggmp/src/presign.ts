@@ -123,6 +123,9 @@ interface PresignState {
   Gamma?: Secp256k1Point;
   delta?: bigint;
   chi?: bigint;
+  /** own Δ_i = k_i·Γ and S_i = χ_i·Γ, computed in round 2 and reused in the output */
+  Delta?: Secp256k1Point;
+  S?: Secp256k1Point;
 }
 
 /** The transcript every presigning proof forks from (binds sid, the signing set and the stage). */
@@ -136,6 +139,38 @@ function verdict(party: number, what: string, res: { ok: boolean }): void {
 
 function enc(P: Secp256k1Point): Uint8Array {
   return G.encodePoint(P);
+}
+
+/**
+ * The party's own Paillier secret key and ring-Pedersen view (with trapdoor), and every party's
+ * public key and ring-Pedersen view (validated once, with its fixed-base tables), built once per aux
+ * info object and reused by every presigning session of that share: CRT constants, the parameter
+ * checks and the `s = t^λ` check of {@link RingPedersen.fromSecret} are not recomputed per session. Keyed weakly
+ * by the share's `aux` record (the secrets live exactly as long as the share does).
+ */
+interface ShareKeys {
+  readonly sk: PaillierSecretKey;
+  readonly ownAux: RingPedersen;
+  /** by key index: the parties' Paillier public keys and ring-Pedersen views (own: with trapdoor) */
+  readonly pk: readonly PaillierPublicKey[];
+  readonly aux: readonly RingPedersen[];
+}
+
+const ownKeyCache = new WeakMap<KeyShare['aux'], ShareKeys>();
+
+function ownKeys(share: KeyShare): ShareKeys {
+  const hit = ownKeyCache.get(share.aux);
+  if (hit) return hit;
+  const { aux } = share;
+  const ownAux = RingPedersen.fromSecret(aux.R[share.core.i]!, { p: aux.p, q: aux.q, lambda: aux.lambda });
+  const keys: ShareKeys = {
+    sk: PaillierSecretKey.fromPrimes(aux.p, aux.q, aux.level, { checkPrimality: false }),
+    ownAux,
+    pk: aux.R.map((R) => PaillierPublicKey.unchecked(R.N)),
+    aux: aux.R.map((R, s) => (s === share.core.i ? ownAux : RingPedersen.fromParams(R, aux.level))),
+  };
+  ownKeyCache.set(share.aux, keys);
+  return keys;
 }
 
 /**
@@ -168,19 +203,15 @@ export function presignProtocol(params: PresignParams): ProtocolSpec<PresignStat
       const pos = signerPosition(share, signers);
       if (pos !== ctx.self || signers.length !== ctx.n) throw new RangeError('runtime index/size do not match signers');
       const level = share.aux.level;
-      const sk = PaillierSecretKey.fromPrimes(share.aux.p, share.aux.q, level, { checkPrimality: false });
-      const ownAux = RingPedersen.fromSecret(share.aux.R[share.core.i]!, {
-        p: share.aux.p,
-        q: share.aux.q,
-        lambda: share.aux.lambda,
-      });
+      const keys = ownKeys(share);
+      const { sk, ownAux } = keys;
       const ids = identifiers(share.core.n);
       const set = signers.map((s) => ids[s] as bigint);
       const lambdas = set.map((id) => lagrangeAtZero(G, set, id));
       const x = G.mod((lambdas[ctx.self] as bigint) * share.core.x);
       const X = signers.map((s, j) => G.mulPublic(share.core.publicShares[s] as Secp256k1Point, lambdas[j] as bigint));
-      const pk = signers.map((s) => PaillierPublicKey.unchecked(share.aux.R[s]!.N));
-      const aux = signers.map((s) => (s === share.core.i ? ownAux : RingPedersen.fromParams(share.aux.R[s]!, level)));
+      const pk = signers.map((s) => keys.pk[s] as PaillierPublicKey);
+      const aux = signers.map((s) => keys.aux[s] as RingPedersen);
       const k = G.randomScalar(ctx.rng);
       const gamma = G.randomScalar(ctx.rng);
       const rho = randomUnit(ctx.rng, sk.N);
@@ -233,10 +264,14 @@ export function presignProtocol(params: PresignParams): ProtocolSpec<PresignStat
         broadcast: (body, from, state) => {
           const b = record(body, 'round1');
           const pkj = state.pk[from] as PaillierPublicKey;
-          return {
-            K: pkj.assertCiphertext(bigintField(b.K, 'K'), 'K'),
-            G: pkj.assertCiphertext(bigintField(b.G, 'G'), 'G'),
-          };
+          const K = bigintField(b.K, 'K');
+          const Gc = bigintField(b.G, 'G');
+          // one gcd for both; on failure the individual asserts throw the error naming the field
+          if (!pkj.allCiphertexts([K, Gc])) {
+            pkj.assertCiphertext(K, 'K');
+            pkj.assertCiphertext(Gc, 'G');
+          }
+          return { K, G: Gc };
         },
         p2p: (body) => decodeEncProof(body),
         process(state, received, ctx) {
@@ -324,11 +359,22 @@ export function presignProtocol(params: PresignParams): ProtocolSpec<PresignStat
           const b = record(body, 'round2');
           const own = state.sk.publicKey;
           const pj = state.pk[from] as PaillierPublicKey;
+          const D = bigintField(b.D, 'D');
+          const F = bigintField(b.F, 'F');
+          const Dh = bigintField(b.Dh, 'Dh');
+          const Fh = bigintField(b.Fh, 'Fh');
+          // one gcd per modulus; on failure the individual asserts throw the error naming the field
+          if (!own.allCiphertexts([D, Dh]) || !pj.allCiphertexts([F, Fh])) {
+            own.assertCiphertext(D, 'D');
+            pj.assertCiphertext(F, 'F');
+            own.assertCiphertext(Dh, 'Dh');
+            pj.assertCiphertext(Fh, 'Fh');
+          }
           return {
-            D: own.assertCiphertext(bigintField(b.D, 'D'), 'D'),
-            F: pj.assertCiphertext(bigintField(b.F, 'F'), 'F'),
-            Dh: own.assertCiphertext(bigintField(b.Dh, 'Dh'), 'Dh'),
-            Fh: pj.assertCiphertext(bigintField(b.Fh, 'Fh'), 'Fh'),
+            D,
+            F,
+            Dh,
+            Fh,
             aff: decodeAffGProof(b.aff),
             affHat: decodeAffGProof(b.affHat),
             logG: decodeLogStarProof(b.logG),
@@ -408,6 +454,8 @@ export function presignProtocol(params: PresignParams): ProtocolSpec<PresignStat
           state.Gamma = Gamma;
           state.delta = delta;
           state.chi = chi;
+          state.Delta = Delta;
+          state.S = S;
           return {
             state,
             send: { broadcast: { delta: G.encodeScalar(delta), Delta: enc(Delta), S: enc(S) }, p2p },
@@ -430,8 +478,8 @@ export function presignProtocol(params: PresignParams): ProtocolSpec<PresignStat
           const Gamma = state.Gamma as Secp256k1Point;
           const Deltas: Secp256k1Point[] = [];
           const Ss: Secp256k1Point[] = [];
-          Deltas[ctx.self] = G.mul(Gamma, state.k);
-          Ss[ctx.self] = G.mul(Gamma, state.chi as bigint);
+          Deltas[ctx.self] = state.Delta as Secp256k1Point;
+          Ss[ctx.self] = state.S as Secp256k1Point;
           let delta = state.delta as bigint;
           for (const [j, m] of received) {
             const b = m.broadcast as { delta: bigint; Delta: Secp256k1Point; S: Secp256k1Point };

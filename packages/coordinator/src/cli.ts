@@ -690,6 +690,140 @@ export function registerAdminCommands(program: Command, io: CliIo = defaultIo): 
       ),
     );
 
+  const E = encodeURIComponent;
+  pageOpts(
+    hooks
+      .command('notifications <profile_id> <webhook_id>')
+      .description('delivery notifications of a webhook, newest first')
+      .option('--status <status>', 'PENDING | DELIVERED | FAILED'),
+  ).action(
+    run(async (p: string, id: string, o: { page: string; pageSize: string; status?: string }) =>
+      print(
+        await call(
+          'GET',
+          `/admin/v1/profiles/${E(p)}/webhooks/${E(id)}/notifications${q({ page: o.page, page_size: o.pageSize, ...(o.status ? { status: o.status } : {}) })}`,
+        ),
+        ['notification_id', 'event_type', 'status', 'attempt_count', 'last_response_code', 'next_attempt_at'],
+      ),
+    ),
+  );
+  hooks
+    .command('redeliver <profile_id> <webhook_id> <notification_id>')
+    .description('redeliver a FAILED notification (a fresh series of up to 5 attempts, same event_id)')
+    .action(
+      run(async (p: string, id: string, n: string) =>
+        print(await call('POST', `/admin/v1/profiles/${E(p)}/webhooks/${E(id)}/notifications/${E(n)}/redeliver`)),
+      ),
+    );
+  hooks
+    .command('keys')
+    .description('webhook signing keys (kid, state, activation, retirement, expiry)')
+    .action(
+      run(async () =>
+        print(await call('GET', '/admin/v1/webhook-signing-keys'), [
+          'kid',
+          'state',
+          'created_at',
+          'activates_at',
+          'retires_at',
+          'expires_at',
+        ]),
+      ),
+    );
+  hooks
+    .command('rotate-key')
+    .description('rotate the signing key: published now, signs after the lead time; the old key overlaps')
+    .option('--lead-seconds <n>', 'seconds between publication and first signature (default: configured, 1 h)')
+    .action(
+      run(async (o: { leadSeconds?: string }) =>
+        print(
+          await call(
+            'POST',
+            '/admin/v1/webhook-signing-keys/rotate',
+            o.leadSeconds !== undefined ? { lead_seconds: Number.parseInt(o.leadSeconds, 10) } : {},
+          ),
+        ),
+      ),
+    );
+
+  wallets
+    .command('rename <profile_id> <wallet_id>')
+    .description('rename a wallet (emits WALLET_UPDATED)')
+    .requiredOption('--name <name>')
+    .action(
+      run(async (p: string, id: string, o: { name: string }) =>
+        print(await call('PATCH', `/admin/v1/profiles/${E(p)}/wallets/${E(id)}`, { name: o.name })),
+      ),
+    );
+
+  // ---- wallet groups, address groups ----
+  for (const kind of ['wallet', 'address'] as const) {
+    const grp = admin
+      .command(`${kind}-groups`)
+      .description(
+        kind === 'wallet'
+          ? 'wallet groups: named sets of wallets; assigned users are scoped to them'
+          : 'address groups: named address-book sets referenced by whitelist policies',
+      );
+    const base = (p: string) => `/admin/v1/profiles/${E(p)}/${kind}-groups`;
+    grp
+      .command('list <profile_id>')
+      .action(run(async (p: string) => print(await call('GET', base(p)), [`${kind}_group_id`, 'name', 'description'])));
+    grp
+      .command('show <profile_id> <group_id>')
+      .action(run(async (p: string, id: string) => print(await call('GET', `${base(p)}/${E(id)}`))));
+    const members = (o: { wallet?: string[]; entry?: string[] }) => {
+      if (kind === 'wallet') return o.wallet === undefined ? {} : { wallet_ids: o.wallet };
+      if (o.entry === undefined) return {};
+      return {
+        entries: o.entry.map((e) => {
+          const [blockchain_id, address, ...label] = e.split(':');
+          return { blockchain_id, address, label: label.length > 0 ? label.join(':') : null };
+        }),
+      };
+    };
+    for (const verb of ['create', 'update'] as const) {
+      const c = grp.command(verb === 'create' ? 'create <profile_id>' : 'update <profile_id> <group_id>');
+      if (verb === 'create') c.requiredOption('--name <name>');
+      else c.option('--name <name>');
+      c.option('--description <text>');
+      if (kind === 'wallet') c.option('--wallet <wallet_ids...>', 'the group wallets (replaces the set)');
+      else c.option('--entry <entries...>', 'address-book entries blockchain_id:address[:label] (replaces the set)');
+      c.action(
+        run(async (...args: unknown[]) => {
+          const p = args[0] as string;
+          const id = verb === 'update' ? (args[1] as string) : undefined;
+          const o = args[verb === 'update' ? 2 : 1] as {
+            name?: string;
+            description?: string;
+            wallet?: string[];
+            entry?: string[];
+          };
+          const body = {
+            ...(o.name !== undefined ? { name: o.name } : {}),
+            ...(o.description !== undefined ? { description: o.description } : {}),
+            ...members(o),
+          };
+          print(await call(verb === 'create' ? 'POST' : 'PATCH', id ? `${base(p)}/${E(id)}` : base(p), body));
+        }),
+      );
+    }
+    grp
+      .command('delete <profile_id> <group_id>')
+      .action(run(async (p: string, id: string) => print(await call('DELETE', `${base(p)}/${E(id)}`))));
+    if (kind === 'wallet') {
+      grp
+        .command('assign <profile_id> <group_id> <user_id>')
+        .description('assign a user to the group')
+        .option('--remove', 'remove the user instead')
+        .action(
+          run(async (p: string, id: string, u: string, o: { remove?: boolean }) =>
+            print(await call(o.remove ? 'DELETE' : 'PUT', `${base(p)}/${E(id)}/users/${E(u)}`)),
+          ),
+        );
+    }
+  }
+
   // ---- audit, mailbox ----
   pageOpts(admin.command('audit').description('the append-only audit log, newest first')).action(
     run(async (o: { page: string; pageSize: string }) =>

@@ -16,6 +16,32 @@ import { createMailer, type Mailer } from './mailer.js';
 import { createServer, type RateLimitOptions } from './server.js';
 import { Store } from './store.js';
 import { type Clock, systemClock } from './util.js';
+import { openApiWebhooks } from './webhooks/events.js';
+import { GroupService } from './webhooks/groups.js';
+import {
+  DEFAULT_SIGNING_KEY_OPTIONS,
+  resolveKeyEncryptionKey,
+  type SigningKeyOptions,
+  WebhookSigningKeys,
+} from './webhooks/keys.js';
+import { jwksRoute, webhookRoutes } from './webhooks/routes.js';
+import { WebhookService } from './webhooks/service.js';
+import { DEFAULT_WORKER_OPTIONS, WebhookWorker, type WebhookWorkerOptions } from './webhooks/worker.js';
+
+/** Webhook settings of {@link CoordinatorOptions} (docs/webhooks.md). */
+export interface WebhookOptions {
+  /**
+   * 32-byte key encrypting the signing keys at rest. Default: env `CUSTODIAN_WEBHOOK_KEK`, else the
+   * key file `<dataDir>/webhook-kek.key` (created 0600), else an in-memory key (embedded/tests).
+   */
+  keyEncryptionKey?: Uint8Array;
+  /** Rotation and JWKS cache settings. */
+  keys?: Partial<SigningKeyOptions>;
+  /** Delivery worker settings (`timeoutMs` is 30 s by seed §8; change it in tests only). */
+  worker?: Partial<Omit<WebhookWorkerOptions, 'mode' | 'clock'>>;
+  /** Run the delivery worker in this process after {@link Coordinator.start}. Default true. */
+  runWorker?: boolean;
+}
 
 /** Options of {@link createCoordinator}. */
 export interface CoordinatorOptions {
@@ -45,6 +71,7 @@ export interface CoordinatorOptions {
   logger?: boolean | Record<string, unknown>;
   /** Public base URL (OpenAPI `servers`). */
   baseUrl?: string;
+  webhooks?: WebhookOptions;
 }
 
 /** A configured coordinator. */
@@ -53,6 +80,8 @@ export interface Coordinator {
   store: Store;
   admin: AdminService;
   db: Db;
+  /** Webhook signing keys, queries and the delivery worker. */
+  webhooks: { keys: WebhookSigningKeys; service: WebhookService; worker: WebhookWorker };
   /** Every registered route (method, URL pattern, hidden from OpenAPI). */
   routes: { method: string; url: string; hidden: boolean }[];
   /** The mailbox folder of development mail, when used. */
@@ -110,10 +139,25 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
   );
   await admin.recoverCeremonies();
 
+  const { kek, source: kekSource } = await resolveKeyEncryptionKey({
+    ...(opts.webhooks?.keyEncryptionKey !== undefined ? { keyEncryptionKey: opts.webhooks.keyEncryptionKey } : {}),
+    ...(opts.dataDir !== undefined ? { dataDir: opts.dataDir } : {}),
+  });
+  const signingKeys = new WebhookSigningKeys(db, kek, clock, {
+    ...DEFAULT_SIGNING_KEY_OPTIONS,
+    ...opts.webhooks?.keys,
+  });
+  await signingKeys.ensureKey();
+  const webhookService = new WebhookService(db, clock);
+  admin.webhooks = webhookService;
+  admin.signingKeys = signingKeys;
+  admin.groups = new GroupService(db, clock, (q, ...a) => admin.audit(q, ...a));
+
   const app = await createServer({
     rateLimit: { max: opts.rateLimit?.max ?? 600, windowMs: opts.rateLimit?.windowMs ?? 60_000 },
     logger: opts.logger ?? true,
     description: API_DECISIONS,
+    webhooks: openApiWebhooks(),
     ...(opts.baseUrl !== undefined ? { baseUrl: opts.baseUrl } : {}),
   });
   const routes: { method: string; url: string; hidden: boolean }[] = [];
@@ -131,11 +175,23 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
       // preParsing: after the rate limit (an onRequest hook), before body parsing and validation.
       api.addHook('preParsing', apiKeyHook(store));
       await walletRoutes(api, ctx);
+      await webhookRoutes(api, webhookService);
     },
     { prefix: '/api/v1/profiles/:profile_id' },
   );
   await app.register(async (a) => adminRoutes(a, admin));
+  await app.register(async (a) => jwksRoute(a, signingKeys));
   await app.ready();
+  if (kekSource === 'ephemeral') {
+    app.log.warn('webhook signing keys are encrypted with an in-memory key: set CUSTODIAN_WEBHOOK_KEK or a dataDir');
+  }
+  const worker = new WebhookWorker(db, signingKeys, {
+    ...DEFAULT_WORKER_OPTIONS,
+    ...opts.webhooks?.worker,
+    mode: opts.mode,
+    clock,
+    log: (level, msg, fields) => app.log[level](fields ?? {}, msg),
+  });
 
   const purge = setInterval(() => {
     store.purgeIdempotency().catch((err: unknown) => app.log.warn({ err }, 'idempotency purge failed'));
@@ -150,13 +206,17 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
     db,
     mailboxDir,
     routes,
+    webhooks: { keys: signingKeys, service: webhookService, worker },
     async start() {
-      return app.listen({ host: opts.listen?.host ?? '127.0.0.1', port: opts.listen?.port ?? 8080 });
+      const url = await app.listen({ host: opts.listen?.host ?? '127.0.0.1', port: opts.listen?.port ?? 8080 });
+      if (opts.webhooks?.runWorker !== false) worker.start();
+      return url;
     },
     async stop() {
       if (stopped) return;
       stopped = true;
       clearInterval(purge);
+      await worker.stop();
       await app.close();
       await admin.shutdown();
       await db.close();

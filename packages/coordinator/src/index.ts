@@ -27,7 +27,13 @@ export {
   type DkgRequest,
 } from './ceremony.js';
 export { AdminCliError, type CliIo, formatTable, registerAdminCommands } from './cli.js';
-export { type Coordinator, type CoordinatorOptions, createCoordinator, runMigrations } from './coordinator.js';
+export {
+  type Coordinator,
+  type CoordinatorOptions,
+  createCoordinator,
+  runMigrations,
+  type WebhookOptions,
+} from './coordinator.js';
 export { type Db, openPglite, openPostgres, type PostgresOptions, type Queryable } from './db/db.js';
 export { MIGRATIONS, type Migration, migrate } from './db/migrations.js';
 export { API_DECISIONS } from './decisions.js';
@@ -43,3 +49,34 @@ export {
 export { ApiError, ERROR_CATALOGUE, type ErrorCode, type Problem, toProblem } from './errors.js';
 export { createMailer, type MailboxEntry, type Mailer, readMailbox } from './mailer.js';
 export * from './store.js';
+export {
+  openApiWebhooks,
+  WEBHOOK_EVENT_DOCS,
+  WEBHOOK_EVENT_TYPE_SET,
+  type WebhookEventType,
+} from './webhooks/events.js';
+export {
+  type AddressGroupEntry,
+  type AddressGroupView,
+  GroupService,
+  type WalletGroupView,
+} from './webhooks/groups.js';
+export {
+  DEFAULT_SIGNING_KEY_OPTIONS,
+  resolveKeyEncryptionKey,
+  type SigningKeyOptions,
+  type SigningKeyView,
+  type WebhookJwk,
+  WebhookSigningKeys,
+} from './webhooks/keys.js';
+export { type EmitEventInput, type EmittedEvent, emitEvent, emitInstanceEvent } from './webhooks/outbox.js';
+export { type NotificationView, WebhookService, type WebhookView } from './webhooks/service.js';
+export { p256PublicJwk, p256Thumbprint, signWebhook, webhookPayload } from './webhooks/signature.js';
+export { checkWebhookTarget, isNonPublicAddress } from './webhooks/targets.js';
+export {
+  DELIVERY_TIMEOUT_MS,
+  MAX_ATTEMPTS,
+  RETRY_DELAYS_MS,
+  WebhookWorker,
+  type WebhookWorkerOptions,
+} from './webhooks/worker.js';

@@ -29,6 +29,8 @@ export interface ServerOptions {
   baseUrl?: string;
   /** Extra description appended to the OpenAPI info. */
   description: string;
+  /** OpenAPI 3.1 `webhooks` object (outgoing event deliveries). */
+  webhooks?: Record<string, unknown>;
 }
 
 function makeAjv(coerce: boolean) {
@@ -161,6 +163,7 @@ export async function createServer(opts: ServerOptions): Promise<FastifyInstance
         license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
       },
       ...(opts.baseUrl ? { servers: [{ url: opts.baseUrl }] } : {}),
+      ...(opts.webhooks ? { webhooks: opts.webhooks } : {}),
       components: {
         responses: {
           ROUTE_NOT_FOUND: {

@@ -11,6 +11,7 @@ import type { Db, Queryable } from './db/db.js';
 import { BLOCKCHAINS, type BlockchainDef } from './directory.js';
 import { ApiError } from './errors.js';
 import { type Clock, iso, randomToken, sha256Hex } from './util.js';
+import { emitEvent } from './webhooks/outbox.js';
 
 /** Page request: `page` ≥ 1, `page_size` in [1, 200]. */
 export interface PageRequest {
@@ -511,6 +512,13 @@ export class Store {
         created_at: iso(now)!,
         addresses,
       };
+      // Webhook outbox rows in the same transaction (webhooks/outbox.ts).
+      await emitEvent(q, this.clock, {
+        profileId,
+        type: 'WALLET_CREATED',
+        data: { wallet_id: walletId, name, blockchain_ids: ids },
+      });
+      for (const a of addresses) await this.emitAddressCreated(q, profileId, a);
       if (within !== undefined) await within(q, wallet);
       return wallet;
     });
@@ -640,7 +648,24 @@ export class Store {
           [{ field: 'body.blockchain_id', message: 'account-based blockchain: one address per wallet' }],
         );
       }
-      return this.insertNextAddress(q, w, blockchainId, chain, type);
+      const a = await this.insertNextAddress(q, w, blockchainId, chain, type);
+      await this.emitAddressCreated(q, profileId, a);
+      return a;
+    });
+  }
+
+  private async emitAddressCreated(q: Queryable, profileId: string, a: AddressView): Promise<void> {
+    await emitEvent(q, this.clock, {
+      profileId,
+      type: 'ADDRESS_CREATED',
+      data: {
+        address_id: a.address_id,
+        wallet_id: a.wallet_id,
+        blockchain_id: a.blockchain_id,
+        address: a.address,
+        address_type: a.address_type,
+        derivation_path: a.derivation_path,
+      },
     });
   }
 

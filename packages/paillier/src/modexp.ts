@@ -1,9 +1,10 @@
 /**
- * Modular exponentiation for the Paillier machinery, behind one entry point ({@link modPow}) so a
- * faster backend can replace it.
+ * Modular exponentiation for the Paillier machinery, behind one entry point ({@link modPow}).
  *
- * - {@link modPow}: native `bigint` left-to-right sliding-window exponentiation (window 1–6 bits by
- *   exponent size); negative exponents use the modular inverse of the base.
+ * - {@link modPow}: base^exp mod m. Large odd moduli (512–10 000 bits) go to OpenSSL's Montgomery
+ *   exponentiation through `node:crypto` (see "OpenSSL backend" below); everything else uses
+ *   {@link modPowBigint}, native `bigint` left-to-right sliding-window exponentiation (window 1–6
+ *   bits by exponent size). Negative exponents use the modular inverse of the base.
  * - {@link CrtExp}: the key owner's exponentiation modulo m₁·m₂ with known coprime factors and
  *   their Euler totients (spec §2 "Using the Chinese Remainder Theorem", Algorithm 2): exponents are
  *   reduced modulo φ(mᵢ), two half-size exponentiations, Garner recombination.
@@ -12,9 +13,22 @@
  *   Multiexponentiation Using Preprocessing", Algorithm 3): ≈ k + 2B multiplications for k base-B
  *   digits instead of one squaring per exponent bit.
  *
- * Not constant-time: `bigint` arithmetic in JavaScript never is. Secret exponents are used only by
- * the key owner, as in every JavaScript and Go CGGMP21 implementation.
+ * OpenSSL backend: a `DiffieHellman` object of `node:crypto` whose "prime" is the modulus m
+ * computes y^x mod m for a private value x = exp and a peer value y = base
+ * (`setPrivateKey(x)`, `computeSecret(y)`, i.e. OpenSSL `DH_compute_key`, `BN_mod_exp_mont_consttime`).
+ * Creating the object runs OpenSSL's `DH_check` once (≈ 20 ms for 4096 bits: it only reports that
+ * m is not a safe prime, which we ignore); objects are cached per modulus (LRU of
+ * {@link OPENSSL_CACHE_SIZE}), since the moduli of a key share (N_j, N_j², N̂_j, p², q²) recur in
+ * every session. `DH_compute_key` enforces 1 < y < m − 1 and 512 ≤ bits(m) ≤ 10 000; the bases 0, 1
+ * and m − 1, even moduli and moduli outside that range are handled in `bigint`, and any error from
+ * OpenSSL falls back to `bigint` too, so results are always those of {@link modPowBigint}
+ * (property-tested). Measured (4096-bit modulus, 2048-bit exponent): ≈ 9 ms vs ≈ 60 ms in `bigint`.
+ *
+ * `bigint` arithmetic in JavaScript is not constant-time; OpenSSL's exponentiation is (for the
+ * exponent), the conversions around it are not. Secret exponents are used only by the key owner,
+ * as in every JavaScript and Go CGGMP21 implementation.
  */
+import { createDiffieHellman, type DiffieHellman } from 'node:crypto';
 import { bitLength } from '@custodian/crypto';
 import { invertMod, mod } from './arith.js';
 
@@ -26,14 +40,110 @@ function windowFor(bits: number): number {
   return 1;
 }
 
+/** Number of per-modulus OpenSSL contexts kept (least recently used evicted). */
+export const OPENSSL_CACHE_SIZE = 64;
+const OPENSSL_MIN_BITS = 512;
+const OPENSSL_MAX_BITS = 10_000;
+/** Exponents shorter than this stay in `bigint` (call overhead dominates). */
+const OPENSSL_MIN_EXP_BITS = 16;
+
+interface OsslCtx {
+  readonly dh: DiffieHellman;
+  /** byte length of m */
+  readonly len: number;
+}
+
+const osslCache = new Map<bigint, OsslCtx>();
+let osslDisabled = false;
+
+/** Bit length of x ≥ 0 (hex-based: 4× shorter string than `toString(2)`). */
+function bits(x: bigint): number {
+  if (x === 0n) return 0;
+  const h = x.toString(16);
+  return (h.length - 1) * 4 + (32 - Math.clz32(Number.parseInt(h[0] as string, 16)));
+}
+
+function toBuf(x: bigint): Buffer {
+  const h = x.toString(16);
+  return Buffer.from(h.length & 1 ? `0${h}` : h, 'hex');
+}
+
+function fromBuf(b: Buffer): bigint {
+  return b.length === 0 ? 0n : BigInt(`0x${b.toString('hex')}`);
+}
+
+function osslCtx(m: bigint): OsslCtx | undefined {
+  const hit = osslCache.get(m);
+  if (hit) {
+    osslCache.delete(m);
+    osslCache.set(m, hit);
+    return hit;
+  }
+  let dh: DiffieHellman;
+  try {
+    dh = createDiffieHellman(toBuf(m), Buffer.from([2]));
+  } catch {
+    return undefined;
+  }
+  const ctx = { dh, len: Math.ceil(bitLength(m) / 8) };
+  osslCache.set(m, ctx);
+  if (osslCache.size > OPENSSL_CACHE_SIZE) osslCache.delete(osslCache.keys().next().value as bigint);
+  return ctx;
+}
+
+/** b^e mod m by OpenSSL for 1 < b < m − 1, e > 0, odd m in range; undefined when not possible. */
+function osslPow(b: bigint, e: bigint, m: bigint, mBits: number): bigint | undefined {
+  if (osslDisabled || mBits < OPENSSL_MIN_BITS || mBits > OPENSSL_MAX_BITS || (m & 1n) === 0n) return undefined;
+  const ctx = osslCtx(m);
+  if (!ctx) return undefined;
+  try {
+    ctx.dh.setPrivateKey(toBuf(e));
+    return fromBuf(ctx.dh.computeSecret(toBuf(b)));
+  } catch {
+    return undefined;
+  }
+}
+
 /**
- * base^exp mod m.
+ * Turn the OpenSSL backend off (true) or on again (false); for benchmarks and tests comparing the
+ * two paths. Results are identical either way.
+ */
+export function setOpensslModPow(enabled: boolean): void {
+  osslDisabled = !enabled;
+}
+
+/**
+ * base^exp mod m: OpenSSL for odd moduli of 512–10 000 bits and bases in (1, m − 1) (see the
+ * module docs), {@link modPowBigint} otherwise; the result is the same either way.
  * @param base any integer (reduced modulo m)
  * @param exp any integer; negative exponents require gcd(base, m) = 1
  * @param m modulus ≥ 1
+ * @returns the value in [0, m)
  * @throws RangeError when m < 1, or exp < 0 and base is not invertible modulo m
  */
 export function modPow(base: bigint, exp: bigint, m: bigint): bigint {
+  if (m < 1n) throw new RangeError('modPow: modulus must be positive');
+  if (m === 1n) return 0n;
+  let b = mod(base, m);
+  if (exp < 0n) {
+    b = invertMod(b, m);
+    exp = -exp;
+  }
+  if (exp === 0n) return 1n;
+  if (b <= 1n) return b;
+  if (b === m - 1n) return (exp & 1n) === 0n ? 1n : b;
+  if (exp >= 1n << BigInt(OPENSSL_MIN_EXP_BITS - 1)) {
+    const r = osslPow(b, exp, m, bits(m));
+    if (r !== undefined) return r;
+  }
+  return modPowBigint(b, exp, m);
+}
+
+/**
+ * base^exp mod m in native `bigint` (sliding window), the reference and fallback of {@link modPow}.
+ * @throws RangeError when m < 1, or exp < 0 and base is not invertible modulo m
+ */
+export function modPowBigint(base: bigint, exp: bigint, m: bigint): bigint {
   if (m < 1n) throw new RangeError('modPow: modulus must be positive');
   if (m === 1n) return 0n;
   let b = mod(base, m);

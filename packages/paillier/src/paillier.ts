@@ -48,6 +48,26 @@ export class PaillierPublicKey {
   }
 
   /**
+   * Are all `ciphertexts` in Z*_{N²} and all `units` in Z*_N? Range-checks each value and then runs
+   * ONE gcd with N on the product modulo N (gcd(∏ v mod N, N) = 1 iff every v is coprime to N),
+   * instead of one gcd per value. Callers that must name the failing value re-check individually
+   * (with {@link isCiphertext}) only when this returns false.
+   */
+  allCiphertexts(ciphertexts: readonly unknown[], units: readonly unknown[] = []): boolean {
+    const N = this.N;
+    let acc = 1n;
+    for (const c of ciphertexts) {
+      if (typeof c !== 'bigint' || c <= 0n || c >= this.N2) return false;
+      acc = (acc * (c % N)) % N;
+    }
+    for (const u of units) {
+      if (typeof u !== 'bigint' || u <= 0n || u >= N) return false;
+      acc = (acc * u) % N;
+    }
+    return gcd(acc, N) === 1n;
+  }
+
+  /**
    * Assert c ∈ Z*_{N²}.
    * @throws TypeError when not a bigint; RangeError when out of range or not coprime to N
    */
@@ -123,6 +143,8 @@ export class PaillierSecretKey {
   readonly crtN2: CrtExp;
   /** CRT modulo N = p·q */
   readonly crtN: CrtExp;
+  private readonly qModPm1: bigint;
+  private readonly pModQm1: bigint;
   private readonly hp: bigint;
   private readonly hq: bigint;
   private readonly p2: bigint;
@@ -139,6 +161,8 @@ export class PaillierSecretKey {
     this.q2 = q * q;
     this.crtN2 = new CrtExp(this.p2, p * (p - 1n), this.q2, q * (q - 1n));
     this.crtN = new CrtExp(p, p - 1n, q, q - 1n);
+    this.qModPm1 = q % (p - 1n);
+    this.pModQm1 = p % (q - 1n);
     // L_p((1+N)^(p−1) mod p²) = (p − 1)·q ≡ −q (mod p); h_p is its inverse
     this.hp = invertMod(mod(-q, p), p);
     this.hq = invertMod(mod(-p, q), q);
@@ -207,11 +231,26 @@ export class PaillierSecretKey {
     return mod(((u - 1n) / N) * invertMod(this.phi, N), N);
   }
 
-  /** Enc(m; ρ) with ρ^N computed by CRT modulo p², q² (the key owner's fast path). */
+  /**
+   * x^N mod N² for any integer x, by CRT (the key owner's fast path for ρ^N and w^N). Modulo p²,
+   * x^N = (x^q)^p and y^p mod p² depends only on y mod p (the binomial terms of (y + kp)^p beyond
+   * the first are multiples of p²), so x^N ≡ ((x mod p)^(q mod (p−1)) mod p)^p (mod p²): a
+   * half-size exponentiation modulo p and a p-bit one modulo p², instead of an N-bit one modulo p²
+   * (≈ 40 % less work). Same for q. Exact for every x (including non-units).
+   * @returns x^N mod N² in [0, N²)
+   */
+  powN(x: bigint): bigint {
+    const { p, q } = this;
+    const xp = modPow(modPow(mod(x, p), this.qModPm1, p), p, this.p2);
+    const xq = modPow(modPow(mod(x, q), this.pModQm1, q), q, this.q2);
+    return this.crtN2.combine(xp, xq);
+  }
+
+  /** Enc(m; ρ) with ρ^N computed by CRT modulo p², q² ({@link powN}; the key owner's fast path). */
   encryptWithNonce(m: bigint, rho: bigint): bigint {
     const pk = this.publicKey;
     if (rho <= 0n || rho >= pk.N || gcd(rho, pk.N) !== 1n) throw new RangeError('rho: not in Z*_N');
-    return (pk.gammaPow(m) * this.crtN2.pow(rho, pk.N)) % pk.N2;
+    return (pk.gammaPow(m) * this.powN(rho)) % pk.N2;
   }
 
   /** Encrypt with a fresh nonce using CRT. */

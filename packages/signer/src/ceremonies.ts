@@ -53,6 +53,7 @@ import {
 import { peerIdFromString } from '@libp2p/peer-id';
 import { sha256 } from '@noble/hashes/sha2.js';
 import type { Logger } from 'pino';
+import { EvidenceRefused, enforceTransferEvidence, type EnforcementVerdict } from './enforce.js';
 import { presignaturePuts, takePresignature } from './presignatures.js';
 import type { PrimePool } from './primes.js';
 import type { CeremonyRunner, SessionOutcome, SessionParty } from './runner.js';
@@ -67,6 +68,12 @@ export interface KeyRecord {
   readonly keys: readonly { algorithm: number; suite: SuiteName | 'cggmp'; publicKey: string; chainCode: string }[];
   readonly epoch: number;
   readonly createdAt: string;
+  /**
+   * The key's approver devices (its mobile signers' P-256 keys, compressed hex), from
+   * StartCeremony.approver_devices of the master key ceremony: the only devices whose transfer
+   * approvals this signer accepts (enforce.ts).
+   */
+  readonly approverDevices?: readonly { deviceId: string; publicKey: string }[];
 }
 
 /** Longest deadline accepted (the master key ceremony's 5 minutes, seed §8, plus slack). */
@@ -126,6 +133,11 @@ export interface CeremonyContext {
    * only; cleared for a key when a refresh replaces its shares.
    */
   readonly shareCache?: Map<string, KeyShare | EcdsaKeyShare>;
+  /**
+   * Transfer evidence enforcement (enforce.ts): when set, every sign request must carry evidence
+   * that passes the checks with these pinned Admin device keys (compressed P-256, hex).
+   */
+  readonly enforcement?: { readonly trustedAdminKeys: readonly string[] };
 }
 
 /** A refusal: the request is invalid for this signer. */
@@ -260,13 +272,23 @@ export async function runCeremony(ctx: CeremonyContext, start: StartCeremony): P
     log.info({ parties: parties.length, threshold: start.threshold }, 'ceremony started');
     let result: CeremonyResult;
     let ops: StoreOp[];
+    let verdict: EnforcementVerdict | undefined;
     switch (start.kind) {
       case CeremonyKind.MASTER_KEY:
         ({ result, ops } = await masterKey(ctx, start, ceremonyId, parties, self, deadline));
         break;
-      case CeremonyKind.SIGN:
-        ({ result, ops } = await sign(ctx, start, ceremonyId, parties, self, deadline));
+      case CeremonyKind.SIGN: {
+        verdict = await enforce(ctx, start);
+        try {
+          ({ result, ops } = await sign(ctx, start, ceremonyId, parties, self, deadline));
+          // the ledger entry is written in the same batch as the ceremony record, only with a signature
+          if (verdict && result.outcome === Outcome.OK) ops = [...ops, verdict.ledgerOp];
+          await ctx.store.batch([...ops, record(ceremonyId, start, result)]);
+        } finally {
+          verdict?.release();
+        }
         break;
+      }
       case CeremonyKind.PRESIGN:
         ({ result, ops } = await presign(ctx, start, ceremonyId, parties, deadline));
         break;
@@ -276,7 +298,7 @@ export async function runCeremony(ctx: CeremonyContext, start: StartCeremony): P
       default:
         throw new Refused(`kind: unsupported ceremony kind ${start.kind}`);
     }
-    await ctx.store.batch([...ops, record(ceremonyId, start, result)]);
+    if (start.kind !== CeremonyKind.SIGN) await ctx.store.batch([...ops, record(ceremonyId, start, result)]);
     if (start.kind === CeremonyKind.REFRESH && ctx.shareCache) {
       for (const k of [...ctx.shareCache.keys()]) if (k.startsWith(`${start.keyId}/`)) ctx.shareCache.delete(k);
     }
@@ -298,6 +320,28 @@ export async function runCeremony(ctx: CeremonyContext, start: StartCeremony): P
   }
 }
 
+/**
+ * Enforcement of a sign request (enforce.ts) when configured; a refusal becomes a REFUSED result
+ * whose `error` starts with the refusal code (`DIGEST_MISMATCH: …`).
+ */
+async function enforce(ctx: CeremonyContext, start: StartCeremony): Promise<EnforcementVerdict | undefined> {
+  if (!ctx.enforcement) return undefined;
+  const req = start.sign;
+  if (!req) throw new Refused('sign: missing sign request');
+  const rec = await loadKeyRecord(ctx.store, req.keyId);
+  if (!rec) throw new Refused(`unknown key ${req.keyId}`);
+  const approverKeys = new Map((rec.approverDevices ?? []).map((d) => [d.deviceId, d.publicKey]));
+  try {
+    return await enforceTransferEvidence(ctx.store, req, {
+      trustedAdminKeys: ctx.enforcement.trustedAdminKeys,
+      approverKeys,
+    });
+  } catch (e) {
+    if (e instanceof EvidenceRefused) throw new Refused(e.message);
+    throw e;
+  }
+}
+
 async function masterKey(
   ctx: CeremonyContext,
   start: StartCeremony,
@@ -311,6 +355,13 @@ async function masterKey(
     throw new Refused(`threshold: ${t} not in [2, ${parties.length}]`);
   const keyId = bytesToHex(ceremonyId);
   if (await loadKeyRecord(ctx.store, keyId)) throw new Refused('key id already exists');
+  const approverDevices = (start.approverDevices ?? []).map((d, i) => {
+    if (typeof d.deviceId !== 'string' || d.deviceId === '' || !(d.publicKey instanceof Uint8Array)) {
+      throw new Refused(`approverDevices[${i}]: device id and public key required`);
+    }
+    if (d.publicKey.length !== 33) throw new Refused(`approverDevices[${i}]: 33-byte compressed P-256 key`);
+    return { deviceId: d.deviceId, publicKey: bytesToHex(d.publicKey) };
+  });
   const requested = start.algorithms && start.algorithms.length > 0 ? new Set(start.algorithms) : undefined;
   const frostSuites = FROST_SUITES.filter((s) => !requested || requested.has(s.algorithm));
   const ecdsa = requested ? requested.has(KeyAlgorithm.SECP256K1_ECDSA) : ctx.primePool !== undefined;
@@ -403,6 +454,7 @@ async function masterKey(
       keys,
       epoch: 0,
       createdAt: new Date().toISOString(),
+      approverDevices,
     };
     ops.push({ type: 'put', sublevel: 'shares', key: `${keyId}/meta`, value: enc.encode(JSON.stringify(rec)) });
     return {

@@ -39,6 +39,13 @@ export interface SignerConfig {
     readonly primePool: number;
     readonly primeSeedFile?: string;
   };
+  /**
+   * Transfer evidence enforcement (enforce.ts, DESIGN §1): the Admin devices whose policy
+   * signatures this signer trusts, `[{ "deviceId": "…", "publicKey": "<33-byte compressed P-256 hex>" }]`.
+   * When present, every sign request must carry evidence that passes the policy, limit and approval
+   * checks. Absent: NOT enforced (development only; the daemon logs a warning at start).
+   */
+  readonly trustedAdminDevices?: readonly { readonly deviceId: string; readonly publicKey: string }[];
 }
 
 /** Configuration error naming the field. */
@@ -106,6 +113,18 @@ export function parseConfig(raw: unknown, baseDir: string): SignerConfig {
     }
     ecdsa = { level, primePool: primePool as number, ...(primeSeedFile ? { primeSeedFile } : {}) };
   }
+  let trustedAdminDevices: SignerConfig['trustedAdminDevices'];
+  if (c.trustedAdminDevices !== undefined) {
+    if (!Array.isArray(c.trustedAdminDevices)) throw new ConfigError('trustedAdminDevices: expected a list');
+    trustedAdminDevices = c.trustedAdminDevices.map((d: unknown, i) => {
+      const r = (d ?? {}) as Record<string, unknown>;
+      if (typeof r.deviceId !== 'string' || r.deviceId === '')
+        throw new ConfigError(`trustedAdminDevices[${i}].deviceId: required`);
+      if (typeof r.publicKey !== 'string' || !/^0[23][0-9a-f]{64}$/.test(r.publicKey))
+        throw new ConfigError(`trustedAdminDevices[${i}].publicKey: 33-byte compressed P-256 key, lowercase hex`);
+      return { deviceId: r.deviceId, publicKey: r.publicKey };
+    });
+  }
   return {
     listen,
     dataDir,
@@ -115,6 +134,7 @@ export function parseConfig(raw: unknown, baseDir: string): SignerConfig {
     logLevel,
     ...(scrypt ? { scrypt } : {}),
     ...(ecdsa ? { ecdsa } : {}),
+    ...(trustedAdminDevices ? { trustedAdminDevices } : {}),
   };
 }
 

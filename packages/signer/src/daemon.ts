@@ -27,6 +27,7 @@ import { createHost, type Host } from './host.js';
 import { loadIdentity, type NodeIdentity } from './identity.js';
 import { presignaturePoolSizes } from './presignatures.js';
 import { PrimePool } from './primes.js';
+import { attachSignerRelay, type SignerRelay } from './relay.js';
 import { CeremonyRunner } from './runner.js';
 import { SecureStore } from './store.js';
 
@@ -59,8 +60,19 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
   const usedControl = new Map<string, number>();
 
   let host: Host | undefined;
+  let relay: SignerRelay | undefined;
+  const signerPeers = new Set(config.peers.map((p) => p.peerId));
+  // Configured signers are reached directly; any other party (a mobile device) through the
+  // coordinator's relay (relay.ts): the envelope is signed and encrypted end to end either way.
   const runner = new CeremonyRunner(
-    { send: (peer, bytes) => (host as Host).sendMpc(peer, bytes) },
+    {
+      send: (peer, bytes) =>
+        signerPeers.has(peer)
+          ? (host as Host).sendMpc(peer, bytes)
+          : relay
+            ? relay.send(peer, bytes)
+            : Promise.reject(new Error('no relay')),
+    },
     log,
     DEFAULT_LIMITS,
   );
@@ -82,7 +94,11 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
     nonceLedger,
     shareCache: new Map(),
     ...(primePool ? { primePool, primePoolTarget: config.ecdsa?.primePool ?? 0 } : {}),
+    ...(config.trustedAdminDevices
+      ? { enforcement: { trustedAdminKeys: config.trustedAdminDevices.map((d) => d.publicKey) } }
+      : {}),
   };
+  if (!config.trustedAdminDevices) log.warn('trustedAdminDevices not configured: transfer evidence is NOT enforced');
 
   const status = async (): Promise<NodeStatus> => {
     const keys = await listKeys(store);
@@ -186,6 +202,12 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
     throw e;
   }
   const h = host;
+  relay = await attachSignerRelay(h, {
+    coordinatorPeerId: config.coordinator.peerId,
+    maxFrameBytes: DEFAULT_LIMITS.maxMessageBytes,
+    log,
+    onEnvelope: (_from, bytes) => runner.deliver(undefined, bytes),
+  });
   const onPeers = () => void writeStatus().catch(() => undefined);
   h.node.addEventListener('peer:connect', onPeers);
   h.node.addEventListener('peer:disconnect', onPeers);

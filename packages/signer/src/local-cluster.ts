@@ -46,6 +46,8 @@ export interface LocalClusterOptions {
     readonly primeSeeds: readonly (readonly string[])[];
     readonly primePool?: number;
   };
+  /** Admin devices every signer trusts for policy signatures (enables enforcement, see enforce.ts). */
+  readonly trustedAdminDevices?: readonly { readonly deviceId: string; readonly publicKey: string }[];
 }
 
 /**
@@ -93,6 +95,7 @@ export async function startLocalCluster(
         logLevel: options.logLevel ?? 'warn',
         scrypt: { N: 1 << 14, r: 8, p: 1 },
         ...(ecdsa ? { ecdsa } : {}),
+        ...(options.trustedAdminDevices ? { trustedAdminDevices: options.trustedAdminDevices } : {}),
       }),
     );
     const log = join(dir, `signer${i}.log`);

@@ -12,8 +12,8 @@ import { Level } from 'level';
 import { DEFAULT_SCRYPT, deriveStorageKey, open, type ScryptParams, StoreIntegrityError, seal } from './secretbox.js';
 
 /** Names of the encrypted sublevels. */
-export type Sublevel = 'shares' | 'aux' | 'presignatures' | 'nonces' | 'primes' | 'ceremonies';
-export const SUBLEVELS: readonly Sublevel[] = ['shares', 'aux', 'presignatures', 'nonces', 'primes', 'ceremonies'];
+export type Sublevel = 'shares' | 'aux' | 'presignatures' | 'nonces' | 'primes' | 'ceremonies' | 'ledger';
+export const SUBLEVELS: readonly Sublevel[] = ['shares', 'aux', 'presignatures', 'nonces', 'primes', 'ceremonies', 'ledger'];
 
 /** One write of a batch. */
 export type StoreOp =

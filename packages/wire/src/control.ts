@@ -45,6 +45,22 @@ export interface SignRequest {
   taprootMerkleRoot?: Uint8Array;
   /** ECDSA: pooled presignature id (absent/empty: cold signing). */
   presignatureId?: string;
+  /** Transfer evidence (control.proto field 16) the signer verifies before contributing. */
+  evidence?: TransferEvidenceWire;
+}
+
+/** `custodian.v1.TransferEvidence`: JSON texts of the evidence shapes of `evidence.ts`. */
+export interface TransferEvidenceWire {
+  intentJson?: string;
+  policyJson?: string;
+  approvalsJson?: string[];
+  chainContextJson?: string;
+}
+
+/** `custodian.v1.ApproverDevice`: a key's approver device (33-byte compressed P-256 public key). */
+export interface ApproverDeviceWire {
+  deviceId: string;
+  publicKey: Uint8Array;
 }
 
 export interface StartCeremony {
@@ -59,6 +75,8 @@ export interface StartCeremony {
   algorithms?: number[];
   /** Presign: number of presignatures (1..64). */
   presignCount?: number;
+  /** Master key: the key's approver devices (stored by the signers with the key). */
+  approverDevices?: ApproverDeviceWire[];
 }
 
 export interface ControlRequest {

@@ -815,6 +815,258 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
     },
   );
 
+  // ---- webhook notifications and signing keys ----
+  const notificationParams = obj({ profile_id: UUID, webhook_id: UUID, notification_id: UUID }, [
+    'profile_id',
+    'webhook_id',
+    'notification_id',
+  ]);
+  route(
+    'GET',
+    '/admin/v1/profiles/:profile_id/webhooks/:webhook_id/notifications',
+    {
+      roles: ADMIN,
+      tags: ['Admin: webhooks'],
+      summary: 'Delivery notifications of a webhook, newest first, with attempts (optional status filter)',
+      params: webhookParams,
+      querystring: {
+        type: 'object',
+        additionalProperties: false,
+        properties: { ...PAGE_QUERY, status: { type: 'string', enum: ['PENDING', 'DELIVERED', 'FAILED'] } },
+      },
+      status: 200,
+      response: pageEnvelope('Notifications'),
+      errors: ['RESOURCE_NOT_FOUND'],
+    },
+    async (req) => {
+      const p = P<{ profile_id: string; webhook_id: string }>(req);
+      const q = req.query as PageRequest & { status?: 'PENDING' | 'DELIVERED' | 'FAILED' };
+      return svc.webhooks.listNotifications(
+        p.profile_id,
+        p.webhook_id,
+        { page: q.page, page_size: q.page_size },
+        q.status,
+      );
+    },
+  );
+  route(
+    'POST',
+    '/admin/v1/profiles/:profile_id/webhooks/:webhook_id/notifications/:notification_id/redeliver',
+    {
+      roles: ADMIN,
+      tags: ['Admin: webhooks'],
+      summary: 'Redeliver a FAILED notification',
+      description:
+        'The notification becomes PENDING with a fresh series of up to 5 attempts on the seed schedule (the first at ' +
+        'once), for the same event (same event_id and body). 409 CONFLICT unless it is FAILED.',
+      params: notificationParams,
+      status: 200,
+      response: anyObject('The notification, now PENDING'),
+      errors: ['RESOURCE_NOT_FOUND', 'CONFLICT'],
+    },
+    async (req) => {
+      const p = P<{ profile_id: string; webhook_id: string; notification_id: string }>(req);
+      return svc.redeliverNotification(actor(req), p.profile_id, p.webhook_id, p.notification_id);
+    },
+  );
+  route(
+    'GET',
+    '/admin/v1/webhook-signing-keys',
+    {
+      roles: ADMIN,
+      tags: ['Admin: webhooks'],
+      summary: 'Webhook signing keys (public metadata only): PUBLISHED, ACTIVE, RETIRED, EXPIRED',
+      status: 200,
+      response: listOf('Keys'),
+    },
+    async () => svc.signingKeys.list(),
+  );
+  route(
+    'POST',
+    '/admin/v1/webhook-signing-keys/rotate',
+    {
+      roles: ADMIN,
+      tags: ['Admin: webhooks'],
+      summary: 'Rotate the webhook signing key',
+      description:
+        'Creates a P-256 key published in the JWKS at once that signs from now + lead_seconds (default: the configured ' +
+        'publish lead, 1 h); the current key stops signing then and stays published for the overlap (24 h). 409 when ' +
+        'a new key is already waiting.',
+      body: obj({ lead_seconds: { type: 'integer', minimum: 0, maximum: 30 * 86400 } }),
+      status: 201,
+      response: anyObject('The new key (kid, created_at, activates_at, state)'),
+      errors: ['CONFLICT'],
+    },
+    async (req) => {
+      const b = (req.body ?? {}) as { lead_seconds?: number };
+      return svc.rotateSigningKey(actor(req), b.lead_seconds === undefined ? undefined : b.lead_seconds * 1000);
+    },
+  );
+
+  // ---- wallets (dashboard edit) ----
+  route(
+    'PATCH',
+    '/admin/v1/profiles/:profile_id/wallets/:wallet_id',
+    {
+      roles: ADMIN,
+      tags: ['Admin: wallets'],
+      summary: 'Rename a wallet (emits WALLET_UPDATED)',
+      params: obj({ profile_id: UUID, wallet_id: UUID }, ['profile_id', 'wallet_id']),
+      body: obj({ name: { type: ['string', 'null'], minLength: 1, maxLength: 200 } }, ['name']),
+      status: 200,
+      response: anyObject('Wallet'),
+      errors: ['WALLET_NOT_FOUND'],
+    },
+    async (req) => {
+      const p = P<{ profile_id: string; wallet_id: string }>(req);
+      return svc.updateWallet(actor(req), p.profile_id, p.wallet_id, B(req));
+    },
+  );
+
+  // ---- wallet groups and address groups ----
+  const groupName = { type: 'string', minLength: 1, maxLength: 200 };
+  const groupDescription = { type: ['string', 'null'], maxLength: 500 };
+  const walletIds = { type: 'array', maxItems: 10_000, items: UUID };
+  const entries = {
+    type: 'array',
+    maxItems: 10_000,
+    items: obj(
+      {
+        blockchain_id: UUID,
+        address: { type: 'string', minLength: 1, maxLength: 200 },
+        label: { type: ['string', 'null'], maxLength: 200 },
+      },
+      ['blockchain_id', 'address'],
+    ),
+  };
+  for (const kind of ['wallet', 'address'] as const) {
+    const base = `/admin/v1/profiles/:profile_id/${kind}-groups`;
+    const idName = `${kind}_group_id`;
+    const itemParams = obj({ profile_id: UUID, [idName]: UUID }, ['profile_id', idName]);
+    const tag = kind === 'wallet' ? 'Admin: wallet groups' : 'Admin: address groups';
+    const what =
+      kind === 'wallet'
+        ? 'Wallet group: a named set of wallets; assigned users are scoped to them'
+        : 'Address group: a named address-book set that whitelist policies reference';
+    const members = kind === 'wallet' ? { wallet_ids: walletIds } : { entries };
+    const up = kind.toUpperCase();
+    const id = (req: FastifyRequest) => (req.params as Record<string, string>)[idName]!;
+    const pid = (req: FastifyRequest) => P<{ profile_id: string }>(req).profile_id;
+    route(
+      'GET',
+      base,
+      {
+        roles: ALL,
+        tags: [tag],
+        summary: `List ${kind} groups`,
+        description: what,
+        params: profileParams,
+        status: 200,
+        response: listOf('Groups'),
+      },
+      async (req) =>
+        kind === 'wallet' ? svc.groups.listWalletGroups(pid(req)) : svc.groups.listAddressGroups(pid(req)),
+    );
+    route(
+      'POST',
+      base,
+      {
+        roles: ADMIN,
+        tags: [tag],
+        summary: `Create a ${kind} group (emits ${up}_GROUP_CREATED)`,
+        description: what,
+        params: profileParams,
+        body: obj({ name: groupName, description: groupDescription, ...members }, ['name']),
+        status: 201,
+        response: anyObject('Group'),
+        errors: ['RESOURCE_NOT_FOUND', 'CONFLICT'],
+      },
+      async (req) =>
+        kind === 'wallet'
+          ? svc.groups.createWalletGroup(actor(req), pid(req), B(req))
+          : svc.groups.createAddressGroup(actor(req), pid(req), B(req)),
+    );
+    route(
+      'GET',
+      `${base}/:${idName}`,
+      {
+        roles: ALL,
+        tags: [tag],
+        summary: `One ${kind} group`,
+        params: itemParams,
+        status: 200,
+        response: anyObject('Group'),
+        errors: ['RESOURCE_NOT_FOUND'],
+      },
+      async (req) =>
+        kind === 'wallet'
+          ? svc.groups.getWalletGroup(pid(req), id(req))
+          : svc.groups.getAddressGroup(pid(req), id(req)),
+    );
+    route(
+      'PATCH',
+      `${base}/:${idName}`,
+      {
+        roles: ADMIN,
+        tags: [tag],
+        summary: `Update a ${kind} group (emits ${up}_GROUP_UPDATED)`,
+        description: kind === 'wallet' ? '`wallet_ids` replaces the set.' : '`entries` replaces the set.',
+        params: itemParams,
+        body: { ...obj({ name: groupName, description: groupDescription, ...members }), minProperties: 1 },
+        status: 200,
+        response: anyObject('Group'),
+        errors: ['RESOURCE_NOT_FOUND', 'CONFLICT'],
+      },
+      async (req) =>
+        kind === 'wallet'
+          ? svc.groups.updateWalletGroup(actor(req), pid(req), id(req), B(req))
+          : svc.groups.updateAddressGroup(actor(req), pid(req), id(req), B(req)),
+    );
+    route(
+      'DELETE',
+      `${base}/:${idName}`,
+      {
+        roles: ADMIN,
+        tags: [tag],
+        summary: `Delete a ${kind} group (emits ${up}_GROUP_DELETED)`,
+        params: itemParams,
+        status: 204,
+        response: { description: 'Deleted', type: 'null' },
+        errors: ['RESOURCE_NOT_FOUND'],
+      },
+      async (req) => {
+        if (kind === 'wallet') await svc.groups.deleteWalletGroup(actor(req), pid(req), id(req));
+        else await svc.groups.deleteAddressGroup(actor(req), pid(req), id(req));
+      },
+    );
+  }
+  for (const [method, assigned] of [
+    ['PUT', true],
+    ['DELETE', false],
+  ] as const) {
+    route(
+      method,
+      '/admin/v1/profiles/:profile_id/wallet-groups/:wallet_group_id/users/:user_id',
+      {
+        roles: ADMIN,
+        tags: ['Admin: wallet groups'],
+        summary: `${assigned ? 'Assign a user to' : 'Remove a user from'} a wallet group (emits WALLET_GROUP_USER_ASSIGNED)`,
+        params: obj({ profile_id: UUID, wallet_group_id: UUID, user_id: UUID }, [
+          'profile_id',
+          'wallet_group_id',
+          'user_id',
+        ]),
+        status: 200,
+        response: anyObject('Group'),
+        errors: ['RESOURCE_NOT_FOUND'],
+      },
+      async (req) => {
+        const p = P<{ profile_id: string; wallet_group_id: string; user_id: string }>(req);
+        return svc.groups.assignUser(actor(req), p.profile_id, p.wallet_group_id, p.user_id, assigned);
+      },
+    );
+  }
+
   // ---- audit ----
   route(
     'GET',

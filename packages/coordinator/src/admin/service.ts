@@ -20,6 +20,12 @@ import { ApiError } from '../errors.js';
 import type { Mailer } from '../mailer.js';
 import type { Page, PageRequest, Store } from '../store.js';
 import { type Clock, iso, randomToken, sha256Hex } from '../util.js';
+import type { WebhookEventType } from '../webhooks/events.js';
+import type { GroupService } from '../webhooks/groups.js';
+import type { WebhookSigningKeys } from '../webhooks/keys.js';
+import { emitEvent, emitInstanceEvent } from '../webhooks/outbox.js';
+import type { WebhookService } from '../webhooks/service.js';
+import { checkWebhookTarget } from '../webhooks/targets.js';
 import {
   DEFAULT_SCRYPT,
   hashPassword,
@@ -33,46 +39,8 @@ import {
 export type Role = 'ADMIN' | 'FINANCE_MANAGER' | 'VIEWER';
 export const ROLES: readonly Role[] = ['ADMIN', 'FINANCE_MANAGER', 'VIEWER'];
 
-/** Webhook event types of seed §6. New types may be added without a version change. */
-export const WEBHOOK_EVENT_TYPES = [
-  'TRANSFER_CREATED',
-  'TRANSFER_UPDATED',
-  'TRANSFER_DELIVERED',
-  'TRANSFER_FAILED',
-  'BALANCE_UPDATED',
-  'TRANSACTION_DETECTED',
-  'WALLET_CREATED',
-  'WALLET_UPDATED',
-  'WALLET_DELETED',
-  'POLICY_CREATED',
-  'POLICY_UPDATED',
-  'POLICY_DELETED',
-  'ADDRESS_CREATED',
-  'ADDRESS_UPDATED',
-  'ADDRESS_DELETED',
-  'WALLET_GROUP_CREATED',
-  'WALLET_GROUP_UPDATED',
-  'WALLET_GROUP_DELETED',
-  'WALLET_GROUP_USER_ASSIGNED',
-  'ADDRESS_GROUP_CREATED',
-  'ADDRESS_GROUP_UPDATED',
-  'ADDRESS_GROUP_DELETED',
-  'SERVER_CREATED',
-  'SERVER_DELETED',
-  'REFRESH_KEY_SHARES',
-  'DEVICE_CREATED',
-  'DEVICE_STATUS_CHANGED',
-  'DEVICE_REMOVED',
-  'CERTIFICATE_READY',
-  'USER_CREATED',
-  'USER_ROLE_UPDATED',
-  'USER_BLOCKED',
-  'USER_UNBLOCKED',
-  'USER_PASSWORD_RESET_INITIATED',
-  'POLICY_SIGNATURE_VERIFICATION_FAILED',
-  'ROLE_SCOPE_LOGIN',
-  'GEO_ANOMALY_DETECTED',
-] as const;
+/** Webhook event types of seed §6 (defined in `webhooks/events.ts`). */
+export { WEBHOOK_EVENT_TYPES } from '../webhooks/events.js';
 
 /** A user as shown by the admin API (never the password hash or TOTP secret). */
 export interface UserView {
@@ -196,6 +164,19 @@ export interface CeremonyView {
 
 export class AdminService {
   private readonly running = new Map<string, AbortController>();
+  /** Webhook queries and redelivery (set by createCoordinator). */
+  webhooks!: WebhookService;
+  /** Wallet groups and address groups (set by createCoordinator). */
+  groups!: GroupService;
+  /** Webhook signing keys (set by createCoordinator). */
+  signingKeys!: WebhookSigningKeys;
+  /** DNS resolution of webhook hosts in production mode (all addresses); injectable for tests. */
+  resolveHost: ((host: string) => Promise<string[]>) | undefined;
+
+  /** Emit an instance-wide webhook event in the caller's transaction. */
+  private emit(q: Queryable, type: WebhookEventType, data: Record<string, unknown>) {
+    return emitInstanceEvent(q, this.clock, type, data);
+  }
 
   constructor(
     readonly store: Store,
@@ -259,6 +240,7 @@ export class AdminService {
       const user = await this.insertUser(q, input.email, input.name, 'ADMIN', hash);
       const profile = await this.store.createProfile(input.profile_name, q);
       await this.audit(q, user.user_id, 'instance.init', 'profile', profile.profile_id, { email: user.email });
+      await this.emit(q, 'USER_CREATED', { user_id: user.user_id, email: user.email, role: user.role });
       return { user, profile };
     });
   }
@@ -381,6 +363,7 @@ export class AdminService {
           [randomUUID(), u.user_id, sha256Hex(token), now, expires],
         );
         await this.audit(q, u.user_id, 'login.succeeded', 'user', u.user_id, { method: c.method });
+        await this.emit(q, 'ROLE_SCOPE_LOGIN', { user_id: u.user_id, email: u.email, role: u.role, method: c.method });
         return { token, expires_at: iso(expires)!, user: userView(u) };
       })
       .then((r) => {
@@ -491,6 +474,7 @@ export class AdminService {
     return this.db.tx(async (q) => {
       const u = await this.insertUser(q, input.email, input.name, input.role, hash);
       await this.audit(q, actor, 'user.created', 'user', u.user_id, { email: u.email, role: u.role });
+      await this.emit(q, 'USER_CREATED', { user_id: u.user_id, email: u.email, role: u.role });
       return u;
     });
   }
@@ -535,12 +519,26 @@ export class AdminService {
       }
       if (input.role !== undefined && input.role !== u.role) {
         await this.audit(q, actor, 'user.role_updated', 'user', id, { from: u.role, to: input.role });
+        await this.emit(q, 'USER_ROLE_UPDATED', {
+          user_id: id,
+          email: u.email,
+          role: input.role,
+          previous_role: u.role,
+        });
       }
       if (input.blocked !== undefined && input.blocked !== (u.blocked_at !== null)) {
         await this.audit(q, actor, input.blocked ? 'user.blocked' : 'user.unblocked', 'user', id);
+        await this.emit(q, input.blocked ? 'USER_BLOCKED' : 'USER_UNBLOCKED', {
+          user_id: id,
+          email: u.email,
+          role: next.role,
+        });
       }
       if (input.name !== undefined && input.name !== u.name) await this.audit(q, actor, 'user.renamed', 'user', id);
-      if (hash !== undefined) await this.audit(q, actor, 'user.password_reset', 'user', id);
+      if (hash !== undefined) {
+        await this.audit(q, actor, 'user.password_reset', 'user', id);
+        await this.emit(q, 'USER_PASSWORD_RESET_INITIATED', { user_id: id, email: u.email, role: next.role });
+      }
       return userView(next);
     });
   }
@@ -660,18 +658,20 @@ export class AdminService {
         [id, input.name, input.peer_id, input.address, input.fingerprint, now],
       );
       await this.audit(q, actor, 'server_signer.added', 'server_signer', id, { peer_id: input.peer_id });
+      await this.emit(q, 'SERVER_CREATED', { signer_id: id, name: input.name, peer_id: input.peer_id });
       return { signer_id: id, ...input, created_at: iso(now) };
     });
   }
 
   async removeServerSigner(actor: string, id: string): Promise<void> {
     await this.db.tx(async (q) => {
-      const r = await q.query(
-        'UPDATE server_signers SET removed_at = $2 WHERE signer_id = $1 AND removed_at IS NULL RETURNING 1',
+      const r = await q.query<{ name: string; peer_id: string }>(
+        'UPDATE server_signers SET removed_at = $2 WHERE signer_id = $1 AND removed_at IS NULL RETURNING name, peer_id',
         [id, this.clock()],
       );
-      if (r.length === 0) throw notFound('server signer');
+      if (r[0] === undefined) throw notFound('server signer');
       await this.audit(q, actor, 'server_signer.removed', 'server_signer', id);
+      await this.emit(q, 'SERVER_DELETED', { signer_id: id, name: r[0].name, peer_id: r[0].peer_id });
     });
   }
 
@@ -724,6 +724,13 @@ export class AdminService {
         [id, input.name, input.platform, input.os_version, pub, fingerprint, now],
       );
       await this.audit(q, null, 'device.enrollment_requested', 'device', id, { fingerprint });
+      await this.emit(q, 'DEVICE_CREATED', {
+        device_id: id,
+        name: input.name,
+        platform: input.platform,
+        status: 'PENDING',
+        fingerprint,
+      });
       return { device_id: id, status: 'PENDING' as const, fingerprint, created_at: iso(now) };
     });
   }
@@ -760,8 +767,8 @@ export class AdminService {
   async decideDevice(actor: string, id: string, decision: 'approve' | 'reject' | 'remove', fingerprint?: string) {
     return this.db.tx(async (q) => {
       const d = (
-        await q.query<{ status: string; fingerprint: string }>(
-          'SELECT status, fingerprint FROM devices WHERE device_id = $1 FOR UPDATE',
+        await q.query<{ status: string; fingerprint: string; name: string; platform: string }>(
+          'SELECT status, fingerprint, name, platform FROM devices WHERE device_id = $1 FOR UPDATE',
           [id],
         )
       )[0];
@@ -794,6 +801,17 @@ export class AdminService {
         'device',
         id,
       );
+      const data = {
+        device_id: id,
+        name: d.name,
+        platform: d.platform,
+        status: next,
+        previous_status: d.status,
+        fingerprint: d.fingerprint,
+      };
+      if (decision === 'remove') await this.emit(q, 'DEVICE_REMOVED', data);
+      else await this.emit(q, 'DEVICE_STATUS_CHANGED', data);
+      if (next === 'APPROVED') await this.emit(q, 'CERTIFICATE_READY', data);
       return { device_id: id, status: next };
     });
   }
@@ -1051,6 +1069,58 @@ export class AdminService {
     return u.toString();
   }
 
+  /**
+   * {@link checkWebhookUrl}, then in production mode resolve the host and refuse loopback,
+   * private, link-local and other non-public addresses (SSRF; `webhooks/targets.ts`).
+   */
+  async checkWebhookTarget(raw: string): Promise<string> {
+    const url = this.checkWebhookUrl(raw);
+    return checkWebhookTarget(url, this.opts.mode, ...(this.resolveHost ? [this.resolveHost] : []));
+  }
+
+  /**
+   * Redeliver a FAILED notification (a fresh series of up to five attempts on the seed schedule).
+   * @throws ApiError RESOURCE_NOT_FOUND, CONFLICT when it is not FAILED
+   */
+  async redeliverNotification(actor: string, profileId: string, webhookId: string, notificationId: string) {
+    return this.webhooks.redeliver(profileId, webhookId, notificationId, (q) =>
+      this.audit(q, actor, 'webhook.notification_redelivered', 'webhook_notification', notificationId, {
+        profile_id: profileId,
+        webhook_id: webhookId,
+      }),
+    );
+  }
+
+  /** Rotate the webhook signing key (published now, signs after `leadMs`); audited. */
+  async rotateSigningKey(actor: string, leadMs?: number) {
+    const k = await this.signingKeys.rotate(leadMs);
+    await this.audit(this.db, actor, 'webhook.signing_key_rotated', 'webhook_signing_key', k.kid, {
+      activates_at: k.activates_at,
+    });
+    return k;
+  }
+
+  /**
+   * Rename a wallet (dashboard); emits WALLET_UPDATED in the same transaction.
+   * @throws ApiError WALLET_NOT_FOUND
+   */
+  async updateWallet(actor: string, profileId: string, walletId: string, input: { name: string | null }) {
+    await this.db.tx(async (q) => {
+      const r = await q.query(
+        'UPDATE wallets SET name = $3 WHERE profile_id = $1 AND wallet_id = $2 RETURNING wallet_id',
+        [profileId, walletId, input.name],
+      );
+      if (r.length === 0) throw new ApiError('WALLET_NOT_FOUND', `no wallet ${walletId} in this profile`);
+      await this.audit(q, actor, 'wallet.updated', 'wallet', walletId, { profile_id: profileId });
+      await emitEvent(q, this.clock, {
+        profileId,
+        type: 'WALLET_UPDATED',
+        data: { wallet_id: walletId, name: input.name },
+      });
+    });
+    return this.store.getWallet(profileId, walletId);
+  }
+
   private webhookView(r: Record<string, unknown>) {
     return {
       webhook_id: r.webhook_id,
@@ -1087,7 +1157,7 @@ export class AdminService {
     profileId: string,
     input: { url: string; event_types: string[]; description?: string | null },
   ) {
-    const url = this.checkWebhookUrl(input.url);
+    const url = await this.checkWebhookTarget(input.url);
     return this.db.tx(async (q) => {
       await this.requireProfile(q, profileId);
       const id = randomUUID();
@@ -1108,7 +1178,7 @@ export class AdminService {
     id: string,
     input: { url?: string; event_types?: string[]; description?: string | null },
   ) {
-    const url = input.url === undefined ? undefined : this.checkWebhookUrl(input.url);
+    const url = input.url === undefined ? undefined : await this.checkWebhookTarget(input.url);
     return this.db.tx(async (q) => {
       const cur = await this.getWebhook(profileId, id, q);
       await q.query(

@@ -3,6 +3,7 @@
  * {@link migrate} on PGlite and on PostgreSQL alike. A migration is never edited once released;
  * changes are new entries. Applied versions are recorded in `schema_migrations`.
  */
+import { WEBHOOKS_MIGRATION_SQL } from '../webhooks/schema.js';
 import type { Db } from './db.js';
 
 /** One migration: a version (strictly increasing), a name and a SQL script. */
@@ -259,6 +260,7 @@ CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON audit_log
   FOR EACH STATEMENT EXECUTE FUNCTION audit_log_append_only();
 `,
   },
+  { version: 2, name: 'webhooks', sql: WEBHOOKS_MIGRATION_SQL },
 ];
 
 /**

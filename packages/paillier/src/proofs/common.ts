@@ -69,6 +69,23 @@ export function auxCanonical(aux: RingPedersen): Canonical {
   return { N: aux.params.N, s: aux.params.s, t: aux.params.t };
 }
 
+/**
+ * Does lhs ≡ A·B^e (mod m) hold, for a unit B ∈ Z*_m and lhs, A ∈ [0, m)? For e < 0 it checks the
+ * equivalent lhs·B^|e| ≡ A (multiply both sides by B^|e|), which avoids inverting B modulo m (an
+ * extended Euclid on up to 6144-bit numbers costs more than the short exponentiation itself).
+ * @param pow b^x mod m for x ≥ 0 (e.g. {@link modPow} or the owner's CRT exponentiation)
+ */
+export function eqTimesPow(
+  lhs: bigint,
+  A: bigint,
+  B: bigint,
+  e: bigint,
+  m: bigint,
+  pow: (base: bigint, exp: bigint) => bigint,
+): boolean {
+  return e >= 0n ? lhs === (A * pow(B, e)) % m : (lhs * pow(B, -e)) % m === A;
+}
+
 /** Run a verification body; any thrown error (malformed input reaching math) becomes a failure. */
 export function guarded(body: () => VerifyResult): VerifyResult {
   try {

@@ -19,6 +19,7 @@ import type { RingPedersen } from '../ring-pedersen.js';
 import {
   auxCanonical,
   big,
+  eqTimesPow,
   fail,
   guarded,
   OK,
@@ -136,16 +137,20 @@ export function verifyEnc(
     for (const f of FIELDS) if (typeof proof[f] !== 'bigint') return fail(`Πenc: ${f} must be a bigint`);
     const b = rangeBounds(level);
     const { S, A, C, z1, z2, z3 } = proof;
-    if (!pk.isCiphertext(statement.K)) return fail('Πenc: K ∉ Z*_N₀²');
-    if (!pk.isCiphertext(A)) return fail('Πenc: A ∉ Z*_N₀²');
+    // one gcd for K, A, z2 together; the individual checks below run only when it fails
+    const units0 = pk.allCiphertexts([statement.K, A], [z2]);
+    if (!units0 && !pk.isCiphertext(statement.K)) return fail('Πenc: K ∉ Z*_N₀²');
+    if (!units0 && !pk.isCiphertext(A)) return fail('Πenc: A ∉ Z*_N₀²');
     if (!allUnits([S, C], aux.N)) return fail('Πenc: S, C must lie in Z*_N̂');
     if (!inSigned(z1, b.ellEps)) return fail('Πenc: z1 ∉ ±2^(ℓ+ε)');
-    if (!allUnits([z2], pk.N)) return fail('Πenc: z2 ∉ Z*_N₀');
+    if (!units0 && !allUnits([z2], pk.N)) return fail('Πenc: z2 ∉ Z*_N₀');
     if (!inSigned(z3, 2n * b.ellEps * aux.N)) return fail('Πenc: z3 too large');
     const e = challenge(ctx, level, aux, statement, S, A, C);
     const lhs = (pk.gammaPow(z1) * modPow(z2, pk.N, pk.N2)) % pk.N2;
-    if (lhs !== (A * modPow(statement.K, e, pk.N2)) % pk.N2) return fail('Πenc: Enc(z1; z2) ≠ A·K^e');
-    if (aux.commit(z1, z3) !== (C * aux.pow(S, e)) % aux.N) return fail('Πenc: s^z1·t^z3 ≠ C·S^e');
+    const powN2 = (x: bigint, y: bigint) => modPow(x, y, pk.N2);
+    if (!eqTimesPow(lhs, A, statement.K, e, pk.N2, powN2)) return fail('Πenc: Enc(z1; z2) ≠ A·K^e');
+    const powNh = (x: bigint, y: bigint) => aux.pow(x, y);
+    if (!eqTimesPow(aux.commit(z1, z3), C, S, e, aux.N, powNh)) return fail('Πenc: s^z1·t^z3 ≠ C·S^e');
     return OK;
   });
 }

@@ -1,0 +1,368 @@
+/**
+ * Signer gateway: the coordinator's side of signing ceremonies (DESIGN §1, §4). The coordinator
+ * sequences, the signers execute and enforce: the gateway sends one `StartCeremony` (kind SIGN,
+ * control.proto) signed with the coordinator's libp2p Ed25519 key to every party of the signing
+ * set — server signers over libp2p `/custodian/control/1` (`@custodian/signer` {@link ControlClient}),
+ * mobile signers through the device hub (WebSocket, `devices/hub.ts`) — waits for every party's
+ * `CeremonyResult`, and maps them to a {@link GatewaySignResult}. The MPC traffic itself flows between
+ * the parties (directly over libp2p between servers, through the coordinator relay for devices),
+ * end-to-end signed and encrypted, so the gateway never sees a share or a nonce.
+ *
+ * Result mapping (first match wins): any party REFUSED → `REFUSED` naming it and the refusal code
+ * (the leading `UPPER_CASE` word of its error, e.g. `POLICY_SIGNATURE_VERIFICATION_FAILED`, else the
+ * error text); any party ABORTED with blame → `ABORTED` naming the blamed parties; a deadline (the
+ * request's, or a party's) → `DEADLINE_EXCEEDED`; a party unreachable or aborted without blame →
+ * `ABORTED` naming it; every party OK with the same signatures → `ok` (a disagreement between the
+ * parties' signatures is `ABORTED` with no culprit). On a deadline or `signal` the ceremony is
+ * aborted on every party (AbortCeremony), best effort.
+ */
+import type { ControlClient } from '@custodian/signer';
+import {
+  type Approval,
+  CeremonyKind,
+  type CeremonyResult,
+  KeyAlgorithm,
+  Outcome,
+  type SignedPolicy,
+  type SignRequest,
+  type StartCeremony,
+  type TransferIntent,
+} from '@custodian/wire';
+import { secp256k1 } from '@noble/curves/secp256k1.js';
+import { bytesToHex, equalBytes } from '@noble/curves/utils.js';
+
+/** A party of a signing set: a server signer or a mobile device, by the coordinator's record id. */
+export interface SignParty {
+  kind: 'server' | 'device';
+  /** `signer_id` (servers) or `device_id` (devices) of the coordinator's records. */
+  id: string;
+}
+
+/** What the signers check before contributing (packages/wire/src/evidence.ts). */
+export interface SignEvidence {
+  intent: TransferIntent;
+  policy: SignedPolicy | null;
+  approvals: Approval[];
+  /** JSON the chains `recompute…Digests(fields, context)` needs. */
+  chainContext: string;
+}
+
+/** One signing request. */
+export interface GatewaySignRequest {
+  keyId: string;
+  algorithm: 'SECP256K1_ECDSA' | 'SECP256K1_TAPROOT' | 'ED25519';
+  /** The t signers, in key party order. */
+  parties: SignParty[];
+  /** Non-hardened BIP32 path (indices < 2^31) applied as an additive tweak. */
+  derivationPath: number[];
+  /** 32-byte digests (secp256k1), or messages of any length (Ed25519); 1..64 of them. */
+  digests: Uint8Array[];
+  /** BIP341 script tree root (32 bytes), Taproot only. */
+  taprootMerkleRoot?: Uint8Array;
+  evidence: SignEvidence;
+  deadline: Date;
+  signal?: AbortSignal;
+}
+
+/** Outcome of {@link SignerGateway.sign}. */
+export type GatewaySignResult =
+  | {
+      ok: true;
+      /**
+       * One per digest, in order. ECDSA: 64-byte r‖s (low-s) and `recovery` (0..3, the y-parity bit
+       * of R, plus 2 if r overflowed); Taproot: 64-byte BIP340; Ed25519: 64-byte RFC 8032.
+       * `publicKey`: the derived (tweaked) verification key — 33-byte SEC1 compressed (ECDSA),
+       * 32-byte x-only (Taproot), 32-byte (Ed25519).
+       */
+      signatures: { signature: Uint8Array; recovery?: number; publicKey: Uint8Array }[];
+    }
+  | { ok: false; reason: 'REFUSED'; refusal: string; by: SignParty }
+  | { ok: false; reason: 'ABORTED'; culprits: SignParty[]; message: string }
+  | { ok: false; reason: 'DEADLINE_EXCEEDED' };
+
+/** Runs signing ceremonies. */
+export interface SignerGateway {
+  /** Never rejects for ceremony failures (those are results); rejects only for a caller bug (bad request shape). */
+  sign(req: GatewaySignRequest): Promise<GatewaySignResult>;
+}
+
+/** Resolves the coordinator's party records to MPC peer ids (libp2p Ed25519 peer id strings). */
+export interface PartyDirectory {
+  /**
+   * Peer id of a party: a server signer's libp2p peer id, or a device's MPC identity peer id
+   * (the Ed25519 key the device announced when it connected).
+   * @throws Error when the party is unknown or not usable (removed signer, unapproved device)
+   */
+  peerIdOf(party: SignParty): Promise<string>;
+}
+
+/**
+ * Carries a StartCeremony to device parties (implemented by the device hub, `devices/hub.ts`).
+ * Absent: device parties are refused with `ABORTED` naming them.
+ */
+export interface DeviceCeremonyPort {
+  /** Run the device's part of a ceremony; resolves with its result (rejects when the device is offline or silent). */
+  startCeremony(deviceId: string, start: StartCeremony): Promise<CeremonyResult>;
+  /** Best-effort abort. */
+  abortCeremony(deviceId: string, ceremonyId: Uint8Array, reason: string): Promise<void>;
+}
+
+/** Components of {@link createSignerGateway}. */
+export interface SignerGatewayInit {
+  control: ControlClient;
+  directory: PartyDirectory;
+  devices?: DeviceCeremonyPort;
+  /** Adds the evidence fields of the SignRequest (control.proto 16–31); default: transfer fields only. */
+  evidenceFields?: (e: SignEvidence) => Partial<SignRequest>;
+  /** Extra slack after the deadline for the parties' responses to arrive, ms. Default 10 000. */
+  responseSlackMs?: number;
+}
+
+const ALGORITHMS = {
+  SECP256K1_ECDSA: KeyAlgorithm.SECP256K1_ECDSA,
+  SECP256K1_TAPROOT: KeyAlgorithm.SECP256K1_TAPROOT,
+  ED25519: KeyAlgorithm.ED25519,
+} as const;
+
+/** The refusal code of a REFUSED result: its leading UPPER_SNAKE word, else the whole text. */
+export function refusalCode(error: string | undefined): string {
+  const m = /^([A-Z][A-Z0-9_]{2,})\b/.exec(error ?? '');
+  return m?.[1] ?? (error || 'REFUSED');
+}
+
+/** Transfer fields of a SignRequest from the intent (informational; signers recompute what they enforce). */
+function transferFields(e: SignEvidence): SignRequest['transfer'] {
+  const i = e.intent;
+  return {
+    transferId: i.transfer_id,
+    chain: i.blockchain,
+    asset: i.asset_id,
+    source: i.source_address,
+    destination: i.destination_address,
+    amount: i.amount,
+  };
+}
+
+/**
+ * ECDSA recovery id of a 64-byte compact signature over a 32-byte digest for a 33-byte key.
+ * @throws Error when no recovery id recovers the key (not a valid signature)
+ */
+export function ecdsaRecovery(signature: Uint8Array, digest: Uint8Array, publicKey: Uint8Array): number {
+  for (let bit = 0; bit < 4; bit++) {
+    try {
+      const p = secp256k1.Signature.fromBytes(signature, 'compact').addRecoveryBit(bit).recoverPublicKey(digest);
+      if (equalBytes(p.toBytes(true), publicKey)) return bit;
+    } catch {
+      // this bit does not recover a point
+    }
+  }
+  throw new Error('ECDSA signature: no recovery id recovers the public key');
+}
+
+function validate(req: GatewaySignRequest): void {
+  if (typeof req.keyId !== 'string' || req.keyId.length === 0) throw new TypeError('keyId: non-empty string');
+  if (!(req.algorithm in ALGORITHMS)) throw new RangeError(`algorithm: unknown ${String(req.algorithm)}`);
+  if (!Array.isArray(req.parties) || req.parties.length === 0) throw new RangeError('parties: at least one');
+  const seen = new Set<string>();
+  for (const [i, p] of req.parties.entries()) {
+    if ((p.kind !== 'server' && p.kind !== 'device') || typeof p.id !== 'string' || p.id === '')
+      throw new TypeError(`parties[${i}]: {kind: server|device, id}`);
+    const k = `${p.kind}:${p.id}`;
+    if (seen.has(k)) throw new RangeError(`parties[${i}]: duplicate`);
+    seen.add(k);
+  }
+  if (!Array.isArray(req.digests) || req.digests.length < 1 || req.digests.length > 64)
+    throw new RangeError('digests: 1..64 expected');
+  for (const [i, d] of req.digests.entries()) {
+    if (!(d instanceof Uint8Array)) throw new TypeError(`digests[${i}]: Uint8Array`);
+    if (req.algorithm !== 'ED25519' && d.length !== 32) throw new RangeError(`digests[${i}]: 32 bytes`);
+  }
+  if (!(req.deadline instanceof Date) || Number.isNaN(req.deadline.getTime()))
+    throw new TypeError('deadline: a valid Date');
+}
+
+/** Run one ceremony on every party; maps server/device dispatch and abort. Shared with the master key client. */
+export interface PartyDispatch {
+  party: SignParty;
+  peerId: string;
+}
+
+/**
+ * Send `start` to every party and collect the results (a party that fails to answer yields a
+ * synthetic ABORTED result with its error). Aborts everywhere when `signal` fires.
+ */
+export async function dispatchCeremony(
+  init: Pick<SignerGatewayInit, 'control' | 'devices' | 'responseSlackMs'>,
+  targets: readonly PartyDispatch[],
+  start: StartCeremony,
+  signal?: AbortSignal,
+): Promise<{ party: SignParty; result: CeremonyResult; unreachable: boolean }[]> {
+  const slack = init.responseSlackMs ?? 10_000;
+  const timeoutMs = Math.max(1000, Number(start.deadlineUnixMs) - Date.now() + slack);
+  const abortAll = (reason: string) => {
+    for (const t of targets) {
+      const p =
+        t.party.kind === 'server'
+          ? init.control.send(t.peerId, { abort: { ceremonyId: start.ceremonyId, reason } }, 10_000)
+          : (init.devices?.abortCeremony(t.party.id, start.ceremonyId, reason) ?? Promise.resolve());
+      p.catch(() => undefined);
+    }
+  };
+  const onAbort = () => abortAll(String(signal?.reason ?? 'aborted by the coordinator'));
+  signal?.addEventListener('abort', onAbort, { once: true });
+  const deadlineTimer = setTimeout(() => abortAll('deadline exceeded'), Math.max(0, timeoutMs - slack + 500));
+  deadlineTimer.unref?.();
+  try {
+    return await Promise.all(
+      targets.map(async (t) => {
+        try {
+          let result: CeremonyResult;
+          if (t.party.kind === 'server') {
+            result = await init.control.startCeremony(t.peerId, start, timeoutMs);
+          } else {
+            if (!init.devices) throw new Error('no device hub configured');
+            result = await withTimeout(init.devices.startCeremony(t.party.id, start), timeoutMs);
+          }
+          return { party: t.party, result, unreachable: false };
+        } catch (e) {
+          const msg = e instanceof Error ? e.message : String(e);
+          return {
+            party: t.party,
+            result: { ceremonyId: start.ceremonyId, outcome: Outcome.ABORTED, error: `unreachable: ${msg}` },
+            unreachable: true,
+          };
+        }
+      }),
+    );
+  } finally {
+    clearTimeout(deadlineTimer);
+    signal?.removeEventListener('abort', onAbort);
+  }
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    t.unref?.();
+    p.then(
+      (v) => {
+        clearTimeout(t);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(t);
+        reject(e);
+      },
+    );
+  });
+}
+
+/** Random 24-byte ceremony id. */
+export function newCeremonyId(): Uint8Array {
+  const id = new Uint8Array(24);
+  globalThis.crypto.getRandomValues(id);
+  return id;
+}
+
+/** Build a gateway over the control client (server signers) and, when given, the device hub. */
+export function createSignerGateway(init: SignerGatewayInit): SignerGateway {
+  return {
+    async sign(req) {
+      validate(req);
+      if (req.signal?.aborted || req.deadline.getTime() <= Date.now()) return { ok: false, reason: 'DEADLINE_EXCEEDED' };
+      const targets: PartyDispatch[] = [];
+      for (const party of req.parties) {
+        try {
+          targets.push({ party, peerId: await init.directory.peerIdOf(party) });
+        } catch (e) {
+          return {
+            ok: false,
+            reason: 'ABORTED',
+            culprits: [party],
+            message: `party unavailable: ${e instanceof Error ? e.message : String(e)}`,
+          };
+        }
+      }
+      const algorithm = ALGORITHMS[req.algorithm];
+      const sign: SignRequest = {
+        keyId: req.keyId,
+        algorithm,
+        derivationPath: [...req.derivationPath],
+        digests: req.digests.map((d) => Uint8Array.from(d)),
+        transfer: transferFields(req.evidence),
+        ...(req.taprootMerkleRoot ? { taprootMerkleRoot: Uint8Array.from(req.taprootMerkleRoot) } : {}),
+        ...(init.evidenceFields ? init.evidenceFields(req.evidence) : {}),
+      };
+      const start: StartCeremony = {
+        ceremonyId: newCeremonyId(),
+        kind: CeremonyKind.SIGN,
+        parties: targets.map((t) => ({ peerId: t.peerId })),
+        threshold: 0,
+        deadlineUnixMs: req.deadline.getTime(),
+        sign,
+      };
+      const results = await dispatchCeremony(init, targets, start, req.signal);
+      return mapSignResults(req, targets, results);
+    },
+  };
+}
+
+/** Map the parties' results of a SIGN ceremony (see the module comment for the precedence). */
+export function mapSignResults(
+  req: Pick<GatewaySignRequest, 'algorithm' | 'digests'>,
+  targets: readonly PartyDispatch[],
+  results: readonly { party: SignParty; result: CeremonyResult; unreachable: boolean }[],
+): GatewaySignResult {
+  const byPeer = new Map(targets.map((t) => [t.peerId, t.party]));
+  const refused = results.find((r) => r.result.outcome === Outcome.REFUSED);
+  if (refused) return { ok: false, reason: 'REFUSED', refusal: refusalCode(refused.result.error), by: refused.party };
+  const blamed = results.find((r) => r.result.outcome === Outcome.ABORTED && (r.result.blame?.length ?? 0) > 0);
+  if (blamed) {
+    const culprits = [
+      ...new Map(
+        (blamed.result.blame ?? [])
+          .map((b) => byPeer.get(b.peerId))
+          .filter((p): p is SignParty => p !== undefined)
+          .map((p) => [`${p.kind}:${p.id}`, p]),
+      ).values(),
+    ];
+    return { ok: false, reason: 'ABORTED', culprits, message: blamed.result.error ?? 'aborted' };
+  }
+  if (results.some((r) => r.result.outcome === Outcome.DEADLINE_EXCEEDED)) return { ok: false, reason: 'DEADLINE_EXCEEDED' };
+  const failed = results.filter((r) => r.result.outcome !== Outcome.OK);
+  if (failed.length > 0) {
+    return {
+      ok: false,
+      reason: 'ABORTED',
+      culprits: failed.filter((r) => r.unreachable).map((r) => r.party),
+      message: failed.map((r) => `${r.party.kind} ${r.party.id}: ${r.result.error ?? 'failed'}`).join('; '),
+    };
+  }
+  const first = results[0]?.result.signatures ?? [];
+  const agree = results.every((r) => {
+    const s = r.result.signatures ?? [];
+    return (
+      s.length === first.length &&
+      s.every((x, i) => equalBytes(x.signature, first[i]?.signature ?? new Uint8Array(0)))
+    );
+  });
+  if (!agree || first.length !== req.digests.length)
+    return { ok: false, reason: 'ABORTED', culprits: [], message: 'parties returned different signatures' };
+  try {
+    return {
+      ok: true,
+      signatures: first.map((s, i) => ({
+        signature: s.signature,
+        publicKey: s.publicKey,
+        ...(req.algorithm === 'SECP256K1_ECDSA'
+          ? { recovery: ecdsaRecovery(s.signature, req.digests[i] as Uint8Array, s.publicKey) }
+          : {}),
+      })),
+    };
+  } catch (e) {
+    return { ok: false, reason: 'ABORTED', culprits: [], message: e instanceof Error ? e.message : String(e) };
+  }
+}
+
+/** Hex of a ceremony id (logs, records). */
+export const ceremonyIdHex = (id: Uint8Array): string => bytesToHex(id);

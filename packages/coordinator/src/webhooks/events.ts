@@ -1,0 +1,316 @@
+/**
+ * Webhook event types of seed §6, with the trigger of each (seed §6 rule 4 leaves them "not
+ * shown"; these are our definitions, published in the OpenAPI document) and the shape of `data`.
+ *
+ * Events whose subsystem does not exist yet (transfers, chain indexer, policies, refresh ceremony)
+ * are emitted by that subsystem through {@link emitEvent} when it lands; their triggers are
+ * defined here already so the contract is fixed.
+ */
+
+/** Every event type of seed §6, in the seed's order. New types may be added without a version change (seed §9). */
+export const WEBHOOK_EVENT_TYPES = [
+  'TRANSFER_CREATED',
+  'TRANSFER_UPDATED',
+  'TRANSFER_DELIVERED',
+  'TRANSFER_FAILED',
+  'BALANCE_UPDATED',
+  'TRANSACTION_DETECTED',
+  'WALLET_CREATED',
+  'WALLET_UPDATED',
+  'WALLET_DELETED',
+  'POLICY_CREATED',
+  'POLICY_UPDATED',
+  'POLICY_DELETED',
+  'ADDRESS_CREATED',
+  'ADDRESS_UPDATED',
+  'ADDRESS_DELETED',
+  'WALLET_GROUP_CREATED',
+  'WALLET_GROUP_UPDATED',
+  'WALLET_GROUP_DELETED',
+  'WALLET_GROUP_USER_ASSIGNED',
+  'ADDRESS_GROUP_CREATED',
+  'ADDRESS_GROUP_UPDATED',
+  'ADDRESS_GROUP_DELETED',
+  'SERVER_CREATED',
+  'SERVER_DELETED',
+  'REFRESH_KEY_SHARES',
+  'DEVICE_CREATED',
+  'DEVICE_STATUS_CHANGED',
+  'DEVICE_REMOVED',
+  'CERTIFICATE_READY',
+  'USER_CREATED',
+  'USER_ROLE_UPDATED',
+  'USER_BLOCKED',
+  'USER_UNBLOCKED',
+  'USER_PASSWORD_RESET_INITIATED',
+  'POLICY_SIGNATURE_VERIFICATION_FAILED',
+  'ROLE_SCOPE_LOGIN',
+  'GEO_ANOMALY_DETECTED',
+] as const;
+
+/** One event type. */
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+/** Set form of {@link WEBHOOK_EVENT_TYPES}. */
+export const WEBHOOK_EVENT_TYPE_SET: ReadonlySet<string> = new Set(WEBHOOK_EVENT_TYPES);
+
+const uuid = { type: 'string', format: 'uuid' } as const;
+const str = { type: 'string' } as const;
+const time = { type: 'string', format: 'date-time' } as const;
+const obj = (properties: Record<string, unknown>, required = Object.keys(properties)) => ({
+  type: 'object',
+  additionalProperties: true,
+  required,
+  properties,
+});
+
+const transfer = obj(
+  {
+    transfer_id: uuid,
+    wallet_id: uuid,
+    asset_id: uuid,
+    destination_address: str,
+    amount: { type: 'string', description: 'decimal string in asset units' },
+    status: str,
+    sub_status: { type: ['string', 'null'] },
+    external_id: { type: ['string', 'null'], description: "the caller's reference (seed §6 rule 6)" },
+    tx_hash: { type: ['string', 'null'] },
+  },
+  ['transfer_id', 'wallet_id', 'status', 'external_id'],
+);
+const wallet = obj(
+  { wallet_id: uuid, name: { type: ['string', 'null'] }, blockchain_ids: { type: 'array', items: uuid } },
+  ['wallet_id'],
+);
+const address = obj(
+  { address_id: uuid, wallet_id: uuid, blockchain_id: uuid, address: str, address_type: str, derivation_path: str },
+  ['address_id', 'wallet_id', 'blockchain_id', 'address'],
+);
+const walletGroup = obj(
+  {
+    wallet_group_id: uuid,
+    name: str,
+    wallet_ids: { type: 'array', items: uuid },
+    user_ids: { type: 'array', items: uuid },
+  },
+  ['wallet_group_id', 'name'],
+);
+const addressGroup = obj(
+  {
+    address_group_id: uuid,
+    name: str,
+    entries: { type: 'array', items: obj({ blockchain_id: uuid, address: str, label: { type: ['string', 'null'] } }) },
+  },
+  ['address_group_id', 'name'],
+);
+const policy = obj({ policy_id: uuid, version: { type: 'integer' }, wallet_id: { type: ['string', 'null'] } }, [
+  'policy_id',
+]);
+const server = obj({ signer_id: uuid, name: str, peer_id: str }, ['signer_id']);
+const device = obj({ device_id: uuid, name: str, platform: str, status: str, fingerprint: str }, [
+  'device_id',
+  'status',
+]);
+const user = obj({ user_id: uuid, email: str, role: str }, ['user_id']);
+
+/** Trigger and `data` schema of every event type (OpenAPI `x-webhook-events` and docs/webhooks.md). */
+export const WEBHOOK_EVENT_DOCS: Record<WebhookEventType, { trigger: string; data: object }> = {
+  TRANSFER_CREATED: {
+    trigger: 'A transfer is created (API or dashboard), status PENDING. Emitted by the transfer pipeline.',
+    data: transfer,
+  },
+  TRANSFER_UPDATED: {
+    trigger: 'Every persisted transfer status change (DESIGN.md §7). Emitted by the transfer pipeline.',
+    data: transfer,
+  },
+  TRANSFER_DELIVERED: {
+    trigger: 'A SENT transfer is confirmed on chain. Emitted by the pipeline/indexer.',
+    data: transfer,
+  },
+  TRANSFER_FAILED: {
+    trigger: 'A transfer reaches REJECTED, REJECTED_BY_POLICY, NO_POLICY_FOUND, EXPIRED or FAILED (with sub_status).',
+    data: transfer,
+  },
+  BALANCE_UPDATED: {
+    trigger:
+      'After confirmation, when a wallet balance actually changes (seed §6 rule 2). Emitted by the chain indexer.',
+    data: obj({ wallet_id: uuid, blockchain_id: uuid, asset_id: uuid, amount: str, amount_base_units: str }),
+  },
+  TRANSACTION_DETECTED: {
+    trigger:
+      "An on-chain transaction is first seen on one of the profile's addresses, possibly unconfirmed (seed §6 rule 1).",
+    data: obj({ wallet_id: uuid, blockchain_id: uuid, address: str, tx_hash: str, confirmed: { type: 'boolean' } }, [
+      'wallet_id',
+      'blockchain_id',
+      'tx_hash',
+    ]),
+  },
+  WALLET_CREATED: { trigger: 'A wallet is created (REST API or admin API).', data: wallet },
+  WALLET_UPDATED: { trigger: 'A wallet is renamed (admin API `PATCH …/wallets/{wallet_id}`).', data: wallet },
+  WALLET_DELETED: {
+    trigger: 'Reserved: wallets cannot be deleted yet (funds safety); no trigger today.',
+    data: wallet,
+  },
+  POLICY_CREATED: { trigger: 'A policy is created. Emitted by the policy module.', data: policy },
+  POLICY_UPDATED: { trigger: 'A new signed policy version is stored. Emitted by the policy module.', data: policy },
+  POLICY_DELETED: { trigger: 'A policy is deleted. Emitted by the policy module.', data: policy },
+  ADDRESS_CREATED: {
+    trigger: 'A deposit address is derived: the first ones at wallet creation and every additional one.',
+    data: address,
+  },
+  ADDRESS_UPDATED: { trigger: 'Reserved: addresses are immutable today; no trigger.', data: address },
+  ADDRESS_DELETED: {
+    trigger: 'Reserved: addresses are never deleted (deposits may still arrive); no trigger.',
+    data: address,
+  },
+  WALLET_GROUP_CREATED: { trigger: 'A wallet group is created (admin API).', data: walletGroup },
+  WALLET_GROUP_UPDATED: { trigger: 'A wallet group is renamed or its wallets change (admin API).', data: walletGroup },
+  WALLET_GROUP_DELETED: { trigger: 'A wallet group is deleted (admin API).', data: walletGroup },
+  WALLET_GROUP_USER_ASSIGNED: {
+    trigger: 'A user is assigned to (or removed from: `assigned: false`) a wallet group (admin API).',
+    data: obj({ wallet_group_id: uuid, user_id: uuid, assigned: { type: 'boolean' } }),
+  },
+  ADDRESS_GROUP_CREATED: { trigger: 'An address group (address-book set) is created (admin API).', data: addressGroup },
+  ADDRESS_GROUP_UPDATED: {
+    trigger: 'An address group is renamed or its entries change (admin API).',
+    data: addressGroup,
+  },
+  ADDRESS_GROUP_DELETED: { trigger: 'An address group is deleted (admin API).', data: addressGroup },
+  SERVER_CREATED: {
+    trigger: 'A server signer is registered (admin API). Instance-wide: sent to every profile.',
+    data: server,
+  },
+  SERVER_DELETED: { trigger: 'A server signer is removed (admin API). Instance-wide.', data: server },
+  REFRESH_KEY_SHARES: {
+    trigger:
+      'A key refresh ceremony completes (same public key, new shares; DESIGN.md §3). Emitted by the ceremony runner. Instance-wide.',
+    data: obj({ master_key_id: uuid, ceremony_id: uuid }),
+  },
+  DEVICE_CREATED: {
+    trigger: 'A mobile device submits an enrollment request (status PENDING). Instance-wide.',
+    data: device,
+  },
+  DEVICE_STATUS_CHANGED: {
+    trigger: 'An Admin approves or rejects a PENDING device (`previous_status` → `status`). Instance-wide.',
+    data: device,
+  },
+  DEVICE_REMOVED: { trigger: 'An Admin removes a device. Instance-wide.', data: device },
+  CERTIFICATE_READY: {
+    trigger:
+      "A device's enrollment completes: an Admin approved it after the fingerprint check, so its identity key is " +
+      'certified for this instance (emitted right after DEVICE_STATUS_CHANGED → APPROVED). Instance-wide.',
+    data: device,
+  },
+  USER_CREATED: {
+    trigger: 'A dashboard user is created (the first Admin at init, or by an Admin). Instance-wide.',
+    data: user,
+  },
+  USER_ROLE_UPDATED: {
+    trigger: "A user's role changes (`previous_role` → `role`). Instance-wide.",
+    data: obj({ user_id: uuid, email: str, role: str, previous_role: str }),
+  },
+  USER_BLOCKED: { trigger: 'A user is blocked (sessions revoked). Instance-wide.', data: user },
+  USER_UNBLOCKED: { trigger: 'A user is unblocked. Instance-wide.', data: user },
+  USER_PASSWORD_RESET_INITIATED: {
+    trigger: "An Admin resets a user's password (the user's sessions are revoked). Instance-wide.",
+    data: user,
+  },
+  POLICY_SIGNATURE_VERIFICATION_FAILED: {
+    trigger:
+      "A policy's admin-device signature fails verification (DESIGN.md §1). Emitted by the policy module and signers.",
+    data: obj({ policy_id: uuid, reason: str }, ['reason']),
+  },
+  ROLE_SCOPE_LOGIN: {
+    trigger:
+      'A dashboard session is opened (password + second factor succeeded); `role` is the scope the session carries. ' +
+      'Instance-wide.',
+    data: obj({ user_id: uuid, email: str, role: str, method: { type: 'string', enum: ['email', 'totp'] } }),
+  },
+  GEO_ANOMALY_DETECTED: {
+    trigger:
+      'Reserved: needs a GeoIP source the instance does not ship; the login path will emit it when one is configured. No trigger today.',
+    data: obj({ user_id: uuid, ip: str }),
+  },
+};
+
+/** The delivery body schema (seed §2 "Webhook delivery body"). */
+export const WEBHOOK_BODY_SCHEMA = {
+  type: 'object',
+  required: ['event_id', 'event_type', 'profile_id', 'timestamp', 'data'],
+  properties: {
+    event_id: { ...uuid, description: 'Unique per event; equal to X-Webhook-Event-ID; stable across retries' },
+    event_type: { type: 'string', description: 'One of the seed §6 types; receivers log and ignore unknown types' },
+    profile_id: uuid,
+    timestamp: { ...time, description: 'When the event happened, ISO 8601 UTC (not the signing time)' },
+    data: { type: 'object', description: 'Depends on event_type (see x-webhook-events)' },
+  },
+} as const;
+
+/**
+ * The OpenAPI 3.1 `webhooks` object: one entry per event type, documenting its trigger, the five
+ * headers of seed §6 and the delivery body with that type's `data` shape.
+ */
+export function openApiWebhooks(): Record<string, unknown> {
+  const header = (description: string, schema: object = { type: 'string' }) => ({
+    required: true,
+    description,
+    schema,
+  });
+  const parameters = [
+    { name: 'Content-Type', in: 'header', ...header('Always application/json') },
+    {
+      name: 'X-Webhook-Signature',
+      in: 'header',
+      ...header(
+        'Detached JWS (RFC 7515 appendix F) ES256: `<headerB64>..<signatureB64>`; header {"alg":"ES256","kid"}; signing input ' +
+          'headerB64 + "." + base64url(<X-Webhook-Timestamp> + "." + <raw body>); signature raw R‖S (64 bytes) base64url. ' +
+          'Keys: GET /.well-known/jwks.json.',
+      ),
+    },
+    {
+      name: 'X-Webhook-Timestamp',
+      in: 'header',
+      ...header('Unix time in seconds used for signing', { type: 'string', pattern: '^[0-9]+$' }),
+    },
+    { name: 'X-Webhook-Event-Type', in: 'header', ...header('The event type (same as body.event_type)') },
+    {
+      name: 'X-Webhook-Event-ID',
+      in: 'header',
+      ...header('Unique per-event UUID (same as body.event_id); the deduplication key', {
+        type: 'string',
+        format: 'uuid',
+      }),
+    },
+  ];
+  const out: Record<string, unknown> = {};
+  for (const t of WEBHOOK_EVENT_TYPES) {
+    const d = WEBHOOK_EVENT_DOCS[t];
+    out[t] = {
+      post: {
+        summary: t,
+        description:
+          `Trigger: ${d.trigger} Delivered with HTTPS POST to every webhook of the profile subscribed to ${t}; ` +
+          'answer 2xx within 30 s, otherwise retried 30 s, 2 min, 10 min and 30 min after the previous attempt, ' +
+          'then FAILED. At-least-once: deduplicate on X-Webhook-Event-ID.',
+        parameters,
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                ...WEBHOOK_BODY_SCHEMA,
+                properties: {
+                  ...WEBHOOK_BODY_SCHEMA.properties,
+                  event_type: { type: 'string', const: t },
+                  data: d.data,
+                },
+              },
+            },
+          },
+        },
+        responses: { '200': { description: 'Any 2xx acknowledges the delivery' } },
+      },
+    };
+  }
+  return out;
+}

@@ -1,0 +1,290 @@
+/**
+ * Signer-side enforcement (enforce.ts) against a real encrypted LevelDB store: the coordinator-
+ * compromise cases (non-whitelisted destination, forged / foreign / too few approvals, a rejecting
+ * approver, a tampered or untrusted policy, digests not matching the fields), the daily limit from
+ * the signer's own ledger (including concurrent requests), and the re-signing rules.
+ */
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { type EthereumContext, ethereumAddress, recomputeEthereumDigests } from '@custodian/chains';
+import { bytesToHex } from '@custodian/crypto';
+import {
+  KeyAlgorithm,
+  type PolicyDocument,
+  type SignedPolicy,
+  type SignRequest,
+  signApproval,
+  signPolicy,
+  type TransferIntent,
+} from '@custodian/wire';
+import { p256 } from '@noble/curves/nist.js';
+import { secp256k1 } from '@noble/curves/secp256k1.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EvidenceRefused, enforceTransferEvidence, type EnforcementTrust, SecureStore } from '../src/index.js';
+import { tempDir } from './cluster.js';
+
+const adminSk = p256.utils.randomSecretKey();
+const otherAdminSk = p256.utils.randomSecretKey();
+const dev1 = p256.utils.randomSecretKey();
+const dev2 = p256.utils.randomSecretKey();
+const strangerSk = p256.utils.randomSecretKey();
+const pub = (sk: Uint8Array) => bytesToHex(p256.getPublicKey(sk, true));
+const trust: EnforcementTrust = {
+  trustedAdminKeys: [pub(adminSk)],
+  approverKeys: new Map([
+    ['dev-1', pub(dev1)],
+    ['dev-2', pub(dev2)],
+  ]),
+};
+
+const fromPub = secp256k1.getPublicKey(secp256k1.utils.randomSecretKey(), true);
+const from = ethereumAddress(fromPub);
+const dest = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
+const other = '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC';
+const path = [44, 60, 0, 0, 0];
+const profile = '11111111-1111-4111-8111-111111111111';
+const wallet = '22222222-2222-4222-8222-222222222222';
+const asset = '33333333-3333-4333-8333-333333333333';
+
+const policyDoc: PolicyDocument = {
+  policy_id: '44444444-4444-4444-8444-444444444444',
+  version: 1,
+  profile_id: profile,
+  scope: { wallet_ids: null, blockchain: 'ethereum-local', asset_id: null },
+  whitelist: [dest],
+  per_transaction_limit: '1000',
+  daily_limit: '1500',
+  approvals: { quorum: 2, above_amount: '500' },
+  created_at: '2026-01-01T00:00:00.000Z',
+};
+const policy = signPolicy(policyDoc, 'admin-phone', adminSk);
+
+let n = 0;
+function intent(over: Partial<TransferIntent> = {}): TransferIntent {
+  n++;
+  return {
+    transfer_id: `55555555-5555-4555-8555-${String(n).padStart(12, '0')}`,
+    profile_id: profile,
+    wallet_id: wallet,
+    blockchain: 'ethereum-local',
+    asset_id: asset,
+    asset_symbol: 'ETH',
+    asset_decimals: 18,
+    asset_contract: null,
+    source_address: from,
+    destination_address: dest,
+    amount: '100',
+    derivation_path: path,
+    key_algorithm: 'SECP256K1_ECDSA',
+    key_id: 'key-1',
+    created_at: '2026-03-04T10:00:00.000Z',
+    ...over,
+  };
+}
+
+function context(nonce: number, fee = '2000000000'): EthereumContext {
+  return {
+    chainId: 31337,
+    from,
+    fromPublicKey: bytesToHex(fromPub),
+    fromPath: path,
+    nonce,
+    gas: '21000',
+    maxFeePerGas: fee,
+    maxPriorityFeePerGas: '1000000000',
+  };
+}
+
+function request(
+  i: TransferIntent,
+  opts: {
+    policy?: SignedPolicy | null;
+    approvals?: ReturnType<typeof signApproval>[];
+    ctx?: EthereumContext;
+    digestsFrom?: TransferIntent;
+  } = {},
+): SignRequest {
+  const ctx = opts.ctx ?? context(n);
+  const src = opts.digestsFrom ?? i;
+  const digests = recomputeEthereumDigests(
+    { asset: { kind: 'native' }, destination: src.destination_address, amount: BigInt(src.amount) },
+    ctx,
+  ).map((d) => d.digest);
+  const approvals = opts.approvals ?? [
+    signApproval(i, 'APPROVE', 'dev-1', dev1, '2026-03-04T10:00:01.000Z'),
+    ...(BigInt(i.amount) > 500n ? [signApproval(i, 'APPROVE', 'dev-2', dev2, '2026-03-04T10:00:02.000Z')] : []),
+  ];
+  return {
+    keyId: 'key-1',
+    algorithm: KeyAlgorithm.SECP256K1_ECDSA,
+    derivationPath: path,
+    digests,
+    evidence: {
+      intentJson: JSON.stringify(i),
+      policyJson: opts.policy === null ? '' : JSON.stringify(opts.policy ?? policy),
+      approvalsJson: approvals.map((a) => JSON.stringify(a)),
+      chainContextJson: JSON.stringify(ctx),
+    },
+  };
+}
+
+let store: SecureStore;
+let dir = '';
+beforeAll(async () => {
+  dir = tempDir('enforce');
+  store = await SecureStore.open(join(dir, 'db'), 'pass', { N: 1 << 10, r: 8, p: 1 });
+});
+afterAll(async () => {
+  await store?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function refusal(req: SignRequest): Promise<string> {
+  try {
+    const v = await enforceTransferEvidence(store, req, trust);
+    v.release();
+    return 'ACCEPTED';
+  } catch (e) {
+    expect(e).toBeInstanceOf(EvidenceRefused);
+    return (e as EvidenceRefused).code;
+  }
+}
+
+/** Accept and commit (as the ceremony does after a produced signature). */
+async function signAndCommit(req: SignRequest): Promise<void> {
+  const v = await enforceTransferEvidence(store, req, trust);
+  await store.batch([v.ledgerOp]);
+  v.release();
+}
+
+describe('signer-side enforcement (coordinator-compromise cases)', () => {
+  it('accepts a whitelisted transfer within limits with one valid approval', async () => {
+    expect(await refusal(request(intent()))).toBe('ACCEPTED');
+  });
+
+  it('refuses a destination outside the whitelist', async () => {
+    expect(await refusal(request(intent({ destination_address: other })))).toBe('DESTINATION_NOT_WHITELISTED');
+  });
+
+  it('refuses above the per-transaction limit', async () => {
+    const i = intent({ amount: '1001' });
+    const a = [
+      signApproval(i, 'APPROVE', 'dev-1', dev1, 'x'),
+      signApproval(i, 'APPROVE', 'dev-2', dev2, 'x'),
+    ];
+    expect(await refusal(request(i, { approvals: a }))).toBe('TRANSACTION_LIMIT_EXCEEDED');
+  });
+
+  it('refuses forged, foreign and too few approvals, and a rejection', async () => {
+    const i = intent({ amount: '600' });
+    const good = signApproval(i, 'APPROVE', 'dev-1', dev1, 'x');
+    // quorum 2 above 500: one approval is not enough
+    expect(await refusal(request(i, { approvals: [good] }))).toBe('INSUFFICIENT_APPROVALS');
+    // the same device twice counts once
+    expect(await refusal(request(i, { approvals: [good, good] }))).toBe('INSUFFICIENT_APPROVALS');
+    // a forged signature (bytes flipped)
+    const forged = { ...signApproval(i, 'APPROVE', 'dev-2', dev2, 'x') };
+    const sig = forged.signature;
+    const bad = { ...forged, signature: `${sig.slice(0, 10)}${sig[10] === '0' ? '1' : '0'}${sig.slice(11)}` };
+    expect(await refusal(request(i, { approvals: [good, bad] }))).toBe('APPROVAL_SIGNATURE_INVALID');
+    // a device not among the key's approvers, claiming an approver's id
+    const stranger = signApproval(i, 'APPROVE', 'dev-2', strangerSk, 'x');
+    expect(await refusal(request(i, { approvals: [good, stranger] }))).toBe('APPROVAL_SIGNATURE_INVALID');
+    // an approval of another transfer
+    const elsewhere = signApproval(intent(), 'APPROVE', 'dev-2', dev2, 'x');
+    expect(await refusal(request(i, { approvals: [good, elsewhere] }))).toBe('APPROVAL_SIGNATURE_INVALID');
+    // no approval at all
+    expect(await refusal(request(i, { approvals: [] }))).toBe('INSUFFICIENT_APPROVALS');
+    // an approver rejects
+    const no = signApproval(i, 'REJECT', 'dev-2', dev2, 'x');
+    expect(await refusal(request(i, { approvals: [good, no] }))).toBe('REJECTED_BY_APPROVER');
+    // both approve: accepted
+    const yes = signApproval(i, 'APPROVE', 'dev-2', dev2, 'x');
+    expect(await refusal(request(i, { approvals: [good, yes] }))).toBe('ACCEPTED');
+  });
+
+  it('refuses a tampered policy, an untrusted admin device, and no policy', async () => {
+    const tampered: SignedPolicy = { ...policy, document: { ...policy.document, whitelist: [dest, other] } };
+    expect(await refusal(request(intent({ destination_address: other }), { policy: tampered }))).toBe(
+      'POLICY_SIGNATURE_VERIFICATION_FAILED',
+    );
+    const raised: SignedPolicy = { ...policy, document: { ...policy.document, per_transaction_limit: null } };
+    expect(await refusal(request(intent(), { policy: raised }))).toBe('POLICY_SIGNATURE_VERIFICATION_FAILED');
+    const untrusted = signPolicy(policyDoc, 'rogue', otherAdminSk);
+    expect(await refusal(request(intent(), { policy: untrusted }))).toBe('POLICY_SIGNATURE_VERIFICATION_FAILED');
+    expect(await refusal(request(intent(), { policy: null }))).toBe('NO_POLICY_FOUND');
+    const otherChain = signPolicy({ ...policyDoc, scope: { ...policyDoc.scope, blockchain: 'tron' } }, 'a', adminSk);
+    expect(await refusal(request(intent(), { policy: otherChain }))).toBe('POLICY_OUT_OF_SCOPE');
+  });
+
+  it('refuses digests that do not match the transfer fields', async () => {
+    const i = intent();
+    // digests of a transfer to another address, evidence for the whitelisted one
+    expect(await refusal(request(i, { digestsFrom: { ...i, destination_address: other } }))).toBe('DIGEST_MISMATCH');
+    // digests of a larger amount
+    expect(await refusal(request(i, { digestsFrom: { ...i, amount: '999' } }))).toBe('DIGEST_MISMATCH');
+    // a context whose sender is not the intent's source
+    const req = request(i);
+    const forgedCtx = { ...context(1), from: other };
+    expect(
+      await refusal({ ...req, evidence: { ...req.evidence, chainContextJson: JSON.stringify(forgedCtx) } }),
+    ).toBe('DIGEST_MISMATCH');
+    // another key path than the intent
+    expect(await refusal({ ...req, derivationPath: [44, 60, 0, 0, 1] })).toBe('DIGEST_MISMATCH');
+    // another key
+    expect(await refusal({ ...req, keyId: 'key-2' })).toBe('DIGEST_MISMATCH');
+    // no evidence at all
+    expect(await refusal({ ...req, evidence: undefined })).toBe('EVIDENCE_MISSING');
+  });
+});
+
+describe('daily limit from the signer ledger', () => {
+  const day = '2026-05-06T12:00:00.000Z';
+  it('counts what this signer signed, per wallet, asset and UTC day', async () => {
+    await signAndCommit(request(intent({ amount: '1000', created_at: day })));
+    expect(await refusal(request(intent({ amount: '501', created_at: day })))).toBe('DAILY_LIMIT_EXCEEDED');
+    expect(await refusal(request(intent({ amount: '500', created_at: day })))).toBe('ACCEPTED');
+    // another UTC day, another wallet
+    expect(await refusal(request(intent({ amount: '1000', created_at: '2026-05-07T00:00:00.000Z' })))).toBe(
+      'ACCEPTED',
+    );
+    expect(
+      await refusal(request(intent({ amount: '1000', created_at: day, wallet_id: '66666666-6666-4666-8666-666666666666' }))),
+    ).toBe('ACCEPTED');
+  });
+
+  it('serialises concurrent requests: 20 parallel transfers never exceed the limit', async () => {
+    const d = '2026-06-01T08:00:00.000Z';
+    const reqs = Array.from({ length: 20 }, () => request(intent({ amount: '100', created_at: d })));
+    const verdicts = await Promise.allSettled(reqs.map((r) => enforceTransferEvidence(store, r, trust)));
+    const ok = verdicts.filter((v) => v.status === 'fulfilled');
+    expect(ok.length).toBe(15); // 1500 / 100
+    for (const v of verdicts) {
+      if (v.status === 'rejected') expect((v.reason as EvidenceRefused).code).toBe('DAILY_LIMIT_EXCEEDED');
+    }
+    for (const v of ok) await store.batch([v.value.ledgerOp]);
+    for (const v of ok) v.value.release();
+    expect(await refusal(request(intent({ amount: '1', created_at: d })))).toBe('DAILY_LIMIT_EXCEEDED');
+  });
+});
+
+describe('re-signing one transfer', () => {
+  it('allows the identical request again, a fee replacement only with fresh approvals, nothing else', async () => {
+    const i = intent({ created_at: '2026-07-01T00:00:00.000Z' });
+    const first = request(i, { ctx: context(7) });
+    await signAndCommit(first);
+    // retry of the same digests (the coordinator lost the result): accepted
+    expect(await refusal(first)).toBe('ACCEPTED');
+    // another nonce: a second transaction for the same transfer
+    expect(await refusal(request(i, { ctx: context(8) }))).toBe('TRANSFER_ALREADY_SIGNED');
+    // fee bump (same nonce, higher fee) with the approvals already used: refused
+    const bumpCtx = context(7, '3000000000');
+    expect(await refusal(request(i, { ctx: bumpCtx }))).toBe('INSUFFICIENT_APPROVALS');
+    // with a fresh approval: accepted, and the amount is still counted once
+    const fresh = signApproval(i, 'APPROVE', 'dev-2', dev2, '2026-07-01T00:05:00.000Z');
+    await signAndCommit(request(i, { ctx: bumpCtx, approvals: [fresh] }));
+    expect(await refusal(request(intent({ amount: '1000', created_at: '2026-07-01T01:00:00.000Z' })))).toBe('ACCEPTED');
+    // another intent under the same transfer id
+    expect(await refusal(request({ ...i, amount: '101' }, { ctx: context(7) }))).toBe('TRANSFER_ALREADY_SIGNED');
+  });
+});
