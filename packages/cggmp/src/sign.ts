@@ -11,10 +11,10 @@
  *    message or the derived key after the fact to exploit related-key signatures. Shares become
  *    σ_i = ρ⁻¹·(k_i·m + r·(χ_i + δ·k_i)), r = x(R') mod q, for the child key Y' = Y + δ·G
  *    (δ = the additive HD tweak, 0 for the master key).
- * 2. Identification: each σ_j is checked against public presigning values,
- *    (ρ·σ_j)·Γ = m·Δ_j + r·(S_j + δ·Δ_j); a share that fails names its sender. If every share
- *    passes, Σ σ_j is a valid signature (the presigning checked Σ Δ_j = δ·G and Σ S_j = δ·Y), and
- *    the combined signature is verified before it is returned.
+ * 2. Identification: the combined signature is verified before it is returned; if it fails, each
+ *    σ_j is checked against public presigning values, (ρ·σ_j)·Γ = m·Δ_j + r·(S_j + δ·Δ_j), and a
+ *    share that fails names its sender. If every share passes, Σ σ_j is a valid signature (the
+ *    presigning checked Σ Δ_j = δ·G and Σ S_j = δ·Y), so a failure is always attributable.
  *
  * Messages are raw 32-byte digests (callers hash: keccak-256 for Ethereum, BIP143/341 sighash for
  * Bitcoin, sha256 for TRON); m = int(digest) mod q (SEC 1 §4.1.3 step 5 for a 256-bit order).
@@ -23,10 +23,10 @@
 import {
   abytes,
   bigintToBytes,
-  blame,
   bytesToBigint,
   canonicalEncode,
   secp256k1Group as G,
+  ProtocolAbort,
   type ProtocolSpec,
   type Secp256k1Point,
 } from '@custodian/crypto';
@@ -123,8 +123,24 @@ export function tweakedPublicKey(Y: Secp256k1Point, tweak: bigint): Secp256k1Poi
   return Yc;
 }
 
+/** Values every party derives for one signature. */
+export interface SigningContext {
+  /** m = int(digest) mod q */
+  readonly m: bigint;
+  /** additive HD tweak δ */
+  readonly delta: bigint;
+  /** re-randomiser ρ */
+  readonly rho: bigint;
+  /** R' = ρ·R */
+  readonly Rp: Secp256k1Point;
+  /** r = x(R') mod q */
+  readonly r: bigint;
+  /** child public key Y' = Y + δ·G */
+  readonly Yc: Secp256k1Point;
+}
+
 /** Values every party derives for one signature: m, δ, ρ, R' and r. */
-export function signingContext(pub: PresignaturePublic, digest: Uint8Array, opts: SignOptions = {}) {
+export function signingContext(pub: PresignaturePublic, digest: Uint8Array, opts: SignOptions = {}): SigningContext {
   const m = messageScalar(digest);
   const delta = tweakOf(opts);
   const Yc = tweakedPublicKey(pub.publicKey, delta);
@@ -150,8 +166,12 @@ export function signingContext(pub: PresignaturePublic, digest: Uint8Array, opts
  * This party's signature share σ_i. Consumes the presignature (single use) before computing.
  * @throws PresignatureSpentError on reuse; RangeError for a bad digest or tweak
  */
-export function signShare(presignature: Presignature, digest: Uint8Array, opts: SignOptions = {}): bigint {
-  const ctx = signingContext(presignature.public, digest, opts);
+export function signShare(
+  presignature: Presignature,
+  digest: Uint8Array,
+  opts: SignOptions = {},
+  ctx: SigningContext = signingContext(presignature.public, digest, opts),
+): bigint {
   const { k, chi } = presignature.take();
   return G.mod(G.inv(ctx.rho) * (k * ctx.m + ctx.r * (chi + ctx.delta * k)));
 }
@@ -163,9 +183,10 @@ export function verifySignatureShare(
   sigma: bigint,
   digest: Uint8Array,
   opts: SignOptions = {},
+  ctx: SigningContext = signingContext(pub, digest, opts),
 ): boolean {
   if (!G.isScalar(sigma) || j < 0 || j >= pub.signers.length) return false;
-  const { m, delta, rho, r } = signingContext(pub, digest, opts);
+  const { m, delta, rho, r } = ctx;
   const Dj = pub.Delta[j] as Secp256k1Point;
   const Sj = pub.S[j] as Secp256k1Point;
   const lhs = G.mulPublic(pub.Gamma, G.mod(rho * sigma));
@@ -184,39 +205,42 @@ export class SignatureShareError extends Error {
 }
 
 /**
- * Combine σ_j of every signer position into a low-s signature with recovery id, and verify it
- * under Y' with noble before returning.
+ * Combine σ_j of every signer position into a low-s signature with recovery id, verified under Y'
+ * with noble before it is returned. The combined signature is checked first; only if it fails is
+ * every share checked against the public presigning values, which names the bad ones (so the
+ * honest path costs one verification, and identification is kept).
  * @param shares σ_j by signer position (exactly `pub.signers.length` entries)
- * @throws SignatureShareError naming positions with invalid shares or missing; Error if the final
- *   signature does not verify (cannot happen when every share checks out)
+ * @throws SignatureShareError naming positions with invalid, missing or foreign shares
  */
 export function combineSignature(
   pub: PresignaturePublic,
   digest: Uint8Array,
   shares: ReadonlyMap<number, bigint>,
   opts: SignOptions = {},
+  ctx: SigningContext = signingContext(pub, digest, opts),
 ): EcdsaSignature {
-  const ctx = signingContext(pub, digest, opts);
   const missing = pub.signers.map((_, j) => j).filter((j) => !shares.has(j));
   if (missing.length) throw new SignatureShareError(missing, 'missing signature shares');
   const extra = [...shares.keys()].filter((j) => !Number.isSafeInteger(j) || j < 0 || j >= pub.signers.length);
   if (extra.length) throw new SignatureShareError(extra, 'shares from parties outside the presignature’s signing set');
-  const bad = [...shares].filter(([j, s]) => !verifySignatureShare(pub, j, s, digest, opts)).map(([j]) => j);
-  if (bad.length) throw new SignatureShareError(bad, 'invalid signature shares');
-  let s = G.mod([...shares.values()].reduce((a, b) => a + b, 0n));
+  let s = G.mod([...shares.values()].reduce((a, b) => a + (G.isScalar(b) ? b : 0n), 0n));
   const affine = ctx.Rp.toAffine();
   let recovery = (affine.y & 1n ? 1 : 0) | (affine.x >= G.order ? 2 : 0);
   if (s > G.order >> 1n) {
     s = G.order - s;
     recovery ^= 1;
   }
-  if (s === 0n) throw new Error('signing: s = 0');
   const compact = new Uint8Array(64);
   compact.set(bigintToBytes(ctx.r, 32), 0);
   compact.set(bigintToBytes(s, 32), 32);
   const publicKey = G.encodePoint(ctx.Yc);
-  if (!secp256k1.verify(compact, digest, publicKey, { prehash: false, lowS: true })) {
-    throw new Error('signing: combined signature does not verify');
+  if (s === 0n || !secp256k1.verify(compact, digest, publicKey, { prehash: false, lowS: true })) {
+    const bad = [...shares]
+      .filter(([j, sigma]) => !verifySignatureShare(pub, j, sigma, digest, opts, ctx))
+      .map(([j]) => j);
+    if (bad.length) throw new SignatureShareError(bad, 'invalid signature shares');
+    // every share checks out, so the sum is valid (presigning checked ΣΔ_j = δ·G, ΣS_j = δ·Y)
+    throw new Error('signing: combined signature does not verify although every share does (bug)');
   }
   const der = new secp256k1.Signature(ctx.r, s).toBytes('der');
   return { r: ctx.r, s, recovery, compact, der, publicKey };
@@ -224,6 +248,7 @@ export function combineSignature(
 
 interface SignState {
   readonly sigma: bigint;
+  readonly ctx: SigningContext;
 }
 
 /** Parameters of the signing protocol. */
@@ -235,8 +260,9 @@ export interface SignParams extends SignOptions {
 
 /**
  * One-round signing for the runtime (`n` = size of the presignature's signing set, `self` = its
- * position). Every party broadcasts σ_i, checks every σ_j (a bad share names its sender),
- * combines and verifies. The presignature is consumed at start, before σ_i leaves.
+ * position). Every party broadcasts σ_i, combines and verifies the signature; only when it does
+ * not verify are the σ_j checked one by one, naming the bad ones. The presignature is consumed at
+ * start, before σ_i leaves.
  */
 export function signProtocol(params: SignParams): ProtocolSpec<SignState, EcdsaSignature> {
   return {
@@ -247,24 +273,26 @@ export function signProtocol(params: SignParams): ProtocolSpec<SignState, EcdsaS
       if (params.presignature.i !== ctx.self || pub.signers.length !== ctx.n) {
         throw new RangeError('presignature: made for another party set or position');
       }
-      const sigma = signShare(params.presignature, params.digest, params);
-      return { state: { sigma }, send: { broadcast: { sigma: G.encodeScalar(sigma) } } };
+      const sctx = signingContext(pub, params.digest, params);
+      const sigma = signShare(params.presignature, params.digest, params, sctx);
+      return { state: { sigma, ctx: sctx }, send: { broadcast: { sigma: G.encodeScalar(sigma) } } };
     },
     rounds: [
       {
         name: `${SIGN_TAG}.round1`,
         broadcast: (body) => scalarField(record(body, 'share').sigma, 'sigma', true),
-        process(state, received, ctx) {
+        process(state, received, rctx) {
           const pub = params.presignature.public;
-          const shares = new Map<number, bigint>([[ctx.self, state.sigma]]);
-          for (const [j, m] of received) {
-            const sigma = m.broadcast as bigint;
-            if (!verifySignatureShare(pub, j, sigma, params.digest, params)) {
-              blame(j, 'invalid signature share σ_j');
+          const shares = new Map<number, bigint>([[rctx.self, state.sigma]]);
+          for (const [j, m] of received) shares.set(j, m.broadcast as bigint);
+          try {
+            return { output: combineSignature(pub, params.digest, shares, params, state.ctx) };
+          } catch (e) {
+            if (e instanceof SignatureShareError) {
+              throw new ProtocolAbort(e.culprits.map((party) => ({ party, reason: 'invalid signature share σ_j' })));
             }
-            shares.set(j, sigma);
+            throw e;
           }
-          return { output: combineSignature(pub, params.digest, shares, params) };
         },
       },
     ],

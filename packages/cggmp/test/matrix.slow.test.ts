@@ -31,7 +31,8 @@ describe('CGGMP21 5-of-9 (slow suite)', () => {
 
     const extra: bigint[] = [];
     for (let k = 0; k < 8; k++) extra.push(await generateSafePrime(1024));
-    const primes = (i: number) => (i < 5 ? testPrimes(SECURITY_112, i) : { p: extra[2 * (i - 5)]!, q: extra[2 * (i - 5) + 1]! });
+    const primes = (i: number) =>
+      i < 5 ? testPrimes(SECURITY_112, i) : { p: extra[2 * (i - 5)]!, q: extra[2 * (i - 5) + 1]! };
     const aux = runParties<AuxInfo>(
       (i) => auxInfoProtocol({ level: SECURITY_112, primes: primes(i), checkPrimality: false }),
       9,
