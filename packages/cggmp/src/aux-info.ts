@@ -84,10 +84,7 @@ interface Decommit {
 }
 
 interface AuxState {
-  readonly level: SecurityLevel;
-  readonly key: PaillierSecretKey;
-  readonly own: { params: RingPedersenParams; secret: { p: bigint; q: bigint; lambda: bigint } };
-  readonly prm: PrmProof;
+  readonly material: AuxMaterial;
   readonly rho: Uint8Array;
   readonly u: Uint8Array;
   V: Map<number, Uint8Array>;
@@ -95,27 +92,148 @@ interface AuxState {
   rhoAll?: Uint8Array;
 }
 
+/** Transcript factory of one protocol: `(stage, rho?)` → a transcript bound to sid and the party list. */
+export type AuxTranscripts = (stage: 'prm' | 'mod' | 'fac', rho?: Uint8Array) => Transcript;
+
 function parties(n: number): number[] {
   return Array.from({ length: n }, (_, j) => j + 1);
 }
 
-/** The transcript all aux-info proofs fork from (binds sid, the party list and the stage). */
-export function auxTranscript(sessionId: Uint8Array, n: number, stage: string, rho?: Uint8Array): Transcript {
-  const t = Transcript.create(`${AUX_TAG}.${stage}`, { sessionId, parties: parties(n) });
-  return rho ? t.append('rho', rho) : t;
+/** The transcripts of a protocol `tag` (aux info or refresh): bind sid, the party list, the stage and ρ. */
+export function auxTranscripts(tag: string, sessionId: Uint8Array, n: number): AuxTranscripts {
+  return (stage, rho) => {
+    const t = Transcript.create(`${tag}.${stage}`, { sessionId, parties: parties(n) });
+    return rho ? t.append('rho', rho) : t;
+  };
 }
 
-function paramsCanonical(p: RingPedersenParams): Canonical {
-  return { N: p.N, s: p.s, t: p.t };
+/** A party's new aux material: Paillier–Blum key, ring-Pedersen parameters on the same modulus, Πprm. SECRET. */
+export interface AuxMaterial {
+  readonly level: SecurityLevel;
+  readonly key: PaillierSecretKey;
+  readonly own: { readonly params: RingPedersenParams; readonly secret: { p: bigint; q: bigint; lambda: bigint } };
+  readonly prm: PrmProof;
+}
+
+/**
+ * Make a party's aux material from two safe primes (spec §4.1 round 1).
+ * @throws RangeError when the primes are not valid 4κ-bit safe primes
+ */
+export function newAuxMaterial(
+  level: SecurityLevel,
+  primes: { readonly p: bigint; readonly q: bigint },
+  checkPrimality: boolean,
+  transcripts: AuxTranscripts,
+  self: number,
+  rng: RoundContext['rng'],
+): AuxMaterial {
+  const key = PaillierSecretKey.fromPrimes(primes.p, primes.q, level, { checkPrimality });
+  const own = ringPedersenFromKey(key, rng);
+  const prm = provePrm({ transcript: transcripts('prm'), prover: self }, level, own.params, own.secret, rng);
+  return { level, key, own, prm };
+}
+
+/** Canonical form of ring-Pedersen parameters and a Πprm proof (for commitments and messages). */
+export function auxCanonicalParts(params: RingPedersenParams, prm: PrmProof): { R: Canonical; prm: Canonical } {
+  return { R: { N: params.N, s: params.s, t: params.t }, prm: { A: [...prm.A], z: [...prm.z] } };
+}
+
+/** Parse a received `R` record (shape only). */
+export function parseRingPedersen(value: unknown): RingPedersenParams {
+  const R = record(value, 'R');
+  return { N: bigintField(R.N, 'N'), s: bigintField(R.s, 's'), t: bigintField(R.t, 't') };
+}
+
+function check(party: number, what: string, res: { ok: boolean }): void {
+  if (!res.ok) blame(party, `invalid ${what}: ${(res as { reason?: string }).reason ?? 'failed'}`);
+}
+
+/** Check party j's modulus, ring-Pedersen parameters and Πprm; names j on failure. */
+export function checkPeerAux(
+  j: number,
+  params: RingPedersenParams,
+  prm: PrmProof,
+  level: SecurityLevel,
+  transcripts: AuxTranscripts,
+): void {
+  try {
+    assertModulus(params.N, level, 'N');
+    assertRingPedersenParams(params, level);
+  } catch (e) {
+    blame(j, `invalid Paillier modulus or ring-Pedersen parameters: ${(e as Error).message}`);
+  }
+  check(j, 'Πprm', verifyPrm({ transcript: transcripts('prm'), prover: j }, level, params, prm));
+}
+
+/** Πmod (broadcast) and one Πfac per receiver against its R_j (spec §4.1 round 3). */
+export function proveModAndFac(
+  material: AuxMaterial,
+  R: ReadonlyMap<number, RingPedersenParams>,
+  self: number,
+  rho: Uint8Array,
+  transcripts: AuxTranscripts,
+  rng: RoundContext['rng'],
+): { mod: ModProof; fac: Map<number, Canonical> } {
+  const { level, key } = material;
+  const witness = { p: key.p, q: key.q };
+  const mod = proveMod({ transcript: transcripts('mod', rho), prover: self }, level, { N: key.N }, witness, rng);
+  const fac = new Map<number, Canonical>();
+  for (const [j, Rj] of R) {
+    if (j === self) continue;
+    const proof = proveFac(
+      { transcript: transcripts('fac', rho), prover: self, verifier: j },
+      level,
+      RingPedersen.fromParams(Rj, level),
+      { N: key.N },
+      witness,
+      rng,
+    );
+    fac.set(j, proof as unknown as Canonical);
+  }
+  return { mod, fac };
+}
+
+/** Verify party j's Πmod and its Πfac to us; names j on failure. */
+export function checkModAndFac(
+  j: number,
+  Nj: bigint,
+  mod: ModProof,
+  fac: FacProof,
+  material: AuxMaterial,
+  self: number,
+  rho: Uint8Array,
+  transcripts: AuxTranscripts,
+): void {
+  const { level } = material;
+  const mine = RingPedersen.fromSecret(material.own.params, material.own.secret);
+  check(j, 'Πmod', verifyMod({ transcript: transcripts('mod', rho), prover: j }, level, { N: Nj }, mod));
+  check(
+    j,
+    'Πfac',
+    verifyFac({ transcript: transcripts('fac', rho), prover: j, verifier: self }, level, mine, { N: Nj }, fac),
+  );
+}
+
+/** The AuxInfo output of a party from its material and every party's R_j. */
+export function auxInfoOf(
+  material: AuxMaterial,
+  self: number,
+  n: number,
+  R: ReadonlyMap<number, RingPedersenParams>,
+): AuxInfo {
+  return {
+    level: material.level,
+    i: self,
+    n,
+    p: material.key.p,
+    q: material.key.q,
+    lambda: material.own.secret.lambda,
+    R: Array.from({ length: n }, (_, j) => R.get(j) as RingPedersenParams),
+  };
 }
 
 function decommitCanonical(n: number, d: Omit<Decommit, 'u'>): Canonical {
-  return { n, R: paramsCanonical(d.params), prm: { A: [...d.prm.A], z: [...d.prm.z] }, rho: d.rho };
-}
-
-/** Run Πprm/Πmod/Πfac verification results through blame. */
-function check(party: number, what: string, res: { ok: boolean; reason?: string }): void {
-  if (!res.ok) blame(party, `invalid ${what}: ${(res as { reason: string }).reason}`);
+  return { n, ...auxCanonicalParts(d.params, d.prm), rho: d.rho };
 }
 
 /**
@@ -127,24 +245,22 @@ export function auxInfoProtocol(params: AuxInfoParams): ProtocolSpec<AuxState, A
   return {
     name: AUX_TAG,
     start(ctx: RoundContext) {
-      const key = PaillierSecretKey.fromPrimes(params.primes.p, params.primes.q, level, {
-        checkPrimality: params.checkPrimality !== false,
-      });
-      const own = ringPedersenFromKey(key, ctx.rng);
-      const prm = provePrm(
-        { transcript: auxTranscript(ctx.sessionId, ctx.n, 'prm'), prover: ctx.self },
+      const transcripts = auxTranscripts(AUX_TAG, ctx.sessionId, ctx.n);
+      const material = newAuxMaterial(
         level,
-        own.params,
-        own.secret,
+        params.primes,
+        params.checkPrimality !== false,
+        transcripts,
+        ctx.self,
         ctx.rng,
       );
       const rho = ctx.rng(32);
       const { commitment, randomness } = commit(
         { tag: `${AUX_TAG}.round1`, sessionId: ctx.sessionId, committer: ctx.self },
-        decommitCanonical(ctx.n, { params: own.params, prm, rho }),
+        decommitCanonical(ctx.n, { params: material.own.params, prm: material.prm, rho }),
         ctx.rng,
       );
-      const state: AuxState = { level, key, own, prm, rho, u: randomness, V: new Map(), R: new Map() };
+      const state: AuxState = { material, rho, u: randomness, V: new Map(), R: new Map() };
       return { state, send: { broadcast: commitment } };
     },
     rounds: [
@@ -153,32 +269,23 @@ export function auxInfoProtocol(params: AuxInfoParams): ProtocolSpec<AuxState, A
         broadcast: (body) => bytesField(body, 'V', 32),
         process(state, received) {
           for (const [j, m] of received) state.V.set(j, m.broadcast as Uint8Array);
-          return {
-            state,
-            send: {
-              broadcast: {
-                R: paramsCanonical(state.own.params),
-                prm: { A: [...state.prm.A], z: [...state.prm.z] },
-                rho: state.rho,
-                u: state.u,
-              },
-            },
-          };
+          const { own, prm } = state.material;
+          return { state, send: { broadcast: { ...auxCanonicalParts(own.params, prm), rho: state.rho, u: state.u } } };
         },
       },
       {
         name: `${AUX_TAG}.round2`,
         broadcast: (body, _from, state): Decommit => {
           const b = record(body, 'aux decommitment');
-          const R = record(b.R, 'R');
           return {
-            params: { N: bigintField(R.N, 'N'), s: bigintField(R.s, 's'), t: bigintField(R.t, 't') },
-            prm: decodePrmProof(b.prm, state.level),
+            params: parseRingPedersen(b.R),
+            prm: decodePrmProof(b.prm, state.material.level),
             rho: bytesField(b.rho, 'rho', 32),
             u: bytesField(b.u, 'u', 32),
           };
         },
         process(state, received, ctx) {
+          const transcripts = auxTranscripts(AUX_TAG, ctx.sessionId, ctx.n);
           for (const [j, m] of received) {
             const d = m.broadcast as Decommit;
             const ok = verifyCommitment(
@@ -188,93 +295,36 @@ export function auxInfoProtocol(params: AuxInfoParams): ProtocolSpec<AuxState, A
               d.u,
             );
             if (!ok) blame(j, 'decommitment does not match the round-1 commitment');
-            try {
-              assertModulus(d.params.N, state.level, 'N');
-              assertRingPedersenParams(d.params, state.level);
-            } catch (e) {
-              blame(j, `invalid Paillier modulus or ring-Pedersen parameters: ${(e as Error).message}`);
-            }
-            check(
-              j,
-              'Πprm',
-              verifyPrm(
-                { transcript: auxTranscript(ctx.sessionId, ctx.n, 'prm'), prover: j },
-                state.level,
-                d.params,
-                d.prm,
-              ),
-            );
+            checkPeerAux(j, d.params, d.prm, state.material.level, transcripts);
             state.R.set(j, d.params);
           }
-          state.R.set(ctx.self, state.own.params);
+          state.R.set(ctx.self, state.material.own.params);
           const rhoAll = xorAll([state.rho, ...[...received.values()].map((m) => (m.broadcast as Decommit).rho)], 32);
           state.rhoAll = rhoAll;
-          const witness = { p: state.key.p, q: state.key.q };
-          const mod = proveMod(
-            { transcript: auxTranscript(ctx.sessionId, ctx.n, 'mod', rhoAll), prover: ctx.self },
-            state.level,
-            { N: state.key.N },
-            witness,
-            ctx.rng,
-          );
-          const p2p = new Map<number, Canonical>();
-          for (const [j, Rj] of state.R) {
-            if (j === ctx.self) continue;
-            const fac = proveFac(
-              { transcript: auxTranscript(ctx.sessionId, ctx.n, 'fac', rhoAll), prover: ctx.self, verifier: j },
-              state.level,
-              RingPedersen.fromParams(Rj, state.level),
-              { N: state.key.N },
-              witness,
-              ctx.rng,
-            );
-            p2p.set(j, fac as unknown as Canonical);
-          }
-          return { state, send: { broadcast: mod as unknown as Canonical, p2p } };
+          const { mod, fac } = proveModAndFac(state.material, state.R, ctx.self, rhoAll, transcripts, ctx.rng);
+          return { state, send: { broadcast: mod as unknown as Canonical, p2p: fac } };
         },
       },
       {
         name: `${AUX_TAG}.round3`,
-        broadcast: (body, _from, state) => decodeModProof(body, state.level),
+        broadcast: (body, _from, state) => decodeModProof(body, state.material.level),
         p2p: (body) => decodeFacProof(body),
         process(state, received, ctx) {
-          const rho = state.rhoAll as Uint8Array;
-          const mine = RingPedersen.fromSecret(state.own.params, state.own.secret);
+          const transcripts = auxTranscripts(AUX_TAG, ctx.sessionId, ctx.n);
           for (const [j, m] of received) {
             const Nj = (state.R.get(j) as RingPedersenParams).N;
-            check(
+            checkModAndFac(
               j,
-              'Πmod',
-              verifyMod(
-                { transcript: auxTranscript(ctx.sessionId, ctx.n, 'mod', rho), prover: j },
-                state.level,
-                { N: Nj },
-                m.broadcast as ModProof,
-              ),
-            );
-            check(
-              j,
-              'Πfac',
-              verifyFac(
-                { transcript: auxTranscript(ctx.sessionId, ctx.n, 'fac', rho), prover: j, verifier: ctx.self },
-                state.level,
-                mine,
-                { N: Nj },
-                m.p2p as FacProof,
-              ),
+              Nj,
+              m.broadcast as ModProof,
+              m.p2p as FacProof,
+              state.material,
+              ctx.self,
+              state.rhoAll as Uint8Array,
+              transcripts,
             );
           }
-          return {
-            output: {
-              level: state.level,
-              i: ctx.self,
-              n: ctx.n,
-              p: state.key.p,
-              q: state.key.q,
-              lambda: state.own.secret.lambda,
-              R: Array.from({ length: ctx.n }, (_, j) => state.R.get(j) as RingPedersenParams),
-            },
-          };
+          return { output: auxInfoOf(state.material, ctx.self, ctx.n, state.R) };
         },
       },
     ],

@@ -40,28 +40,27 @@ import {
   vssVerifyShare,
 } from '@custodian/crypto';
 import {
-  assertModulus,
-  assertRingPedersenParams,
   decodeFacProof,
   decodeModProof,
   decodePrmProof,
   type FacProof,
   type ModProof,
-  PaillierSecretKey,
   type PrmProof,
-  proveFac,
-  proveMod,
-  provePrm,
-  RingPedersen,
   type RingPedersenParams,
-  ringPedersenFromKey,
   type SecurityLevel,
-  verifyFac,
-  verifyMod,
-  verifyPrm,
 } from '@custodian/paillier';
-import type { AuxInfo } from './aux-info.js';
-import { bigintField, bytesField, listField, pointField, record, scalarField, xorAll } from './codec.js';
+import {
+  type AuxMaterial,
+  auxCanonicalParts,
+  auxInfoOf,
+  auxTranscripts,
+  checkModAndFac,
+  checkPeerAux,
+  newAuxMaterial,
+  parseRingPedersen,
+  proveModAndFac,
+} from './aux-info.js';
+import { bytesField, listField, pointField, record, scalarField, xorAll } from './codec.js';
 import { type KeyShare, validateCoreKeyShare, validateKeyShare } from './key-share.js';
 
 export const REFRESH_TAG = 'custodian.cggmp.refresh.v1';
@@ -87,15 +86,12 @@ interface Decommit {
 }
 
 interface RefreshState {
-  readonly level: SecurityLevel;
   readonly share: KeyShare;
   readonly t: number;
   readonly coefficients: bigint[];
   readonly S: Secp256k1Point[];
   readonly tau: SchCommitment<Secp256k1Point>;
-  readonly key: PaillierSecretKey;
-  readonly own: { params: RingPedersenParams; secret: { p: bigint; q: bigint; lambda: bigint } };
-  readonly prm: PrmProof;
+  readonly material: AuxMaterial;
   readonly rho: Uint8Array;
   readonly u: Uint8Array;
   V: Map<number, Uint8Array>;
@@ -108,28 +104,15 @@ interface RefreshState {
 
 const enc = (P: Secp256k1Point) => G.encodePoint(P);
 
-function tr(sessionId: Uint8Array, n: number, stage: string, extra?: Uint8Array): Transcript {
-  const t = Transcript.create(`${REFRESH_TAG}.${stage}`, {
-    sessionId,
-    parties: Array.from({ length: n }, (_, j) => j + 1),
-  });
-  return extra ? t.append('rho', extra) : t;
+/** Πsch transcript of the refreshed share x'_j (bound to sid, the party list, ρ and the prover). */
+function schTranscript(sessionId: Uint8Array, n: number, rho: Uint8Array, prover: number): Transcript {
+  return Transcript.create(`${REFRESH_TAG}.sch`, { sessionId, parties: Array.from({ length: n }, (_, j) => j + 1) })
+    .append('rho', rho)
+    .append('prover', prover);
 }
 
 function commitValue(n: number, t: number, d: Omit<Decommit, 'u'>): Canonical {
-  return {
-    n,
-    t,
-    S: d.S.map(enc),
-    A: enc(d.A),
-    R: { N: d.R.N, s: d.R.s, t: d.R.t },
-    prm: { A: [...d.prm.A], z: [...d.prm.z] },
-    rho: d.rho,
-  };
-}
-
-function verdict(party: number, what: string, res: { ok: boolean }): void {
-  if (!res.ok) blame(party, `invalid ${what}: ${(res as { reason?: string }).reason ?? 'failed'}`);
+  return { n, t, S: d.S.map(enc), A: enc(d.A), ...auxCanonicalParts(d.R, d.prm), rho: d.rho };
 }
 
 /**
@@ -141,41 +124,37 @@ export function refreshProtocol(params: RefreshParams): ProtocolSpec<RefreshStat
     name: REFRESH_TAG,
     start(ctx) {
       const share = validateKeyShare(params.share);
-      if (share.core.i !== ctx.self || share.core.n !== ctx.n)
+      if (share.core.i !== ctx.self || share.core.n !== ctx.n) {
         throw new RangeError('refresh: runtime index/size do not match the share');
-      const level = params.level ?? share.aux.level;
+      }
+      const level: SecurityLevel = params.level ?? share.aux.level;
       const t = share.core.t;
       // zero constant term: only the coefficients 1…t−1 are random and committed
       const coefficients = randomPolynomial(G, 0n, t, ctx.rng);
       const S = coefficients.slice(1).map((a) => G.mulBase(a));
       const tau = schCommit(G, ctx.rng);
-      const key = PaillierSecretKey.fromPrimes(params.primes.p, params.primes.q, level, {
-        checkPrimality: params.checkPrimality !== false,
-      });
-      const own = ringPedersenFromKey(key, ctx.rng);
-      const prm = provePrm(
-        { transcript: tr(ctx.sessionId, ctx.n, 'prm'), prover: ctx.self },
+      const transcripts = auxTranscripts(REFRESH_TAG, ctx.sessionId, ctx.n);
+      const material = newAuxMaterial(
         level,
-        own.params,
-        own.secret,
+        params.primes,
+        params.checkPrimality !== false,
+        transcripts,
+        ctx.self,
         ctx.rng,
       );
       const rho = ctx.rng(32);
       const { commitment, randomness } = commit(
         { tag: `${REFRESH_TAG}.round1`, sessionId: ctx.sessionId, committer: ctx.self },
-        commitValue(ctx.n, t, { S, A: tau.A, R: own.params, prm, rho }),
+        commitValue(ctx.n, t, { S, A: tau.A, R: material.own.params, prm: material.prm, rho }),
         ctx.rng,
       );
       const state: RefreshState = {
-        level,
         share,
         t,
         coefficients,
         S,
         tau,
-        key,
-        own,
-        prm,
+        material,
         rho,
         u: randomness,
         V: new Map(),
@@ -194,38 +173,33 @@ export function refreshProtocol(params: RefreshParams): ProtocolSpec<RefreshStat
           for (let j = 0; j < ctx.n; j++) {
             if (j !== ctx.self) p2p.set(j, G.encodeScalar(evalPolynomial(G, state.coefficients, BigInt(j + 1))));
           }
-          return {
-            state,
-            send: {
-              broadcast: {
-                S: state.S.map(enc),
-                A: enc(state.tau.A),
-                R: { N: state.own.params.N, s: state.own.params.s, t: state.own.params.t },
-                prm: { A: [...state.prm.A], z: [...state.prm.z] },
-                rho: state.rho,
-                u: state.u,
-              },
-              p2p,
-            },
+          const { own, prm } = state.material;
+          const broadcast = {
+            S: state.S.map(enc),
+            A: enc(state.tau.A),
+            ...auxCanonicalParts(own.params, prm),
+            rho: state.rho,
+            u: state.u,
           };
+          return { state, send: { broadcast, p2p } };
         },
       },
       {
         name: `${REFRESH_TAG}.round2`,
         broadcast: (body, _from, state): Decommit => {
           const b = record(body, 'refresh decommitment');
-          const R = record(b.R, 'R');
           return {
             S: listField(b.S, 'S', state.t - 1, pointField),
             A: pointField(b.A, 'A'),
-            R: { N: bigintField(R.N, 'N'), s: bigintField(R.s, 's'), t: bigintField(R.t, 't') },
-            prm: decodePrmProof(b.prm, state.level),
+            R: parseRingPedersen(b.R),
+            prm: decodePrmProof(b.prm, state.material.level),
             rho: bytesField(b.rho, 'rho', 32),
             u: bytesField(b.u, 'u', 32),
           };
         },
         p2p: (body) => scalarField(body, 'sigma', true),
         process(state, received, ctx) {
+          const transcripts = auxTranscripts(REFRESH_TAG, ctx.sessionId, ctx.n);
           const core = state.share.core;
           let x = G.mod(core.x + evalPolynomial(G, state.coefficients, BigInt(ctx.self + 1)));
           const vectors: Secp256k1Point[][] = [[G.identity, ...state.S]];
@@ -238,17 +212,7 @@ export function refreshProtocol(params: RefreshParams): ProtocolSpec<RefreshStat
               d.u,
             );
             if (!ok) blame(j, 'decommitment does not match the round-1 commitment');
-            try {
-              assertModulus(d.R.N, state.level, 'N');
-              assertRingPedersenParams(d.R, state.level);
-            } catch (e) {
-              blame(j, `invalid Paillier modulus or ring-Pedersen parameters: ${(e as Error).message}`);
-            }
-            verdict(
-              j,
-              'Πprm',
-              verifyPrm({ transcript: tr(ctx.sessionId, ctx.n, 'prm'), prover: j }, state.level, d.R, d.prm),
-            );
+            checkPeerAux(j, d.R, d.prm, state.material.level, transcripts);
             const full = [G.identity, ...d.S];
             const sigma = m.p2p as bigint;
             if (!vssVerifyShare(G, full, BigInt(ctx.self + 1), sigma)) {
@@ -259,101 +223,53 @@ export function refreshProtocol(params: RefreshParams): ProtocolSpec<RefreshStat
             state.dec.set(j, d);
             state.R.set(j, d.R);
           }
-          state.R.set(ctx.self, state.own.params);
+          state.R.set(ctx.self, state.material.own.params);
           const F = sumCommitments(G, vectors);
           const X = core.publicShares.map((Xk, k) => Xk.add(vssEvaluateCommitments(G, F, BigInt(k + 1))));
-          if (x === 0n || !G.mulBase(x).equals(X[ctx.self] as Secp256k1Point))
+          if (x === 0n || !G.mulBase(x).equals(X[ctx.self] as Secp256k1Point)) {
             throw new Error('refresh: own share inconsistent');
+          }
           const rho = xorAll([state.rho, ...[...state.dec.values()].map((d) => d.rho)], 32);
           state.rhoAll = rho;
           state.x = x;
           state.X = X;
           const sch = schProve(
             G,
-            tr(ctx.sessionId, ctx.n, 'sch', rho).append('prover', ctx.self),
+            schTranscript(ctx.sessionId, ctx.n, rho, ctx.self),
             X[ctx.self] as Secp256k1Point,
             x,
             state.tau,
           );
-          const witness = { p: state.key.p, q: state.key.q };
-          const mod = proveMod(
-            { transcript: tr(ctx.sessionId, ctx.n, 'mod', rho), prover: ctx.self },
-            state.level,
-            { N: state.key.N },
-            witness,
-            ctx.rng,
-          );
-          const p2p = new Map<number, Canonical>();
-          for (const [j, Rj] of state.R) {
-            if (j === ctx.self) continue;
-            const fac = proveFac(
-              { transcript: tr(ctx.sessionId, ctx.n, 'fac', rho), prover: ctx.self, verifier: j },
-              state.level,
-              RingPedersen.fromParams(Rj, state.level),
-              { N: state.key.N },
-              witness,
-              ctx.rng,
-            );
-            p2p.set(j, fac as unknown as Canonical);
-          }
-          return { state, send: { broadcast: { z: G.encodeScalar(sch.z), mod: mod as unknown as Canonical }, p2p } };
+          const { mod, fac } = proveModAndFac(state.material, state.R, ctx.self, rho, transcripts, ctx.rng);
+          return {
+            state,
+            send: { broadcast: { z: G.encodeScalar(sch.z), mod: mod as unknown as Canonical }, p2p: fac },
+          };
         },
       },
       {
         name: `${REFRESH_TAG}.round3`,
         broadcast: (body, _from, state) => {
           const b = record(body, 'refresh proofs');
-          return { z: scalarField(b.z, 'z', true), mod: decodeModProof(b.mod, state.level) };
+          return { z: scalarField(b.z, 'z', true), mod: decodeModProof(b.mod, state.material.level) };
         },
         p2p: (body) => decodeFacProof(body),
         process(state, received, ctx) {
+          const transcripts = auxTranscripts(REFRESH_TAG, ctx.sessionId, ctx.n);
           const rho = state.rhoAll as Uint8Array;
           const X = state.X as Secp256k1Point[];
-          const mine = RingPedersen.fromSecret(state.own.params, state.own.secret);
           for (const [j, m] of received) {
             const b = m.broadcast as { z: bigint; mod: ModProof };
             const d = state.dec.get(j) as Decommit;
             if (
-              !schVerify(G, tr(ctx.sessionId, ctx.n, 'sch', rho).append('prover', j), X[j] as Secp256k1Point, {
-                A: d.A,
-                z: b.z,
-              })
+              !schVerify(G, schTranscript(ctx.sessionId, ctx.n, rho, j), X[j] as Secp256k1Point, { A: d.A, z: b.z })
             ) {
               blame(j, 'invalid Πsch for its refreshed public share');
             }
-            verdict(
-              j,
-              'Πmod',
-              verifyMod(
-                { transcript: tr(ctx.sessionId, ctx.n, 'mod', rho), prover: j },
-                state.level,
-                { N: d.R.N },
-                b.mod,
-              ),
-            );
-            verdict(
-              j,
-              'Πfac',
-              verifyFac(
-                { transcript: tr(ctx.sessionId, ctx.n, 'fac', rho), prover: j, verifier: ctx.self },
-                state.level,
-                mine,
-                { N: d.R.N },
-                m.p2p as FacProof,
-              ),
-            );
+            checkModAndFac(j, d.R.N, b.mod, m.p2p as FacProof, state.material, ctx.self, rho, transcripts);
           }
-          const old = state.share.core;
-          const core = validateCoreKeyShare({ ...old, x: state.x as bigint, publicShares: X });
-          const aux: AuxInfo = {
-            level: state.level,
-            i: ctx.self,
-            n: ctx.n,
-            p: state.key.p,
-            q: state.key.q,
-            lambda: state.own.secret.lambda,
-            R: Array.from({ length: ctx.n }, (_, j) => state.R.get(j) as RingPedersenParams),
-          };
+          const core = validateCoreKeyShare({ ...state.share.core, x: state.x as bigint, publicShares: X });
+          const aux = auxInfoOf(state.material, ctx.self, ctx.n, state.R);
           return { output: validateKeyShare({ core, aux }) };
         },
       },
