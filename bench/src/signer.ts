@@ -27,6 +27,8 @@ const dir = mkdtempSync(join(tmpdir(), 'custodian-bench-signer-'));
 // signer i gets TEST-ONLY fixture pair i: enough for one ECDSA master key (the repeated
 // master-key figure is FROST-only).
 const cluster = await startLocalCluster(dir, 3, {
+  // the benchmark signs raw digests without transfer evidence (never in production)
+  allowUnenforcedSigning: true,
   ecdsa: { level: 'SECURITY_112', primeSeeds: [0, 1, 2].map((i) => primes.slice(2 * i, 2 * i + 2)) },
   ...(process.env.BENCH_SIGNER_LOG ? { logLevel: process.env.BENCH_SIGNER_LOG } : {}),
 });

@@ -1,11 +1,66 @@
 /**
- * `custodian coordinator start`: run the coordinator (custody REST API, admin API, webhooks) on the
- * embedded PGlite store in a data folder (default `./.custodian/coordinator`), or on a PostgreSQL
- * server when `--database-url` / `DATABASE_URL` is given.
+ * `custodian coordinator start|peer-id`: run the coordinator (custody REST API, admin API,
+ * webhooks, transfer pipeline, device hub, signer gateway) on the embedded PGlite store in a data
+ * folder (default `./.custodian/coordinator`), or on a PostgreSQL server with `--database-url` /
+ * `DATABASE_URL`.
+ *
+ * Optional JSON config file (`--config`):
+ * ```json
+ * { "chains": { "ethereum-local": { "rpcUrl": "http://127.0.0.1:8545", "confirmations": 1 } },
+ *   "transfers": { "trustedAdminKeys": ["02…"], "approvalWindowMs": 86400000 },
+ *   "signing": { "enabled": true } }
+ * ```
+ * Flags override the file: `--chain key=url` (repeatable), `--trusted-admin-key hex` (repeatable),
+ * `--no-signing` (no libp2p services, e.g. an API-only replica).
  */
+import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { createCoordinator } from '@custodian/coordinator';
+import { type CoordinatorOptions, coordinatorPeerId, createCoordinator } from '@custodian/coordinator';
 import type { Command } from 'commander';
+
+interface StartFlags {
+  dataDir: string;
+  databaseUrl?: string;
+  host: string;
+  port: string;
+  mode: string;
+  baseUrl?: string;
+  config?: string;
+  chain: string[];
+  trustedAdminKey: string[];
+  signing: boolean;
+}
+
+const collect = (v: string, prev: string[]) => [...prev, v];
+
+/** Build coordinator options from flags and the optional config file. @throws Error naming the bad flag */
+export async function coordinatorOptionsFromFlags(o: StartFlags): Promise<CoordinatorOptions> {
+  if (o.mode !== 'development' && o.mode !== 'production') throw new Error('--mode must be development or production');
+  const port = Number(o.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error('--port must be an integer in [0, 65535]');
+  const file = o.config
+    ? (JSON.parse(await readFile(o.config, 'utf8')) as Pick<CoordinatorOptions, 'chains' | 'transfers' | 'signing'>)
+    : {};
+  const chains = { ...(file.chains ?? {}) };
+  for (const c of o.chain) {
+    const eq = c.indexOf('=');
+    if (eq <= 0) throw new Error(`--chain ${c}: expected <blockchain key>=<rpc url>`);
+    chains[c.slice(0, eq)] = { rpcUrl: c.slice(eq + 1) };
+  }
+  const trustedAdminKeys = [...(file.transfers?.trustedAdminKeys ?? []), ...o.trustedAdminKey];
+  const databaseUrl = o.databaseUrl ?? process.env.DATABASE_URL;
+  return {
+    mode: o.mode,
+    dataDir: resolve(o.dataDir),
+    ...(databaseUrl ? { databaseUrl } : {}),
+    listen: { host: o.host, port },
+    ...(o.baseUrl ? { baseUrl: o.baseUrl } : {}),
+    logger: true,
+    chains,
+    transfers: { ...(file.transfers ?? {}), trustedAdminKeys },
+    signing: { ...(file.signing ?? {}), enabled: o.signing && file.signing?.enabled !== false },
+  };
+}
 
 /** Register `custodian coordinator …`. */
 export function registerCoordinatorCommands(program: Command): void {
@@ -19,38 +74,34 @@ export function registerCoordinatorCommands(program: Command): void {
     .option('--port <port>', 'listen port', '8080')
     .option('--mode <mode>', 'development | production', 'development')
     .option('--base-url <url>', 'public base URL (default http://<host>:<port>)')
-    .action(
-      async (opts: {
-        dataDir: string;
-        databaseUrl?: string;
-        host: string;
-        port: string;
-        mode: string;
-        baseUrl?: string;
-      }) => {
-        if (opts.mode !== 'development' && opts.mode !== 'production')
-          throw new Error('--mode must be development or production');
-        const port = Number(opts.port);
-        if (!Number.isInteger(port) || port < 0 || port > 65535)
-          throw new Error('--port must be an integer in [0, 65535]');
-        const databaseUrl = opts.databaseUrl ?? process.env.DATABASE_URL;
-        const dataDir = resolve(opts.dataDir);
-        const c = await createCoordinator({
-          mode: opts.mode,
-          dataDir,
-          ...(databaseUrl ? { databaseUrl } : {}),
-          listen: { host: opts.host, port },
-          ...(opts.baseUrl ? { baseUrl: opts.baseUrl } : {}),
-          logger: true,
-        });
-        const url = await c.start();
-        process.stdout.write(`coordinator listening on ${url} (data: ${databaseUrl ? 'PostgreSQL' : dataDir})\n`);
-        const stop = async () => {
-          await c.stop();
-          process.exit(0);
-        };
-        process.once('SIGINT', stop);
-        process.once('SIGTERM', stop);
-      },
-    );
+    .option('--config <file>', 'JSON config: chains, transfers, signing')
+    .option('--chain <key=url>', 'blockchain node RPC, e.g. ethereum-local=http://127.0.0.1:8545', collect, [])
+    .option(
+      '--trusted-admin-key <hex>',
+      'Admin device key allowed to sign policies (compressed P-256 hex)',
+      collect,
+      [],
+    )
+    .option('--no-signing', 'do not start the signer gateway, device hub and libp2p identity')
+    .action(async (o: StartFlags) => {
+      const c = await createCoordinator(await coordinatorOptionsFromFlags(o));
+      const url = await c.start();
+      const peer = o.signing ? ` peer id ${await coordinatorPeerId(resolve(o.dataDir))}` : '';
+      process.stdout.write(
+        `coordinator listening on ${url}${peer} (data: ${(o.databaseUrl ?? process.env.DATABASE_URL) ? 'PostgreSQL' : resolve(o.dataDir)})\n`,
+      );
+      const stop = async () => {
+        await c.stop();
+        process.exit(0);
+      };
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+    });
+  coordinator
+    .command('peer-id')
+    .description("print the coordinator's libp2p peer id (created in the data folder if missing); signers pin it")
+    .option('--data-dir <dir>', 'data folder', '.custodian/coordinator')
+    .action(async (o: { dataDir: string }) => {
+      process.stdout.write(`${await coordinatorPeerId(resolve(o.dataDir))}\n`);
+    });
 }

@@ -14,6 +14,8 @@ import { dkgProtocol, type KeyShare, type SuiteName, signProtocol } from '@custo
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { schnorr } from '@noble/curves/secp256k1.js';
 import type { Command } from 'commander';
+import { runDemo } from './dev/demo.js';
+import { type Instance, startInstance } from './dev/instance.js';
 
 const N = 4;
 const T = 3;
@@ -109,11 +111,95 @@ export function runDevDemo(): boolean {
   return ok;
 }
 
-/** Register `custodian dev`. */
+/** Print where the instance is and how to call it. */
+function printSummary(inst: Instance, say: (l: string) => void): void {
+  const p = inst.state.profile_id as string;
+  const k = inst.state.api_key as string;
+  say('');
+  say('Custodian is running.');
+  say(`  API base URL   ${inst.baseUrl}/api/v1/profiles/${p}`);
+  say(`  API key        ${k}   (development instance; shown here once per start)`);
+  say(`  OpenAPI        ${inst.baseUrl}/api/openapi.json`);
+  say(`  JWKS           ${inst.baseUrl}/.well-known/jwks.json`);
+  say(`  Ethereum node  ${inst.anvilUrl} (chain id 31337)`);
+  say('');
+  say('Try:');
+  say(`  curl -s -H 'X-API-Key: ${k}' ${inst.baseUrl}/api/v1/profiles/${p}/wallets`);
+  say(
+    `  curl -s -X POST -H 'X-API-Key: ${k}' -H "Idempotency-Key: $(uuidgen || cat /proc/sys/kernel/random/uuid)" -H 'Content-Type: application/json' \\\n       -d '{"name":"mine","blockchain_ids":["${inst.state.ethereum_local_id}"]}' ${inst.baseUrl}/api/v1/profiles/${p}/wallets`,
+  );
+  say(`  curl -s -H 'X-API-Key: ${k}' '${inst.baseUrl}/api/v1/profiles/${p}/transfers?page_size=10'`);
+  say('');
+  say('Stop with Ctrl-C; data stays in the data folder and is reused on the next start.');
+}
+
+interface DevFlags {
+  dataDir: string;
+  port: string;
+  anvilPort: string;
+  receiverPort: string;
+  signerPorts: string;
+  demo?: boolean;
+  exitAfterDemo?: boolean;
+  quiet?: boolean;
+  level: string;
+}
+
+/** Register `custodian dev` (the whole local instance) and `custodian dev core` (in-process demo). */
 export function registerDevCommand(program: Command): void {
-  program
+  const dev = program
     .command('dev')
-    .description('run a local demonstration: threshold key generation and signatures, verified independently')
+    .description(
+      'run a whole local instance: coordinator, 2 server signers, 2 mobile simulators, anvil, webhook receiver',
+    )
+    .option('--data-dir <dir>', 'data folder (reused on the next start)', '.custodian/dev')
+    .option('--port <port>', 'coordinator API port', '8080')
+    .option('--anvil-port <port>', 'local Ethereum node port', '8545')
+    .option('--receiver-port <port>', 'webhook receiver port', '9000')
+    .option('--signer-ports <a,b>', 'server signer libp2p ports', '7401,7402')
+    .option('--level <level>', 'CGGMP21 security level of the ECDSA key: SECURITY_112 or SECURITY_128', 'SECURITY_112')
+    .option('--demo', 'after start-up, run the integrator demo (wallet, deposit, transfers, webhooks)')
+    .option('--exit-after-demo', 'stop everything when the demo ends (exit code 0 on success)')
+    .option('--quiet', "hide the processes' log lines (progress only)")
+    .action(async (o: DevFlags) => {
+      const say = (l: string) => process.stdout.write(`${l}\n`);
+      const ports = o.signerPorts.split(',').map(Number);
+      if (o.level !== 'SECURITY_112' && o.level !== 'SECURITY_128')
+        throw new Error('--level must be SECURITY_112 or SECURITY_128');
+      const inst = await startInstance({
+        dataDir: o.dataDir,
+        apiPort: Number(o.port),
+        anvilPort: Number(o.anvilPort),
+        receiverPort: Number(o.receiverPort),
+        signerPorts: [ports[0] ?? 7401, ports[1] ?? 7402],
+        ecdsaLevel: o.level,
+        verbose: !o.quiet,
+        say,
+      });
+      const shutdown = async (code: number) => {
+        await inst.stop();
+        process.exit(code);
+      };
+      process.once('SIGINT', () => void shutdown(0));
+      process.once('SIGTERM', () => void shutdown(0));
+      printSummary(inst, say);
+      if (o.demo) {
+        say('\n=== Demo: custody as an integrator sees it (HTTP only) ===');
+        try {
+          await runDemo(inst, say);
+          say(
+            '\nDemo complete: deposit detected, transfers approved, threshold-signed, mined and delivered, webhooks verified.',
+          );
+        } catch (e) {
+          say(`\nDemo failed: ${(e as Error).message}`);
+          if (o.exitAfterDemo) return shutdown(1);
+        }
+        if (o.exitAfterDemo) return shutdown(0);
+      }
+    });
+  dev
+    .command('core')
+    .description('in-process demonstration of the threshold core (FROST DKG and signatures), no servers')
     .action(() => {
       if (!runDevDemo()) process.exitCode = 1;
     });

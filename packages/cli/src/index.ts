@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { registerAdminCommands } from '@custodian/coordinator';
+import { registerMobileCommands } from '@custodian/mobile';
 import { registerSignerCommands } from '@custodian/signer';
 import { Command } from 'commander';
 import { registerCoordinatorCommands } from './coordinator.js';
@@ -28,5 +29,6 @@ export function createProgram(): Command {
   registerSignerCommands(program);
   registerCoordinatorCommands(program);
   registerAdminCommands(program);
+  registerMobileCommands(program);
   return program;
 }

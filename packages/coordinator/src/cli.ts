@@ -10,6 +10,7 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { type Command, Option } from 'commander';
 import { readMailbox } from './mailer.js';
+import { registerTransferCommands } from './transfers/cli.js';
 
 /** Where the CLI writes and reads (injectable for tests). */
 export interface CliIo {
@@ -850,5 +851,15 @@ export function registerAdminCommands(program: Command, io: CliIo = defaultIo): 
         if (shown.length === 0) io.out('(no messages)');
       }),
     );
+  registerTransferCommands(admin, {
+    call,
+    print,
+    run,
+    q,
+    pageOpts,
+    fail: (message) => {
+      throw new AdminCliError(message);
+    },
+  });
   return admin;
 }

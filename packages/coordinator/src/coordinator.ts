@@ -4,6 +4,7 @@
  */
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import { pino } from 'pino';
 import { adminRoutes } from './admin/routes.js';
 import { type AdminOptions, AdminService, DEFAULT_ADMIN_OPTIONS } from './admin/service.js';
 import { apiKeyHook, type ProfileRoutesContext, walletRoutes } from './api/routes.js';
@@ -14,7 +15,15 @@ import { API_DECISIONS } from './decisions.js';
 import { syncDirectory } from './directory.js';
 import { createMailer, type Mailer } from './mailer.js';
 import { createServer, type RateLimitOptions } from './server.js';
+import type { SignerGateway } from './signing/gateway.js';
+import { createSigningServices, type SigningServices } from './signing/services.js';
 import { Store } from './store.js';
+import { transferAdminRoutes } from './transfers/admin-routes.js';
+import { type ChainNodeConfig, ChainRegistry } from './transfers/chains.js';
+import { DEFAULT_PIPELINE_OPTIONS, type PipelineOptions, TransferPipeline } from './transfers/pipeline.js';
+import { PolicyService } from './transfers/policies.js';
+import { TRANSFER_SCHEMAS, transferRoutes } from './transfers/routes.js';
+import { TransferService } from './transfers/service.js';
 import { type Clock, systemClock } from './util.js';
 import { openApiWebhooks } from './webhooks/events.js';
 import { GroupService } from './webhooks/groups.js';
@@ -66,6 +75,31 @@ export interface CoordinatorOptions {
   mailFrom?: string;
   /** Signer control channel for ceremonies; without it, ceremonies answer 503 SIGNERS_UNAVAILABLE. */
   ceremonyClient?: CeremonyClient;
+  /**
+   * Run the signer-facing services (signing/services.ts): libp2p identity persisted in
+   * `<dataDir>/coordinator-p2p.key`, control client to the registered server signers, device hub
+   * (WebSocket `/devices/v1/ws`), signer gateway and master key ceremony client (used unless
+   * `ceremonyClient` is given). Default off.
+   */
+  signing?: { enabled: boolean; algorithms?: number[] };
+  /**
+   * Blockchain nodes (transfers, fee estimates, deposit watchers): blockchain key of the directory
+   * → `{ rpcUrl, confirmations?, pollIntervalMs? }`, e.g. `{ 'ethereum-local': { rpcUrl: 'http://127.0.0.1:8545' } }`.
+   */
+  chains?: Record<string, ChainNodeConfig>;
+  /** Transfer pipeline settings (docs in transfers/service.ts and pipeline.ts). */
+  transfers?: {
+    /** Approval window, ms (default 24 h). */
+    approvalWindowMs?: number;
+    /** Admin device keys (compressed P-256 hex) allowed to sign policies; mirror of the signers' `trustedAdminDevices`. */
+    trustedAdminKeys?: string[];
+    /** Signing deadline, lease, poll intervals. */
+    pipeline?: Partial<Omit<PipelineOptions, 'log'>>;
+    /** Run the pipeline and the deposit watchers in this process after `start()` (default true). */
+    runPipeline?: boolean;
+    /** Signer gateway to use instead of the one of `signing` (tests, embedding). */
+    gateway?: SignerGateway;
+  };
   admin?: Partial<Omit<AdminOptions, 'mode'>>;
   /** pino options, or false to disable. Default: info level, API keys and bearer tokens redacted. */
   logger?: boolean | Record<string, unknown>;
@@ -86,6 +120,10 @@ export interface Coordinator {
   routes: { method: string; url: string; hidden: boolean }[];
   /** The mailbox folder of development mail, when used. */
   mailboxDir: string | undefined;
+  /** Signer gateway, device hub and libp2p identity, when `signing.enabled`. */
+  signing: SigningServices | undefined;
+  /** Policies, transfers, their pipeline and the chain adapters/watchers. */
+  transfers: { policies: PolicyService; service: TransferService; pipeline: TransferPipeline; chains: ChainRegistry };
   /** Listen; resolves with the base URL (e.g. `http://127.0.0.1:8080`). */
   start(): Promise<string>;
   /** Stop listening, abort ceremonies, close the database. Idempotent. */
@@ -130,12 +168,20 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
       ...(opts.smtpUrl !== undefined ? { smtpUrl: opts.smtpUrl } : {}),
       ...(mailboxDir !== undefined ? { mailboxDir } : {}),
     });
+  const signing = opts.signing?.enabled
+    ? await createSigningServices({
+        db,
+        ...(opts.dataDir !== undefined ? { dataDir: opts.dataDir } : {}),
+        ...(opts.signing.algorithms ? { algorithms: opts.signing.algorithms } : {}),
+        log: pino({ level: process.env.CUSTODIAN_SIGNING_LOG ?? 'warn', base: { service: 'coordinator-signing' } }),
+      })
+    : undefined;
   const admin = new AdminService(
     store,
     mailer,
     { ...DEFAULT_ADMIN_OPTIONS, ...opts.admin, mode: opts.mode },
     clock,
-    opts.ceremonyClient,
+    opts.ceremonyClient ?? signing?.ceremonyClient,
   );
   await admin.recoverCeremonies();
 
@@ -160,12 +206,52 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
     webhooks: openApiWebhooks(),
     ...(opts.baseUrl !== undefined ? { baseUrl: opts.baseUrl } : {}),
   });
+  for (const s of TRANSFER_SCHEMAS) app.addSchema(s);
   const routes: { method: string; url: string; hidden: boolean }[] = [];
   app.addHook('onRoute', (r) => {
     for (const m of [r.method].flat()) {
       if (m !== 'HEAD') routes.push({ method: m, url: r.url, hidden: r.schema?.hide === true });
     }
   });
+  const chains = new ChainRegistry(opts.chains ?? {}, undefined, db);
+  const policies = new PolicyService(db, clock, { trustedAdminKeys: opts.transfers?.trustedAdminKeys ?? [] });
+  const transferService = new TransferService(db, clock, policies, chains, {
+    approvalWindowMs: opts.transfers?.approvalWindowMs ?? 24 * 3600_000,
+  });
+  const pipeline = new TransferPipeline(
+    db,
+    clock,
+    chains,
+    transferService,
+    opts.transfers?.gateway ?? signing?.gateway,
+    {
+      ...DEFAULT_PIPELINE_OPTIONS,
+      ...opts.transfers?.pipeline,
+      log: (level, msg, fields) => app.log[level](fields ?? {}, msg),
+    },
+  );
+  transferService.onWork = () => pipeline.kick();
+  if (signing) {
+    const hub = signing.hub;
+    transferService.notifier = {
+      notifyApprovalRequest: (devices, r) => {
+        for (const d of devices) hub.notifyApprovalRequest(d, r.intent, `${r.transfer_id}:${r.round}`);
+      },
+      withdrawApprovalRequest: (devices, transferId, round) => {
+        for (const d of devices) hub.cancelApprovalRequest(d, `${transferId}:${round}`);
+      },
+    };
+    hub.pendingSource = async (deviceId) =>
+      (await transferService.pendingApprovals(deviceId)).map((r) => ({
+        requestId: `${r.transfer_id}:${r.round}`,
+        intent: r.intent,
+      }));
+    hub.onApproval((e) => {
+      transferService
+        .submitApproval(e.approval)
+        .catch((err: unknown) => app.log.warn({ err }, 'device approval refused'));
+    });
+  }
   const ctx: ProfileRoutesContext = {
     store,
     idempotency: { retentionMs: opts.idempotencyRetentionMs ?? 24 * 3600_000 },
@@ -176,12 +262,15 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
       api.addHook('preParsing', apiKeyHook(store));
       await walletRoutes(api, ctx);
       await webhookRoutes(api, webhookService);
+      await transferRoutes(api, ctx, transferService);
     },
     { prefix: '/api/v1/profiles/:profile_id' },
   );
   await app.register(async (a) => adminRoutes(a, admin));
+  await app.register(async (a) => transferAdminRoutes(a, admin, policies, transferService));
   await app.register(async (a) => jwksRoute(a, signingKeys));
   await app.ready();
+  signing?.hub.attach(app.server);
   if (kekSource === 'ephemeral') {
     app.log.warn('webhook signing keys are encrypted with an in-memory key: set CUSTODIAN_WEBHOOK_KEK or a dataDir');
   }
@@ -205,11 +294,36 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
     admin,
     db,
     mailboxDir,
+    signing,
+    transfers: { policies, service: transferService, pipeline, chains },
     routes,
     webhooks: { keys: signingKeys, service: webhookService, worker },
     async start() {
       const url = await app.listen({ host: opts.listen?.host ?? '127.0.0.1', port: opts.listen?.port ?? 8080 });
       if (opts.webhooks?.runWorker !== false) worker.start();
+      if (opts.transfers?.runPipeline !== false) {
+        pipeline.start();
+        chains.startWatchers(
+          db,
+          clock,
+          async (chain) =>
+            (
+              await db.query<{ address: string }>(
+                'SELECT a.address FROM addresses a JOIN blockchains b USING (blockchain_id) WHERE b.key = $1',
+                [chain],
+              )
+            ).map((r) => r.address),
+          async (chain) =>
+            (
+              await db.query<{ contract_address: string }>(
+                `SELECT a.contract_address FROM assets a JOIN blockchains b USING (blockchain_id)
+                 WHERE b.key = $1 AND a.contract_address IS NOT NULL`,
+                [chain],
+              )
+            ).map((r) => r.contract_address),
+          (chain, err) => app.log.warn({ chain, err: String(err) }, 'deposit watcher poll failed'),
+        );
+      }
       return url;
     },
     async stop() {
@@ -217,8 +331,11 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
       stopped = true;
       clearInterval(purge);
       await worker.stop();
+      await pipeline.stop();
+      await chains.stop();
       await app.close();
       await admin.shutdown();
+      await signing?.stop();
       await db.close();
     },
   };

@@ -47,6 +47,17 @@ export const API_DECISIONS = `Custody REST API of a Custodian instance (client i
 - **Directory.** \`symbol\` is a string, \`decimals\` an integer, \`blockchain\` the blockchain's string key. Identifiers are
   UUIDv5 of stable names, identical on every instance. Local development networks (anvil 31337, regtest) are enabled by
   default only in development mode; admins enable or disable entries per profile.
+- **Transfers.** \`POST …/transfers\` (idempotent, UUID key) → 201 with the transfer after the policy step (the policy is
+  evaluated in the creating transaction): \`PENDING_APPROVAL\`, or terminal \`REJECTED_BY_POLICY\` / \`NO_POLICY_FOUND\`
+  with \`sub_status\`. \`amount\` with more decimals than the asset, zero, negative, not a plain decimal, or more than the
+  wallet's available balance (confirmed balance minus its transfers not yet sent) → 422 naming \`body.amount\`, never
+  rounded; an invalid destination → 422 naming \`body.destination_address\`. \`GET …/transfers\` filters: \`wallet_id\`,
+  \`status\`; newest first. \`GET …/transfers/{transfer_id}\` is our addition. \`POST …/transfers/dry-run\` (our extension,
+  no idempotency key, creates nothing) returns the matching policy, the decision, the status and the approvals needed.
+  \`POST …/fee-estimate\` takes a UUID idempotency key like creation. Transitions and sub-statuses: see the \`Transfer\` schema
+  and docs/transfers.md. The daily limit counts every transfer of the wallet and asset on the UTC day of its creation
+  whose status is not REJECTED, REJECTED_BY_POLICY, NO_POLICY_FOUND, EXPIRED or FAILED. Approving, cancelling, fee bumps and
+  policies are not in this API (seed §4 rules 3, 4): devices approve through the device hub, the rest is the admin API.
 - **Rate limits.** Per credential (API key, admin session) or per client IP without one: 600 requests per minute by default
   (configurable); over the limit → 429 \`RATE_LIMITED\` with \`Retry-After\` (seconds) and \`x-ratelimit-*\` headers. Counters are
   per coordinator process.

@@ -38,6 +38,8 @@ export const ERROR_CATALOGUE = {
   WALLET_NOT_FOUND: { status: 404, title: 'Wallet not found' },
   ASSET_NOT_FOUND: { status: 404, title: 'Asset not found for this wallet' },
   RESOURCE_NOT_FOUND: { status: 404, title: 'Resource not found' },
+  TRANSFER_NOT_FOUND: { status: 404, title: 'Transfer not found' },
+  POLICY_NOT_FOUND: { status: 404, title: 'Policy not found' },
   // 409
   IDEMPOTENCY_REQUEST_IN_PROGRESS: {
     status: 409,
@@ -46,6 +48,7 @@ export const ERROR_CATALOGUE = {
   ALREADY_INITIALISED: { status: 409, title: 'The instance already has an administrator' },
   CONFLICT: { status: 409, title: 'The request conflicts with the current state' },
   NO_MASTER_KEY: { status: 409, title: 'No master key exists yet; run the master key ceremony first' },
+  TRANSFER_STATE_CONFLICT: { status: 409, title: 'The transfer is not in a state that allows this action' },
   // 413, 415
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Request body is too large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Content-Type must be application/json' },
@@ -66,6 +69,7 @@ export const ERROR_CATALOGUE = {
   // 500, 503
   INTERNAL_ERROR: { status: 500, title: 'Internal server error' },
   SIGNERS_UNAVAILABLE: { status: 503, title: 'No signer control channel is configured or reachable' },
+  CHAIN_UNAVAILABLE: { status: 503, title: 'No node is configured or reachable for this blockchain' },
 } as const satisfies Record<string, ErrorSpec>;
 
 /** A stable error code of {@link ERROR_CATALOGUE}. */

@@ -37,6 +37,7 @@ export {
 export { type Db, openPglite, openPostgres, type PostgresOptions, type Queryable } from './db/db.js';
 export { MIGRATIONS, type Migration, migrate } from './db/migrations.js';
 export { API_DECISIONS } from './decisions.js';
+export * from './devices/hub.js';
 export {
   ASSETS,
   type AssetDef,
@@ -48,7 +49,16 @@ export {
 } from './directory.js';
 export { ApiError, ERROR_CATALOGUE, type ErrorCode, type Problem, toProblem } from './errors.js';
 export { createMailer, type MailboxEntry, type Mailer, readMailbox } from './mailer.js';
+export * from './signing/gateway.js';
+export * from './signing/master-key.js';
+export * from './signing/services.js';
 export * from './store.js';
+export * from './transfers/chains.js';
+export * from './transfers/evidence.js';
+export * from './transfers/pipeline.js';
+export * from './transfers/policies.js';
+export * from './transfers/service.js';
+export * from './transfers/watcher-store.js';
 export {
   openApiWebhooks,
   WEBHOOK_EVENT_DOCS,

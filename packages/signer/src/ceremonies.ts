@@ -53,7 +53,7 @@ import {
 import { peerIdFromString } from '@libp2p/peer-id';
 import { sha256 } from '@noble/hashes/sha2.js';
 import type { Logger } from 'pino';
-import { EvidenceRefused, enforceTransferEvidence, type EnforcementVerdict } from './enforce.js';
+import { type EnforcementVerdict, EvidenceRefused, enforceTransferEvidence } from './enforce.js';
 import { presignaturePuts, takePresignature } from './presignatures.js';
 import type { PrimePool } from './primes.js';
 import type { CeremonyRunner, SessionOutcome, SessionParty } from './runner.js';
@@ -134,10 +134,17 @@ export interface CeremonyContext {
    */
   readonly shareCache?: Map<string, KeyShare | EcdsaKeyShare>;
   /**
-   * Transfer evidence enforcement (enforce.ts): when set, every sign request must carry evidence
-   * that passes the checks with these pinned Admin device keys (compressed P-256, hex).
+   * Transfer evidence enforcement (enforce.ts, DESIGN §1: signers enforce): when set, every sign
+   * request must carry evidence that passes the checks with these pinned Admin device keys
+   * (compressed P-256, hex).
    */
   readonly enforcement?: { readonly trustedAdminKeys: readonly string[] };
+  /**
+   * DEVELOPMENT/TEST ONLY: sign requests without evidence are signed as asked (raw digests) when
+   * {@link enforcement} is absent. Default false: without `enforcement` every sign request is
+   * refused with `ENFORCEMENT_NOT_CONFIGURED`.
+   */
+  readonly allowUnenforcedSigning?: boolean;
 }
 
 /** A refusal: the request is invalid for this signer. */
@@ -282,7 +289,7 @@ export async function runCeremony(ctx: CeremonyContext, start: StartCeremony): P
         try {
           ({ result, ops } = await sign(ctx, start, ceremonyId, parties, self, deadline));
           // the ledger entry is written in the same batch as the ceremony record, only with a signature
-          if (verdict && result.outcome === Outcome.OK) ops = [...ops, verdict.ledgerOp];
+          if (verdict && result.outcome === Outcome.OK) ops = [...ops, ...verdict.ledgerOps];
           await ctx.store.batch([...ops, record(ceremonyId, start, result)]);
         } finally {
           verdict?.release();
@@ -321,11 +328,18 @@ export async function runCeremony(ctx: CeremonyContext, start: StartCeremony): P
 }
 
 /**
- * Enforcement of a sign request (enforce.ts) when configured; a refusal becomes a REFUSED result
- * whose `error` starts with the refusal code (`DIGEST_MISMATCH: …`).
+ * Enforcement of a sign request (enforce.ts); a refusal becomes a REFUSED result whose `error`
+ * starts with the refusal code (`DIGEST_MISMATCH: …`). Without `ctx.enforcement` the request is
+ * refused (`ENFORCEMENT_NOT_CONFIGURED`) unless `ctx.allowUnenforcedSigning` opts out (then
+ * undefined: nothing is checked nor written to the ledger).
  */
 async function enforce(ctx: CeremonyContext, start: StartCeremony): Promise<EnforcementVerdict | undefined> {
-  if (!ctx.enforcement) return undefined;
+  if (!ctx.enforcement) {
+    if (ctx.allowUnenforcedSigning === true) return undefined;
+    throw new Refused(
+      'ENFORCEMENT_NOT_CONFIGURED: this signer trusts no Admin device (trustedAdminDevices) and does not allow unenforced signing',
+    );
+  }
   const req = start.sign;
   if (!req) throw new Refused('sign: missing sign request');
   const rec = await loadKeyRecord(ctx.store, req.keyId);

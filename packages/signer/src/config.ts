@@ -7,9 +7,12 @@
  *   "peers": [{ "peerId": "12D3Koo…", "addrs": ["/ip4/127.0.0.1/tcp/7002"] }],
  *   "coordinator": { "peerId": "12D3Koo…" },
  *   "passphrase": { "env": "CUSTODIAN_SIGNER_PASSPHRASE" }   // or { "file": "/run/secrets/pass" }
+ *   "trustedAdminDevices": [{ "deviceId": "…", "publicKey": "02…" }],
  *   "logLevel": "info" }
  * ```
- * The passphrase is never a command-line argument (it would show in `ps`).
+ * The passphrase is never a command-line argument (it would show in `ps`). Without
+ * `trustedAdminDevices` the signer refuses every sign request (`ENFORCEMENT_NOT_CONFIGURED`) unless
+ * `"allowUnenforcedSigning": true` (development and tests only).
  */
 import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, resolve } from 'node:path';
@@ -43,9 +46,16 @@ export interface SignerConfig {
    * Transfer evidence enforcement (enforce.ts, DESIGN §1): the Admin devices whose policy
    * signatures this signer trusts, `[{ "deviceId": "…", "publicKey": "<33-byte compressed P-256 hex>" }]`.
    * When present, every sign request must carry evidence that passes the policy, limit and approval
-   * checks. Absent: NOT enforced (development only; the daemon logs a warning at start).
+   * checks. Absent: every sign request is refused (`ENFORCEMENT_NOT_CONFIGURED`), unless
+   * {@link allowUnenforcedSigning}.
    */
   readonly trustedAdminDevices?: readonly { readonly deviceId: string; readonly publicKey: string }[];
+  /**
+   * DEVELOPMENT AND TESTS ONLY: `true` signs sign requests without checking any evidence (raw
+   * digests) when `trustedAdminDevices` is absent; the daemon logs a loud warning at start. Default
+   * false. Exclusive with `trustedAdminDevices`.
+   */
+  readonly allowUnenforcedSigning?: boolean;
 }
 
 /** Configuration error naming the field. */
@@ -125,6 +135,11 @@ export function parseConfig(raw: unknown, baseDir: string): SignerConfig {
       return { deviceId: r.deviceId, publicKey: r.publicKey };
     });
   }
+  const allowUnenforcedSigning = c.allowUnenforcedSigning ?? false;
+  if (typeof allowUnenforcedSigning !== 'boolean')
+    throw new ConfigError('allowUnenforcedSigning: expected true or false');
+  if (allowUnenforcedSigning && trustedAdminDevices)
+    throw new ConfigError('allowUnenforcedSigning: not with trustedAdminDevices (enforcement is either on or off)');
   return {
     listen,
     dataDir,
@@ -135,6 +150,7 @@ export function parseConfig(raw: unknown, baseDir: string): SignerConfig {
     ...(scrypt ? { scrypt } : {}),
     ...(ecdsa ? { ecdsa } : {}),
     ...(trustedAdminDevices ? { trustedAdminDevices } : {}),
+    ...(allowUnenforcedSigning ? { allowUnenforcedSigning } : {}),
   };
 }
 

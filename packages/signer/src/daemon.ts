@@ -97,8 +97,15 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
     ...(config.trustedAdminDevices
       ? { enforcement: { trustedAdminKeys: config.trustedAdminDevices.map((d) => d.publicKey) } }
       : {}),
+    ...(config.allowUnenforcedSigning ? { allowUnenforcedSigning: true } : {}),
   };
-  if (!config.trustedAdminDevices) log.warn('trustedAdminDevices not configured: transfer evidence is NOT enforced');
+  if (config.allowUnenforcedSigning) {
+    log.warn(
+      '!!! allowUnenforcedSigning is set: this signer signs ANY digest it is asked to, without checking policy, limits or approvals. DEVELOPMENT AND TESTS ONLY: never in production !!!',
+    );
+  } else if (!config.trustedAdminDevices) {
+    log.warn('trustedAdminDevices not configured: every sign request will be refused (ENFORCEMENT_NOT_CONFIGURED)');
+  }
 
   const status = async (): Promise<NodeStatus> => {
     const keys = await listKeys(store);

@@ -12,12 +12,13 @@
  *    the signer's configuration, the key's approver devices (stored with the key at the master key
  *    ceremony) and the spent amount of the intent's wallet, asset and UTC day taken from the
  *    signer's OWN ledger (never from the coordinator);
- * 3. the ledger rules of re-signing one transfer (see {@link LedgerEntry}).
+ * 3. the ledger rules of re-signing one transfer (see {@link LedgerEntry}), and policy versions
+ *    only moving forward (a version older than one already signed under is refused).
  *
  * The ledger lives in the signer's encrypted LevelDB store (sublevel `ledger`) and its entry is
  * written in the same batch as the ceremony's audit record, only when the signature was produced.
  */
-import { bytesToHex } from '@custodian/crypto';
+
 import {
   type DigestToSign,
   type EthereumContext,
@@ -28,6 +29,7 @@ import {
   type TransferFields,
   UTXO_NETWORKS,
 } from '@custodian/chains';
+import { bytesToHex } from '@custodian/crypto';
 import {
   type Approval,
   type EvidenceRefusal,
@@ -45,8 +47,15 @@ export type SignerRefusal =
   | EvidenceRefusal
   /** The request carries no transfer evidence (every signature is for a transfer). */
   | 'EVIDENCE_MISSING'
+  /**
+   * The signer has no trusted Admin device configured and does not opt out of enforcement
+   * (`allowUnenforcedSigning`): it cannot check any evidence, so it signs nothing.
+   */
+  | 'ENFORCEMENT_NOT_CONFIGURED'
   /** The transfer was already signed as another transaction that is not a fee replacement of it. */
-  | 'TRANSFER_ALREADY_SIGNED';
+  | 'TRANSFER_ALREADY_SIGNED'
+  /** The policy version is older than one this signer already signed under (a superseded version replayed). */
+  | 'POLICY_VERSION_SUPERSEDED';
 
 /** A refusal raised by {@link enforceTransferEvidence}; `code` travels back as the CeremonyResult's error. */
 export class EvidenceRefused extends Error {
@@ -210,7 +219,10 @@ export function recomputeIntentDigests(
     if (chain.startsWith('bitcoin') || chain.startsWith('litecoin')) {
       const ctx = context as Parameters<typeof recomputeBitcoinDigests>[2];
       const network = UTXO_NETWORKS.find((n) => n.id === ctx.network);
-      if (network === undefined || network.id !== chain) throw new Error('context.network is not the intent chain');
+      // directory keys name mainnets `<coin>-mainnet`; chains' network ids are `<coin>`
+      if (network === undefined || network.id !== chain.replace(/-mainnet$/, '')) {
+        throw new Error('context.network is not the intent chain');
+      }
       const digests = recomputeBitcoinDigests(network, fields, ctx);
       const outpoints = ctx.inputs.map((i) => `${i.txid}:${i.vout}`).sort();
       return { digests, replacementKey: `utxo:${chain}:${outpoints.join(',')}` };
@@ -236,7 +248,8 @@ function samePath(a: readonly number[], b: readonly number[]): boolean {
 /** What an accepted request leaves to persist: the ledger entry to put in the ceremony's batch. */
 export interface EnforcementVerdict {
   readonly intent: TransferIntent;
-  readonly ledgerOp: StoreOp;
+  /** Ledger writes: the transfer's entry and the newest policy version seen (`policy/<policy_id>`). */
+  readonly ledgerOps: StoreOp[];
   /** End the in-flight reservation (call once the ceremony's batch is written or the ceremony failed). */
   release(): void;
 }
@@ -272,7 +285,7 @@ async function enforceLocked(
   now: Date,
 ): Promise<EnforcementVerdict> {
   const ev = req.evidence;
-  if (!ev || !ev.intentJson) throw new EvidenceRefused('EVIDENCE_MISSING', 'the sign request carries no transfer evidence');
+  if (!ev?.intentJson) throw new EvidenceRefused('EVIDENCE_MISSING', 'the sign request carries no transfer evidence');
   const intent = parseJson<TransferIntent>(ev.intentJson, 'evidence.intent');
   const policy = ev.policyJson ? parseJson<SignedPolicy>(ev.policyJson, 'evidence.policy') : null;
   const approvals = (ev.approvalsJson ?? []).map((a, i) => parseJson<Approval>(a, `evidence.approvals[${i}]`));
@@ -332,6 +345,18 @@ async function enforceLocked(
     spentToday,
   });
   if (!verdict.ok) throw new EvidenceRefused(verdict.refusal, 'the transfer evidence does not allow this signature');
+  // policy versions only move forward: once this signer signed under version n of a policy, an
+  // older (superseded) version — validly signed as it is — is not accepted any more
+  const signedPolicy = policy as SignedPolicy;
+  const policyKey = `policy/${signedPolicy.document.policy_id}`;
+  const seenVersion = await store.get('ledger', policyKey);
+  const newest = seenVersion ? Number(dec.decode(seenVersion)) : 0;
+  if (signedPolicy.document.version < newest) {
+    throw new EvidenceRefused(
+      'POLICY_VERSION_SUPERSEDED',
+      `policy version ${signedPolicy.document.version} is older than version ${newest} already in force`,
+    );
+  }
   const entry: LedgerEntry = {
     transfer_id: intent.transfer_id,
     wallet_id: intent.wallet_id,
@@ -349,7 +374,15 @@ async function enforceLocked(
   let released = false;
   return {
     intent,
-    ledgerOp: { type: 'put', sublevel: 'ledger', key, value: enc.encode(JSON.stringify(entry)) },
+    ledgerOps: [
+      { type: 'put', sublevel: 'ledger', key, value: enc.encode(JSON.stringify(entry)) },
+      {
+        type: 'put',
+        sublevel: 'ledger',
+        key: policyKey,
+        value: enc.encode(String(Math.max(newest, signedPolicy.document.version))),
+      },
+    ],
     release() {
       if (!released) held.delete(key);
       released = true;

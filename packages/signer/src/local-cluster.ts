@@ -48,6 +48,11 @@ export interface LocalClusterOptions {
   };
   /** Admin devices every signer trusts for policy signatures (enables enforcement, see enforce.ts). */
   readonly trustedAdminDevices?: readonly { readonly deviceId: string; readonly publicKey: string }[];
+  /**
+   * Sign raw digests without evidence (config `allowUnenforcedSigning`; benchmarks and tests only).
+   * Without it and without {@link trustedAdminDevices} the signers refuse every sign request.
+   */
+  readonly allowUnenforcedSigning?: boolean;
 }
 
 /**
@@ -96,6 +101,7 @@ export async function startLocalCluster(
         scrypt: { N: 1 << 14, r: 8, p: 1 },
         ...(ecdsa ? { ecdsa } : {}),
         ...(options.trustedAdminDevices ? { trustedAdminDevices: options.trustedAdminDevices } : {}),
+        ...(options.allowUnenforcedSigning ? { allowUnenforcedSigning: true } : {}),
       }),
     );
     const log = join(dir, `signer${i}.log`);

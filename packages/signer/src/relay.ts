@@ -14,10 +14,13 @@
  * This module also holds the codecs of the device WebSocket protocol (`DeviceFrame`), shared by the
  * coordinator's device hub and `@custodian/mobile`.
  */
+
+import { canonicalEncode } from '@custodian/crypto';
+import { DEFAULT_LIMITS, decodeMessage, encodeMessage, messageType, type WireLimits } from '@custodian/wire';
 import type { Connection, Stream } from '@libp2p/interface';
 import { lpStream } from '@libp2p/utils';
 import { multiaddr } from '@multiformats/multiaddr';
-import { DEFAULT_LIMITS, decodeMessage, encodeMessage, messageType, type WireLimits } from '@custodian/wire';
+import { sha256 } from '@noble/hashes/sha2.js';
 import type { Logger } from 'pino';
 import type { Host } from './host.js';
 
@@ -107,6 +110,21 @@ export function decodeDeviceFrame(
   }
   if (m === 'relay' && v.peerId === '') return { ok: false, reason: 'RelayFrame: peer_id missing' };
   return { ok: true, frame: { [m]: v } as DeviceFrame };
+}
+
+/**
+ * Digest a device signs (P-256, 64-byte r‖s, `deviceSign` of `@custodian/wire`) to answer the
+ * coordinator's challenge: SHA-256(canonicalEncode(["custodian/v1/device-hello", nonce,
+ * coordinatorPeerId, deviceId, mpcPeerId])). Binding the coordinator's peer id and the device's MPC
+ * peer id stops a relay of the answer to another coordinator or for another MPC identity.
+ */
+export function deviceHelloDigest(
+  nonce: Uint8Array,
+  coordinatorPeerId: string,
+  deviceId: string,
+  mpcPeerId: string,
+): Uint8Array {
+  return sha256(canonicalEncode(['custodian/v1/device-hello', nonce, coordinatorPeerId, deviceId, mpcPeerId]));
 }
 
 /** Signer side of the relay. */

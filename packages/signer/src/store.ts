@@ -5,7 +5,7 @@
  * LevelDB write batch, so a crash leaves the old state or the new.
  *
  * Layout: sublevel `meta` (plaintext: `salt`, `check`, `format`), and encrypted sublevels
- * `shares`, `aux`, `presignatures`, `nonces`, `primes`, `ceremonies`.
+ * `shares`, `aux`, `presignatures`, `nonces`, `primes`, `ceremonies`, `ledger` (transfers signed, enforce.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { Level } from 'level';
@@ -13,7 +13,15 @@ import { DEFAULT_SCRYPT, deriveStorageKey, open, type ScryptParams, StoreIntegri
 
 /** Names of the encrypted sublevels. */
 export type Sublevel = 'shares' | 'aux' | 'presignatures' | 'nonces' | 'primes' | 'ceremonies' | 'ledger';
-export const SUBLEVELS: readonly Sublevel[] = ['shares', 'aux', 'presignatures', 'nonces', 'primes', 'ceremonies', 'ledger'];
+export const SUBLEVELS: readonly Sublevel[] = [
+  'shares',
+  'aux',
+  'presignatures',
+  'nonces',
+  'primes',
+  'ceremonies',
+  'ledger',
+];
 
 /** One write of a batch. */
 export type StoreOp =

@@ -4,7 +4,7 @@
  * verifiers (noble ed25519 / BIP340 schnorr), restart and sign from persisted shares, LevelDB scan
  * for plaintext shares, kill -9 mid-ceremony, and a hostile party injecting bad envelopes.
  */
-import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bytesToHex, deriveEd25519, deriveSecp256k1 } from '@custodian/crypto';
 import { dkgProtocol, type KeyShare, taprootTweak } from '@custodian/frost';
@@ -83,7 +83,9 @@ beforeAll(async () => {
   const coordPort = await freePort();
   const ports = [await freePort(), await freePort(), await freePort()];
   nodes = ports.map((p, i) => initNode(dir, `signer${i}`, p));
-  for (const n of nodes) writeConfig(n, nodes, { peerId: coordPeer, port: coordPort });
+  // raw digests, no transfer evidence: enforcement explicitly off (test only)
+  for (const n of nodes)
+    writeConfig(n, nodes, { peerId: coordPeer, port: coordPort }, { allowUnenforcedSigning: true });
   await Promise.all(nodes.map((n) => startNode(n)));
   // The coordinator's host also listens for MPC traffic: it plays the hostile party below.
   host = await createHost({
@@ -192,6 +194,38 @@ describe('signer cluster (3 processes, libp2p on 127.0.0.1)', () => {
     expect(
       ed25519.verify(r?.signatures?.[0]?.signature as Uint8Array, msg, pk(key, KeyAlgorithm.ED25519).publicKey),
     ).toBe(true);
+  });
+
+  it('enforcement is on by default: a signer with neither trustedAdminDevices nor the opt-out refuses a raw SIGN', async () => {
+    const n2 = nodes[2] as NodeSpec;
+    const optedOut = readFileSync(n2.config, 'utf8');
+    const cfg = JSON.parse(optedOut) as Record<string, unknown>;
+    delete cfg.allowUnenforcedSigning;
+    await stopNode(n2);
+    writeFileSync(n2.config, JSON.stringify(cfg));
+    try {
+      const before = readLog(n2).length;
+      await startNode(n2);
+      expect(readLog(n2).slice(before)).toMatch(/every sign request will be refused \(ENFORCEMENT_NOT_CONFIGURED\)/);
+      const msg = sha256(enc.encode('raw digest, no evidence'));
+      const r = await client.startCeremony(n2.peerId, {
+        ceremonyId: cid('unenforced'),
+        kind: CeremonyKind.SIGN,
+        parties: [{ peerId: (nodes[0] as NodeSpec).peerId }, { peerId: n2.peerId }],
+        threshold: 2,
+        deadlineUnixMs: deadline(10_000),
+        sign: { keyId: key.keyId as string, algorithm: KeyAlgorithm.ED25519, derivationPath: [], digests: [msg] },
+      });
+      expect(r.outcome).toBe(Outcome.REFUSED);
+      expect(r.error).toMatch(/^ENFORCEMENT_NOT_CONFIGURED: /);
+      expect(r.signatures ?? []).toEqual([]);
+    } finally {
+      await stopNode(n2);
+      writeFileSync(n2.config, optedOut);
+      await startNode(n2);
+    }
+    // with the opt-out the daemon says so loudly at start
+    expect(readLog(n2)).toMatch(/allowUnenforcedSigning is set/);
   });
 
   it('kill -9 of a signer mid-ceremony: the others abort at the deadline and keep nothing; restart intact', async () => {

@@ -20,7 +20,7 @@ import {
 import { p256 } from '@noble/curves/nist.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EvidenceRefused, enforceTransferEvidence, type EnforcementTrust, SecureStore } from '../src/index.js';
+import { type EnforcementTrust, EvidenceRefused, enforceTransferEvidence, SecureStore } from '../src/index.js';
 import { tempDir } from './cluster.js';
 
 const adminSk = p256.utils.randomSecretKey();
@@ -153,7 +153,7 @@ async function refusal(req: SignRequest): Promise<string> {
 /** Accept and commit (as the ceremony does after a produced signature). */
 async function signAndCommit(req: SignRequest): Promise<void> {
   const v = await enforceTransferEvidence(store, req, trust);
-  await store.batch([v.ledgerOp]);
+  await store.batch(v.ledgerOps);
   v.release();
 }
 
@@ -168,10 +168,7 @@ describe('signer-side enforcement (coordinator-compromise cases)', () => {
 
   it('refuses above the per-transaction limit', async () => {
     const i = intent({ amount: '1001' });
-    const a = [
-      signApproval(i, 'APPROVE', 'dev-1', dev1, 'x'),
-      signApproval(i, 'APPROVE', 'dev-2', dev2, 'x'),
-    ];
+    const a = [signApproval(i, 'APPROVE', 'dev-1', dev1, 'x'), signApproval(i, 'APPROVE', 'dev-2', dev2, 'x')];
     expect(await refusal(request(i, { approvals: a }))).toBe('TRANSACTION_LIMIT_EXCEEDED');
   });
 
@@ -226,9 +223,9 @@ describe('signer-side enforcement (coordinator-compromise cases)', () => {
     // a context whose sender is not the intent's source
     const req = request(i);
     const forgedCtx = { ...context(1), from: other };
-    expect(
-      await refusal({ ...req, evidence: { ...req.evidence, chainContextJson: JSON.stringify(forgedCtx) } }),
-    ).toBe('DIGEST_MISMATCH');
+    expect(await refusal({ ...req, evidence: { ...req.evidence, chainContextJson: JSON.stringify(forgedCtx) } })).toBe(
+      'DIGEST_MISMATCH',
+    );
     // another key path than the intent
     expect(await refusal({ ...req, derivationPath: [44, 60, 0, 0, 1] })).toBe('DIGEST_MISMATCH');
     // another key
@@ -245,11 +242,11 @@ describe('daily limit from the signer ledger', () => {
     expect(await refusal(request(intent({ amount: '501', created_at: day })))).toBe('DAILY_LIMIT_EXCEEDED');
     expect(await refusal(request(intent({ amount: '500', created_at: day })))).toBe('ACCEPTED');
     // another UTC day, another wallet
-    expect(await refusal(request(intent({ amount: '1000', created_at: '2026-05-07T00:00:00.000Z' })))).toBe(
-      'ACCEPTED',
-    );
+    expect(await refusal(request(intent({ amount: '1000', created_at: '2026-05-07T00:00:00.000Z' })))).toBe('ACCEPTED');
     expect(
-      await refusal(request(intent({ amount: '1000', created_at: day, wallet_id: '66666666-6666-4666-8666-666666666666' }))),
+      await refusal(
+        request(intent({ amount: '1000', created_at: day, wallet_id: '66666666-6666-4666-8666-666666666666' })),
+      ),
     ).toBe('ACCEPTED');
   });
 
@@ -262,7 +259,7 @@ describe('daily limit from the signer ledger', () => {
     for (const v of verdicts) {
       if (v.status === 'rejected') expect((v.reason as EvidenceRefused).code).toBe('DAILY_LIMIT_EXCEEDED');
     }
-    for (const v of ok) await store.batch([v.value.ledgerOp]);
+    for (const v of ok) await store.batch(v.value.ledgerOps);
     for (const v of ok) v.value.release();
     expect(await refusal(request(intent({ amount: '1', created_at: d })))).toBe('DAILY_LIMIT_EXCEEDED');
   });
@@ -286,5 +283,22 @@ describe('re-signing one transfer', () => {
     expect(await refusal(request(intent({ amount: '1000', created_at: '2026-07-01T01:00:00.000Z' })))).toBe('ACCEPTED');
     // another intent under the same transfer id
     expect(await refusal(request({ ...i, amount: '101' }, { ctx: context(7) }))).toBe('TRANSFER_ALREADY_SIGNED');
+  });
+});
+
+describe('policy versions only move forward', () => {
+  it('after signing under version 2, the superseded version 1 is refused', async () => {
+    const v2 = signPolicy({ ...policyDoc, version: 2, daily_limit: '100000' }, 'admin-phone', adminSk);
+    const d = '2026-08-01T00:00:00.000Z';
+    expect(await refusal(request(intent({ created_at: d }), { policy }))).toBe('ACCEPTED');
+    await signAndCommit(request(intent({ created_at: d }), { policy: v2 }));
+    expect(await refusal(request(intent({ created_at: d }), { policy }))).toBe('POLICY_VERSION_SUPERSEDED');
+    expect(await refusal(request(intent({ created_at: d }), { policy: v2 }))).toBe('ACCEPTED');
+    // an unsigned "version 9" does not move the signer's view forward
+    const fake: SignedPolicy = { ...v2, document: { ...v2.document, version: 9 } };
+    expect(await refusal(request(intent({ created_at: d }), { policy: fake }))).toBe(
+      'POLICY_SIGNATURE_VERIFICATION_FAILED',
+    );
+    expect(await refusal(request(intent({ created_at: d }), { policy: v2 }))).toBe('ACCEPTED');
   });
 });

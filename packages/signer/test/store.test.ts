@@ -79,4 +79,19 @@ describe('config', () => {
       ),
     ).toThrow(/listen/);
   });
+
+  it('enforcement is on by default; the opt-out is an explicit boolean, exclusive with trustedAdminDevices', () => {
+    const base = { dataDir: 'd', peers: [], coordinator: { peerId: peer }, passphrase: { env: 'X' } };
+    const admin = { deviceId: 'admin-phone', publicKey: `02${'ab'.repeat(32)}` };
+    const plain = parseConfig(base, '/');
+    expect(plain.allowUnenforcedSigning).toBeUndefined();
+    expect(plain.trustedAdminDevices).toBeUndefined();
+    expect(parseConfig({ ...base, allowUnenforcedSigning: true }, '/').allowUnenforcedSigning).toBe(true);
+    expect(parseConfig({ ...base, allowUnenforcedSigning: false }, '/').allowUnenforcedSigning).toBeUndefined();
+    expect(parseConfig({ ...base, trustedAdminDevices: [admin] }, '/').trustedAdminDevices).toEqual([admin]);
+    expect(() => parseConfig({ ...base, allowUnenforcedSigning: 'yes' }, '/')).toThrow(/allowUnenforcedSigning/);
+    expect(() => parseConfig({ ...base, allowUnenforcedSigning: true, trustedAdminDevices: [admin] }, '/')).toThrow(
+      /allowUnenforcedSigning: not with trustedAdminDevices/,
+    );
+  });
 });

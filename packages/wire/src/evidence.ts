@@ -7,7 +7,7 @@
  * Digests: SHA-256 over the injective `canonicalEncode` of a tagged record (`custodian.<kind>.v1`).
  * Device signatures: ECDSA P-256 (what phone secure enclaves hold) over the 32-byte digest, no
  * further hashing (`prehash: false`), 64-byte r‖s, low-s. Device public keys: 33-byte compressed
- * SEC1; a device fingerprint is the first 16 bytes of SHA-256(public key) as 32 hex digits in groups of 4.
+ * SEC1; a device fingerprint is SHA-256(public key) as 16 groups of 4 uppercase hex digits.
  * Amounts are integer base units as decimal strings.
  */
 import { bytesToHex, type Canonical, canonicalEncode, hexToBytes } from '@custodian/crypto';
@@ -118,9 +118,12 @@ export function approvalDigest(a: Omit<Approval, 'signature'>): Uint8Array {
   return tagged('custodian.approval.v1', rest as unknown as Canonical);
 }
 
-/** Fingerprint of a device public key: 32 hex digits in groups of 4 (for out-of-band comparison). */
+/**
+ * Fingerprint of a device public key (33-byte compressed P-256): SHA-256 of the key as 16 groups
+ * of 4 uppercase hex digits, read aloud or compared out of band before an Admin approves a device.
+ */
 export function deviceFingerprint(publicKey: Uint8Array): string {
-  const h = bytesToHex(sha256(publicKey).subarray(0, 16));
+  const h = bytesToHex(sha256(publicKey)).toUpperCase();
   return h.match(/.{4}/g)?.join(' ') ?? h;
 }
 

@@ -4,7 +4,9 @@
  * ceremonies, webhook registrations, per-profile directory settings, and the append-only audit
  * log. Every mutating function writes its audit entry in the same transaction as the change.
  */
+
 import { randomUUID } from 'node:crypto';
+import { deviceFingerprint } from '@custodian/wire';
 import { p256 } from '@noble/curves/nist.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import * as OTPAuth from 'otpauth';
@@ -111,14 +113,8 @@ function userView(u: UserRow): UserView {
 const offset = (p: PageRequest) => (p.page - 1) * p.page_size;
 const notFound = (what: string) => new ApiError('RESOURCE_NOT_FOUND', `no such ${what}`);
 
-/**
- * Fingerprint of a device identity key: SHA-256 of the 33-byte SEC1-compressed P-256 key, as 16
- * groups of 4 uppercase hex digits separated by spaces (read aloud / compared out of band).
- */
-export function deviceFingerprint(compressedKey: Uint8Array): string {
-  const h = Buffer.from(sha256(compressedKey)).toString('hex').toUpperCase();
-  return h.match(/.{4}/g)!.join(' ');
-}
+/** Fingerprint of a device identity key (one definition for the whole product: `@custodian/wire`). */
+export { deviceFingerprint };
 
 /** Normalise a fingerprint typed by a person: drop spaces and colons, uppercase. */
 export function normaliseFingerprint(s: string): string {

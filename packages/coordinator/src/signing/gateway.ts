@@ -112,10 +112,12 @@ export interface SignerGatewayInit {
   control: ControlClient;
   directory: PartyDirectory;
   devices?: DeviceCeremonyPort;
-  /** Adds the evidence fields of the SignRequest (control.proto 16–31); default: transfer fields only. */
+  /** The evidence fields of the SignRequest (control.proto 16–31); default {@link evidenceWire}. */
   evidenceFields?: (e: SignEvidence) => Partial<SignRequest>;
   /** Extra slack after the deadline for the parties' responses to arrive, ms. Default 10 000. */
   responseSlackMs?: number;
+  /** Called before a ceremony starts (opens relay streams to server signers when devices take part). */
+  prepare?(targets: readonly PartyDispatch[]): Promise<void>;
 }
 
 const ALGORITHMS = {
@@ -140,6 +142,18 @@ function transferFields(e: SignEvidence): SignRequest['transfer'] {
     source: i.source_address,
     destination: i.destination_address,
     amount: i.amount,
+  };
+}
+
+/** Default evidence mapping: `SignRequest.evidence` (control.proto field 16) as the JSON texts of evidence.ts. */
+export function evidenceWire(e: SignEvidence): Partial<SignRequest> {
+  return {
+    evidence: {
+      intentJson: JSON.stringify(e.intent),
+      policyJson: e.policy ? JSON.stringify(e.policy) : '',
+      approvalsJson: e.approvals.map((a) => JSON.stringify(a)),
+      chainContextJson: e.chainContext,
+    },
   };
 }
 
@@ -269,7 +283,8 @@ export function createSignerGateway(init: SignerGatewayInit): SignerGateway {
   return {
     async sign(req) {
       validate(req);
-      if (req.signal?.aborted || req.deadline.getTime() <= Date.now()) return { ok: false, reason: 'DEADLINE_EXCEEDED' };
+      if (req.signal?.aborted || req.deadline.getTime() <= Date.now())
+        return { ok: false, reason: 'DEADLINE_EXCEEDED' };
       const targets: PartyDispatch[] = [];
       for (const party of req.parties) {
         try {
@@ -291,7 +306,7 @@ export function createSignerGateway(init: SignerGatewayInit): SignerGateway {
         digests: req.digests.map((d) => Uint8Array.from(d)),
         transfer: transferFields(req.evidence),
         ...(req.taprootMerkleRoot ? { taprootMerkleRoot: Uint8Array.from(req.taprootMerkleRoot) } : {}),
-        ...(init.evidenceFields ? init.evidenceFields(req.evidence) : {}),
+        ...(init.evidenceFields ?? evidenceWire)(req.evidence),
       };
       const start: StartCeremony = {
         ceremonyId: newCeremonyId(),
@@ -301,6 +316,16 @@ export function createSignerGateway(init: SignerGatewayInit): SignerGateway {
         deadlineUnixMs: req.deadline.getTime(),
         sign,
       };
+      try {
+        await init.prepare?.(targets);
+      } catch (e) {
+        return {
+          ok: false,
+          reason: 'ABORTED',
+          culprits: [],
+          message: `relay: ${e instanceof Error ? e.message : String(e)}`,
+        };
+      }
       const results = await dispatchCeremony(init, targets, start, req.signal);
       return mapSignResults(req, targets, results);
     },
@@ -328,7 +353,8 @@ export function mapSignResults(
     ];
     return { ok: false, reason: 'ABORTED', culprits, message: blamed.result.error ?? 'aborted' };
   }
-  if (results.some((r) => r.result.outcome === Outcome.DEADLINE_EXCEEDED)) return { ok: false, reason: 'DEADLINE_EXCEEDED' };
+  if (results.some((r) => r.result.outcome === Outcome.DEADLINE_EXCEEDED))
+    return { ok: false, reason: 'DEADLINE_EXCEEDED' };
   const failed = results.filter((r) => r.result.outcome !== Outcome.OK);
   if (failed.length > 0) {
     return {
@@ -342,8 +368,7 @@ export function mapSignResults(
   const agree = results.every((r) => {
     const s = r.result.signatures ?? [];
     return (
-      s.length === first.length &&
-      s.every((x, i) => equalBytes(x.signature, first[i]?.signature ?? new Uint8Array(0)))
+      s.length === first.length && s.every((x, i) => equalBytes(x.signature, first[i]?.signature ?? new Uint8Array(0)))
     );
   });
   if (!agree || first.length !== req.digests.length)
@@ -352,8 +377,8 @@ export function mapSignResults(
     return {
       ok: true,
       signatures: first.map((s, i) => ({
-        signature: s.signature,
-        publicKey: s.publicKey,
+        signature: Uint8Array.from(s.signature),
+        publicKey: Uint8Array.from(s.publicKey),
         ...(req.algorithm === 'SECP256K1_ECDSA'
           ? { recovery: ecdsaRecovery(s.signature, req.digests[i] as Uint8Array, s.publicKey) }
           : {}),

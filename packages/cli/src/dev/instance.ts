@@ -1,0 +1,508 @@
+/**
+ * The local instance behind `custodian dev`: a real coordinator on the embedded PGlite store, two
+ * server signer processes, two mobile-signer simulator processes, a real Ethereum node (anvil from
+ * npm) and a webhook receiver built on the SDK's `verifyWebhook` — all on 127.0.0.1, data under one
+ * folder (default `.custodian/dev`, reused on the next start).
+ *
+ * First start bootstraps exactly as an operator would, through the admin API: first Admin account
+ * (email code read from the development mailbox), mobile devices enrolled and approved by
+ * fingerprint, server signers registered, the 3-of-4 master key ceremony (2 mobile + 2 server,
+ * seed §1.4) within its 5-minute deadline, an API key, a whitelist + limits + quorum policy signed
+ * by the Admin's device, and a webhook subscription. Development secrets (signer passphrase, PINs,
+ * admin password) are random, written to `<data>/secrets/` with mode 0600, and never logged.
+ */
+
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { readMailbox } from '@custodian/coordinator';
+import { startAnvil } from './anvil.js';
+import { call, waitFor } from './http.js';
+import { startReceiver } from './receiver.js';
+import { type Managed, Supervisor } from './supervisor.js';
+
+/** Where and how to run the instance. */
+export interface InstanceOptions {
+  readonly dataDir: string;
+  readonly apiPort: number;
+  readonly anvilPort: number;
+  readonly receiverPort: number;
+  readonly signerPorts: readonly [number, number];
+  /** CGGMP21 level of the ECDSA key (default SECURITY_112, the faster named level). */
+  readonly ecdsaLevel?: 'SECURITY_112' | 'SECURITY_128';
+  /**
+   * Safe primes (hex) to import instead of generating them, per party: signer-1, signer-2,
+   * mobile-1, mobile-2 (TEST ONLY: tests pass committed fixture primes to save prime search).
+   */
+  readonly primeSeeds?: readonly (readonly string[])[];
+  /** Print every process's log lines (default true). */
+  readonly verbose?: boolean;
+  /** Progress and outcome lines. */
+  readonly say?: (line: string) => void;
+}
+
+/** What the bootstrap created (persisted in `<data>/instance.json`; the API key is a dev secret). */
+export interface InstanceState {
+  version: 1;
+  admin: { email: string };
+  profile_id?: string;
+  devices: { name: string; device_id: string; fingerprint: string; public_key?: string }[];
+  signers: { name: string; peer_id: string; fingerprint: string; signer_id?: string }[];
+  master_key_ceremony_id?: string;
+  api_key?: string;
+  eth_asset_id?: string;
+  ethereum_local_id?: string;
+  policy_id?: string;
+  whitelisted?: string;
+  webhook_id?: string;
+}
+
+/** A running instance. */
+export interface Instance {
+  readonly baseUrl: string;
+  readonly anvilUrl: string;
+  readonly state: InstanceState;
+  readonly supervisor: Supervisor;
+  readonly mobiles: Managed[];
+  readonly events: ReceivedEvent[];
+  /** Restart mobile simulator `k` (0 or 1) — the demo takes phone 2 offline and back. */
+  startMobile(k: number): Managed;
+  adminToken(): Promise<string>;
+  stop(): Promise<void>;
+}
+
+/** A verified webhook delivery seen by the receiver. */
+export interface ReceivedEvent {
+  readonly event_id: string;
+  readonly event_type: string;
+  readonly data: Record<string, unknown>;
+}
+
+const CLI_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const BIN = join(CLI_ROOT, 'dist', 'bin.js');
+
+async function secret(dir: string, name: string, bytes = 24): Promise<string> {
+  const path = join(dir, 'secrets', name);
+  if (!existsSync(path)) {
+    await mkdir(join(dir, 'secrets'), { recursive: true, mode: 0o700 });
+    const value = name.startsWith('pin-')
+      ? String(100000 + (randomBytes(4).readUInt32BE() % 900000))
+      : randomBytes(bytes).toString('base64url');
+    await writeFile(path, value, { mode: 0o600, flag: 'wx' });
+    await chmod(path, 0o600);
+  }
+  return path;
+}
+
+/** Run a one-shot `custodian …` command; resolves with the last JSON line of its stdout. */
+async function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Record<string, unknown>> {
+  return new Promise((res, rej) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    child.on('exit', (code) => {
+      if (code !== 0)
+        return rej(
+          new Error(
+            `custodian ${args.slice(0, 2).join(' ')} failed (${code}): ${err.trim().split('\n').slice(-3).join(' | ')}`,
+          ),
+        );
+      const line = out
+        .trim()
+        .split('\n')
+        .reverse()
+        .find((l) => l.startsWith('{'));
+      res(line ? (JSON.parse(line) as Record<string, unknown>) : {});
+    });
+  });
+}
+
+const ETH = 10n ** 18n;
+
+/**
+ * Start (and on first run bootstrap) the instance. Resolves when everything runs and the API is
+ * ready for an integrator.
+ */
+export async function startInstance(opts: InstanceOptions): Promise<Instance> {
+  const say = opts.say ?? ((l: string) => process.stdout.write(`${l}\n`));
+  const dir = resolve(opts.dataDir);
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const statePath = join(dir, 'instance.json');
+  const state: InstanceState = existsSync(statePath)
+    ? (JSON.parse(await readFile(statePath, 'utf8')) as InstanceState)
+    : { version: 1, admin: { email: 'admin@custodian.local' }, devices: [], signers: [] };
+  const save = () => writeFile(statePath, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
+  const sup = new Supervisor();
+  const verbose = opts.verbose !== false;
+  const baseUrl = `http://127.0.0.1:${opts.apiPort}`;
+  const anvilUrl = `http://127.0.0.1:${opts.anvilPort}`;
+  const level = opts.ecdsaLevel ?? 'SECURITY_112';
+  const timed = async <T>(label: string, f: () => Promise<T>): Promise<T> => {
+    const t0 = Date.now();
+    say(`▶ ${label} …`);
+    const v = await f();
+    say(`  ✔ ${label} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+    return v;
+  };
+  const events: ReceivedEvent[] = [];
+  let receiver: Awaited<ReturnType<typeof startReceiver>> | undefined;
+  const mobiles: Managed[] = [];
+  const stop = async () => {
+    await sup.stopAll();
+    await new Promise<void>((r) => (receiver ? receiver.close(() => r()) : r()));
+  };
+  try {
+    const passFile = await secret(dir, 'signer-passphrase');
+    const seedFiles: (string | undefined)[] = [];
+    for (const [k, primes] of (opts.primeSeeds ?? []).entries()) {
+      const path = join(dir, 'secrets', `prime-seed-${k}.json`);
+      await writeFile(path, JSON.stringify({ safePrimes: primes }), { mode: 0o600 });
+      seedFiles[k] = path;
+    }
+    const adminPassFile = await secret(dir, 'admin-password');
+    const pinFiles = [await secret(dir, 'pin-mobile-1'), await secret(dir, 'pin-mobile-2')];
+
+    await timed(`Ethereum node (anvil) on ${anvilUrl}`, () =>
+      startAnvil(sup, opts.anvilPort, { quiet: !verbose, stateFile: join(dir, 'anvil-state.json') }),
+    );
+
+    const coordinatorDir = join(dir, 'coordinator');
+    const coordinator = sup.spawn(
+      'coordinator',
+      process.execPath,
+      [
+        BIN,
+        'coordinator',
+        'start',
+        '--data-dir',
+        coordinatorDir,
+        '--port',
+        String(opts.apiPort),
+        '--chain',
+        `ethereum-local=${anvilUrl}`,
+      ],
+      { ready: /coordinator listening on/, timeoutMs: 120_000, quiet: !verbose },
+    );
+    const readyLine = await timed(
+      `coordinator on ${baseUrl} (embedded PGlite in ${coordinatorDir})`,
+      () => coordinator.ready,
+    );
+    const coordinatorPeer = /peer id (\S+)/.exec(readyLine)?.[1];
+    if (!coordinatorPeer) throw new Error('coordinator did not print its peer id');
+
+    // ---- admin account ----
+    const adminPassword = (await readFile(adminPassFile, 'utf8')).trim();
+    if (!state.profile_id) {
+      const init = await call(`POST`, `${baseUrl}/admin/v1/init`, {
+        body: { email: state.admin.email, name: 'Dev Admin', password: adminPassword, profile_name: 'default' },
+        ok: [201, 409],
+      });
+      const profile = (init.body as { profile?: { profile_id?: string } }).profile?.profile_id;
+      if (profile) state.profile_id = profile;
+      await save();
+    }
+    let token: string | undefined;
+    const adminToken = async (): Promise<string> => {
+      if (token) return token;
+      const seenBefore = new Set((await readMailbox(join(coordinatorDir, 'mailbox'))).map((m) => m.file));
+      const login = await call<{ challenge_id: string }>('POST', `${baseUrl}/admin/v1/login`, {
+        body: { email: state.admin.email, password: adminPassword },
+      });
+      const code = await waitFor(
+        'the login code in the development mailbox',
+        async () => {
+          const mail = (await readMailbox(join(coordinatorDir, 'mailbox'))).filter((m) => !seenBefore.has(m.file));
+          return /\b(\d{6})\b/.exec(mail.at(-1)?.text ?? '')?.[1];
+        },
+        15_000,
+      );
+      const v = await call<{ token: string }>('POST', `${baseUrl}/admin/v1/login/verify`, {
+        body: { challenge_id: login.body.challenge_id, code },
+      });
+      token = v.body.token;
+      return token;
+    };
+    const list = <T>(v: unknown): T[] => (Array.isArray(v) ? (v as T[]) : ((v as { data?: T[] })?.data ?? []));
+    const admin = async <T = Record<string, unknown>>(method: string, path: string, body?: unknown, ok?: number[]) =>
+      (
+        await call<T>(method, `${baseUrl}${path}`, {
+          headers: { authorization: `Bearer ${await adminToken()}` },
+          ...(body !== undefined ? { body } : {}),
+          ...(ok ? { ok } : {}),
+        })
+      ).body;
+    await timed('Admin login (password + email code from the development mailbox)', adminToken);
+    if (!state.profile_id) {
+      const profiles = list<{ profile_id: string }>(await admin('GET', '/admin/v1/profiles'));
+      state.profile_id = profiles[0]?.profile_id;
+      await save();
+    }
+    const profile = state.profile_id as string;
+
+    // ---- mobile devices: enroll, approve by fingerprint ----
+    const mobileDirs = [join(dir, 'mobile-1'), join(dir, 'mobile-2')];
+    for (const k of [0, 1]) {
+      if (state.devices[k]) continue;
+      const name = k === 0 ? "Admin's phone" : 'Approver phone';
+      const r = await timed(`enroll mobile signer ${k + 1} (${name})`, () =>
+        runCli([
+          'mobile',
+          'enroll',
+          '--url',
+          baseUrl,
+          '--data',
+          mobileDirs[k] as string,
+          '--pin-file',
+          pinFiles[k] as string,
+          '--name',
+          name,
+        ]),
+      );
+      state.devices[k] = { name, device_id: String(r.device_id), fingerprint: String(r.fingerprint) };
+      await save();
+    }
+    for (const d of state.devices) {
+      const dev = await admin<{ status: string; public_key: string; fingerprint: string }>(
+        'GET',
+        `/admin/v1/devices/${d.device_id}`,
+      );
+      if (dev.status === 'PENDING') {
+        if (dev.fingerprint.replace(/\s/g, '') !== d.fingerprint.replace(/\s/g, '')) {
+          throw new Error(`fingerprint mismatch for ${d.name}: refusing to approve`);
+        }
+        await admin('POST', `/admin/v1/devices/${d.device_id}/approve`, { fingerprint: d.fingerprint });
+        say(`  ✔ approved ${d.name} after checking its fingerprint ${d.fingerprint.slice(0, 19)}…`);
+      }
+      d.public_key = dev.public_key;
+    }
+    await save();
+    const adminDevice = state.devices[0] as InstanceState['devices'][number];
+
+    // ---- server signers: identity, config, start, register ----
+    const signerDirs = [join(dir, 'signer-1'), join(dir, 'signer-2')];
+    for (const k of [0, 1]) {
+      if (state.signers[k]) continue;
+      const r = await runCli(['signer', 'init', '-d', signerDirs[k] as string, '--passphrase-file', passFile]);
+      state.signers[k] = { name: `signer-${k + 1}`, peer_id: String(r.peerId), fingerprint: String(r.fingerprint) };
+      await save();
+    }
+    for (const k of [0, 1]) {
+      const other = 1 - k;
+      const config = {
+        listen: `/ip4/127.0.0.1/tcp/${opts.signerPorts[k]}`,
+        dataDir: signerDirs[k],
+        peers: [{ peerId: state.signers[other]?.peer_id, addrs: [`/ip4/127.0.0.1/tcp/${opts.signerPorts[other]}`] }],
+        coordinator: { peerId: coordinatorPeer },
+        passphrase: { file: passFile },
+        logLevel: 'info',
+        ecdsa: { level, primePool: seedFiles[k] ? 0 : 2, ...(seedFiles[k] ? { primeSeedFile: seedFiles[k] } : {}) },
+        trustedAdminDevices: [{ deviceId: adminDevice.device_id, publicKey: adminDevice.public_key }],
+      };
+      const cfgPath = join(dir, `signer-${k + 1}.json`);
+      await writeFile(cfgPath, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
+      sup.spawn(`signer-${k + 1}`, process.execPath, [BIN, 'signer', 'start', '-c', cfgPath], { quiet: !verbose });
+    }
+    const registered = list<{ signer_id: string; peer_id: string }>(await admin('GET', '/admin/v1/signers'));
+    for (const [k, s] of state.signers.entries()) {
+      const found = registered.find((r) => r.peer_id === s.peer_id);
+      if (found) s.signer_id = found.signer_id;
+      else {
+        const r = await admin<{ signer_id: string }>('POST', '/admin/v1/signers', {
+          name: s.name,
+          peer_id: s.peer_id,
+          address: `/ip4/127.0.0.1/tcp/${opts.signerPorts[k]}`,
+          fingerprint: s.fingerprint,
+        });
+        s.signer_id = r.signer_id;
+        say(`  ✔ registered server signer ${s.name} (${s.peer_id.slice(0, 12)}…)`);
+      }
+    }
+    await save();
+
+    // ---- mobile simulators (they dial out to the coordinator) ----
+    const startMobile = (k: number): Managed => {
+      const m = sup.spawn(
+        `mobile-${k + 1}`,
+        process.execPath,
+        [
+          BIN,
+          'mobile',
+          'run',
+          '--data',
+          mobileDirs[k] as string,
+          '--pin-file',
+          pinFiles[k] as string,
+          '--auto-approve',
+          '--ecdsa-level',
+          level,
+          '--prime-pool',
+          seedFiles[2 + k] ? '0' : '2',
+          '--trusted-admin-key',
+          adminDevice.public_key as string,
+          ...(seedFiles[2 + k] ? ['--prime-seed-file', seedFiles[2 + k] as string] : []),
+        ],
+        { quiet: !verbose },
+      );
+      mobiles[k] = m;
+      return m;
+    };
+    startMobile(0);
+    startMobile(1);
+
+    // ---- master key ceremony, 3 of 4 ----
+    const masterKeys = list<unknown>(await admin('GET', '/admin/v1/master-keys'));
+    if (masterKeys.length === 0) {
+      await timed('master key ceremony: 3-of-4 (2 mobile + 2 server signers; deadline 5 min)', async () => {
+        const c = await waitFor(
+          'all four signers online',
+          async () => {
+            try {
+              return await admin<{ ceremony_id: string }>('POST', '/admin/v1/master-keys', {
+                threshold: 3,
+                signers: [
+                  ...state.signers.map((s) => ({ kind: 'server', id: s.signer_id })),
+                  ...state.devices.map((d) => ({ kind: 'device', id: d.device_id })),
+                ],
+              });
+            } catch (e) {
+              if ((e as { status?: number }).status === 503 || (e as { status?: number }).status === 409)
+                return undefined;
+              throw e;
+            }
+          },
+          120_000,
+          1_000,
+        );
+        state.master_key_ceremony_id = c.ceremony_id;
+        await save();
+        let last = '';
+        const done = await waitFor(
+          'the master key ceremony',
+          async () => {
+            const v = await admin<{ status: string; progress: unknown; error: string | null; blamed: unknown }>(
+              'GET',
+              `/admin/v1/ceremonies/${c.ceremony_id}`,
+            );
+            const p = JSON.stringify(v.progress ?? '');
+            if (p !== last) {
+              last = p;
+              say(`    ceremony progress: ${p}`);
+            }
+            return v.status === 'RUNNING' ? undefined : v;
+          },
+          330_000,
+          1_000,
+        );
+        if (done.status !== 'SUCCEEDED')
+          throw new Error(
+            `master key ceremony ${done.status}: ${done.error ?? ''} blamed ${JSON.stringify(done.blamed)}`,
+          );
+      });
+    }
+
+    // ---- directory, API key ----
+    if (!state.api_key) {
+      const k = await admin<{ api_key: string }>('POST', '/admin/v1/api-keys', { profile_id: profile, name: 'dev' });
+      state.api_key = k.api_key;
+      await save();
+    }
+    const apiHeaders = { 'x-api-key': state.api_key as string };
+    if (!state.eth_asset_id) {
+      const chains = await call<{ data: { blockchain_id: string; key?: string; name?: string }[] }>(
+        'GET',
+        `${baseUrl}/api/v1/profiles/${profile}/blockchains?page_size=200`,
+        { headers: apiHeaders },
+      );
+      const local = chains.body.data.find((b) => JSON.stringify(b).includes('ethereum-local'));
+      if (!local) throw new Error('the directory has no ethereum-local blockchain');
+      const assets = await call<{ data: { asset_id: string; symbol: string; blockchain: string }[] }>(
+        'GET',
+        `${baseUrl}/api/v1/profiles/${profile}/assets?page_size=200`,
+        { headers: apiHeaders },
+      );
+      const eth = assets.body.data.find((a) => a.symbol === 'ETH' && a.blockchain === 'ethereum-local');
+      if (!eth) throw new Error('the directory has no ETH asset on ethereum-local');
+      state.ethereum_local_id = local.blockchain_id;
+      state.eth_asset_id = eth.asset_id;
+      await save();
+    }
+
+    // ---- policy: whitelist + limits + quorum, signed by the Admin's device ----
+    if (!state.policy_id) {
+      const whitelisted = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8'; // anvil's account #1
+      const policy = await admin<{ policy_id: string }>('POST', `/admin/v1/profiles/${profile}/policies`, {
+        name: 'dev: whitelist, limits, quorum of 2 above 0.5 ETH',
+        scope: { wallet_ids: null, blockchain: 'ethereum-local', asset_id: state.eth_asset_id },
+        whitelist: [whitelisted],
+        per_transaction_limit: String(2n * ETH),
+        daily_limit: String(10n * ETH),
+        approvals: { quorum: 2, above_amount: String(ETH / 2n) },
+      });
+      await timed("policy signed by the Admin's device (mobile 1, with its PIN)", () =>
+        runCli(
+          [
+            'mobile',
+            'sign-policy',
+            '--data',
+            mobileDirs[0] as string,
+            '--url',
+            baseUrl,
+            '--profile',
+            profile,
+            '--policy',
+            policy.policy_id,
+            '--pin-file',
+            pinFiles[0] as string,
+          ],
+          { CUSTODIAN_ADMIN_TOKEN: token as string },
+        ),
+      );
+      state.policy_id = policy.policy_id;
+      state.whitelisted = whitelisted;
+      await save();
+    }
+
+    // ---- webhook receiver + subscription ----
+    const lines: string[] = [];
+    receiver = await startReceiver({
+      coordinatorUrl: baseUrl,
+      port: opts.receiverPort,
+      onEvent: (e) => {
+        events.push(e);
+        lines.push(e.event_type);
+        say(`  ⚑ webhook ${e.event_type} (verified)`);
+      },
+    });
+    if (!state.webhook_id) {
+      const w = await admin<{ webhook_id: string }>('POST', `/admin/v1/profiles/${profile}/webhooks`, {
+        url: `http://127.0.0.1:${opts.receiverPort}/webhooks`,
+        event_types: [
+          'TRANSFER_CREATED',
+          'TRANSFER_UPDATED',
+          'TRANSFER_DELIVERED',
+          'TRANSFER_FAILED',
+          'TRANSACTION_DETECTED',
+          'BALANCE_UPDATED',
+          'WALLET_CREATED',
+          'ADDRESS_CREATED',
+        ],
+        description: 'dev receiver (verifies every delivery with @custodian/sdk)',
+      });
+      state.webhook_id = w.webhook_id;
+      await save();
+    }
+
+    return { baseUrl, anvilUrl, state, supervisor: sup, mobiles, events, startMobile, adminToken, stop };
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+}

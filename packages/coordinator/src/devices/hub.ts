@@ -1,0 +1,466 @@
+/**
+ * Device hub: the coordinator's WebSocket endpoint for mobile signers (DESIGN §1, §5; proto
+ * `custodian/v1/relay.proto` `DeviceFrame`, one binary WebSocket message per frame).
+ *
+ * - **Authentication**: on connect the hub sends `DeviceChallenge { nonce (32 random bytes),
+ *   coordinator_peer_id }`; the device answers `DeviceHello { device_id, mpc_peer_id, signature }`
+ *   within 10 s, the signature (P-256, 64-byte r‖s) over `deviceHelloDigest(...)` by the device key
+ *   of an **APPROVED** enrolled device. Anything else closes the socket (code 4401). A second
+ *   connection of the same device replaces the first.
+ * - **Approvals**: {@link DeviceHub.notifyApprovalRequest} pushes a transfer intent (queued while
+ *   the device is offline, re-sent on every reconnect until answered); the device's signed
+ *   `Approval` is verified here (device id and key of the record, intent digest, signature) before
+ *   {@link DeviceHub.onApproval} listeners see it. Signers verify it again themselves.
+ * - **Ceremonies**: {@link DeviceHub.startCeremony} sends a `SignedControl` (the coordinator key
+ *   signs it, as for server signers) and resolves with the device's `CeremonyResult`.
+ * - **Relay**: `RelayFrame`s from a device are forwarded to the destination device's socket or, for
+ *   a server signer, over libp2p `/custodian/relay/1` (`@custodian/signer` relay.ts); frames from
+ *   signers reach devices through {@link DeviceHub.fromSigner}. The hub only moves SignedEnvelope
+ *   bytes: it cannot read point-to-point payloads nor forge a sender.
+ */
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { bytesToHex } from '@custodian/crypto';
+import {
+  type DeviceFrame,
+  decodeDeviceFrame,
+  deviceHelloDigest,
+  encodeDeviceFrame,
+  type RelayFrame,
+} from '@custodian/signer';
+import {
+  type Approval,
+  approvalDigest,
+  type CeremonyResult,
+  CONTROL_VERSION,
+  DEFAULT_LIMITS,
+  decodeControlResponse,
+  deviceVerify,
+  type StartCeremony,
+  signControlRequest,
+  type TransferIntent,
+  transferIntentDigest,
+} from '@custodian/wire';
+import { peerIdFromString } from '@libp2p/peer-id';
+import { p256 } from '@noble/curves/nist.js';
+import { type WebSocket, WebSocketServer } from 'ws';
+import type { DeviceCeremonyPort } from '../signing/gateway.js';
+
+/** Path of the device WebSocket endpoint. */
+export const DEVICE_WS_PATH = '/devices/v1/ws';
+/** Largest WebSocket message accepted, bytes (CGGMP21 aux-info envelopes are the largest). */
+export const DEVICE_MAX_FRAME_BYTES = 4 * 1024 * 1024;
+const HELLO_TIMEOUT_MS = 10_000;
+
+/** The enrolled device record the hub checks. */
+export interface HubDeviceRecord {
+  /** Compressed P-256 public key, hex (33 bytes). */
+  publicKey: string;
+  status: 'PENDING' | 'APPROVED' | 'REJECTED' | 'REMOVED' | string;
+}
+
+/** A verified approval decision. */
+export interface ApprovalEvent {
+  deviceId: string;
+  requestId: string;
+  approval: Approval;
+}
+
+/** Something the hub relayed (observers: audit, tests). */
+export interface RelayedEvent {
+  direction: 'device-to-device' | 'device-to-signer' | 'signer-to-device';
+  from: string;
+  to: string;
+  envelope: Uint8Array;
+}
+
+/** Components of the hub. */
+export interface DeviceHubInit {
+  lookupDevice(deviceId: string): Promise<HubDeviceRecord | undefined>;
+  /** Coordinator libp2p identity: peer id and 32-byte Ed25519 seed (signs ceremony invitations). SECRET. */
+  coordinator: { peerId: string; secretKey: Uint8Array };
+  /** Is `peerId` a server signer reachable over the relay protocol? */
+  isSignerPeer(peerId: string): boolean;
+  /** Forward a device's envelope to a server signer (libp2p relay). */
+  relayToSigner(signerPeerId: string, frame: RelayFrame): Promise<void>;
+  log?: (level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>) => void;
+}
+
+interface Conn {
+  ws: WebSocket;
+  deviceId: string;
+  mpcPeerId: string;
+}
+
+/** The device hub. Create with `new DeviceHub(init)`, then {@link DeviceHub.attach} to the HTTP server. */
+export class DeviceHub implements DeviceCeremonyPort {
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: DEVICE_MAX_FRAME_BYTES });
+  private readonly byDevice = new Map<string, Conn>();
+  private readonly byPeer = new Map<string, Conn>();
+  private readonly approvalQueue = new Map<string, Map<string, TransferIntent>>();
+  private readonly approvalListeners = new Set<(e: ApprovalEvent) => void>();
+  private readonly relayListeners = new Set<(e: RelayedEvent) => void>();
+  private readonly answers = new Map<string, (res: CeremonyResult) => void>();
+  private readonly onlineWaiters = new Set<() => void>();
+  /** Last MPC peer id each device announced (kept across disconnects). */
+  private readonly knownPeer = new Map<string, string>();
+  private closed = false;
+  /**
+   * Durable source of a device's pending approval requests (the transfer store), read when the
+   * device connects, so requests survive a coordinator restart. Set by `createCoordinator`.
+   */
+  pendingSource: ((deviceId: string) => Promise<{ requestId: string; intent: TransferIntent }[]>) | undefined;
+
+  constructor(private readonly init: DeviceHubInit) {}
+
+  private log(level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>): void {
+    this.init.log?.(level, msg, fields);
+  }
+
+  /** Serve {@link DEVICE_WS_PATH} on `server` (HTTP upgrade). */
+  attach(server: Server): void {
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      const path = (req.url ?? '').split('?')[0];
+      if (path !== DEVICE_WS_PATH || this.closed) {
+        socket.destroy();
+        return;
+      }
+      this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws));
+    });
+  }
+
+  /** Device ids connected and authenticated now. */
+  online(): string[] {
+    return [...this.byDevice.keys()];
+  }
+
+  /** MPC peer id of a device (connected now, or last announced); undefined if never seen. */
+  peerIdOf(deviceId: string): string | undefined {
+    return this.byDevice.get(deviceId)?.mpcPeerId ?? this.knownPeer.get(deviceId);
+  }
+
+  /** Wait until `deviceId` is connected; rejects at `until` (Unix ms). */
+  async waitOnline(deviceId: string, until: number, signal?: AbortSignal): Promise<Conn> {
+    for (;;) {
+      const c = this.byDevice.get(deviceId);
+      if (c) return c;
+      if (Date.now() >= until || this.closed) throw new Error(`device ${deviceId} is not connected`);
+      if (signal?.aborted) throw new Error('aborted');
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(done, Math.min(1000, Math.max(0, until - Date.now())));
+        function done() {
+          clearTimeout(t);
+          resolve();
+        }
+        this.onlineWaiters.add(done);
+      });
+    }
+  }
+
+  /** Subscribe to verified approval decisions; returns the unsubscribe function. */
+  onApproval(listener: (e: ApprovalEvent) => void): () => void {
+    this.approvalListeners.add(listener);
+    return () => this.approvalListeners.delete(listener);
+  }
+
+  /** Observe relayed envelopes (audit, tests); returns the unsubscribe function. */
+  onRelayed(listener: (e: RelayedEvent) => void): () => void {
+    this.relayListeners.add(listener);
+    return () => this.relayListeners.delete(listener);
+  }
+
+  /**
+   * Push an approval request for `intent` to a device: sent now if the device is connected, and on
+   * every reconnect until it answers or {@link DeviceHub.cancelApprovalRequest} is called.
+   * @returns the request id (echoed in {@link ApprovalEvent})
+   */
+  notifyApprovalRequest(deviceId: string, intent: TransferIntent, requestId: string = intent.transfer_id): string {
+    let q = this.approvalQueue.get(deviceId);
+    if (!q) {
+      q = new Map();
+      this.approvalQueue.set(deviceId, q);
+    }
+    q.set(requestId, intent);
+    const c = this.byDevice.get(deviceId);
+    if (c) this.sendApprovalRequest(c, requestId, intent);
+    return requestId;
+  }
+
+  /** Withdraw a pending approval request (transfer cancelled, expired or decided). */
+  cancelApprovalRequest(deviceId: string, requestId: string): void {
+    this.approvalQueue.get(deviceId)?.delete(requestId);
+  }
+
+  /** {@link DeviceCeremonyPort}: run a device's part of a ceremony (waits for it to connect until the deadline). */
+  async startCeremony(deviceId: string, start: StartCeremony): Promise<CeremonyResult> {
+    const conn = await this.waitOnline(deviceId, Number(start.deadlineUnixMs));
+    const key = `${deviceId}/${bytesToHex(start.ceremonyId)}`;
+    const answer = new Promise<CeremonyResult>((resolve) => this.answers.set(key, resolve));
+    const signedControl = signControlRequest(
+      { version: CONTROL_VERSION, issuedUnixMs: Date.now(), start },
+      this.init.coordinator.secretKey,
+    );
+    this.send(conn.ws, { invitation: { signedControl } });
+    try {
+      return await answer;
+    } finally {
+      this.answers.delete(key);
+    }
+  }
+
+  /** {@link DeviceCeremonyPort}: best-effort abort of a device's ceremony. */
+  async abortCeremony(deviceId: string, ceremonyId: Uint8Array, reason: string): Promise<void> {
+    const c = this.byDevice.get(deviceId);
+    if (!c) return;
+    const signedControl = signControlRequest(
+      { version: CONTROL_VERSION, issuedUnixMs: Date.now(), abort: { ceremonyId, reason } },
+      this.init.coordinator.secretKey,
+    );
+    this.send(c.ws, { invitation: { signedControl } });
+  }
+
+  /** An envelope a server signer sent to a device (libp2p relay): forward it to the device's socket. */
+  fromSigner(signerPeerId: string, frame: RelayFrame): void {
+    const c = this.byPeer.get(frame.peerId);
+    if (!c) {
+      this.log('warn', 'relay: destination device not connected', { to: frame.peerId, from: signerPeerId });
+      return;
+    }
+    this.emitRelayed({ direction: 'signer-to-device', from: signerPeerId, to: frame.peerId, envelope: frame.envelope });
+    this.send(c.ws, { relay: { peerId: signerPeerId, envelope: frame.envelope } });
+  }
+
+  /** Close every device connection and stop accepting. */
+  close(): void {
+    this.closed = true;
+    for (const c of this.byDevice.values()) c.ws.close(1001, 'coordinator shutting down');
+    this.wss.close();
+    for (const w of this.onlineWaiters) w();
+  }
+
+  private emitRelayed(e: RelayedEvent): void {
+    for (const l of this.relayListeners) {
+      try {
+        l(e);
+      } catch {
+        // observers never break the relay
+      }
+    }
+  }
+
+  private send(ws: WebSocket, f: DeviceFrame): void {
+    if (ws.readyState !== ws.OPEN) return;
+    ws.send(encodeDeviceFrame(f));
+  }
+
+  private sendApprovalRequest(c: Conn, requestId: string, intent: TransferIntent): void {
+    this.send(c.ws, { approvalRequest: { requestId, intentJson: JSON.stringify(intent) } });
+  }
+
+  private accept(ws: WebSocket): void {
+    const nonce = Uint8Array.from(randomBytes(32));
+    let conn: Conn | undefined;
+    const timer = setTimeout(() => {
+      if (!conn) ws.close(4401, 'authentication timeout');
+    }, HELLO_TIMEOUT_MS);
+    timer.unref?.();
+    this.send(ws, { challenge: { nonce, coordinatorPeerId: this.init.coordinator.peerId } });
+    let chain = Promise.resolve();
+    ws.on('message', (data: Buffer, isBinary: boolean) => {
+      chain = chain.then(async () => {
+        if (!isBinary) {
+          ws.close(4400, 'binary frames only');
+          return;
+        }
+        const d = decodeDeviceFrame(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), {
+          ...DEFAULT_LIMITS,
+          maxMessageBytes: DEVICE_MAX_FRAME_BYTES,
+        });
+        if (!d.ok) {
+          this.log('warn', 'device frame rejected', { reason: d.reason, device: conn?.deviceId });
+          return;
+        }
+        const f = d.frame;
+        if (!conn) {
+          if (!f.hello) {
+            ws.close(4401, 'hello expected');
+            return;
+          }
+          conn = await this.authenticate(ws, nonce, f.hello);
+          clearTimeout(timer);
+          return;
+        }
+        await this.handle(conn, f);
+      });
+      chain = chain.catch((e: unknown) => {
+        this.log('warn', 'device frame handling failed', { err: e instanceof Error ? e.message : String(e) });
+      });
+    });
+    ws.on('close', () => {
+      clearTimeout(timer);
+      if (conn && this.byDevice.get(conn.deviceId) === conn) {
+        this.byDevice.delete(conn.deviceId);
+        this.byPeer.delete(conn.mpcPeerId);
+        this.log('info', 'device disconnected', { device: conn.deviceId });
+      }
+    });
+    ws.on('error', () => undefined);
+  }
+
+  private async authenticate(
+    ws: WebSocket,
+    nonce: Uint8Array,
+    hello: NonNullable<DeviceFrame['hello']>,
+  ): Promise<Conn | undefined> {
+    const fail = (why: string) => {
+      this.log('warn', 'device authentication failed', { device: hello.deviceId, reason: why });
+      this.send(ws, { error: { code: 'UNAUTHENTICATED', message: why } });
+      ws.close(4401, why);
+      return undefined;
+    };
+    if (!/^[0-9a-f-]{36}$/i.test(hello.deviceId)) return fail('unknown device');
+    const rec = await this.init.lookupDevice(hello.deviceId.toLowerCase());
+    if (!rec) return fail('unknown device');
+    if (rec.status !== 'APPROVED') return fail(`device is ${rec.status}, not APPROVED`);
+    try {
+      const pid = peerIdFromString(hello.mpcPeerId);
+      if (pid.type !== 'Ed25519') return fail('mpc_peer_id: not an Ed25519 peer id');
+    } catch {
+      return fail('mpc_peer_id: not a peer id');
+    }
+    const digest = deviceHelloDigest(nonce, this.init.coordinator.peerId, hello.deviceId, hello.mpcPeerId);
+    if (!deviceVerify(bytesToHex(hello.signature), digest, rec.publicKey)) return fail('bad signature');
+    const other = this.byPeer.get(hello.mpcPeerId);
+    if (other && other.deviceId !== hello.deviceId.toLowerCase()) return fail('mpc_peer_id used by another device');
+    const conn: Conn = { ws, deviceId: hello.deviceId.toLowerCase(), mpcPeerId: hello.mpcPeerId };
+    const prev = this.byDevice.get(conn.deviceId);
+    if (prev) {
+      this.byPeer.delete(prev.mpcPeerId);
+      prev.ws.close(4409, 'replaced by a new connection');
+    }
+    this.byDevice.set(conn.deviceId, conn);
+    this.byPeer.set(conn.mpcPeerId, conn);
+    this.knownPeer.set(conn.deviceId, conn.mpcPeerId);
+    this.rememberKey(conn.deviceId, rec.publicKey);
+    this.send(ws, { welcome: {} });
+    this.log('info', 'device connected', { device: conn.deviceId, peer: conn.mpcPeerId });
+    if (this.pendingSource) {
+      try {
+        for (const p of await this.pendingSource(conn.deviceId)) {
+          let q = this.approvalQueue.get(conn.deviceId);
+          if (!q) {
+            q = new Map();
+            this.approvalQueue.set(conn.deviceId, q);
+          }
+          q.set(p.requestId, p.intent);
+        }
+      } catch (e) {
+        this.log('warn', 'pending approvals could not be read', { err: e instanceof Error ? e.message : String(e) });
+      }
+    }
+    for (const [id, intent] of this.approvalQueue.get(conn.deviceId) ?? []) this.sendApprovalRequest(conn, id, intent);
+    for (const w of [...this.onlineWaiters]) {
+      this.onlineWaiters.delete(w);
+      w();
+    }
+    return conn;
+  }
+
+  private async handle(c: Conn, f: DeviceFrame): Promise<void> {
+    if (f.relay) {
+      const to = f.relay.peerId;
+      const dev = this.byPeer.get(to);
+      if (dev) {
+        this.emitRelayed({ direction: 'device-to-device', from: c.mpcPeerId, to, envelope: f.relay.envelope });
+        this.send(dev.ws, { relay: { peerId: c.mpcPeerId, envelope: f.relay.envelope } });
+      } else if (this.init.isSignerPeer(to)) {
+        this.emitRelayed({ direction: 'device-to-signer', from: c.mpcPeerId, to, envelope: f.relay.envelope });
+        await this.init
+          .relayToSigner(to, { peerId: c.mpcPeerId, envelope: f.relay.envelope })
+          .catch((e: unknown) =>
+            this.log('warn', 'relay to signer failed', { to, err: e instanceof Error ? e.message : String(e) }),
+          );
+      } else {
+        this.log('warn', 'relay: unknown destination', { device: c.deviceId, to });
+      }
+      return;
+    }
+    if (f.answer) {
+      const key = `${c.deviceId}/${bytesToHex(f.answer.ceremonyId)}`;
+      const resolve = this.answers.get(key);
+      const res = decodeControlResponse(f.answer.response);
+      if (!resolve) {
+        this.log('warn', 'ceremony answer for no pending ceremony', { device: c.deviceId });
+        return;
+      }
+      if (!res.ok || !res.value.result) {
+        this.log('warn', 'ceremony answer malformed', { device: c.deviceId });
+        return;
+      }
+      resolve(res.value.result);
+      return;
+    }
+    if (f.approvalAnswer) {
+      this.onApprovalAnswer(c, f.approvalAnswer.requestId, f.approvalAnswer.approvalJson);
+      return;
+    }
+    if (f.error) {
+      this.log('warn', 'device reported an error', { device: c.deviceId, code: f.error.code });
+      return;
+    }
+    this.log('warn', 'unexpected device frame', { device: c.deviceId });
+  }
+
+  private onApprovalAnswer(c: Conn, requestId: string, json: string): void {
+    const intent = this.approvalQueue.get(c.deviceId)?.get(requestId);
+    if (!intent) {
+      this.log('warn', 'approval for no pending request', { device: c.deviceId, request: requestId });
+      return;
+    }
+    let a: Approval;
+    try {
+      a = JSON.parse(json) as Approval;
+    } catch {
+      this.log('warn', 'approval: not JSON', { device: c.deviceId });
+      return;
+    }
+    const problem = this.checkApproval(c, intent, a);
+    if (problem) {
+      this.log('warn', 'approval rejected', { device: c.deviceId, request: requestId, reason: problem });
+      return;
+    }
+    this.approvalQueue.get(c.deviceId)?.delete(requestId);
+    for (const l of this.approvalListeners) {
+      try {
+        l({ deviceId: c.deviceId, requestId, approval: a });
+      } catch (e) {
+        this.log('warn', 'approval listener failed', { err: e instanceof Error ? e.message : String(e) });
+      }
+    }
+  }
+
+  private checkApproval(c: Conn, intent: TransferIntent, a: Approval): string | undefined {
+    if (typeof a !== 'object' || a === null) return 'not an object';
+    if (a.device_id?.toLowerCase() !== c.deviceId) return 'device_id differs from the connected device';
+    if (a.transfer_id !== intent.transfer_id) return 'transfer_id differs';
+    if (a.decision !== 'APPROVE' && a.decision !== 'REJECT') return 'decision';
+    if (a.intent_digest !== bytesToHex(transferIntentDigest(intent))) return 'intent_digest differs';
+    const { signature, ...body } = a;
+    try {
+      const expected = this.knownKeys.get(c.deviceId);
+      if (expected && expected !== a.device_public_key) return 'device_public_key differs from the enrolled key';
+      if (!deviceVerify(signature, approvalDigest(body), a.device_public_key)) return 'bad signature';
+    } catch {
+      return 'bad signature';
+    }
+    return undefined;
+  }
+
+  private readonly knownKeys = new Map<string, string>();
+
+  /** Remember the enrolled key of a device (filled at authentication) so approvals are checked against it. */
+  private rememberKey(deviceId: string, publicKey: string): void {
+    this.knownKeys.set(deviceId, p256.Point.fromHex(publicKey).toHex(true));
+  }
+}

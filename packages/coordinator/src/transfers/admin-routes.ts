@@ -1,0 +1,300 @@
+/**
+ * Admin API of policies and transfer operations (`/admin/v1/profiles/{profile_id}/…`, bearer
+ * session as the rest of the admin API):
+ *
+ * | route | roles |
+ * |---|---|
+ * | GET policies, GET policies/{id} | ADMIN, FINANCE_MANAGER, VIEWER |
+ * | POST policies, PUT policies/{id}, DELETE policies/{id} | ADMIN, FINANCE_MANAGER |
+ * | POST policies/{id}/versions/{v}/signature (the Admin device's signature) | ADMIN |
+ * | GET transfers, GET transfers/{id} | ADMIN, FINANCE_MANAGER, VIEWER |
+ * | POST transfers/{id}/cancel | ADMIN, FINANCE_MANAGER |
+ * | POST transfers/{id}/fee-bump (then needs the policy's device approvals) | ADMIN, FINANCE_MANAGER |
+ *
+ * None of these is reachable with an API key (seed §4 rules 3, 4).
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { type AdminService, ROLES, type Role } from '../admin/service.js';
+import { errorResponses, PAGE_QUERY, UUID } from '../api/schemas.js';
+import { ApiError, type ErrorCode } from '../errors.js';
+import type { PageRequest } from '../store.js';
+import type { PolicyInput, PolicyService } from './policies.js';
+import { TRANSFER_STATUSES, type TransferService, type TransferStatus } from './service.js';
+
+const ALL: readonly Role[] = ROLES;
+const MANAGE: readonly Role[] = ['ADMIN', 'FINANCE_MANAGER'];
+const ADMIN: readonly Role[] = ['ADMIN'];
+const COMMON: ErrorCode[] = [
+  'SESSION_REQUIRED',
+  'ROLE_FORBIDDEN',
+  'VALIDATION_FAILED',
+  'RATE_LIMITED',
+  'INTERNAL_ERROR',
+];
+const any = (description: string) => ({ description, type: 'object', additionalProperties: true });
+const intStr = { type: ['string', 'null'], pattern: '^(0|[1-9][0-9]{0,77})$' };
+
+const POLICY_BODY = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'whitelist'],
+  properties: {
+    name: { type: 'string', minLength: 1, maxLength: 200 },
+    scope: {
+      type: 'object',
+      additionalProperties: false,
+      description:
+        'What the policy governs; a null member matches any. Most specific scope wins (wallets > asset > blockchain).',
+      properties: {
+        wallet_ids: { type: ['array', 'null'], items: UUID, maxItems: 1000 },
+        blockchain: { type: ['string', 'null'], description: 'blockchain key, e.g. ethereum-mainnet' },
+        asset_id: { ...UUID, type: ['string', 'null'] },
+      },
+    },
+    whitelist: {
+      type: 'array',
+      maxItems: 10000,
+      items: { type: 'string', minLength: 1, maxLength: 200 },
+      description:
+        "Permitted destination addresses, in the chain adapter's canonical form (EIP-55 on Ethereum). Empty: none.",
+    },
+    per_transaction_limit: { ...intStr, description: 'Base units of the scoped asset; null: none' },
+    daily_limit: { ...intStr, description: 'Per wallet and asset per UTC day, base units; null: none' },
+    approvals: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['quorum', 'above_amount'],
+      properties: {
+        quorum: { type: 'integer', minimum: 1, maximum: 16 },
+        above_amount: { type: 'string', pattern: '^(0|[1-9][0-9]{0,77})$' },
+      },
+      description:
+        '`quorum` distinct device approvals when amount > `above_amount` (base units), else 1. Default 1 above 0.',
+    },
+  },
+} as const;
+
+/** Register the routes (mount at the root; paths are absolute). */
+export async function transferAdminRoutes(
+  app: FastifyInstance,
+  admin: AdminService,
+  policies: PolicyService,
+  transfers: TransferService,
+) {
+  const auth =
+    (roles: readonly Role[]) =>
+    async <P>(req: FastifyRequest, _reply: unknown, payload: P): Promise<P> => {
+      const h = req.headers.authorization;
+      const m = typeof h === 'string' ? /^Bearer ([A-Za-z0-9_-]{1,200})$/.exec(h) : null;
+      const user = m?.[1] !== undefined ? await admin.sessionUser(m[1]) : null;
+      if (user === null) throw new ApiError('SESSION_REQUIRED', 'log in and send Authorization: Bearer <token>');
+      req.adminUser = user;
+      if (!roles.includes(user.role))
+        throw new ApiError('ROLE_FORBIDDEN', `this action needs role ${roles.join(' or ')}`);
+      return payload;
+    };
+  const base = '/admin/v1/profiles/:profile_id';
+  const params = (extra: Record<string, unknown> = {}) => ({
+    type: 'object',
+    required: ['profile_id', ...Object.keys(extra)],
+    properties: { profile_id: UUID, ...extra },
+  });
+  const schema = (
+    roles: readonly Role[],
+    summary: string,
+    status: number,
+    extra: Record<string, unknown>,
+    errors: ErrorCode[] = [],
+  ) => ({
+    tags: ['Admin: policies and transfers'],
+    summary,
+    description: `Roles: ${roles.join(', ')}.`,
+    security: [{ AdminSession: [] }],
+    ...extra,
+    response: { [status]: any(summary), ...errorResponses([...new Set([...COMMON, ...errors])]) },
+  });
+  const pid = (req: FastifyRequest) => (req.params as { profile_id: string }).profile_id.toLowerCase();
+  const actor = (req: FastifyRequest) => req.adminUser!.user_id;
+
+  app.get(
+    `${base}/policies`,
+    {
+      preParsing: auth(ALL),
+      schema: schema(ALL, 'List policies with their versions', 200, {
+        params: params(),
+        querystring: { type: 'object', additionalProperties: false, properties: PAGE_QUERY },
+      }),
+    },
+    async (req) => policies.list(pid(req), req.query as PageRequest),
+  );
+  app.get(
+    `${base}/policies/:policy_id`,
+    {
+      preParsing: auth(ALL),
+      schema: schema(ALL, 'One policy with its versions', 200, { params: params({ policy_id: UUID }) }, [
+        'POLICY_NOT_FOUND',
+      ]),
+    },
+    async (req) => policies.get(pid(req), (req.params as { policy_id: string }).policy_id.toLowerCase()),
+  );
+  app.post(
+    `${base}/policies`,
+    {
+      preParsing: auth(MANAGE),
+      schema: schema(
+        MANAGE,
+        'Create a policy (version 1, in force once an Admin device signs it)',
+        201,
+        { params: params(), body: POLICY_BODY },
+        ['RESOURCE_NOT_FOUND'],
+      ),
+    },
+    async (req, reply) => {
+      reply.code(201);
+      return policies.create(actor(req), pid(req), req.body as PolicyInput);
+    },
+  );
+  app.put(
+    `${base}/policies/:policy_id`,
+    {
+      preParsing: auth(MANAGE),
+      schema: schema(
+        MANAGE,
+        'New version of a policy (the active one stays in force until the new one is signed)',
+        200,
+        { params: params({ policy_id: UUID }), body: POLICY_BODY },
+        ['POLICY_NOT_FOUND'],
+      ),
+    },
+    async (req) =>
+      policies.update(
+        actor(req),
+        pid(req),
+        (req.params as { policy_id: string }).policy_id.toLowerCase(),
+        req.body as PolicyInput,
+      ),
+  );
+  app.delete(
+    `${base}/policies/:policy_id`,
+    {
+      preParsing: auth(MANAGE),
+      schema: schema(MANAGE, 'Delete a policy', 204, { params: params({ policy_id: UUID }) }, ['POLICY_NOT_FOUND']),
+    },
+    async (req, reply) => {
+      await policies.delete(pid(req), (req.params as { policy_id: string }).policy_id.toLowerCase());
+      reply.code(204);
+      return reply.send();
+    },
+  );
+  app.post(
+    `${base}/policies/:policy_id/versions/:version/signature`,
+    {
+      preParsing: auth(ADMIN),
+      schema: schema(
+        ADMIN,
+        "Attach an Admin device's signature to a policy version (it becomes ACTIVE)",
+        200,
+        {
+          params: params({ policy_id: UUID, version: { type: 'integer', minimum: 1 } }),
+          body: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['device_id', 'signature'],
+            properties: {
+              device_id: UUID,
+              signature: {
+                type: 'string',
+                pattern: '^[0-9a-fA-F]{128}$',
+                description:
+                  "P-256 r‖s (64 bytes hex) over the version's `digest` (policyDigest), made by the device key",
+              },
+            },
+          },
+        },
+        ['POLICY_NOT_FOUND', 'CONFLICT'],
+      ),
+    },
+    async (req) => {
+      const p = req.params as { policy_id: string; version: number };
+      return policies.sign(
+        pid(req),
+        p.policy_id.toLowerCase(),
+        p.version,
+        req.body as { device_id: string; signature: string },
+      );
+    },
+  );
+
+  app.get(
+    `${base}/transfers`,
+    {
+      preParsing: auth(ALL),
+      schema: schema(ALL, 'List transfers', 200, {
+        params: params(),
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { wallet_id: UUID, status: { type: 'string', enum: TRANSFER_STATUSES }, ...PAGE_QUERY },
+        },
+      }),
+    },
+    async (req) => {
+      const q = req.query as PageRequest & { wallet_id?: string; status?: TransferStatus };
+      return transfers.list(
+        pid(req),
+        { ...(q.wallet_id ? { wallet_id: q.wallet_id } : {}), ...(q.status ? { status: q.status } : {}) },
+        q,
+      );
+    },
+  );
+  app.get(
+    `${base}/transfers/:transfer_id`,
+    {
+      preParsing: auth(ALL),
+      schema: schema(ALL, 'One transfer', 200, { params: params({ transfer_id: UUID }) }, ['TRANSFER_NOT_FOUND']),
+    },
+    async (req) => transfers.get(pid(req), (req.params as { transfer_id: string }).transfer_id.toLowerCase()),
+  );
+  app.post(
+    `${base}/transfers/:transfer_id/cancel`,
+    {
+      preParsing: auth(MANAGE),
+      schema: schema(
+        MANAGE,
+        'Cancel a pending transfer (→ REJECTED / CANCELLED_BY_USER)',
+        200,
+        { params: params({ transfer_id: UUID }) },
+        ['TRANSFER_NOT_FOUND', 'TRANSFER_STATE_CONFLICT'],
+      ),
+    },
+    async (req) =>
+      transfers.cancel(actor(req), pid(req), (req.params as { transfer_id: string }).transfer_id.toLowerCase()),
+  );
+  app.post(
+    `${base}/transfers/:transfer_id/fee-bump`,
+    {
+      preParsing: auth(MANAGE),
+      schema: schema(
+        MANAGE,
+        'Fee bump of a SENT, unconfirmed transfer (a replacement signed after a new round of device approvals)',
+        200,
+        {
+          params: params({ transfer_id: UUID }),
+          body: {
+            type: 'object',
+            additionalProperties: false,
+            properties: { priority: { type: 'string', enum: ['SLOW', 'STANDARD', 'FAST'] } },
+          },
+        },
+        ['TRANSFER_NOT_FOUND', 'TRANSFER_STATE_CONFLICT'],
+      ),
+    },
+    async (req) =>
+      transfers.requestFeeBump(
+        actor(req),
+        pid(req),
+        (req.params as { transfer_id: string }).transfer_id.toLowerCase(),
+        (req.body as { priority?: 'SLOW' | 'STANDARD' | 'FAST' } | undefined)?.priority ?? 'FAST',
+      ),
+  );
+}

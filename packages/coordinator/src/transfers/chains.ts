@@ -1,0 +1,287 @@
+/**
+ * The coordinator's chain integration (DESIGN §8): one `@custodian/chains` adapter per blockchain
+ * of the directory that has a node configured (`CoordinatorOptions.chains`: blockchain key → RPC
+ * URL), destination validation without a node, transaction lookup for the restart-safe broadcast
+ * and the confirmation follow-up, and the deposit watchers over {@link PgWatcherStore}.
+ *
+ * Supported here: the Ethereum family (EIP-1559, ETH and ERC-20) and the Bitcoin family (Bitcoin,
+ * Litecoin; P2WPKH spends of the wallet's first address, UTXOs from the watcher's confirmed set).
+ * TRON adapters exist in `@custodian/chains` but are not wired yet (its transfers validate and are
+ * policy-checked, and wait in PENDING_SIGNATURE with CHAIN_UNAVAILABLE logged).
+ */
+import {
+  BitcoinAdapter,
+  BitcoinRpc,
+  type ChainAdapter,
+  decodeTronAddress,
+  decodeUtxoAddress,
+  EthereumAdapter,
+  EthereumWatcher,
+  type PriceSource,
+  UTXO_NETWORKS,
+  type Utxo,
+  type UtxoNetwork,
+  type UtxoSource,
+  UtxoWatcher,
+  validateEthereumAddress,
+  type Watcher,
+  type WatcherEvent,
+} from '@custodian/chains';
+import type { Hex } from 'viem';
+import type { Db } from '../db/db.js';
+import { type BlockchainDef, blockchainByKey } from '../directory.js';
+import type { Clock } from '../util.js';
+import { PgWatcherStore } from './watcher-store.js';
+
+/** Node settings of one blockchain. */
+export interface ChainNodeConfig {
+  /** JSON-RPC URL of the node (Ethereum: any EIP-1474 node, e.g. anvil, geth, reth). */
+  rpcUrl: string;
+  /** Bitcoin family: RPC user and password (`-rpcuser` / `-rpcpassword`). */
+  rpcUsername?: string;
+  rpcPassword?: string;
+  /** Confirmations before a transfer is delivered and a deposit counts (default 1). */
+  confirmations?: number;
+  /** Watcher poll interval, ms (default 2000). */
+  pollIntervalMs?: number;
+}
+
+/** Where a broadcast transaction stands on the node. */
+export type TxLookup =
+  | { state: 'unknown' }
+  | { state: 'pending' }
+  | { state: 'mined'; confirmations: number; success: boolean; blockNumber: number };
+
+/**
+ * Adapters and watchers of the configured chains.
+ */
+/**
+ * UTXOs of the coordinator's watcher (confirmed outputs of watched addresses), minus the outputs
+ * that transactions of non-failed, unconfirmed transfers already spend. `storeChain` is the
+ * watcher's chain id (`@custodian/chains` network id), `directoryKey` the blockchain key.
+ */
+export class PgUtxoSource implements UtxoSource {
+  constructor(
+    private readonly db: Db,
+    private readonly storeChain: string,
+    private readonly directoryKey: string,
+  ) {}
+
+  async listUnspent(addresses: readonly string[]): Promise<Utxo[]> {
+    const rows = await this.db.query<{ outpoint: string; address: string; value: string }>(
+      `SELECT u.outpoint, u.address, u.value::text AS value FROM watcher_utxos u
+       WHERE u.chain = $1 AND u.address = ANY($2::text[])
+         AND NOT EXISTS (
+           SELECT 1 FROM transfers t JOIN blockchains b ON b.blockchain_id = t.blockchain_id,
+             jsonb_array_elements(COALESCE(t.unsigned->'context'->'inputs', '[]'::jsonb)) i
+           WHERE b.key = $3 AND t.status IN ('PENDING_SIGNATURE', 'READY_TO_SEND', 'SENT') AND t.delivered_at IS NULL
+             AND (i->>'txid') || ':' || (i->>'vout') = u.outpoint)`,
+      [this.storeChain, [...addresses], this.directoryKey],
+    );
+    return rows.map((r) => {
+      const [txid, vout] = r.outpoint.split(':');
+      return { txid: txid as string, vout: Number(vout), value: BigInt(r.value), address: r.address };
+    });
+  }
+}
+
+/** The `@custodian/chains` network of a Bitcoin-family directory entry (`bitcoin-mainnet` → `bitcoin`). */
+export function utxoNetworkOf(def: BlockchainDef): UtxoNetwork {
+  const net = UTXO_NETWORKS.find((n) => n.id === def.key.replace(/-mainnet$/, ''));
+  if (net === undefined) throw new RangeError(`no network for ${def.key}`);
+  return net;
+}
+
+export class ChainRegistry {
+  readonly #adapters = new Map<string, EthereumAdapter | BitcoinAdapter>();
+  readonly #utxo = new Map<string, { network: UtxoNetwork; rpc: BitcoinRpc }>();
+  readonly #watchers = new Map<string, Watcher>();
+  readonly #configs: Record<string, ChainNodeConfig>;
+
+  /**
+   * @param configs blockchain key (directory, e.g. `ethereum-local`) → node settings
+   * @throws RangeError for an unknown blockchain key
+   */
+  constructor(configs: Record<string, ChainNodeConfig> = {}, prices?: PriceSource, db?: Db) {
+    this.#configs = configs;
+    for (const [key, cfg] of Object.entries(configs)) {
+      const def = blockchainByKey(key);
+      if (def === undefined) throw new RangeError(`chains.${key}: not a blockchain of the directory`);
+      if (def.family === 'ethereum') {
+        this.#adapters.set(
+          key,
+          new EthereumAdapter({
+            id: key,
+            chainId: Number(def.chainId),
+            rpcUrl: cfg.rpcUrl,
+            ...(prices ? { prices } : {}),
+          }),
+        );
+      } else if ((def.family === 'bitcoin' || def.family === 'litecoin') && db !== undefined) {
+        const network = utxoNetworkOf(def);
+        const rpc = new BitcoinRpc({
+          url: cfg.rpcUrl,
+          username: cfg.rpcUsername ?? '',
+          password: cfg.rpcPassword ?? '',
+        });
+        this.#utxo.set(key, { network, rpc });
+        this.#adapters.set(
+          key,
+          new BitcoinAdapter({
+            network,
+            rpc,
+            utxos: new PgUtxoSource(db, network.id, key),
+            ...(prices ? { prices } : {}),
+          }),
+        );
+      }
+    }
+  }
+
+  /** The adapter of a blockchain, or undefined when none is configured (or the family is not wired). */
+  adapter(key: string): ChainAdapter | undefined {
+    return this.#adapters.get(key) as ChainAdapter | undefined;
+  }
+
+  /** Confirmations required on a chain. */
+  confirmations(key: string): number {
+    return Math.max(1, this.#configs[key]?.confirmations ?? 1);
+  }
+
+  /**
+   * Validate a destination address for a blockchain, without a node; returns the canonical form
+   * (EIP-55 for Ethereum). @throws InvalidAddressError (422) naming `field`
+   */
+  validateDestination(def: BlockchainDef, address: string, field: string): string {
+    switch (def.family) {
+      case 'ethereum':
+        return validateEthereumAddress(address, field);
+      case 'bitcoin':
+      case 'litecoin': {
+        decodeUtxoAddress(utxoNetworkOf(def), address, field);
+        return address;
+      }
+      case 'tron':
+        decodeTronAddress(address, field);
+        return address;
+    }
+  }
+
+  /** Where a transaction stands (Ethereum: receipt, else pending transaction, else unknown). */
+  async lookup(key: string, txid: string): Promise<TxLookup> {
+    const u = this.#utxo.get(key);
+    if (u !== undefined) {
+      // Bitcoin family: mempool, or a block with the node's -txindex
+      try {
+        const tx = await u.rpc.call<{ confirmations?: number; blockhash?: string }>('getrawtransaction', [txid, true]);
+        if (!tx.confirmations || !tx.blockhash) return { state: 'pending' };
+        const h = await u.rpc.call<{ height: number }>('getblockheader', [tx.blockhash]);
+        return { state: 'mined', confirmations: tx.confirmations, success: true, blockNumber: h.height };
+      } catch (e) {
+        if ((e as { rpcCode?: number }).rpcCode === -5) return { state: 'unknown' };
+        throw e;
+      }
+    }
+    const a = this.#adapters.get(key);
+    if (!(a instanceof EthereumAdapter)) throw new Error(`no node configured for ${key}`);
+    const hash = txid as Hex;
+    const receipt = await a.client.getTransactionReceipt({ hash }).catch(() => null);
+    if (receipt !== null) {
+      const tip = await a.client.getBlockNumber();
+      return {
+        state: 'mined',
+        confirmations: Number(tip - receipt.blockNumber) + 1,
+        success: receipt.status === 'success',
+        blockNumber: Number(receipt.blockNumber),
+      };
+    }
+    const tx = await a.client.getTransaction({ hash }).catch(() => null);
+    return tx !== null ? { state: 'pending' } : { state: 'unknown' };
+  }
+
+  /**
+   * Start a deposit watcher per configured Ethereum chain, watching `addresses()` (re-read on every
+   * poll) and committing through {@link PgWatcherStore} (events into the outbox in the same transaction).
+   */
+  startWatchers(
+    db: Db,
+    clock: Clock,
+    addresses: (chain: string) => Promise<string[]>,
+    tokens: (chain: string) => Promise<string[]>,
+    onError: (chain: string, e: unknown) => void,
+  ): void {
+    for (const [key, cfg] of Object.entries(this.#configs)) {
+      if (!this.#adapters.has(key) || this.#watchers.has(key)) continue;
+      const store = new PgWatcherStore(db, clock);
+      const watched = new Set<string>();
+      const u = this.#utxo.get(key);
+      const ready: Promise<Watcher> =
+        u !== undefined
+          ? Promise.resolve(
+              new UtxoWatcher({ network: u.network, rpc: u.rpc, store, confirmations: this.confirmations(key) }),
+            )
+          : tokens(key).then(
+              (t) =>
+                new EthereumWatcher({
+                  chain: key,
+                  rpcUrl: cfg.rpcUrl,
+                  store,
+                  confirmations: this.confirmations(key),
+                  tokens: t,
+                }),
+            );
+      const poller: Watcher = {
+        watch: (address) => {
+          void ready.then((x) => x.watch(address));
+        },
+        poll: async () => {
+          const x = await ready;
+          for (const a of await addresses(key)) {
+            if (!watched.has(a)) {
+              watched.add(a);
+              x.watch(a);
+            }
+          }
+          return x.poll();
+        },
+        on: (l) => {
+          void ready.then((x) => x.on(l));
+        },
+        start: () => {},
+        stop: async () => {
+          await (await ready).stop();
+        },
+      };
+      this.#watchers.set(key, poller);
+      let running = false;
+      const timer = setInterval(() => {
+        if (running) return;
+        running = true;
+        poller
+          .poll()
+          .catch((e: unknown) => onError(key, e))
+          .finally(() => {
+            running = false;
+          });
+      }, cfg.pollIntervalMs ?? 2000);
+      timer.unref();
+      this.#timers.push(timer);
+    }
+  }
+
+  /** One poll of a chain's watcher (tests, CLI); returns the events committed. */
+  async pollWatcher(key: string): Promise<WatcherEvent[]> {
+    const w = this.#watchers.get(key);
+    if (w === undefined) throw new Error(`no watcher for ${key}`);
+    return w.poll();
+  }
+
+  readonly #timers: NodeJS.Timeout[] = [];
+
+  /** Stop the watchers. */
+  async stop(): Promise<void> {
+    for (const t of this.#timers) clearInterval(t);
+    this.#timers.length = 0;
+    await Promise.all([...this.#watchers.values()].map((w) => w.stop().catch(() => {})));
+  }
+}

@@ -1,0 +1,390 @@
+/**
+ * Transfer policies (DESIGN §7, seed §1): default deny; a policy governs the transfers its scope
+ * covers (profile; optionally a set of wallets, one blockchain, one asset) with a whitelist of
+ * destination addresses, a per-transaction limit, a daily limit per wallet and asset (UTC day) and
+ * an approval quorum above an amount. Limits and thresholds are integer base units of the scoped
+ * asset, so a policy with any limit must scope an asset.
+ *
+ * Versions: creating or updating a policy writes a new `PolicyDocument` version in
+ * PENDING_SIGNATURE; it takes effect only once an Admin signs it with an enrolled device
+ * (`SignedPolicy`, P-256 over `policyDigest`, packages/wire evidence.ts) — then it becomes ACTIVE
+ * and the previous ACTIVE version SUPERSEDED. Signers verify the same signature against the Admin
+ * device keys pinned in their configuration, so an unsigned or tampered version never authorises
+ * a signature.
+ *
+ * Matching and precedence: among the ACTIVE versions of the profile's live policies whose scope
+ * covers the transfer, the MOST SPECIFIC scope wins — specificity = 4 × (wallet_ids set) +
+ * 2 × (asset_id set) + 1 × (blockchain set) — and on a tie the most recently signed version. Only
+ * that one policy is evaluated (no fall-through to a less specific one). No covering policy: the
+ * transfer ends NO_POLICY_FOUND.
+ */
+import { randomUUID } from 'node:crypto';
+import {
+  deviceVerify,
+  type PolicyDocument,
+  policyCovers,
+  policyDigest,
+  type SignedPolicy,
+  type TransferIntent,
+} from '@custodian/wire';
+import { bytesToHex } from '@noble/hashes/utils.js';
+import type { Db, Queryable } from '../db/db.js';
+import { ApiError } from '../errors.js';
+import type { Page, PageRequest } from '../store.js';
+import { type Clock, iso } from '../util.js';
+import { emitEvent } from '../webhooks/outbox.js';
+
+/** Policy rules as an admin submits them (limits in base units of the scoped asset, decimal strings). */
+export interface PolicyInput {
+  name: string;
+  scope?: { wallet_ids?: string[] | null; blockchain?: string | null; asset_id?: string | null };
+  whitelist: string[];
+  per_transaction_limit?: string | null;
+  daily_limit?: string | null;
+  approvals?: { quorum: number; above_amount: string };
+}
+
+/** One version of a policy as the admin API shows it. */
+export interface PolicyVersionView {
+  version: number;
+  status: 'PENDING_SIGNATURE' | 'ACTIVE' | 'SUPERSEDED' | 'DELETED';
+  document: PolicyDocument;
+  /** Hex SHA-256 digest the Admin device signs (`policyDigest`). */
+  digest: string;
+  signed: SignedPolicy | null;
+  created_at: string;
+  signed_at: string | null;
+}
+
+/** A policy with its versions, newest first. */
+export interface PolicyView {
+  policy_id: string;
+  profile_id: string;
+  name: string;
+  created_at: string;
+  deleted_at: string | null;
+  active_version: number | null;
+  versions: PolicyVersionView[];
+}
+
+/** Options of {@link PolicyService}. */
+export interface PolicyServiceOptions {
+  /**
+   * Admin device public keys (compressed P-256 hex) allowed to sign policies, mirroring the
+   * signers' `trustedAdminDevices`. Empty: any APPROVED enrolled device signing for an ADMIN session.
+   */
+  trustedAdminKeys?: readonly string[];
+}
+
+const INT = /^(0|[1-9][0-9]{0,77})$/;
+
+function specificity(d: PolicyDocument): number {
+  return (
+    (d.scope.wallet_ids !== null ? 4 : 0) + (d.scope.asset_id !== null ? 2 : 0) + (d.scope.blockchain !== null ? 1 : 0)
+  );
+}
+
+/** Policies: versions, device signatures, matching. */
+export class PolicyService {
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    private readonly opts: PolicyServiceOptions = {},
+  ) {}
+
+  /** Validate input into a document of `version`. @throws ApiError VALIDATION_FAILED naming the field */
+  private async document(
+    q: Queryable,
+    profileId: string,
+    policyId: string,
+    version: number,
+    input: PolicyInput,
+  ): Promise<PolicyDocument> {
+    const scope = {
+      wallet_ids: input.scope?.wallet_ids
+        ? [...new Set(input.scope.wallet_ids.map((w) => w.toLowerCase()))].sort()
+        : null,
+      blockchain: input.scope?.blockchain ?? null,
+      asset_id: input.scope?.asset_id?.toLowerCase() ?? null,
+    };
+    const field = (f: string, m: string) => new ApiError('VALIDATION_FAILED', `${f}: ${m}`, [{ field: f, message: m }]);
+    if (scope.wallet_ids !== null) {
+      if (scope.wallet_ids.length === 0) throw field('body.scope.wallet_ids', 'null or at least one wallet');
+      const r = await q.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM wallets WHERE profile_id = $1 AND wallet_id = ANY($2::uuid[])',
+        [profileId, scope.wallet_ids],
+      );
+      if ((r[0]?.n ?? 0) !== scope.wallet_ids.length) throw field('body.scope.wallet_ids', 'unknown wallet');
+    }
+    if (scope.blockchain !== null) {
+      const r = await q.query('SELECT 1 FROM blockchains WHERE key = $1', [scope.blockchain]);
+      if (r.length === 0) throw field('body.scope.blockchain', 'unknown blockchain key');
+    }
+    if (scope.asset_id !== null) {
+      const r = await q.query<{ key: string }>(
+        'SELECT b.key FROM assets a JOIN blockchains b USING (blockchain_id) WHERE a.asset_id = $1',
+        [scope.asset_id],
+      );
+      if (r[0] === undefined) throw field('body.scope.asset_id', 'unknown asset');
+      if (scope.blockchain !== null && r[0].key !== scope.blockchain)
+        throw field('body.scope.asset_id', 'not an asset of scope.blockchain');
+    }
+    const per = input.per_transaction_limit ?? null;
+    const daily = input.daily_limit ?? null;
+    const approvals = input.approvals ?? { quorum: 1, above_amount: '0' };
+    for (const [f, v] of [
+      ['body.per_transaction_limit', per],
+      ['body.daily_limit', daily],
+      ['body.approvals.above_amount', approvals.above_amount],
+    ] as const) {
+      if (v !== null && !INT.test(v)) throw field(f, 'integer base units of the scoped asset, decimal string');
+    }
+    if (!Number.isInteger(approvals.quorum) || approvals.quorum < 1 || approvals.quorum > 16)
+      throw field('body.approvals.quorum', '1..16 distinct devices');
+    const hasAmounts = per !== null || daily !== null || approvals.above_amount !== '0';
+    if (hasAmounts && scope.asset_id === null)
+      throw field('body.scope.asset_id', 'limits are base units of one asset: scope the policy to an asset');
+    const whitelist = [...new Set(input.whitelist)];
+    return {
+      policy_id: policyId,
+      version,
+      profile_id: profileId,
+      scope,
+      whitelist,
+      per_transaction_limit: per,
+      daily_limit: daily,
+      approvals: { quorum: approvals.quorum, above_amount: approvals.above_amount },
+      created_at: this.clock().toISOString(),
+    };
+  }
+
+  /** Create a policy and its version 1 (PENDING_SIGNATURE). Emits POLICY_CREATED. */
+  async create(actor: string | null, profileId: string, input: PolicyInput): Promise<PolicyView> {
+    const id = await this.db.tx(async (q) => {
+      const p = await q.query('SELECT 1 FROM profiles WHERE profile_id = $1', [profileId]);
+      if (p.length === 0) throw new ApiError('RESOURCE_NOT_FOUND', 'no such profile');
+      const policyId = randomUUID();
+      const doc = await this.document(q, profileId, policyId, 1, input);
+      const now = this.clock();
+      await q.query(
+        'INSERT INTO policies (policy_id, profile_id, name, created_by, created_at) VALUES ($1,$2,$3,$4,$5)',
+        [policyId, profileId, input.name, actor, now],
+      );
+      await q.query(
+        `INSERT INTO policy_versions (policy_id, version, document, status, created_by, created_at)
+         VALUES ($1, 1, $2::jsonb, 'PENDING_SIGNATURE', $3, $4)`,
+        [policyId, JSON.stringify(doc), actor, now],
+      );
+      await emitEvent(q, this.clock, {
+        profileId,
+        type: 'POLICY_CREATED',
+        data: { policy_id: policyId, name: input.name, version: 1, status: 'PENDING_SIGNATURE' },
+      });
+      return policyId;
+    });
+    return this.get(profileId, id);
+  }
+
+  /** New version of a policy (PENDING_SIGNATURE; the ACTIVE one stays in force until it is signed). Emits POLICY_UPDATED. */
+  async update(actor: string | null, profileId: string, policyId: string, input: PolicyInput): Promise<PolicyView> {
+    await this.db.tx(async (q) => {
+      const p = await this.lockLive(q, profileId, policyId);
+      const v = await q.query<{ n: number }>(
+        'SELECT COALESCE(max(version), 0)::int AS n FROM policy_versions WHERE policy_id = $1',
+        [policyId],
+      );
+      const version = (v[0]?.n ?? 0) + 1;
+      const doc = await this.document(q, profileId, policyId, version, input);
+      // an unsigned draft is replaced by the newer one
+      await q.query(
+        `UPDATE policy_versions SET status = 'DELETED' WHERE policy_id = $1 AND status = 'PENDING_SIGNATURE'`,
+        [policyId],
+      );
+      await q.query(
+        `INSERT INTO policy_versions (policy_id, version, document, status, created_by, created_at)
+         VALUES ($1, $2, $3::jsonb, 'PENDING_SIGNATURE', $4, $5)`,
+        [policyId, version, JSON.stringify(doc), actor, this.clock()],
+      );
+      if (input.name !== p.name)
+        await q.query('UPDATE policies SET name = $2 WHERE policy_id = $1', [policyId, input.name]);
+      await emitEvent(q, this.clock, {
+        profileId,
+        type: 'POLICY_UPDATED',
+        data: { policy_id: policyId, name: input.name, version, status: 'PENDING_SIGNATURE' },
+      });
+    });
+    return this.get(profileId, policyId);
+  }
+
+  private async lockLive(q: Queryable, profileId: string, policyId: string) {
+    const r = await q.query<{ name: string }>(
+      'SELECT name FROM policies WHERE profile_id = $1 AND policy_id = $2 AND deleted_at IS NULL FOR UPDATE',
+      [profileId, policyId],
+    );
+    if (r[0] === undefined) throw new ApiError('POLICY_NOT_FOUND', `no policy ${policyId} in this profile`);
+    return r[0];
+  }
+
+  /**
+   * Attach an Admin device's signature to a version; the version becomes ACTIVE. The device must be
+   * an APPROVED enrolled device (and, when configured, one of the trusted Admin device keys), and
+   * the signature must verify over `policyDigest(document)`. Emits POLICY_UPDATED.
+   * @throws ApiError VALIDATION_FAILED (bad signature / device), TRANSFER_STATE_CONFLICT-like CONFLICT (not pending)
+   */
+  async sign(
+    profileId: string,
+    policyId: string,
+    version: number,
+    input: { device_id: string; signature: string },
+  ): Promise<PolicyView> {
+    await this.db.tx(async (q) => {
+      await this.lockLive(q, profileId, policyId);
+      const v = (
+        await q.query<{ document: PolicyDocument; status: string }>(
+          'SELECT document, status FROM policy_versions WHERE policy_id = $1 AND version = $2 FOR UPDATE',
+          [policyId, version],
+        )
+      )[0];
+      if (v === undefined) throw new ApiError('POLICY_NOT_FOUND', `policy ${policyId} has no version ${version}`);
+      if (v.status !== 'PENDING_SIGNATURE') throw new ApiError('CONFLICT', `version ${version} is ${v.status}`);
+      const dev = (
+        await q.query<{ public_key: string; status: string }>(
+          'SELECT public_key, status FROM devices WHERE device_id = $1',
+          [input.device_id.toLowerCase()],
+        )
+      )[0];
+      if (dev === undefined || dev.status !== 'APPROVED') {
+        throw new ApiError('VALIDATION_FAILED', 'device_id: not an approved enrolled device', [
+          { field: 'body.device_id', message: 'not an approved enrolled device' },
+        ]);
+      }
+      const pub = normalisePublicKey(dev.public_key);
+      const trusted = this.opts.trustedAdminKeys ?? [];
+      if (trusted.length > 0 && !trusted.includes(pub)) {
+        throw new ApiError('VALIDATION_FAILED', 'device_id: not a trusted Admin device', [
+          { field: 'body.device_id', message: 'not among the trusted Admin devices' },
+        ]);
+      }
+      if (!deviceVerify(input.signature, policyDigest(v.document), pub)) {
+        throw new ApiError('VALIDATION_FAILED', 'signature: does not verify over the policy digest', [
+          { field: 'body.signature', message: 'P-256 r‖s over policyDigest(document), 128 hex digits' },
+        ]);
+      }
+      const signed: SignedPolicy = {
+        document: v.document,
+        device_id: input.device_id.toLowerCase(),
+        device_public_key: pub,
+        signature: input.signature.toLowerCase(),
+      };
+      await q.query(`UPDATE policy_versions SET status = 'SUPERSEDED' WHERE policy_id = $1 AND status = 'ACTIVE'`, [
+        policyId,
+      ]);
+      await q.query(
+        `UPDATE policy_versions SET status = 'ACTIVE', signed = $3::jsonb, signed_at = $4, signed_by_device = $5
+         WHERE policy_id = $1 AND version = $2`,
+        [policyId, version, JSON.stringify(signed), this.clock(), input.device_id.toLowerCase()],
+      );
+      await emitEvent(q, this.clock, {
+        profileId,
+        type: 'POLICY_UPDATED',
+        data: { policy_id: policyId, version, status: 'ACTIVE', signed_by_device: input.device_id.toLowerCase() },
+      });
+    });
+    return this.get(profileId, policyId);
+  }
+
+  /** Delete a policy (its versions stop applying at once). Emits POLICY_DELETED. */
+  async delete(profileId: string, policyId: string): Promise<void> {
+    await this.db.tx(async (q) => {
+      await this.lockLive(q, profileId, policyId);
+      await q.query('UPDATE policies SET deleted_at = $2 WHERE policy_id = $1', [policyId, this.clock()]);
+      await q.query(`UPDATE policy_versions SET status = 'DELETED' WHERE policy_id = $1 AND status <> 'SUPERSEDED'`, [
+        policyId,
+      ]);
+      await emitEvent(q, this.clock, { profileId, type: 'POLICY_DELETED', data: { policy_id: policyId } });
+    });
+  }
+
+  /** One policy with its versions. @throws ApiError POLICY_NOT_FOUND */
+  async get(profileId: string, policyId: string, q: Queryable = this.db): Promise<PolicyView> {
+    const p = (
+      await q.query<{ policy_id: string; profile_id: string; name: string; created_at: Date; deleted_at: Date | null }>(
+        'SELECT policy_id, profile_id, name, created_at, deleted_at FROM policies WHERE profile_id = $1 AND policy_id = $2',
+        [profileId, policyId],
+      )
+    )[0];
+    if (p === undefined) throw new ApiError('POLICY_NOT_FOUND', `no policy ${policyId} in this profile`);
+    const vs = await q.query<{
+      version: number;
+      status: PolicyVersionView['status'];
+      document: PolicyDocument;
+      signed: SignedPolicy | null;
+      created_at: Date;
+      signed_at: Date | null;
+    }>(
+      'SELECT version, status, document, signed, created_at, signed_at FROM policy_versions WHERE policy_id = $1 ORDER BY version DESC',
+      [policyId],
+    );
+    return {
+      policy_id: p.policy_id,
+      profile_id: p.profile_id,
+      name: p.name,
+      created_at: iso(p.created_at)!,
+      deleted_at: iso(p.deleted_at),
+      active_version: vs.find((v) => v.status === 'ACTIVE')?.version ?? null,
+      versions: vs.map((v) => ({
+        version: v.version,
+        status: v.status,
+        document: v.document,
+        digest: bytesToHex(policyDigest(v.document)),
+        signed: v.signed,
+        created_at: iso(v.created_at)!,
+        signed_at: iso(v.signed_at),
+      })),
+    };
+  }
+
+  /** Live policies of a profile, oldest first. */
+  async list(profileId: string, page: PageRequest): Promise<Page<PolicyView>> {
+    const ids = await this.db.query<{ policy_id: string }>(
+      `SELECT policy_id FROM policies WHERE profile_id = $1 AND deleted_at IS NULL ORDER BY created_at, policy_id
+       LIMIT $2 OFFSET $3`,
+      [profileId, page.page_size, (page.page - 1) * page.page_size],
+    );
+    const total =
+      (
+        await this.db.query<{ n: number }>(
+          'SELECT count(*)::int AS n FROM policies WHERE profile_id = $1 AND deleted_at IS NULL',
+          [profileId],
+        )
+      )[0]?.n ?? 0;
+    const data: PolicyView[] = [];
+    for (const r of ids) data.push(await this.get(profileId, r.policy_id));
+    return { data, page: page.page, page_size: page.page_size, total };
+  }
+
+  /** The policy that governs an intent (see the module comment), or null (default deny). */
+  async match(q: Queryable, intent: TransferIntent): Promise<SignedPolicy | null> {
+    const rows = await q.query<{ signed: SignedPolicy; signed_at: Date }>(
+      `SELECT v.signed, v.signed_at FROM policy_versions v JOIN policies p USING (policy_id)
+       WHERE p.profile_id = $1 AND p.deleted_at IS NULL AND v.status = 'ACTIVE' AND v.signed IS NOT NULL`,
+      [intent.profile_id],
+    );
+    const covering = rows.filter((r) => policyCovers(r.signed.document, intent));
+    covering.sort(
+      (a, b) =>
+        specificity(b.signed.document) - specificity(a.signed.document) ||
+        new Date(b.signed_at).getTime() - new Date(a.signed_at).getTime(),
+    );
+    return covering[0]?.signed ?? null;
+  }
+}
+
+/** Device keys are stored as enrolled; policies and approvals name them as compressed hex. */
+export function normalisePublicKey(stored: string): string {
+  const s = stored.trim();
+  if (/^0[23][0-9a-fA-F]{64}$/.test(s)) return s.toLowerCase();
+  if (/^[0-9a-fA-F]+$/.test(s)) return s.toLowerCase();
+  // base64 / base64url forms
+  return Buffer.from(s, s.includes('-') || s.includes('_') ? 'base64url' : 'base64').toString('hex');
+}

@@ -1,0 +1,92 @@
+/**
+ * Result mapping of the signer gateway (signing/gateway.ts): REFUSED > ABORTED with blame >
+ * DEADLINE_EXCEEDED > unreachable/other > ok (with ECDSA recovery ids). The multi-process runs are in
+ * packages/mobile/test (mobile-ceremony.test.ts, mobile-ecdsa.slow.test.ts).
+ */
+import { Outcome } from '@custodian/wire';
+import { secp256k1 } from '@noble/curves/secp256k1.js';
+import { describe, expect, it } from 'vitest';
+import { ecdsaRecovery, mapSignResults, refusalCode, type SignParty } from '../src/signing/gateway.js';
+
+const s0: SignParty = { kind: 'server', id: 's0' };
+const d0: SignParty = { kind: 'device', id: 'd0' };
+const targets = [
+  { party: s0, peerId: 'P0' },
+  { party: d0, peerId: 'P1' },
+];
+const cid = new Uint8Array(24);
+
+describe('signer gateway result mapping', () => {
+  const digest = new Uint8Array(32).fill(7);
+  const sk = secp256k1.utils.randomSecretKey();
+  const pk = secp256k1.getPublicKey(sk, true);
+  const sig = secp256k1.sign(digest, sk, { prehash: false, format: 'recovered' });
+  const compact = sig.subarray(1);
+  const ok = {
+    ceremonyId: cid,
+    outcome: Outcome.OK,
+    signatures: [{ algorithm: 3, digest, signature: compact, publicKey: pk }],
+  };
+
+  it('all OK: signatures with the recovery id that recovers the key', () => {
+    const r = mapSignResults({ algorithm: 'SECP256K1_ECDSA', digests: [digest] }, targets, [
+      { party: s0, result: ok, unreachable: false },
+      { party: d0, result: ok, unreachable: false },
+    ]);
+    expect(r).toEqual({ ok: true, signatures: [{ signature: compact, publicKey: pk, recovery: sig[0] }] });
+    expect(ecdsaRecovery(compact, digest, pk)).toBe(sig[0]);
+  });
+
+  it('a refusal names the party and its code', () => {
+    const r = mapSignResults({ algorithm: 'ED25519', digests: [digest] }, targets, [
+      { party: s0, result: ok, unreachable: false },
+      {
+        party: d0,
+        result: { ceremonyId: cid, outcome: Outcome.REFUSED, error: 'POLICY_SIGNATURE_VERIFICATION_FAILED: bad' },
+        unreachable: false,
+      },
+    ]);
+    expect(r).toEqual({ ok: false, reason: 'REFUSED', refusal: 'POLICY_SIGNATURE_VERIFICATION_FAILED', by: d0 });
+    expect(refusalCode('deadline: must be in the future')).toBe('deadline: must be in the future');
+  });
+
+  it('blame maps peer ids back to parties; deadline and unreachable parties', () => {
+    const blamed = mapSignResults({ algorithm: 'ED25519', digests: [digest] }, targets, [
+      {
+        party: s0,
+        result: {
+          ceremonyId: cid,
+          outcome: Outcome.ABORTED,
+          blame: [{ party: 1, peerId: 'P1', reason: 'bad proof' }],
+          error: 'x',
+        },
+        unreachable: false,
+      },
+      { party: d0, result: ok, unreachable: false },
+    ]);
+    expect(blamed).toMatchObject({ ok: false, reason: 'ABORTED', culprits: [d0] });
+    const late = mapSignResults({ algorithm: 'ED25519', digests: [digest] }, targets, [
+      { party: s0, result: { ceremonyId: cid, outcome: Outcome.DEADLINE_EXCEEDED }, unreachable: false },
+      { party: d0, result: ok, unreachable: false },
+    ]);
+    expect(late).toEqual({ ok: false, reason: 'DEADLINE_EXCEEDED' });
+    const gone = mapSignResults({ algorithm: 'ED25519', digests: [digest] }, targets, [
+      { party: s0, result: ok, unreachable: false },
+      {
+        party: d0,
+        result: { ceremonyId: cid, outcome: Outcome.ABORTED, error: 'unreachable: offline' },
+        unreachable: true,
+      },
+    ]);
+    expect(gone).toMatchObject({ ok: false, reason: 'ABORTED', culprits: [d0] });
+  });
+
+  it('parties that disagree on the signature fail the ceremony', () => {
+    const other = { ...ok, signatures: [{ ...ok.signatures[0], signature: new Uint8Array(64).fill(1) }] };
+    const r = mapSignResults({ algorithm: 'SECP256K1_ECDSA', digests: [digest] }, targets, [
+      { party: s0, result: ok, unreachable: false },
+      { party: d0, result: other as typeof ok, unreachable: false },
+    ]);
+    expect(r).toMatchObject({ ok: false, reason: 'ABORTED', culprits: [] });
+  });
+});

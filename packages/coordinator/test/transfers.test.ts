@@ -1,0 +1,409 @@
+/**
+ * Policies and transfers over real HTTP on PGlite (no signers: the pipeline is not started here;
+ * signing, broadcast and the signer-side checks are in transfers-e2e.slow.test.ts):
+ * policy roles and device signatures, default deny, whitelist, per-transaction and daily limits
+ * (50 parallel transfers at the limit), amount validation, dry run, approvals (quorum of 2 distinct
+ * devices, a rejection), expiry with the injectable clock, cancel, and that no API-key route can
+ * approve, change a policy or cancel.
+ */
+
+import { randomBytes } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { signApproval, signPolicy, type TransferIntent } from '@custodian/wire';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { p256 } from '@noble/curves/nist.js';
+import { secp256k1 } from '@noble/curves/secp256k1.js';
+import { Command } from 'commander';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type CliIo, registerAdminCommands } from '../src/cli.js';
+import { type Harness, type Json, startHarness } from './helpers.js';
+
+let h: Harness;
+let walletId = '';
+let assetId = '';
+let blockchainId = '';
+let fmToken = '';
+let viewerToken = '';
+const adminDevice = p256.utils.randomSecretKey();
+const dev1 = p256.utils.randomSecretKey();
+const dev2 = p256.utils.randomSecretKey();
+let adminDeviceId = '';
+let dev1Id = '';
+let dev2Id = '';
+const DEST = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
+const OTHER = '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC';
+const ETH = 10n ** 18n;
+
+async function enrollDevice(sk: Uint8Array, name: string): Promise<string> {
+  const pub = Buffer.from(p256.getPublicKey(sk, true)).toString('hex');
+  const e = await h.req('POST', '/devices/v1/enrollments', {
+    body: { name, platform: 'android', os_version: '14', hardware_backed_keystore: true, public_key: pub },
+  });
+  expect(e.status).toBe(201);
+  const a = await h.req('POST', `/admin/v1/devices/${e.body.device_id}/approve`, {
+    token: h.adminToken,
+    body: { fingerprint: e.body.fingerprint },
+  });
+  expect(a.status).toBe(200);
+  return e.body.device_id;
+}
+
+async function user(role: string, email: string): Promise<string> {
+  const password = 'a long enough password 123';
+  const r = await h.req('POST', '/admin/v1/users', {
+    token: h.adminToken,
+    body: { email, name: role, role, password },
+  });
+  expect(r.status).toBe(201);
+  return h.login(email, password);
+}
+
+const P = () => `/admin/v1/profiles/${h.profileId}`;
+const A = () => `/api/v1/profiles/${h.profileId}`;
+
+async function createPolicy(body: Json, token = h.adminToken) {
+  return h.req('POST', `${P()}/policies`, { token, body });
+}
+
+async function signVersion(policy: Json, version: number, sk = adminDevice, deviceId = adminDeviceId) {
+  const v = policy.versions.find((x: Json) => x.version === version);
+  const signed = signPolicy(v.document, deviceId, sk);
+  return h.req('POST', `${P()}/policies/${policy.policy_id}/versions/${version}/signature`, {
+    token: h.adminToken,
+    body: { device_id: deviceId, signature: signed.signature },
+  });
+}
+
+async function transfer(amount: string, dest = DEST, extra: Record<string, unknown> = {}) {
+  return h.req('POST', `${A()}/transfers`, {
+    key: h.apiKey,
+    headers: { 'idempotency-key': crypto.randomUUID() },
+    body: { wallet_id: walletId, asset_id: assetId, destination_address: dest, amount, ...extra },
+  });
+}
+
+async function approve(t: Json, sk: Uint8Array, deviceId: string, decision: 'APPROVE' | 'REJECT' = 'APPROVE') {
+  const intent = (
+    await h.c.db.query<{ intent: TransferIntent }>('SELECT intent FROM transfers WHERE transfer_id = $1', [
+      t.transfer_id,
+    ])
+  )[0]!.intent;
+  return h.c.transfers.service.submitApproval(signApproval(intent, decision, deviceId, sk, new Date().toISOString()));
+}
+
+beforeAll(async () => {
+  h = await startHarness({
+    masterKey: false,
+    coordinator: { transfers: { runPipeline: false, approvalWindowMs: 3600_000 } },
+  });
+  adminDeviceId = await enrollDevice(adminDevice, 'admin phone');
+  dev1Id = await enrollDevice(dev1, 'approver 1');
+  dev2Id = await enrollDevice(dev2, 'approver 2');
+  await h.c.store.insertMasterKey({
+    ceremonyId: null,
+    threshold: 2,
+    parties: [
+      { kind: 'server', id: crypto.randomUUID(), peer: 'x', address: null },
+      { kind: 'device', id: dev1Id, peer: 'y', address: null },
+      { kind: 'device', id: dev2Id, peer: 'z', address: null },
+    ],
+    secp256k1: {
+      publicKey: secp256k1.getPublicKey(secp256k1.utils.randomSecretKey(), true),
+      chainCode: randomBytes(32),
+    },
+    ed25519: { publicKey: ed25519.getPublicKey(ed25519.utils.randomSecretKey()), chainCode: randomBytes(32) },
+  });
+  const chains = await h.req('GET', `${A()}/blockchains?page_size=200`, { key: h.apiKey });
+  blockchainId = chains.body.data.find((b: Json) => b.key === 'ethereum-local').blockchain_id;
+  const assets = await h.req('GET', `${A()}/assets?page_size=200`, { key: h.apiKey });
+  assetId = assets.body.data.find((a: Json) => a.blockchain === 'ethereum-local' && a.symbol === 'ETH').asset_id;
+  const w = await h.req('POST', `${A()}/wallets`, {
+    key: h.apiKey,
+    headers: { 'idempotency-key': crypto.randomUUID() },
+    body: { blockchain_ids: [blockchainId], name: 'ops' },
+  });
+  expect(w.status).toBe(201);
+  walletId = w.body.wallet_id;
+  await h.c.store.setBalance(walletId, assetId, (1000n * ETH).toString());
+  fmToken = await user('FINANCE_MANAGER', 'fm@example.com');
+  viewerToken = await user('VIEWER', 'viewer@example.com');
+}, 60_000);
+
+afterAll(async () => {
+  await h?.close();
+});
+
+describe('policies', () => {
+  it('default deny: without a policy every transfer ends NO_POLICY_FOUND', async () => {
+    const r = await transfer('1', DEST, { external_id: 'ref-1' });
+    expect(r.status).toBe(201);
+    expect(r.body).toMatchObject({ status: 'NO_POLICY_FOUND', sub_status: 'NO_POLICY_FOUND', external_id: 'ref-1' });
+  });
+
+  it('roles: Finance Manager creates, Viewer only reads; a version takes effect only once an Admin device signs it', async () => {
+    const body = {
+      name: 'ETH ops',
+      scope: { wallet_ids: null, blockchain: 'ethereum-local', asset_id: assetId },
+      whitelist: [DEST],
+      per_transaction_limit: (100n * ETH).toString(),
+      daily_limit: (150n * ETH).toString(),
+      approvals: { quorum: 2, above_amount: (10n * ETH).toString() },
+    };
+    expect((await createPolicy(body, viewerToken)).status).toBe(403);
+    const c = await createPolicy(body, fmToken);
+    expect(c.status).toBe(201);
+    expect(c.body.versions[0].status).toBe('PENDING_SIGNATURE');
+    expect(c.body.active_version).toBeNull();
+    // unsigned: still default deny
+    expect((await transfer('1')).body.status).toBe('NO_POLICY_FOUND');
+    // a signature by a non-enrolled key, or over another document, is refused
+    const rogue = p256.utils.randomSecretKey();
+    expect((await signVersion(c.body, 1, rogue)).status).toBe(422);
+    // the Finance Manager cannot attach the Admin device signature
+    const v = c.body.versions[0];
+    const sig = signPolicy(v.document, adminDeviceId, adminDevice).signature;
+    const fmSign = await h.req('POST', `${P()}/policies/${c.body.policy_id}/versions/1/signature`, {
+      token: fmToken,
+      body: { device_id: adminDeviceId, signature: sig },
+    });
+    expect(fmSign.status).toBe(403);
+    const s = await signVersion(c.body, 1);
+    expect(s.status).toBe(200);
+    expect(s.body.active_version).toBe(1);
+    const list = await h.req('GET', `${P()}/policies`, { token: viewerToken });
+    expect(list.status).toBe(200);
+    expect(list.body.total).toBe(1);
+    const events = await h.c.db.query<{ event_type: string }>(
+      `SELECT event_type FROM webhook_events WHERE event_type LIKE 'POLICY_%' ORDER BY occurred_at`,
+    );
+    expect(events.map((e) => e.event_type)).toEqual(['POLICY_CREATED', 'POLICY_UPDATED']);
+  });
+});
+
+describe('transfers', () => {
+  it('validates amount and destination (422 naming the field, never rounded)', async () => {
+    for (const [amount, why] of [
+      ['1.0000000000000000001', 'decimals'],
+      ['0', 'zero'],
+      ['-1', 'negative'],
+      ['1e3', 'format'],
+      ['1000.5', 'balance'],
+    ]) {
+      const r = await transfer(amount as string);
+      expect(r.status, why).toBe(422);
+      expect(r.body.errors[0].field, why).toBe('body.amount');
+    }
+    const bad = await transfer('1', '0x70997970c51812dc3a010c7d01b50e0d17dc79C8');
+    expect(bad.status).toBe(422);
+    expect(bad.body.errors[0].field).toBe('body.destination_address');
+    const missing = await h.req('POST', `${A()}/transfers`, {
+      key: h.apiKey,
+      body: { wallet_id: walletId, asset_id: assetId, destination_address: DEST, amount: '1' },
+    });
+    expect(missing.status).toBe(400);
+  });
+
+  it('whitelist and per-transaction limit → REJECTED_BY_POLICY; dry run predicts without creating', async () => {
+    expect((await transfer('1', OTHER)).body).toMatchObject({
+      status: 'REJECTED_BY_POLICY',
+      sub_status: 'DESTINATION_NOT_WHITELISTED',
+    });
+    expect((await transfer('100.000000000000000001')).body).toMatchObject({
+      status: 'REJECTED_BY_POLICY',
+      sub_status: 'TRANSACTION_LIMIT_EXCEEDED',
+    });
+    const before = await h.req('GET', `${A()}/transfers?page_size=1`, { key: h.apiKey });
+    const dry = await h.req('POST', `${A()}/transfers/dry-run`, {
+      key: h.apiKey,
+      body: { wallet_id: walletId, asset_id: assetId, destination_address: DEST, amount: '11' },
+    });
+    expect(dry.status).toBe(200);
+    expect(dry.body).toMatchObject({ decision: 'ALLOW', status: 'PENDING_APPROVAL', approvals_required: 2 });
+    expect(dry.body.policy.policy_id).toBeDefined();
+    const after = await h.req('GET', `${A()}/transfers?page_size=1`, { key: h.apiKey });
+    expect(after.body.total).toBe(before.body.total);
+  });
+
+  it('quorum of 2 distinct devices; a rejection ends REJECTED_BY_APPROVER; expiry; cancel', async () => {
+    const t = (await transfer('11', DEST, { external_id: 'q2' })).body;
+    expect(t).toMatchObject({ status: 'PENDING_APPROVAL', approvals_required: 2 });
+    const one = await approve(t, dev1, dev1Id);
+    expect(one.status).toBe('PENDING_APPROVAL');
+    expect(one.approvals_received).toBe(1);
+    // the same device again does not count twice
+    await expect(approve(t, dev1, dev1Id)).rejects.toThrow(/already decided/);
+    // an enrolled device that is not an approver of the key
+    await expect(approve(t, adminDevice, adminDeviceId)).rejects.toThrow(/approver/);
+    const two = await approve(t, dev2, dev2Id);
+    expect(two.status).toBe('PENDING_SIGNATURE');
+
+    const r = (await transfer('1')).body;
+    expect(r.approvals_required).toBe(1);
+    expect((await approve(r, dev2, dev2Id, 'REJECT')).sub_status).toBe('REJECTED_BY_APPROVER');
+
+    const e = (await transfer('1')).body;
+    h.clockOffset.ms += 3600_001;
+    expect(await h.c.transfers.pipeline.expire()).toBeGreaterThanOrEqual(1);
+    const expired = await h.req('GET', `${A()}/transfers/${e.transfer_id}`, { key: h.apiKey });
+    expect(expired.body).toMatchObject({ status: 'EXPIRED', sub_status: 'APPROVAL_EXPIRED' });
+    await expect(approve(e, dev1, dev1Id)).rejects.toThrow(/EXPIRED|no approval/);
+    h.clockOffset.ms = 0;
+
+    const c = (await transfer('1')).body;
+    expect((await h.req('POST', `${P()}/transfers/${c.transfer_id}/cancel`, { token: viewerToken })).status).toBe(403);
+    const cancelled = await h.req('POST', `${P()}/transfers/${c.transfer_id}/cancel`, { token: fmToken });
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.body).toMatchObject({ status: 'REJECTED', sub_status: 'CANCELLED_BY_USER' });
+    expect((await h.req('POST', `${P()}/transfers/${c.transfer_id}/cancel`, { token: fmToken })).status).toBe(409);
+
+    const types = await h.c.db.query<{ event_type: string }>(
+      `SELECT event_type FROM webhook_events WHERE body::jsonb->'data'->>'transfer_id' = $1 ORDER BY occurred_at`,
+      [c.transfer_id],
+    );
+    expect(types.map((x) => x.event_type)).toEqual([
+      'TRANSFER_CREATED',
+      'TRANSFER_UPDATED',
+      'TRANSFER_UPDATED',
+      'TRANSFER_FAILED',
+    ]);
+    const list = await h.req('GET', `${A()}/transfers?status=EXPIRED&wallet_id=${walletId}`, { key: h.apiKey });
+    expect(list.body.data.map((x: Json) => x.transfer_id)).toContain(e.transfer_id);
+  });
+
+  it('daily limit: 50 parallel transfers at the limit never exceed it', async () => {
+    // a second wallet with its own (wallet-scoped, more specific) policy: daily limit 10 ETH
+    const w = await h.req('POST', `${A()}/wallets`, {
+      key: h.apiKey,
+      headers: { 'idempotency-key': crypto.randomUUID() },
+      body: { blockchain_ids: [blockchainId] },
+    });
+    const wid = w.body.wallet_id as string;
+    await h.c.store.setBalance(wid, assetId, (1000n * ETH).toString());
+    const p = await createPolicy({
+      name: 'limited',
+      scope: { wallet_ids: [wid], blockchain: 'ethereum-local', asset_id: assetId },
+      whitelist: [DEST],
+      per_transaction_limit: null,
+      daily_limit: (10n * ETH).toString(),
+    });
+    await signVersion(p.body, 1);
+    const results = await Promise.all(
+      Array.from({ length: 50 }, () =>
+        h.req('POST', `${A()}/transfers`, {
+          key: h.apiKey,
+          headers: { 'idempotency-key': crypto.randomUUID() },
+          body: { wallet_id: wid, asset_id: assetId, destination_address: DEST, amount: '0.3' },
+        }),
+      ),
+    );
+    expect(results.every((r) => r.status === 201)).toBe(true);
+    const accepted = results.filter((r) => r.body.status === 'PENDING_APPROVAL');
+    const limited = results.filter((r) => r.body.sub_status === 'DAILY_LIMIT_EXCEEDED');
+    expect(accepted.length).toBe(33); // 33 × 0.3 = 9.9 ≤ 10 < 10.2
+    expect(limited.length).toBe(17);
+    const sum = await h.c.db.query<{ s: string }>(
+      `SELECT sum(amount)::text AS s FROM transfers WHERE wallet_id = $1 AND status NOT IN
+         ('REJECTED','REJECTED_BY_POLICY','NO_POLICY_FOUND','EXPIRED','FAILED')`,
+      [wid],
+    );
+    expect(BigInt(sum[0]!.s) <= 10n * ETH).toBe(true);
+  }, 60_000);
+
+  it('no API-key route approves, changes a policy or cancels', async () => {
+    const t = (await transfer('1')).body;
+    const attempts: [string, string][] = [
+      ['POST', `${A()}/transfers/${t.transfer_id}/approve`],
+      ['POST', `${A()}/transfers/${t.transfer_id}/approvals`],
+      ['POST', `${A()}/transfers/${t.transfer_id}/cancel`],
+      ['POST', `${A()}/transfers/${t.transfer_id}/fee-bump`],
+      ['POST', `${A()}/policies`],
+      ['PUT', `${A()}/policies/${t.transfer_id}`],
+      ['POST', `${P()}/transfers/${t.transfer_id}/cancel`],
+      ['POST', `${P()}/policies`],
+    ];
+    for (const [m, path] of attempts) {
+      const r = await h.req(m, path, { key: h.apiKey, body: {} });
+      expect([401, 404], `${m} ${path}`).toContain(r.status);
+    }
+    // the route table has no approval, cancel or policy route under /api
+    const api = h.c.routes.filter((r) => r.url.startsWith('/api/'));
+    expect(api.some((r) => /approv|cancel|polic|fee-bump/.test(r.url))).toBe(false);
+    expect((await h.req('GET', `${A()}/transfers/${t.transfer_id}`, { key: h.apiKey })).body.status).toBe(
+      'PENDING_APPROVAL',
+    );
+  });
+});
+
+describe('CLI', () => {
+  async function cli(...args: string[]): Promise<{ out: string; err: string; code: number }> {
+    const out: string[] = [];
+    const err: string[] = [];
+    const io: CliIo = { out: (x) => out.push(x), err: (x) => err.push(x), env: { HOME: h.dir } };
+    const program = new Command('custodian').exitOverride();
+    registerAdminCommands(program, io);
+    process.exitCode = 0;
+    await program.parseAsync([
+      'node',
+      'custodian',
+      'admin',
+      '--coordinator-url',
+      h.url,
+      '--token',
+      h.adminToken,
+      '--json',
+      ...args,
+    ]);
+    const code = Number(process.exitCode ?? 0);
+    process.exitCode = 0;
+    return { out: out.join('\n'), err: err.join('\n'), code };
+  }
+
+  it('policies create / sign with a device key file / list; transfers list and cancel', async () => {
+    const file = join(h.dir, 'policy.json');
+    await writeFile(
+      file,
+      JSON.stringify({ name: 'cli policy', scope: { blockchain: 'ethereum-local' }, whitelist: [OTHER] }),
+    );
+    const created = await cli('policies', 'create', h.profileId, '--file', file);
+    expect(created.code, created.err).toBe(0);
+    const policy = JSON.parse(created.out);
+    const keyFile = join(h.dir, 'admin-device.key');
+    await writeFile(keyFile, `${Buffer.from(adminDevice).toString('hex')}\n`, { mode: 0o600 });
+    const signed = await cli(
+      'policies',
+      'sign',
+      h.profileId,
+      policy.policy_id,
+      '--device-id',
+      adminDeviceId,
+      '--device-key',
+      keyFile,
+    );
+    expect(signed.code, signed.err).toBe(0);
+    expect(JSON.parse(signed.out).active_version).toBe(1);
+    expect(signed.out).not.toContain(Buffer.from(adminDevice).toString('hex'));
+    const bad = join(h.dir, 'bad.key');
+    await writeFile(bad, 'not a key');
+    const refused = await cli(
+      'policies',
+      'sign',
+      h.profileId,
+      policy.policy_id,
+      '--device-id',
+      adminDeviceId,
+      '--device-key',
+      bad,
+      '--version',
+      '1',
+    );
+    expect(refused.code).toBe(1);
+    const t = (await transfer('1')).body;
+    const cancelled = await cli('transfers', 'cancel', h.profileId, t.transfer_id);
+    expect(cancelled.code, cancelled.err).toBe(0);
+    expect(JSON.parse(cancelled.out).sub_status).toBe('CANCELLED_BY_USER');
+    const list = await cli('transfers', 'list', h.profileId, '--status', 'REJECTED');
+    expect(JSON.parse(list.out).data.map((x: Json) => x.transfer_id)).toContain(t.transfer_id);
+    await cli('policies', 'delete', h.profileId, policy.policy_id);
+  });
+});

@@ -1,0 +1,356 @@
+/**
+ * The mobile signer (DESIGN §1): connects OUT to the coordinator over WebSocket (`ws`; phones take
+ * no inbound connections), authenticates with its device key, receives push notifications —
+ * approval requests and ceremony invitations — and takes part in ceremonies through the
+ * coordinator's relay, reusing `@custodian/signer`'s {@link CeremonyRunner} and `runCeremony` (the
+ * same protocol code, checks and persistence rules as a server signer).
+ *
+ * Trust: ceremony invitations must be `SignedControl`s of the coordinator key pinned at the first
+ * authenticated connection (trust on first use, printed for comparison); MPC envelopes are
+ * authenticated by their senders' Ed25519 signatures and p2p payloads are encrypted end to end
+ * (`@custodian/wire`), so the relay can neither read nor forge them. Approvals are signed with the
+ * device key only after the decision callback (the person, with the PIN) says so; seed §1: no tap
+ * for the master key ceremony.
+ *
+ * Storage: shares in `<dataDir>/db`, the signer's encrypted LevelDB store (XChaCha20-Poly1305 under
+ * a key derived by scrypt from the PIN).
+ */
+import { join } from 'node:path';
+import { LEVELS } from '@custodian/cggmp';
+import { bytesToHex } from '@custodian/crypto';
+import {
+  type CeremonyContext,
+  CeremonyRunner,
+  type DeviceFrame,
+  decodeDeviceFrame,
+  deviceHelloDigest,
+  encodeDeviceFrame,
+  PrimePool,
+  runCeremony,
+  type ScryptParams,
+  SecureStore,
+  StoredNonceLedger,
+} from '@custodian/signer';
+import {
+  CONTROL_VERSION,
+  DEFAULT_LIMITS,
+  deviceSign,
+  encodeControlResponse,
+  openControlRequest,
+  signApproval,
+  type TransferIntent,
+} from '@custodian/wire';
+import { peerIdFromString } from '@libp2p/peer-id';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { type Logger, pino } from 'pino';
+import WebSocket from 'ws';
+import { type UnlockedVault, unlockVault, writeVaultInfo } from './vault.js';
+
+/** Path of the coordinator's device endpoint. */
+export const DEVICE_WS_PATH = '/devices/v1/ws';
+
+/** A decision on an approval request; undefined: no decision now (the request stays pending). */
+export type ApprovalDecision = 'APPROVE' | 'REJECT' | undefined;
+
+/** Options of {@link MobileSigner}. */
+export interface MobileSignerOptions {
+  dataDir: string;
+  /** The PIN (opens the vault and the share store). SECRET. */
+  pin: string;
+  /** Decide an approval request (interactive prompt, or scripted). */
+  decide(intent: TransferIntent): Promise<ApprovalDecision>;
+  log?: Logger;
+  /** CGGMP21 ECDSA: security level and a file of safe primes to import (`{ safePrimes: [hex…] }`). */
+  ecdsa?: { level: 'SECURITY_128' | 'SECURITY_112'; primeSeedFile?: string; primePool?: number };
+  /** scrypt cost of the share store (default the signer's). */
+  storeScrypt?: ScryptParams;
+  /** Reconnect delay after a lost connection, ms (default 1000). */
+  reconnectMs?: number;
+  /**
+   * Compressed P-256 keys (hex) of the Admin devices whose policy signatures this phone trusts:
+   * when given, every sign request must carry evidence that passes `@custodian/signer` enforce.ts
+   * (policy, limits against this phone's own ledger, approvals), exactly as on a server signer.
+   */
+  trustedAdminKeys?: string[];
+  /**
+   * DEVELOPMENT AND TESTS ONLY: without {@link trustedAdminKeys}, take part in sign ceremonies
+   * without any evidence check (raw digests). Default false: without trusted Admin keys every sign
+   * request is refused (`ENFORCEMENT_NOT_CONFIGURED`).
+   */
+  allowUnenforcedSigning?: boolean;
+}
+
+/** Events the simulator prints. */
+export interface MobileSignerEvents {
+  onConnected?(coordinatorPeerId: string): void;
+  onApprovalRequest?(intent: TransferIntent): void;
+  onDecision?(intent: TransferIntent, decision: 'APPROVE' | 'REJECT'): void;
+  onCeremony?(kind: number, outcome: number, error?: string): void;
+}
+
+/** A running mobile signer. Create with {@link MobileSigner.start}. */
+export class MobileSigner {
+  private ws: WebSocket | undefined;
+  private stopped = false;
+  private readonly usedControl = new Map<string, number>();
+  private readonly inflightApprovals = new Set<string>();
+  private connectedOnce: (() => void) | undefined;
+  readonly ready: Promise<void>;
+
+  private constructor(
+    private readonly opts: MobileSignerOptions,
+    private readonly vault: UnlockedVault,
+    private readonly store: SecureStore,
+    private readonly runner: CeremonyRunner,
+    private readonly ctx: CeremonyContext,
+    private readonly log: Logger,
+    private readonly events: MobileSignerEvents,
+    private readonly primePool: PrimePool | undefined,
+  ) {
+    this.ready = new Promise((r) => {
+      this.connectedOnce = r;
+    });
+  }
+
+  /**
+   * Unlock the vault with the PIN, open the share store and connect.
+   * @throws WrongPinError; Error when the device is not enrolled, or when both
+   *   `allowUnenforcedSigning` and `trustedAdminKeys` are given
+   */
+  static async start(opts: MobileSignerOptions, events: MobileSignerEvents = {}): Promise<MobileSigner> {
+    if (opts.allowUnenforcedSigning && (opts.trustedAdminKeys?.length ?? 0) > 0)
+      throw new Error('allowUnenforcedSigning and trustedAdminKeys exclude each other');
+    const vault = await unlockVault(opts.dataDir, opts.pin);
+    if (!vault.info.deviceId) throw new Error('this device has no enrollment: run `custodian mobile enroll` first');
+    const log = (opts.log ?? pino({ level: 'info', base: { service: 'custodian-mobile' } })).child({
+      device: vault.info.deviceId,
+    });
+    const store = await SecureStore.open(join(opts.dataDir, 'db'), opts.pin, opts.storeScrypt);
+    const nonceLedger = new StoredNonceLedger(store);
+    await nonceLedger.load();
+    let self: MobileSigner | undefined;
+    const runner = new CeremonyRunner(
+      {
+        send: async (peerId, bytes) => {
+          const ws = self?.ws;
+          if (!ws || ws.readyState !== WebSocket.OPEN) throw new Error('not connected to the coordinator');
+          ws.send(encodeDeviceFrame({ relay: { peerId, envelope: bytes } }));
+        },
+      },
+      log,
+      DEFAULT_LIMITS,
+    );
+    let primePool: PrimePool | undefined;
+    if (opts.ecdsa) {
+      primePool = new PrimePool(store, LEVELS[opts.ecdsa.level] as NonNullable<(typeof LEVELS)[string]>, log);
+      if (opts.ecdsa.primeSeedFile) await primePool.seed(opts.ecdsa.primeSeedFile);
+      if (opts.ecdsa.primePool) primePool.fill(opts.ecdsa.primePool);
+    }
+    const ctx: CeremonyContext = {
+      store,
+      runner,
+      selfPeerId: vault.info.mpcPeerId,
+      secretKey: vault.mpcSecretKey,
+      log,
+      nonceLedger,
+      shareCache: new Map(),
+      ...(primePool ? { primePool, primePoolTarget: opts.ecdsa?.primePool ?? 0 } : {}),
+      ...(opts.trustedAdminKeys && opts.trustedAdminKeys.length > 0
+        ? { enforcement: { trustedAdminKeys: opts.trustedAdminKeys } }
+        : {}),
+      ...(opts.allowUnenforcedSigning ? { allowUnenforcedSigning: true } : {}),
+    };
+    if (!ctx.enforcement && opts.allowUnenforcedSigning) {
+      log.warn(
+        '!!! unenforced signing allowed: this device signs ANY digest it is asked to, without checking policy, limits or approvals. DEVELOPMENT AND TESTS ONLY !!!',
+      );
+    } else if (!ctx.enforcement) {
+      log.warn('no trusted Admin keys configured: every sign request will be refused (ENFORCEMENT_NOT_CONFIGURED)');
+    }
+    self = new MobileSigner(opts, vault, store, runner, ctx, log, events, primePool);
+    self.connect();
+    return self;
+  }
+
+  /** Device id of the enrollment. */
+  get deviceId(): string {
+    return this.vault.info.deviceId as string;
+  }
+
+  /** MPC peer id (the device's party id in ceremonies). */
+  get mpcPeerId(): string {
+    return this.vault.info.mpcPeerId;
+  }
+
+  private wsUrl(): string {
+    const u = new URL(this.vault.info.url);
+    u.protocol = u.protocol === 'https:' ? 'wss:' : 'ws:';
+    u.pathname = DEVICE_WS_PATH;
+    return u.toString();
+  }
+
+  private connect(): void {
+    if (this.stopped) return;
+    const ws = new WebSocket(this.wsUrl(), { maxPayload: DEFAULT_LIMITS.maxMessageBytes });
+    this.ws = ws;
+    let chain = Promise.resolve();
+    ws.on('message', (data: Buffer) => {
+      const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+      chain = chain
+        .then(() => this.onFrame(ws, Uint8Array.from(bytes)))
+        .catch((e: unknown) =>
+          this.log.warn({ err: e instanceof Error ? e.message : String(e) }, 'frame handling failed'),
+        );
+    });
+    ws.on('close', (code, reason) => {
+      if (this.ws === ws) this.ws = undefined;
+      if (this.stopped) return;
+      this.log.warn({ code, reason: reason.toString() }, 'disconnected from the coordinator; reconnecting');
+      setTimeout(() => this.connect(), this.opts.reconnectMs ?? 1000).unref?.();
+    });
+    ws.on('error', (e) => this.log.debug({ err: e.message }, 'websocket error'));
+  }
+
+  private send(ws: WebSocket, f: DeviceFrame): void {
+    if (ws.readyState === WebSocket.OPEN) ws.send(encodeDeviceFrame(f));
+  }
+
+  private async onFrame(ws: WebSocket, bytes: Uint8Array): Promise<void> {
+    const d = decodeDeviceFrame(bytes);
+    if (!d.ok) {
+      this.log.warn({ reason: d.reason }, 'frame from the coordinator rejected');
+      return;
+    }
+    const f = d.frame;
+    if (f.challenge) return this.onChallenge(ws, f.challenge);
+    if (f.welcome) {
+      this.log.info({ coordinator: this.vault.info.coordinatorPeerId }, 'connected to the coordinator');
+      this.events.onConnected?.(this.vault.info.coordinatorPeerId as string);
+      this.connectedOnce?.();
+      return;
+    }
+    if (f.relay) {
+      this.runner.deliver(undefined, f.relay.envelope);
+      return;
+    }
+    if (f.invitation) {
+      void this.onInvitation(ws, f.invitation.signedControl);
+      return;
+    }
+    if (f.approvalRequest) {
+      void this.onApprovalRequest(ws, f.approvalRequest.requestId, f.approvalRequest.intentJson);
+      return;
+    }
+    if (f.error) {
+      this.log.warn({ code: f.error.code, message: f.error.message }, 'coordinator reported an error');
+      return;
+    }
+  }
+
+  private async onChallenge(ws: WebSocket, c: NonNullable<DeviceFrame['challenge']>): Promise<void> {
+    const info = this.vault.info;
+    if (info.coordinatorPeerId === null) {
+      info.coordinatorPeerId = c.coordinatorPeerId;
+      await writeVaultInfo(this.opts.dataDir, info);
+      this.log.info({ coordinator: c.coordinatorPeerId }, 'coordinator identity pinned (first connection)');
+    } else if (info.coordinatorPeerId !== c.coordinatorPeerId) {
+      this.log.error(
+        { pinned: info.coordinatorPeerId, presented: c.coordinatorPeerId },
+        'coordinator identity changed: refusing to connect',
+      );
+      ws.close(4403, 'coordinator identity changed');
+      return;
+    }
+    if (c.nonce.length !== 32) {
+      ws.close(4400, 'bad challenge');
+      return;
+    }
+    const digest = deviceHelloDigest(c.nonce, c.coordinatorPeerId, info.deviceId as string, info.mpcPeerId);
+    this.send(ws, {
+      hello: {
+        deviceId: info.deviceId as string,
+        mpcPeerId: info.mpcPeerId,
+        signature: deviceSign(digest, this.vault.deviceSecretKey),
+      },
+    });
+  }
+
+  private coordinatorKey(): Uint8Array {
+    const pid = peerIdFromString(this.vault.info.coordinatorPeerId as string);
+    return pid.publicKey?.raw as Uint8Array;
+  }
+
+  private async onInvitation(ws: WebSocket, signedControl: Uint8Array): Promise<void> {
+    const opened = openControlRequest(signedControl, this.coordinatorKey());
+    if (!opened.ok) {
+      this.log.warn({ code: opened.rejection.code }, `ceremony invitation rejected: ${opened.rejection.reason}`);
+      return;
+    }
+    const req = opened.value;
+    const now = Date.now();
+    if (Math.abs(now - Number(req.issuedUnixMs)) > 5 * 60_000) {
+      this.log.warn({ code: 'stale' }, 'ceremony invitation rejected: stale');
+      return;
+    }
+    const digest = bytesToHex(sha256(signedControl));
+    for (const [k, t] of this.usedControl) if (now - t > 10 * 60_000) this.usedControl.delete(k);
+    if (this.usedControl.has(digest)) {
+      this.log.warn({ code: 'replay' }, 'ceremony invitation rejected: replayed');
+      return;
+    }
+    this.usedControl.set(digest, now);
+    if (req.abort) {
+      this.runner.cancelGroup(bytesToHex(req.abort.ceremonyId), `aborted by coordinator: ${req.abort.reason}`);
+      return;
+    }
+    if (!req.start) return;
+    const start = req.start;
+    this.log.info({ kind: start.kind, parties: start.parties.length }, 'ceremony invitation');
+    const result = await runCeremony(this.ctx, start);
+    this.events.onCeremony?.(start.kind, result.outcome, result.error);
+    const response = encodeControlResponse({ version: CONTROL_VERSION, result });
+    const live = this.ws ?? ws;
+    this.send(live, { answer: { ceremonyId: start.ceremonyId, response } });
+  }
+
+  private async onApprovalRequest(ws: WebSocket, requestId: string, intentJson: string): Promise<void> {
+    if (this.inflightApprovals.has(requestId)) return;
+    let intent: TransferIntent;
+    try {
+      intent = JSON.parse(intentJson) as TransferIntent;
+      if (typeof intent?.transfer_id !== 'string') throw new Error('transfer_id');
+    } catch {
+      this.log.warn({ request: requestId }, 'approval request rejected: not a transfer intent');
+      return;
+    }
+    this.inflightApprovals.add(requestId);
+    try {
+      this.events.onApprovalRequest?.(intent);
+      const decision = await this.opts.decide(intent);
+      if (!decision) return;
+      const approval = signApproval(
+        intent,
+        decision,
+        this.vault.info.deviceId as string,
+        this.vault.deviceSecretKey,
+        new Date().toISOString(),
+      );
+      this.events.onDecision?.(intent, decision);
+      this.send(this.ws ?? ws, { approvalAnswer: { requestId, approvalJson: JSON.stringify(approval) } });
+    } finally {
+      this.inflightApprovals.delete(requestId);
+    }
+  }
+
+  /** Disconnect, cancel ceremonies, close the store and wipe the keys. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.runner.cancelAll('shutting down');
+    this.primePool?.stop();
+    this.ws?.close(1000, 'bye');
+    this.ctx.shareCache?.clear();
+    await this.store.close();
+    this.vault.wipe();
+  }
+}
