@@ -13,7 +13,7 @@
  */
 
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { generatePrime, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
@@ -162,7 +162,31 @@ export async function startInstance(opts: InstanceOptions): Promise<Instance> {
   try {
     const passFile = await secret(dir, 'signer-passphrase');
     const seedFiles: (string | undefined)[] = [];
-    for (const [k, primes] of (opts.primeSeeds ?? []).entries()) {
+    let seeds = opts.primeSeeds;
+    if (!seeds && !state.master_key_ceremony_id) {
+      // Aux info needs two safe primes per party; a pool generated up front (OpenSSL, in parallel
+      // on libuv's thread pool) keeps the master key ceremony from waiting on prime search.
+      const bits = level === 'SECURITY_112' ? 1024 : 1536;
+      seeds = await timed(`safe primes for the ECDSA aux info: 8 × ${bits} bits (prime pool)`, async () => {
+        let done = 0;
+        const all = await Promise.all(
+          Array.from(
+            { length: 8 },
+            () =>
+              new Promise<string>((res, rej) =>
+                generatePrime(bits, { safe: true, bigint: true }, (err, p) => {
+                  if (err) return rej(err);
+                  done++;
+                  say(`    safe prime ${done}/8`);
+                  res((p as bigint).toString(16));
+                }),
+              ),
+          ),
+        );
+        return [0, 1, 2, 3].map((k) => [all[2 * k] as string, all[2 * k + 1] as string]);
+      });
+    }
+    for (const [k, primes] of (seeds ?? []).entries()) {
       const path = join(dir, 'secrets', `prime-seed-${k}.json`);
       await writeFile(path, JSON.stringify({ safePrimes: primes }), { mode: 0o600 });
       seedFiles[k] = path;
@@ -303,7 +327,7 @@ export async function startInstance(opts: InstanceOptions): Promise<Instance> {
         coordinator: { peerId: coordinatorPeer },
         passphrase: { file: passFile },
         logLevel: 'info',
-        ecdsa: { level, primePool: seedFiles[k] ? 0 : 2, ...(seedFiles[k] ? { primeSeedFile: seedFiles[k] } : {}) },
+        ecdsa: { level, primePool: 2, ...(seedFiles[k] ? { primeSeedFile: seedFiles[k] } : {}) },
         trustedAdminDevices: [{ deviceId: adminDevice.device_id, publicKey: adminDevice.public_key }],
       };
       const cfgPath = join(dir, `signer-${k + 1}.json`);
@@ -344,7 +368,7 @@ export async function startInstance(opts: InstanceOptions): Promise<Instance> {
           '--ecdsa-level',
           level,
           '--prime-pool',
-          seedFiles[2 + k] ? '0' : '2',
+          '2',
           '--trusted-admin-key',
           adminDevice.public_key as string,
           ...(seedFiles[2 + k] ? ['--prime-seed-file', seedFiles[2 + k] as string] : []),

@@ -6,8 +6,8 @@
  * (`signPolicy` of @custodian/wire: P-256, r‖s) and sends only the signature. `--device-key` is a
  * file holding the device's raw P-256 secret key as 64 hex digits (optionally followed by a
  * newline). The mobile simulator keeps its key sealed under the PIN in `<data>/device.json`
- * (packages/mobile vault.ts); reading that vault directly is not supported here yet — export the
- * key from the simulator, or sign on the device.
+ * (packages/mobile vault.ts): sign on the device instead with `custodian mobile sign-policy`, which
+ * shows the policy, asks for the PIN and posts the signature (the key never leaves the vault).
  */
 import { readFile } from 'node:fs/promises';
 import { signPolicy } from '@custodian/wire';
