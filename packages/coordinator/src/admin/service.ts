@@ -8,7 +8,6 @@
 import { randomUUID } from 'node:crypto';
 import { deviceFingerprint } from '@custodian/wire';
 import { p256 } from '@noble/curves/nist.js';
-import { sha256 } from '@noble/hashes/sha2.js';
 import * as OTPAuth from 'otpauth';
 import {
   CeremonyAbortedError,
