@@ -22,6 +22,7 @@
  * BENCH_SHAPES (default "2of3,3of5").
  */
 import { readFileSync } from 'node:fs';
+import { type Figure, measure, report } from '@custodian/bench/harness';
 import {
   type AuxInfo,
   auxInfoProtocol,
@@ -38,7 +39,6 @@ import { Party, type ProtocolSpec, simulate, systemRandom } from '@custodian/cry
 import { SECURITY_112, SECURITY_128, type SecurityLevel } from '@custodian/paillier';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { dklsKeygen, dklsOnline, dklsPresign, dklsPublicKey } from './dkls.js';
-import { type Figure, measure, report } from './harness.js';
 
 const root = new URL('../../../', import.meta.url);
 const primeFixture = JSON.parse(
