@@ -11,7 +11,8 @@
  *   "signing": { "enabled": true } }
  * ```
  * Flags override the file: `--chain key=url` (repeatable), `--trusted-admin-key hex` (repeatable),
- * `--no-signing` (no libp2p services, e.g. an API-only replica).
+ * `--no-signing` (no libp2p services, e.g. an API-only replica), `--presignature-pool n` (config
+ * `signing.presignaturePool`: ECDSA presignatures kept per key and signing set, default 4, 0 = off).
  */
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
@@ -29,6 +30,7 @@ interface StartFlags {
   chain: string[];
   trustedAdminKey: string[];
   signing: boolean;
+  presignaturePool?: string;
 }
 
 const collect = (v: string, prev: string[]) => [...prev, v];
@@ -49,6 +51,9 @@ export async function coordinatorOptionsFromFlags(o: StartFlags): Promise<Coordi
   }
   const trustedAdminKeys = [...(file.transfers?.trustedAdminKeys ?? []), ...o.trustedAdminKey];
   const databaseUrl = o.databaseUrl ?? process.env.DATABASE_URL;
+  const pool = o.presignaturePool === undefined ? file.signing?.presignaturePool : Number(o.presignaturePool);
+  if (pool !== undefined && (!Number.isSafeInteger(pool) || pool < 0 || pool > 1024))
+    throw new Error('--presignature-pool must be an integer in [0, 1024]');
   return {
     mode: o.mode,
     dataDir: resolve(o.dataDir),
@@ -58,7 +63,11 @@ export async function coordinatorOptionsFromFlags(o: StartFlags): Promise<Coordi
     logger: true,
     chains,
     transfers: { ...(file.transfers ?? {}), trustedAdminKeys },
-    signing: { ...(file.signing ?? {}), enabled: o.signing && file.signing?.enabled !== false },
+    signing: {
+      ...(file.signing ?? {}),
+      enabled: o.signing && file.signing?.enabled !== false,
+      ...(pool !== undefined ? { presignaturePool: pool } : {}),
+    },
   };
 }
 
@@ -83,6 +92,10 @@ export function registerCoordinatorCommands(program: Command): void {
       [],
     )
     .option('--no-signing', 'do not start the signer gateway, device hub and libp2p identity')
+    .option(
+      '--presignature-pool <n>',
+      'CGGMP21 presignatures kept per ECDSA key and signing set (default 4; 0 = every ECDSA signature cold)',
+    )
     .action(async (o: StartFlags) => {
       const c = await createCoordinator(await coordinatorOptionsFromFlags(o));
       const url = await c.start();

@@ -79,9 +79,11 @@ export interface CoordinatorOptions {
    * Run the signer-facing services (signing/services.ts): libp2p identity persisted in
    * `<dataDir>/coordinator-p2p.key`, control client to the registered server signers, device hub
    * (WebSocket `/devices/v1/ws`), signer gateway and master key ceremony client (used unless
-   * `ceremonyClient` is given). Default off.
+   * `ceremonyClient` is given). Default off. `presignaturePool`: CGGMP21 presignatures kept per
+   * (ECDSA key, signing set), refilled in the background (signing/presignature-pool.ts); default 4,
+   * 0 = off (every ECDSA signature cold).
    */
-  signing?: { enabled: boolean; algorithms?: number[] };
+  signing?: { enabled: boolean; algorithms?: number[]; presignaturePool?: number };
   /**
    * Blockchain nodes (transfers, fee estimates, deposit watchers): blockchain key of the directory
    * → `{ rpcUrl, confirmations?, pollIntervalMs? }`, e.g. `{ 'ethereum-local': { rpcUrl: 'http://127.0.0.1:8545' } }`.
@@ -173,6 +175,7 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
         db,
         ...(opts.dataDir !== undefined ? { dataDir: opts.dataDir } : {}),
         ...(opts.signing.algorithms ? { algorithms: opts.signing.algorithms } : {}),
+        ...(opts.signing.presignaturePool !== undefined ? { presignaturePool: opts.signing.presignaturePool } : {}),
         log: pino({ level: process.env.CUSTODIAN_SIGNING_LOG ?? 'warn', base: { service: 'coordinator-signing' } }),
       })
     : undefined;

@@ -51,6 +51,7 @@ export { ApiError, ERROR_CATALOGUE, type ErrorCode, type Problem, toProblem } fr
 export { createMailer, type MailboxEntry, type Mailer, readMailbox } from './mailer.js';
 export * from './signing/gateway.js';
 export * from './signing/master-key.js';
+export * from './signing/presignature-pool.js';
 export * from './signing/services.js';
 export * from './store.js';
 export * from './transfers/chains.js';

@@ -212,6 +212,9 @@ export async function startInstance(opts: InstanceOptions): Promise<Instance> {
         String(opts.apiPort),
         '--chain',
         `ethereum-local=${anvilUrl}`,
+        // a small pool: the demo's transfers sign from pooled presignatures (one round)
+        '--presignature-pool',
+        '2',
       ],
       { ready: /coordinator listening on/, timeoutMs: 120_000, quiet: !verbose },
     );

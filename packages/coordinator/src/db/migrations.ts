@@ -3,6 +3,8 @@
  * {@link migrate} on PGlite and on PostgreSQL alike. A migration is never edited once released;
  * changes are new entries. Applied versions are recorded in `schema_migrations`.
  */
+
+import { PRESIGNATURE_POOL_MIGRATION_SQL } from '../signing/schema.js';
 import { TRANSFERS_MIGRATION_SQL } from '../transfers/schema.js';
 import { WEBHOOKS_MIGRATION_SQL } from '../webhooks/schema.js';
 import type { Db } from './db.js';
@@ -263,6 +265,7 @@ CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON audit_log
   },
   { version: 2, name: 'webhooks', sql: WEBHOOKS_MIGRATION_SQL },
   { version: 3, name: 'transfers', sql: TRANSFERS_MIGRATION_SQL },
+  { version: 4, name: 'presignature_pool', sql: PRESIGNATURE_POOL_MIGRATION_SQL },
 ];
 
 /**

@@ -15,6 +15,15 @@
  * `ABORTED` naming it; every party OK with the same signatures → `ok` (a disagreement between the
  * parties' signatures is `ABORTED` with no culprit). On a deadline or `signal` the ceremony is
  * aborted on every party (AbortCeremony), best effort.
+ *
+ * Presignature pool (issue 7, 11; signing/presignature-pool.ts): with an {@link SigningAttemptLog},
+ * every ceremony is recorded before it starts, and an ECDSA request over ONE digest takes a pooled
+ * CGGMP21 presignature of exactly its signing set in that same database transaction (so an id is
+ * handed out once, across replicas too); the signers then sign in one round
+ * (`SignRequest.presignature_id`). When a signer no longer has the id (refusal `presignature …
+ * unknown or already used`: a refresh dropped it, or its store lost it), the other parties are
+ * aborted at once and the request is signed cold (presign + sign) in a new ceremony, so a stale
+ * pool never fails a transfer.
  */
 import type { ControlClient } from '@custodian/signer';
 import {
@@ -68,6 +77,8 @@ export interface GatewaySignRequest {
 export type GatewaySignResult =
   | {
       ok: true;
+      /** The pooled presignature id the signature was made with (one round); absent: cold signing. */
+      presignatureId?: string;
       /**
        * One per digest, in order. ECDSA: 64-byte r‖s (low-s) and `recovery` (0..3, the y-parity bit
        * of R, plus 2 if r overflowed); Taproot: 64-byte BIP340; Ed25519: 64-byte RFC 8032.
@@ -107,6 +118,34 @@ export interface DeviceCeremonyPort {
   abortCeremony(deviceId: string, ceremonyId: Uint8Array, reason: string): Promise<void>;
 }
 
+/** One SIGN ceremony as recorded by a {@link SigningAttemptLog}. */
+export interface SigningAttempt {
+  /** Ceremony id, hex (48 digits). */
+  ceremonyId: string;
+  keyId: string;
+  algorithm: GatewaySignRequest['algorithm'];
+  /** The signing set, in key party order. */
+  parties: readonly SignParty[];
+  /** `intent.transfer_id` of the evidence, or null. */
+  transferId: string | null;
+  /** Take a pooled presignature for exactly `parties` (ECDSA over one digest only). */
+  pooled: boolean;
+}
+
+/** Records signing attempts and hands out pooled presignatures (implemented by presignature-pool.ts). */
+export interface SigningAttemptLog {
+  /**
+   * Record the attempt; when `pooled`, take (delete) one pooled presignature id of `(keyId,
+   * parties)` in the same transaction. @returns that id, or undefined (pool empty or not pooled)
+   */
+  begin(attempt: SigningAttempt): Promise<string | undefined>;
+  /** Record the outcome (`OK`, `PRESIGNATURE_UNAVAILABLE`, `REFUSED:<code>`, `ABORTED`, `DEADLINE_EXCEEDED`). */
+  finish(attempt: SigningAttempt, outcome: string): Promise<void>;
+}
+
+/** The refusal a signer gives for a pooled presignature id it does not hold (packages/signer ceremonies.ts). */
+const STALE_PRESIGNATURE = /^presignature \S+ unknown or already used/;
+
 /** Components of {@link createSignerGateway}. */
 export interface SignerGatewayInit {
   control: ControlClient;
@@ -118,6 +157,10 @@ export interface SignerGatewayInit {
   responseSlackMs?: number;
   /** Called before a ceremony starts (opens relay streams to server signers when devices take part). */
   prepare?(targets: readonly PartyDispatch[]): Promise<void>;
+  /** Attempt records and the presignature pool; absent: every ECDSA signature is cold. */
+  attempts?: SigningAttemptLog;
+  /** Warnings (a failed attempt record never fails a signature). */
+  log?(msg: string, fields?: Record<string, unknown>): void;
 }
 
 const ALGORITHMS = {
@@ -210,6 +253,8 @@ export async function dispatchCeremony(
   targets: readonly PartyDispatch[],
   start: StartCeremony,
   signal?: AbortSignal,
+  /** Abort the ceremony on every party as soon as one party answers anything but OK. */
+  options: { abortOnFailure?: boolean } = {},
 ): Promise<{ party: SignParty; result: CeremonyResult; unreachable: boolean }[]> {
   const slack = init.responseSlackMs ?? 10_000;
   const timeoutMs = Math.max(1000, Number(start.deadlineUnixMs) - Date.now() + slack);
@@ -237,6 +282,8 @@ export async function dispatchCeremony(
             if (!init.devices) throw new Error('no device hub configured');
             result = await withTimeout(init.devices.startCeremony(t.party.id, start), timeoutMs);
           }
+          if (options.abortOnFailure && result.outcome !== Outcome.OK)
+            abortAll(`${t.party.kind} ${t.party.id} did not take part`);
           return { party: t.party, result, unreachable: false };
         } catch (e) {
           const msg = e instanceof Error ? e.message : String(e);
@@ -299,7 +346,7 @@ export function createSignerGateway(init: SignerGatewayInit): SignerGateway {
         }
       }
       const algorithm = ALGORITHMS[req.algorithm];
-      const sign: SignRequest = {
+      const base: SignRequest = {
         keyId: req.keyId,
         algorithm,
         derivationPath: [...req.derivationPath],
@@ -307,14 +354,6 @@ export function createSignerGateway(init: SignerGatewayInit): SignerGateway {
         transfer: transferFields(req.evidence),
         ...(req.taprootMerkleRoot ? { taprootMerkleRoot: Uint8Array.from(req.taprootMerkleRoot) } : {}),
         ...(init.evidenceFields ?? evidenceWire)(req.evidence),
-      };
-      const start: StartCeremony = {
-        ceremonyId: newCeremonyId(),
-        kind: CeremonyKind.SIGN,
-        parties: targets.map((t) => ({ peerId: t.peerId })),
-        threshold: 0,
-        deadlineUnixMs: req.deadline.getTime(),
-        sign,
       };
       try {
         await init.prepare?.(targets);
@@ -326,10 +365,101 @@ export function createSignerGateway(init: SignerGatewayInit): SignerGateway {
           message: `relay: ${e instanceof Error ? e.message : String(e)}`,
         };
       }
-      const results = await dispatchCeremony(init, targets, start, req.signal);
-      return mapSignResults(req, targets, results);
+      const attempt = async (pooled: boolean): Promise<{ result: GatewaySignResult; stale: boolean }> => {
+        const ceremonyId = newCeremonyId();
+        const record: SigningAttempt = {
+          ceremonyId: bytesToHex(ceremonyId),
+          keyId: req.keyId,
+          algorithm: req.algorithm,
+          parties: req.parties,
+          transferId: req.evidence.intent?.transfer_id ?? null,
+          pooled,
+        };
+        let presignatureId: string | undefined;
+        try {
+          presignatureId = await init.attempts?.begin(record);
+        } catch (e) {
+          init.log?.('signing attempt not recorded', { err: e instanceof Error ? e.message : String(e) });
+        }
+        const start: StartCeremony = {
+          ceremonyId,
+          kind: CeremonyKind.SIGN,
+          parties: targets.map((t) => ({ peerId: t.peerId })),
+          threshold: 0,
+          deadlineUnixMs: req.deadline.getTime(),
+          sign: presignatureId !== undefined ? { ...base, presignatureId } : base,
+        };
+        const results = await dispatchCeremony(init, targets, start, req.signal, {
+          abortOnFailure: presignatureId !== undefined,
+        });
+        let result = mapSignResults(req, targets, results);
+        const stale =
+          presignatureId !== undefined &&
+          results.some((r) => r.result.outcome === Outcome.REFUSED && STALE_PRESIGNATURE.test(r.result.error ?? ''));
+        if (result.ok && presignatureId !== undefined) result = { ...result, presignatureId };
+        const outcome = result.ok
+          ? 'OK'
+          : stale
+            ? 'PRESIGNATURE_UNAVAILABLE'
+            : result.reason === 'REFUSED'
+              ? `REFUSED:${result.refusal}`
+              : result.reason;
+        await init.attempts?.finish(record, outcome).catch((e: unknown) => {
+          init.log?.('signing attempt outcome not recorded', { err: e instanceof Error ? e.message : String(e) });
+        });
+        return { result, stale };
+      };
+      const pooled = req.algorithm === 'SECP256K1_ECDSA' && req.digests.length === 1 && init.attempts !== undefined;
+      const first = await attempt(pooled);
+      if (!first.stale) return first.result;
+      // the signers no longer hold that presignature: sign cold instead of failing the transfer
+      if (req.signal?.aborted || req.deadline.getTime() <= Date.now())
+        return { ok: false, reason: 'DEADLINE_EXCEEDED' };
+      init.log?.('pooled presignature unavailable at the signers; signing cold', { keyId: req.keyId });
+      return (await attempt(false)).result;
     },
   };
+}
+
+/**
+ * Run one CGGMP21 PRESIGN ceremony (kind PRESIGN, `presign_count` = `count`, 1..64) for the
+ * ECDSA key `keyId` among exactly `parties` (servers over libp2p, devices through the hub).
+ * @returns the presignature ids every party stored (each `<ceremony id hex>.<index>`), or the failure
+ */
+export async function presignCeremony(
+  init: Pick<SignerGatewayInit, 'control' | 'devices' | 'responseSlackMs' | 'directory' | 'prepare'>,
+  keyId: string,
+  parties: readonly SignParty[],
+  count: number,
+  deadline: Date,
+): Promise<{ ok: true; ids: string[] } | { ok: false; error: string }> {
+  if (!Number.isSafeInteger(count) || count < 1 || count > 64) throw new RangeError('count: 1..64');
+  const targets: PartyDispatch[] = [];
+  try {
+    for (const party of parties) targets.push({ party, peerId: await init.directory.peerIdOf(party) });
+    await init.prepare?.(targets);
+  } catch (e) {
+    return { ok: false, error: `party unavailable: ${e instanceof Error ? e.message : String(e)}` };
+  }
+  const start: StartCeremony = {
+    ceremonyId: newCeremonyId(),
+    kind: CeremonyKind.PRESIGN,
+    parties: targets.map((t) => ({ peerId: t.peerId })),
+    threshold: 0,
+    deadlineUnixMs: deadline.getTime(),
+    keyId,
+    presignCount: count,
+  };
+  const results = await dispatchCeremony(init, targets, start, undefined, { abortOnFailure: true });
+  const failed = results.filter((r) => r.result.outcome !== Outcome.OK);
+  if (failed.length > 0)
+    return {
+      ok: false,
+      error: failed.map((r) => `${r.party.kind} ${r.party.id}: ${r.result.error || 'failed'}`).join('; '),
+    };
+  const sets = results.map((r) => new Set(r.result.presignatureIds ?? []));
+  const ids = [...(sets[0] ?? [])].filter((id) => sets.every((s) => s.has(id)));
+  return ids.length > 0 ? { ok: true, ids } : { ok: false, error: 'the parties stored no common presignature' };
 }
 
 /** Map the parties' results of a SIGN ceremony (see the module comment for the precedence). */

@@ -12,7 +12,7 @@
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ControlClient, createCoordinatorRelay } from '@custodian/signer';
-import { DEFAULT_LIMITS } from '@custodian/wire';
+import { DEFAULT_LIMITS, KeyAlgorithm } from '@custodian/wire';
 import { generateKeyPair, privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys';
 import type { PrivateKey } from '@libp2p/interface';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
@@ -21,8 +21,15 @@ import type { CeremonyClient } from '../ceremony.js';
 import type { Db } from '../db/db.js';
 import { DeviceHub } from '../devices/hub.js';
 import { evidenceSignFields } from '../transfers/evidence.js';
-import { createSignerGateway, type PartyDispatch, type SignerGateway } from './gateway.js';
+import {
+  createSignerGateway,
+  type PartyDirectory,
+  type PartyDispatch,
+  presignCeremony,
+  type SignerGateway,
+} from './gateway.js';
 import { createMasterKeyClient } from './master-key.js';
+import { PresignaturePool, type PresignaturePoolOptions } from './presignature-pool.js';
 
 /** File of the coordinator's libp2p private key in the data folder. */
 export const COORDINATOR_KEY_FILE = 'coordinator-p2p.key';
@@ -66,6 +73,11 @@ export interface SigningServicesOptions {
   log?: Logger;
   /** Master key algorithms (`KeyAlgorithm` values); default all three. */
   algorithms?: number[];
+  /**
+   * CGGMP21 presignatures kept per (ECDSA key, signing set) (signing/presignature-pool.ts): a
+   * number (the target; 0 = off) or the pool options. Default 4. Off when `algorithms` has no ECDSA.
+   */
+  presignaturePool?: number | Partial<PresignaturePoolOptions>;
 }
 
 /** The running services. */
@@ -75,6 +87,8 @@ export interface SigningServices {
   hub: DeviceHub;
   gateway: SignerGateway;
   ceremonyClient: CeremonyClient;
+  /** The presignature pool (also the gateway's record of signing attempts). */
+  presignatures: PresignaturePool;
   /** Re-read the registered server signers (done before every ceremony). */
   refreshSigners(): Promise<void>;
   stop(): Promise<void>;
@@ -134,28 +148,41 @@ export async function createSigningServices(opts: SigningServicesOptions): Promi
     if (!targets.some((t) => t.party.kind === 'device')) return;
     await Promise.all(targets.filter((t) => t.party.kind === 'server').map((t) => relay.ensure(t.peerId)));
   };
+  const directory: PartyDirectory = {
+    async peerIdOf(party) {
+      if (party.kind === 'server') {
+        await refreshSigners();
+        const p = signerIds.get(party.id.toLowerCase());
+        if (!p) throw new Error(`unknown server signer ${party.id}`);
+        return p;
+      }
+      const rec = (
+        await opts.db.query<{ status: string }>('SELECT status FROM devices WHERE device_id = $1', [party.id])
+      )[0];
+      if (rec?.status !== 'APPROVED') throw new Error(`device ${party.id} is not an approved device`);
+      const p = h.peerIdOf(party.id.toLowerCase());
+      if (!p) throw new Error(`device ${party.id} has not connected`);
+      return p;
+    },
+  };
+  const poolOpts =
+    typeof opts.presignaturePool === 'number' ? { target: opts.presignaturePool } : opts.presignaturePool;
+  const ecdsa = opts.algorithms === undefined || opts.algorithms.includes(KeyAlgorithm.SECP256K1_ECDSA);
+  const presignatures = new PresignaturePool(
+    opts.db,
+    (keyId, parties, count, deadline) =>
+      presignCeremony({ control, devices: h, directory, prepare }, keyId, parties, count, deadline),
+    { ...poolOpts, ...(ecdsa ? {} : { target: 0 }) },
+    warn,
+  );
   const gateway = createSignerGateway({
     control,
     evidenceFields: evidenceSignFields,
     devices: h,
     prepare,
-    directory: {
-      async peerIdOf(party) {
-        if (party.kind === 'server') {
-          await refreshSigners();
-          const p = signerIds.get(party.id.toLowerCase());
-          if (!p) throw new Error(`unknown server signer ${party.id}`);
-          return p;
-        }
-        const rec = (
-          await opts.db.query<{ status: string }>('SELECT status FROM devices WHERE device_id = $1', [party.id])
-        )[0];
-        if (rec?.status !== 'APPROVED') throw new Error(`device ${party.id} is not an approved device`);
-        const p = h.peerIdOf(party.id.toLowerCase());
-        if (!p) throw new Error(`device ${party.id} has not connected`);
-        return p;
-      },
-    },
+    directory,
+    attempts: presignatures,
+    log: (msg, fields) => warn('warn', msg, fields),
   });
   const ceremonyClient = createMasterKeyClient({
     control,
@@ -176,6 +203,7 @@ export async function createSigningServices(opts: SigningServicesOptions): Promi
       return h.peerIdOf(deviceId) as string;
     },
   });
+  presignatures.start();
   opts.log?.info({ peerId }, 'coordinator libp2p identity (configure signers with this coordinator.peerId)');
   return {
     peerId,
@@ -183,8 +211,10 @@ export async function createSigningServices(opts: SigningServicesOptions): Promi
     hub: h,
     gateway,
     ceremonyClient,
+    presignatures,
     refreshSigners,
     async stop() {
+      await presignatures.stop();
       h.close();
       relay.close();
       await control.stop();
