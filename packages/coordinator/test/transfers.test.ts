@@ -271,6 +271,39 @@ describe('transfers', () => {
     expect(list.body.data.map((x: Json) => x.transfer_id)).toContain(e.transfer_id);
   });
 
+  it('a transfer on a chain without a node waits in PENDING_SIGNATURE with sub_status CHAIN_UNAVAILABLE, said once, still cancellable', async () => {
+    // this harness configures no chain: ethereum-local has no adapter
+    const t = (await transfer('1')).body;
+    expect((await approve(t, dev1, dev1Id)).status).toBe('PENDING_SIGNATURE');
+    await h.c.transfers.pipeline.tick();
+    const view = await h.req('GET', `${A()}/transfers/${t.transfer_id}`, { key: h.apiKey });
+    expect(view.body).toMatchObject({ status: 'PENDING_SIGNATURE', sub_status: 'CHAIN_UNAVAILABLE', tx_hash: null });
+    const row = await h.c.db.query<{ error: string; lease_until: Date | null; unsigned: unknown }>(
+      'SELECT error, lease_until, unsigned FROM transfers WHERE transfer_id = $1',
+      [t.transfer_id],
+    );
+    expect(row[0]).toEqual({
+      error: 'CHAIN_UNAVAILABLE: no node is configured for ethereum-local',
+      lease_until: null, // never claimed: nothing was built, and an admin can cancel it
+      unsigned: null,
+    });
+    const events = async () =>
+      (
+        await h.c.db.query<{ event_type: string; sub: string | null }>(
+          `SELECT event_type, body::jsonb->'data'->>'sub_status' AS sub FROM webhook_events
+           WHERE body::jsonb->'data'->>'transfer_id' = $1 ORDER BY occurred_at`,
+          [t.transfer_id],
+        )
+      ).map((x) => `${x.event_type} ${x.sub}`);
+    const once = await events();
+    expect(once.at(-1)).toBe('TRANSFER_UPDATED CHAIN_UNAVAILABLE');
+    await h.c.transfers.pipeline.tick();
+    expect(await events()).toEqual(once); // a second pass says nothing new
+    const cancelled = await h.req('POST', `${P()}/transfers/${t.transfer_id}/cancel`, { token: fmToken });
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.body).toMatchObject({ status: 'REJECTED', sub_status: 'CANCELLED_BY_USER' });
+  });
+
   it('daily limit: 50 parallel transfers at the limit never exceed it', async () => {
     // a second wallet with its own (wallet-scoped, more specific) policy: daily limit 10 ETH
     const w = await h.req('POST', `${A()}/wallets`, {

@@ -8,12 +8,22 @@
  * numbers even above 2^53). It models what the watcher depends on: a chain of blocks linked by
  * parentHash with ids whose first 8 bytes are the height, TRX transfers with a burnt fee, TRC-20
  * transfers with their `Transfer` logs, per-block TRX balances (history lookup), a pending pool,
- * and forks (replacing the last blocks). It is not a TRON node.
+ * forks (replacing the last blocks), and for the coordinator's transfer pipeline `broadcasthex`
+ * (signature checked against the owner), `gettransactioninfobyid` and `gettransactionbyid`. It is
+ * not a TRON node: no bandwidth, energy or expiration rules.
  */
 import { createServer, type Server } from 'node:http';
+import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { sha256 } from '@noble/hashes/sha2.js';
-import { bytesToHex } from '@noble/hashes/utils.js';
-import { TRC20_TRANSFER_TOPIC, tronAddressHex } from '../../src/index.js';
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import { encodeTronAddress, TRC20_TRANSFER_TOPIC, tronAddress, tronAddressHex } from '../../src/index.js';
+import {
+  CONTRACT_TYPE,
+  TransactionRawType,
+  TransactionType,
+  TransferContractType,
+  TriggerSmartContractType,
+} from '../../src/tron/proto.js';
 import { freePort } from './anvil.js';
 
 export interface ModelTx {
@@ -107,6 +117,80 @@ export class TronChainModel {
   rollback(depth: number): void {
     if (depth >= this.blocks.length) throw new Error('model: cannot drop genesis');
     this.blocks.splice(this.blocks.length - depth, depth);
+  }
+
+  /** The block holding a transaction, if mined. */
+  blockOf(txID: string): ModelBlock | undefined {
+    return this.blocks.find((b) => b.txs.some((t) => t.txID === txID));
+  }
+
+  /**
+   * A signed transaction as `/wallet/broadcasthex` receives it (protobuf `Transaction`, hex): a
+   * single TransferContract or TriggerSmartContract `transfer(address,uint256)`, txID =
+   * SHA-256(raw_data), one signature r ‖ s ‖ v that must recover the owner's address. Accepted
+   * into the pending pool; answers like java-tron (`result`, `txid`, or `code` + hex `message`).
+   */
+  broadcast(transactionHex: string): { result: boolean; txid?: string; code?: string; message?: string } {
+    const refuse = (code: string, message: string) => ({
+      result: false,
+      code,
+      message: bytesToHex(new TextEncoder().encode(message)),
+    });
+    let tx: { raw_data?: Record<string, unknown>; signature?: Uint8Array[] };
+    try {
+      tx = TransactionType.toObject(TransactionType.decode(hexToBytes(transactionHex)), { longs: String }) as typeof tx;
+    } catch {
+      return refuse('OTHER_ERROR', 'cannot decode transaction');
+    }
+    const raw = TransactionRawType.encode(TransactionRawType.fromObject(tx.raw_data ?? {})).finish();
+    const txID = bytesToHex(sha256(raw));
+    if (this.pending.some((p) => p.txID === txID) || this.blockOf(txID) !== undefined)
+      return refuse('DUP_TRANSACTION_ERROR', 'dup transaction');
+    const contracts = (tx.raw_data?.contract ?? []) as { type?: number; parameter?: { value?: Uint8Array } }[];
+    const c = contracts[0];
+    if (contracts.length !== 1 || c?.parameter?.value === undefined)
+      return refuse('CONTRACT_VALIDATE_ERROR', 'one contract');
+    let model: ModelTx;
+    if (c.type === CONTRACT_TYPE.TransferContract) {
+      const v = TransferContractType.toObject(TransferContractType.decode(c.parameter.value), { longs: String });
+      model = {
+        txID,
+        kind: 'trx',
+        from: encodeTronAddress(v.owner_address),
+        to: encodeTronAddress(v.to_address),
+        amount: BigInt(v.amount),
+      };
+    } else if (c.type === CONTRACT_TYPE.TriggerSmartContract) {
+      const v = TriggerSmartContractType.toObject(TriggerSmartContractType.decode(c.parameter.value), {
+        longs: String,
+      });
+      const data = bytesToHex(v.data);
+      if (data.length !== 8 + 128 || !data.startsWith('a9059cbb'))
+        return refuse('CONTRACT_VALIDATE_ERROR', 'not a transfer(address,uint256) call');
+      model = {
+        txID,
+        kind: 'trc20',
+        from: encodeTronAddress(v.owner_address),
+        to: encodeTronAddress(hexToBytes(`41${data.slice(8 + 24, 8 + 64)}`)),
+        amount: BigInt(`0x${data.slice(8 + 64)}`),
+        token: encodeTronAddress(v.contract_address),
+      };
+    } else return refuse('CONTRACT_VALIDATE_ERROR', `contract type ${c.type} not modelled`);
+    const sig = tx.signature?.[0];
+    if (tx.signature?.length !== 1 || sig === undefined || sig.length !== 65)
+      return refuse('SIGERROR', 'one 65-byte signature expected');
+    let signer: string;
+    try {
+      const recovered = secp256k1.Signature.fromBytes(sig.subarray(0, 64), 'compact')
+        .addRecoveryBit((sig[64] as number) - 27)
+        .recoverPublicKey(hexToBytes(txID));
+      signer = tronAddress(recovered.toBytes(true));
+    } catch {
+      return refuse('SIGERROR', 'validate signature error: not recoverable');
+    }
+    if (signer !== model.from) return refuse('SIGERROR', `validate signature error: signed by ${signer}`);
+    this.pending.push(model);
+    return { result: true, txid: txID };
   }
 
   trxAt(address: string, height = this.tip.number): bigint {
@@ -242,6 +326,17 @@ export async function serveTronModel(model: TronChainModel): Promise<TronModelSe
         }
         case '/wallet/gettransactionlistfrompending':
           return send({ txId: model.pending.map((t) => t.txID) });
+        case '/wallet/broadcasthex':
+          return send(model.broadcast(String(json.transaction ?? '')));
+        case '/wallet/gettransactioninfobyid': {
+          const b = model.blockOf(json.value);
+          const t = b?.txs.find((x) => x.txID === json.value);
+          return send(b === undefined || t === undefined ? {} : infoJson(b, t));
+        }
+        case '/wallet/gettransactionbyid': {
+          const t = model.blockOf(json.value)?.txs.find((x) => x.txID === json.value);
+          return send(t === undefined ? {} : txJson(t));
+        }
         case '/wallet/gettransactionfrompending': {
           const t = model.pending.find((p) => p.txID === json.value);
           return send(t === undefined ? {} : txJson(t));

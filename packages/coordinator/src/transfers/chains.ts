@@ -4,10 +4,11 @@
  * URL), destination validation without a node, transaction lookup for the restart-safe broadcast
  * and the confirmation follow-up, and the deposit watchers over {@link PgWatcherStore}.
  *
- * Supported here: the Ethereum family (EIP-1559, ETH and ERC-20) and the Bitcoin family (Bitcoin,
- * Litecoin; P2WPKH spends of the wallet's first address, UTXOs from the watcher's confirmed set).
- * TRON adapters exist in `@custodian/chains` but are not wired yet (its transfers validate and are
- * policy-checked, and wait in PENDING_SIGNATURE with CHAIN_UNAVAILABLE logged).
+ * Supported here: the Ethereum family (EIP-1559, ETH and ERC-20), the Bitcoin family (Bitcoin,
+ * Litecoin; P2WPKH spends of the wallet's first address, UTXOs from the watcher's confirmed set)
+ * and TRON (TRX and TRC-20 over a full node's HTTP API: `rpcUrl` is its base URL, e.g.
+ * `https://nile.trongrid.io`). A transfer on a blockchain without a configured node waits in
+ * PENDING_SIGNATURE with sub_status CHAIN_UNAVAILABLE (pipeline.ts).
  */
 import {
   BitcoinAdapter,
@@ -17,7 +18,11 @@ import {
   decodeUtxoAddress,
   EthereumAdapter,
   EthereumWatcher,
+  NodeRpcError,
   type PriceSource,
+  TronAdapter,
+  TronHttpClient,
+  TronWatcher,
   UTXO_NETWORKS,
   type Utxo,
   type UtxoNetwork,
@@ -35,12 +40,20 @@ import { PgWatcherStore } from './watcher-store.js';
 
 /** Node settings of one blockchain. */
 export interface ChainNodeConfig {
-  /** JSON-RPC URL of the node (Ethereum: any EIP-1474 node, e.g. anvil, geth, reth). */
+  /**
+   * JSON-RPC URL of the node (Ethereum: any EIP-1474 node, e.g. anvil, geth, reth; Bitcoin family:
+   * bitcoind / litecoind); TRON: the base URL of a full node's HTTP API (`/wallet/*` below it).
+   */
   rpcUrl: string;
+  /** TRON: extra HTTP headers of every request (e.g. `TRON-PRO-API-KEY` for TronGrid). */
+  httpHeaders?: Record<string, string>;
   /** Bitcoin family: RPC user and password (`-rpcuser` / `-rpcpassword`). */
   rpcUsername?: string;
   rpcPassword?: string;
-  /** Confirmations before a transfer is delivered and a deposit counts (default 1). */
+  /**
+   * Confirmations before a transfer is delivered and a deposit counts (default 1; on TRON mainnet
+   * 19 = solidified).
+   */
   confirmations?: number;
   /** Watcher poll interval, ms (default 2000). */
   pollIntervalMs?: number;
@@ -85,6 +98,38 @@ export class PgUtxoSource implements UtxoSource {
   }
 }
 
+/**
+ * Where a TRON transaction stands: `gettransactioninfobyid` (mined: block number, and the receipt
+ * result of a contract call — `SUCCESS` or e.g. `REVERT`; a TRX transfer has none and succeeded
+ * once mined), else the pending pool (`gettransactionfrompending`, java-tron ≥ 4.7; a node without
+ * it counts as "not pending"), else `gettransactionbyid` (in a block whose info is not served yet).
+ */
+export async function tronLookup(client: TronHttpClient, txid: string): Promise<TxLookup> {
+  const info = await client.post<{
+    id?: unknown;
+    blockNumber?: unknown;
+    result?: unknown;
+    receipt?: { result?: unknown };
+  }>('/wallet/gettransactioninfobyid', { value: txid });
+  if (typeof info.id === 'string' && typeof info.blockNumber === 'number') {
+    const tip = await client.nowBlock();
+    const receipt = info.receipt?.result;
+    return {
+      state: 'mined',
+      confirmations: Math.max(0, tip.number - info.blockNumber) + 1,
+      success: info.result !== 'FAILED' && (receipt === undefined || receipt === 'SUCCESS'),
+      blockNumber: info.blockNumber,
+    };
+  }
+  const pending = await client.pendingTransaction(txid).catch((e: unknown) => {
+    if (e instanceof NodeRpcError) return null;
+    throw e;
+  });
+  if (pending !== null) return { state: 'pending' };
+  const tx = await client.post<{ txID?: unknown }>('/wallet/gettransactionbyid', { value: txid });
+  return typeof tx.txID === 'string' ? { state: 'pending' } : { state: 'unknown' };
+}
+
 /** The `@custodian/chains` network of a Bitcoin-family directory entry (`bitcoin-mainnet` → `bitcoin`). */
 export function utxoNetworkOf(def: BlockchainDef): UtxoNetwork {
   const net = UTXO_NETWORKS.find((n) => n.id === def.key.replace(/-mainnet$/, ''));
@@ -93,7 +138,7 @@ export function utxoNetworkOf(def: BlockchainDef): UtxoNetwork {
 }
 
 export class ChainRegistry {
-  readonly #adapters = new Map<string, EthereumAdapter | BitcoinAdapter>();
+  readonly #adapters = new Map<string, EthereumAdapter | BitcoinAdapter | TronAdapter>();
   readonly #utxo = new Map<string, { network: UtxoNetwork; rpc: BitcoinRpc }>();
   readonly #watchers = new Map<string, Watcher>();
   readonly #configs: Record<string, ChainNodeConfig>;
@@ -134,8 +179,22 @@ export class ChainRegistry {
             ...(prices ? { prices } : {}),
           }),
         );
+      } else if (def.family === 'tron') {
+        this.#adapters.set(
+          key,
+          new TronAdapter({
+            id: key,
+            client: new TronHttpClient(cfg.rpcUrl.replace(/\/+$/, ''), cfg.httpHeaders ?? {}),
+            ...(prices ? { prices } : {}),
+          }),
+        );
       }
     }
+  }
+
+  /** Blockchain keys with an adapter (the pipeline only claims transfers of these). */
+  keys(): string[] {
+    return [...this.#adapters.keys()];
   }
 
   /** The adapter of a blockchain, or undefined when none is configured (or the family is not wired). */
@@ -183,6 +242,7 @@ export class ChainRegistry {
       }
     }
     const a = this.#adapters.get(key);
+    if (a instanceof TronAdapter) return tronLookup(a.client, txid);
     if (!(a instanceof EthereumAdapter)) throw new Error(`no node configured for ${key}`);
     const hash = txid as Hex;
     const receipt = await a.client.getTransactionReceipt({ hash }).catch(() => null);
@@ -200,7 +260,7 @@ export class ChainRegistry {
   }
 
   /**
-   * Start a deposit watcher per configured Ethereum chain, watching `addresses()` (re-read on every
+   * Start a deposit watcher per configured chain (Ethereum, Bitcoin family, TRON), watching `addresses()` (re-read on every
    * poll) and committing through {@link PgWatcherStore} (events into the outbox in the same transaction).
    */
   startWatchers(
@@ -215,21 +275,33 @@ export class ChainRegistry {
       const store = new PgWatcherStore(db, clock);
       const watched = new Set<string>();
       const u = this.#utxo.get(key);
+      const adapter = this.#adapters.get(key);
       const ready: Promise<Watcher> =
-        u !== undefined
-          ? Promise.resolve(
-              new UtxoWatcher({ network: u.network, rpc: u.rpc, store, confirmations: this.confirmations(key) }),
-            )
-          : tokens(key).then(
+        adapter instanceof TronAdapter
+          ? tokens(key).then(
               (t) =>
-                new EthereumWatcher({
+                new TronWatcher({
                   chain: key,
-                  rpcUrl: cfg.rpcUrl,
+                  client: adapter.client,
                   store,
                   confirmations: this.confirmations(key),
                   tokens: t,
                 }),
-            );
+            )
+          : u !== undefined
+            ? Promise.resolve(
+                new UtxoWatcher({ network: u.network, rpc: u.rpc, store, confirmations: this.confirmations(key) }),
+              )
+            : tokens(key).then(
+                (t) =>
+                  new EthereumWatcher({
+                    chain: key,
+                    rpcUrl: cfg.rpcUrl,
+                    store,
+                    confirmations: this.confirmations(key),
+                    tokens: t,
+                  }),
+              );
       const poller: Watcher = {
         watch: (address) => {
           void ready.then((x) => x.watch(address));

@@ -177,9 +177,10 @@ export class TransferPipeline {
     await this.#running;
   }
 
-  /** One pass: expire, then process every claimable transfer (tests call it directly). */
+  /** One pass: expire, mark transfers of chains without a node, then process every claimable transfer (tests call it directly). */
   async tick(): Promise<void> {
     await this.expire();
+    await this.markChainUnavailable();
     for (let i = 0; i < 200; i++) {
       const batch: TransferRow[] = [];
       for (let k = 0; k < 4; k++) {
@@ -225,15 +226,46 @@ export class TransferPipeline {
     return ids.length + bumps.length;
   }
 
+  /**
+   * Transfers waiting for a chain that has no node configured here (no adapter): PENDING_SIGNATURE
+   * or READY_TO_SEND get sub_status CHAIN_UNAVAILABLE and an `error` saying so (one
+   * TRANSFER_UPDATED event and one warning per transfer). They keep their status — the pipeline
+   * does not claim them, so they stay cancellable — and go on once a coordinator with a node for
+   * the chain runs (signing and broadcast clear the sub_status). Returns how many were marked.
+   */
+  async markChainUnavailable(): Promise<number> {
+    const ids = await this.db.query<{ transfer_id: string; blockchain: string }>(
+      `SELECT transfer_id, intent->>'blockchain' AS blockchain FROM transfers
+       WHERE status IN ('PENDING_SIGNATURE', 'READY_TO_SEND') AND sub_status IS NULL
+         AND NOT (intent->>'blockchain' = ANY($1::text[]))`,
+      [this.chains.keys()],
+    );
+    for (const { transfer_id, blockchain } of ids) {
+      const error = `CHAIN_UNAVAILABLE: no node is configured for ${blockchain}`;
+      const marked = await this.db.tx(async (q) => {
+        const t = await loadTransfer(q, transfer_id, true);
+        if (t === undefined || t.sub_status !== null || !['PENDING_SIGNATURE', 'READY_TO_SEND'].includes(t.status))
+          return false;
+        if (this.chains.adapter(t.intent.blockchain) !== undefined) return false;
+        await transition(q, this.clock, transfer_id, t.status, 'CHAIN_UNAVAILABLE', { error });
+        return true;
+      });
+      if (marked) this.opts.log('warn', 'transfer waits for a chain node', { transfer_id, blockchain, err: error });
+    }
+    return ids.length;
+  }
+
   private async claim(): Promise<TransferRow | undefined> {
     const now = this.clock();
     const r = await this.db.tx(async (q) => {
+      // transfers of chains without an adapter are left alone (markChainUnavailable says why)
       const c = await q.query<{ transfer_id: string }>(
         `SELECT transfer_id FROM transfers
          WHERE (status IN ('PENDING_SIGNATURE', 'READY_TO_SEND') OR (status = 'SENT' AND delivered_at IS NULL))
            AND (lease_until IS NULL OR lease_until <= $1)
+           AND intent->>'blockchain' = ANY($2::text[])
          ORDER BY updated_at, transfer_id LIMIT 1 FOR UPDATE SKIP LOCKED`,
-        [now],
+        [now, this.chains.keys()],
       );
       const id = c[0]?.transfer_id;
       if (id === undefined) return undefined;
@@ -423,6 +455,7 @@ export class TransferPipeline {
       }
       // the raw transaction and its hash are stored BEFORE the broadcast
       await transition(q, this.clock, t.transfer_id, 'READY_TO_SEND', null, {
+        error: null,
         signed_tx: hex(signed.rawTx),
         tx_hash: signed.txid,
         tx_hashes: JSON.stringify([...cur.tx_hashes, signed.txid]),
@@ -483,7 +516,7 @@ export class TransferPipeline {
     if (t.signed_tx === null || t.tx_hash === null) throw new Error('READY_TO_SEND without a signed transaction');
     const r = await this.send(t, t.signed_tx, t.tx_hash);
     return this.db.tx(async (q) => {
-      if (r.ok) await transition(q, this.clock, t.transfer_id, 'SENT', null, { sent_at: this.clock() });
+      if (r.ok) await transition(q, this.clock, t.transfer_id, 'SENT', null, { sent_at: this.clock(), error: null });
       else await transition(q, this.clock, t.transfer_id, 'FAILED', 'BROADCAST_FAILED', { error: r.error });
       return loadTransfer(q, t.transfer_id);
     });

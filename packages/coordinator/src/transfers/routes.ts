@@ -69,6 +69,7 @@ export const TRANSFER_SCHEMAS = [
       '(POLICY_SIGNATURE_VERIFICATION_FAILED, DESTINATION_NOT_WHITELISTED, TRANSACTION_LIMIT_EXCEEDED, DAILY_LIMIT_EXCEEDED, ' +
       'INSUFFICIENT_APPROVALS, APPROVAL_SIGNATURE_INVALID, REJECTED_BY_APPROVER, DIGEST_MISMATCH, POLICY_OUT_OF_SCOPE, ' +
       'NO_POLICY_FOUND, EVIDENCE_MISSING, TRANSFER_ALREADY_SIGNED, POLICY_VERSION_SUPERSEDED); EXPIRED: APPROVAL_EXPIRED; FAILED: SIGNING_FAILED | BROADCAST_FAILED. ' +
+      'A PENDING_SIGNATURE or READY_TO_SEND transfer has `sub_status` CHAIN_UNAVAILABLE while no node is configured for its blockchain (it waits, and can still be cancelled before signing). ' +
       'SENT is terminal success; `delivered_at` is set (and TRANSFER_DELIVERED sent) once the transaction has the ' +
       "chain's confirmations. `fee_bump` shows the latest fee bump requested in the admin API.",
     required: [

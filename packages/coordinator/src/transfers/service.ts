@@ -14,6 +14,7 @@
  *                               ├─ window elapsed ─────────→ EXPIRED  (APPROVAL_EXPIRED)
  *                               └→ PENDING_SIGNATURE ─┬─ a signer refuses ──→ REJECTED (<refusal code>)
  *                                                     ├─ build / MPC fails ─→ FAILED (SIGNING_FAILED)
+ *                                                     ├─ no node for the chain: stays, sub_status CHAIN_UNAVAILABLE
  *                                                     └→ READY_TO_SEND ─┬─ node refuses → FAILED (BROADCAST_FAILED)
  *                                                                       └→ SENT → (confirmed) TRANSFER_DELIVERED
  * ```

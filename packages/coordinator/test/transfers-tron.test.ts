@@ -1,0 +1,481 @@
+/**
+ * TRON transfers (TRX and TRC-20) through the coordinator's pipeline with REAL components: three
+ * signer processes (CGGMP21 2-of-3 ECDSA, enforcement on: pinned Admin device key, approver
+ * devices learnt at the master key ceremony), the signer gateway over libp2p, a coordinator on
+ * PGlite persisted to a folder — and, as the chain, the TEST-ONLY TRON-shaped HTTP model of
+ * packages/chains/test/helpers/tron-model.ts (no TRON node runs offline here; the model checks
+ * each broadcast transaction's signature against its owner and computes txID = SHA-256(raw_data)
+ * itself, so it is not a TRON node, but what it accepts is a signed TRON protobuf transaction).
+ *
+ * - deposits (TRX, TRC-20) detected by the TRON watcher into the wallet balances;
+ * - TRX: policy, one device approval, threshold signature, broadcast to the node, SENT, mined,
+ *   confirmed (TRANSFER_DELIVERED), the TRX arrives;
+ * - TRC-20: the same with a quorum of two approvals;
+ * - a request whose digest does not match the TRON fields, sent straight to the signers: refused.
+ */
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { recomputeTronDigests, type TronContext, tronAddress } from '@custodian/chains';
+import { bytesToHex, hexToBytes } from '@custodian/crypto';
+import { ControlClient } from '@custodian/signer';
+import {
+  CeremonyKind,
+  type CeremonyResult,
+  KeyAlgorithm,
+  Outcome,
+  type SignedPolicy,
+  signApproval,
+  signPolicy,
+  type TransferIntent,
+} from '@custodian/wire';
+import { generateKeyPair } from '@libp2p/crypto/keys';
+import { peerIdFromPrivateKey } from '@libp2p/peer-id';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { p256 } from '@noble/curves/nist.js';
+import { secp256k1 } from '@noble/curves/secp256k1.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { serveTronModel, TronChainModel, type TronModelServer } from '../../chains/test/helpers/tron-model.js';
+import {
+  buildSigner,
+  freePort,
+  initNode,
+  type NodeSpec,
+  ROOT,
+  startNode,
+  stopNode,
+  tempDir,
+  writeConfig,
+} from '../../signer/test/cluster.js';
+import { type Coordinator, createCoordinator } from '../src/coordinator.js';
+import { openPglite } from '../src/db/db.js';
+import { readMailbox } from '../src/mailer.js';
+import { createSignerGateway, type SignerGateway } from '../src/signing/gateway.js';
+import { evidenceSignFields } from '../src/transfers/evidence.js';
+import type { Json } from './helpers.js';
+
+const addr = (k: bigint) => tronAddress(secp256k1.Point.BASE.multiply(k).toBytes(true));
+const FUNDER = addr(11n);
+const DEST = addr(12n);
+const OTHER = addr(13n);
+/** The Nile USDT contract of the directory (the model holds its balances). */
+const USDT = 'TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf';
+const TRX = 1_000_000n;
+const adminDevice = p256.utils.randomSecretKey();
+const dev1 = p256.utils.randomSecretKey();
+const dev2 = p256.utils.randomSecretKey();
+const hexPub = (sk: Uint8Array) => bytesToHex(p256.getPublicKey(sk, true));
+const serverIds = [
+  '11111111-0000-4000-8000-000000000001',
+  '11111111-0000-4000-8000-000000000002',
+  '11111111-0000-4000-8000-000000000003',
+];
+
+let dir = '';
+let model: TronChainModel;
+let server: TronModelServer;
+let nodes: NodeSpec[] = [];
+let control: ControlClient;
+let gateway: SignerGateway;
+let coord: Coordinator;
+let url = '';
+let token = '';
+let apiKey = '';
+let profileId = '';
+let walletId = '';
+let trxAsset = '';
+let usdtAsset = '';
+let source = '';
+let keyId = '';
+let adminDeviceId = '';
+let dev1Id = '';
+let dev2Id = '';
+let trxPolicy: SignedPolicy;
+
+async function req(
+  method: string,
+  path: string,
+  o: { body?: unknown; key?: string; token?: string; idem?: boolean } = {},
+) {
+  const headers: Record<string, string> = {};
+  if (o.key) headers['x-api-key'] = o.key;
+  if (o.token) headers.authorization = `Bearer ${o.token}`;
+  if (o.idem) headers['idempotency-key'] = crypto.randomUUID();
+  if (o.body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(url + path, {
+    method,
+    headers,
+    ...(o.body !== undefined ? { body: JSON.stringify(o.body) } : {}),
+  });
+  const text = await res.text();
+  return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Json };
+}
+
+async function waitFor<T>(what: string, f: () => Promise<T | undefined>, ms = 60_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const getTransfer = async (id: string) =>
+  (await req('GET', `/api/v1/profiles/${profileId}/transfers/${id}`, { key: apiKey })).body;
+
+async function intentOf(transferId: string): Promise<TransferIntent> {
+  return (
+    await coord.db.query<{ intent: TransferIntent }>('SELECT intent FROM transfers WHERE transfer_id = $1', [
+      transferId,
+    ])
+  )[0]!.intent;
+}
+
+async function approveAs(transferId: string, sk: Uint8Array, deviceId: string) {
+  return coord.transfers.service.submitApproval(
+    signApproval(await intentOf(transferId), 'APPROVE', deviceId, sk, new Date().toISOString()),
+  );
+}
+
+async function enroll(sk: Uint8Array, name: string): Promise<string> {
+  const e = await req('POST', '/devices/v1/enrollments', {
+    body: { name, platform: 'ios', os_version: '17.2', hardware_backed_keystore: true, public_key: hexPub(sk) },
+  });
+  const a = await req('POST', `/admin/v1/devices/${e.body.device_id}/approve`, {
+    token,
+    body: { fingerprint: e.body.fingerprint },
+  });
+  expect(a.status).toBe(200);
+  return e.body.device_id;
+}
+
+async function signedPolicy(body: Json): Promise<SignedPolicy> {
+  const p = await req('POST', `/admin/v1/profiles/${profileId}/policies`, { token, body });
+  expect(p.status, JSON.stringify(p.body)).toBe(201);
+  const signed = signPolicy(p.body.versions[0].document, adminDeviceId, adminDevice);
+  const s = await req('POST', `/admin/v1/profiles/${profileId}/policies/${p.body.policy_id}/versions/1/signature`, {
+    token,
+    body: { device_id: adminDeviceId, signature: signed.signature },
+  });
+  expect(s.status).toBe(200);
+  return signed;
+}
+
+async function eventsOf(transferId: string): Promise<string[]> {
+  const r = await coord.db.query<{ event_type: string }>(
+    `SELECT event_type FROM webhook_events WHERE body::jsonb->'data'->>'transfer_id' = $1 ORDER BY occurred_at`,
+    [transferId],
+  );
+  return r.map((x) => x.event_type);
+}
+
+beforeAll(async () => {
+  buildSigner();
+  dir = tempDir('tron-pipeline');
+  model = new TronChainModel({ [FUNDER]: 1000n * TRX }, { [`${USDT}|${FUNDER}`]: 1_000_000n * TRX });
+  for (let i = 0; i < 3; i++) model.mine();
+  server = await serveTronModel(model);
+
+  const fixture = JSON.parse(
+    readFileSync(join(ROOT, 'packages/paillier/test/fixtures/test-only-safe-primes.json'), 'utf8'),
+  ) as { safePrimes1024: string[] };
+  const coordKey = await generateKeyPair('Ed25519');
+  const ports = [await freePort(), await freePort(), await freePort()];
+  nodes = ports.map((p, i) => initNode(dir, `signer${i}`, p));
+  nodes.forEach((n, i) => {
+    const seed = join(dir, `primes${i}.json`);
+    writeFileSync(seed, JSON.stringify({ safePrimes: fixture.safePrimes1024.slice(2 * i, 2 * i + 2) }));
+    writeConfig(
+      n,
+      nodes,
+      { peerId: peerIdFromPrivateKey(coordKey).toString() },
+      {
+        ecdsa: { level: 'SECURITY_112', primePool: 0, primeSeedFile: seed },
+        trustedAdminDevices: [{ deviceId: 'admin-phone', publicKey: hexPub(adminDevice) }],
+      },
+    );
+  });
+  await Promise.all(nodes.map((n) => startNode(n)));
+  control = await ControlClient.create(
+    coordKey,
+    new Map(nodes.map((n) => [n.peerId, [`/ip4/127.0.0.1/tcp/${n.port}`]])),
+  );
+  gateway = createSignerGateway({
+    control,
+    evidenceFields: evidenceSignFields,
+    directory: {
+      async peerIdOf(party) {
+        const i = serverIds.indexOf(party.id);
+        if (party.kind !== 'server' || i < 0) throw new Error(`unknown party ${party.id}`);
+        return (nodes[i] as NodeSpec).peerId;
+      },
+    },
+  });
+
+  const dataDir = join(dir, 'coord');
+  coord = await createCoordinator({
+    db: await openPglite(join(dataDir, 'pgdata')),
+    mode: 'development',
+    mailboxDir: join(dataDir, 'mailbox'),
+    listen: { port: 0 },
+    logger: false,
+    admin: { scrypt: { N: 1 << 10, r: 8, p: 1 } },
+    webhooks: { keyEncryptionKey: new Uint8Array(32).fill(7), runWorker: false },
+    chains: { 'tron-nile': { rpcUrl: server.url, confirmations: 2, pollIntervalMs: 200 } },
+    transfers: {
+      gateway,
+      trustedAdminKeys: [hexPub(adminDevice)],
+      pipeline: { pollMs: 200, confirmationRecheckMs: 200, signDeadlineMs: 60_000 },
+    },
+  });
+  url = await coord.start();
+  const init = await req('POST', '/admin/v1/init', {
+    body: { email: 'a@example.com', name: 'Admin', password: 'correct horse battery staple', profile_name: 'main' },
+  });
+  profileId = init.body.profile.profile_id;
+  const l = await req('POST', '/admin/v1/login', {
+    body: { email: 'a@example.com', password: 'correct horse battery staple' },
+  });
+  const code = /code is (\d{6})/.exec((await readMailbox(join(dataDir, 'mailbox'))).at(-1)?.text ?? '')?.[1];
+  token = (await req('POST', '/admin/v1/login/verify', { body: { challenge_id: l.body.challenge_id, code } })).body
+    .token;
+  apiKey = (await req('POST', '/admin/v1/api-keys', { token, body: { profile_id: profileId, name: 'tron' } })).body
+    .api_key;
+  adminDeviceId = await enroll(adminDevice, 'admin phone');
+  dev1Id = await enroll(dev1, 'approver 1');
+  dev2Id = await enroll(dev2, 'approver 2');
+
+  // master key ceremony (ECDSA) among the 3 signers, with the 2 approver devices
+  const ceremonyUuid = crypto.randomUUID();
+  keyId = ceremonyUuid.replaceAll('-', '');
+  const results: CeremonyResult[] = await Promise.all(
+    nodes.map((n) =>
+      control.startCeremony(
+        n.peerId,
+        {
+          ceremonyId: hexToBytes(keyId),
+          kind: CeremonyKind.MASTER_KEY,
+          parties: nodes.map((x) => ({ peerId: x.peerId })),
+          threshold: 2,
+          deadlineUnixMs: Date.now() + 120_000,
+          algorithms: [KeyAlgorithm.SECP256K1_ECDSA],
+          approverDevices: [
+            { deviceId: dev1Id, publicKey: p256.getPublicKey(dev1, true) },
+            { deviceId: dev2Id, publicKey: p256.getPublicKey(dev2, true) },
+          ],
+        },
+        120_000,
+      ),
+    ),
+  );
+  for (const r of results) expect(r.outcome, r.error).toBe(Outcome.OK);
+  const ek = results[0]?.publicKeys?.find((k) => k.algorithm === KeyAlgorithm.SECP256K1_ECDSA);
+  if (!ek) throw new Error('no ECDSA key');
+  const now = new Date();
+  await coord.db.query(
+    `INSERT INTO ceremonies (ceremony_id, kind, status, threshold, parties, progress, started_at, deadline, finished_at)
+     VALUES ($1, 'dkg', 'SUCCEEDED', 2, '[]'::jsonb, '{}'::jsonb, $2, $2, $2)`,
+    [ceremonyUuid, now],
+  );
+  await coord.store.insertMasterKey({
+    ceremonyId: ceremonyUuid,
+    threshold: 2,
+    parties: [
+      ...serverIds.map((id, i) => ({ kind: 'server', id, peer: (nodes[i] as NodeSpec).peerId, address: null })),
+      { kind: 'device', id: dev1Id, peer: 'd1', address: null },
+      { kind: 'device', id: dev2Id, peer: 'd2', address: null },
+    ],
+    secp256k1: { publicKey: ek.publicKey, chainCode: ek.chainCode },
+    ed25519: { publicKey: ed25519.getPublicKey(ed25519.utils.randomSecretKey()), chainCode: new Uint8Array(32) },
+  });
+
+  const chains = await req('GET', `/api/v1/profiles/${profileId}/blockchains?page_size=200`, { key: apiKey });
+  const chain = chains.body.data.find((b: Json) => b.key === 'tron-nile');
+  const assets = await req('GET', `/api/v1/profiles/${profileId}/assets?page_size=200`, { key: apiKey });
+  trxAsset = assets.body.data.find((a: Json) => a.blockchain === 'tron-nile' && a.kind === 'native').asset_id;
+  usdtAsset = assets.body.data.find((a: Json) => a.blockchain === 'tron-nile' && a.symbol === 'USDT').asset_id;
+  const w = await req('POST', `/api/v1/profiles/${profileId}/wallets`, {
+    key: apiKey,
+    idem: true,
+    body: { blockchain_ids: [chain.blockchain_id] },
+  });
+  expect(w.status, JSON.stringify(w.body)).toBe(201);
+  walletId = w.body.wallet_id;
+  source = w.body.addresses[0].address;
+  // the address is the TRON address of the threshold key's derived public key
+  expect(tronAddress(hexToBytes(w.body.addresses[0].public_key))).toBe(source);
+
+  // TRX: whitelist DEST, ≤ 10 TRX per transfer, 2 approvals above 5 TRX; USDT: 2 approvals always
+  trxPolicy = await signedPolicy({
+    name: 'trx',
+    scope: { blockchain: 'tron-nile', asset_id: trxAsset },
+    whitelist: [DEST],
+    per_transaction_limit: (10n * TRX).toString(),
+    daily_limit: (20n * TRX).toString(),
+    approvals: { quorum: 2, above_amount: (5n * TRX).toString() },
+  });
+  await signedPolicy({
+    name: 'usdt',
+    scope: { blockchain: 'tron-nile', asset_id: usdtAsset },
+    whitelist: [DEST],
+    daily_limit: (1000n * TRX).toString(),
+    approvals: { quorum: 2, above_amount: '0' },
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await coord?.stop().catch(() => {});
+  await control?.stop().catch(() => {});
+  await Promise.all(nodes.map((n) => stopNode(n)));
+  await server?.close();
+  if (dir && !process.env.CUSTODIAN_KEEP_TEST_DIR) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('TRON transfers through the pipeline (signer processes, TRON-shaped model node)', () => {
+  it('TRX and TRC-20 deposits are detected by the TRON watcher into the wallet balances', async () => {
+    model.mine([model.tx('trx', FUNDER, source, 50n * TRX)]);
+    model.mine([model.tx('trc20', FUNDER, source, 100n * TRX, USDT)]);
+    model.mine(); // 2 confirmations for both
+    const balance = async (asset: string) =>
+      (await req('GET', `/api/v1/profiles/${profileId}/wallets/${walletId}/balances/${asset}`, { key: apiKey })).body
+        .amount;
+    await waitFor('the TRX balance', async () => ((await balance(trxAsset)) === '50' ? true : undefined));
+    await waitFor('the USDT balance', async () => ((await balance(usdtAsset)) === '100' ? true : undefined));
+    const ev = await coord.db.query<{ event_type: string }>(
+      `SELECT DISTINCT event_type FROM webhook_events WHERE event_type IN ('TRANSACTION_DETECTED','BALANCE_UPDATED')`,
+    );
+    expect(ev.map((e) => e.event_type).sort()).toEqual(['BALANCE_UPDATED', 'TRANSACTION_DETECTED']);
+  }, 30_000);
+
+  it('TRX: approval, threshold signature, broadcast, SENT, mined, delivered; the TRX arrives', async () => {
+    const c = await req('POST', `/api/v1/profiles/${profileId}/transfers`, {
+      key: apiKey,
+      idem: true,
+      body: { wallet_id: walletId, asset_id: trxAsset, destination_address: DEST, amount: '3' },
+    });
+    expect(c.body, JSON.stringify(c.body)).toMatchObject({ status: 'PENDING_APPROVAL', approvals_required: 1 });
+    expect((await approveAs(c.body.transfer_id, dev1, dev1Id)).status).toBe('PENDING_SIGNATURE');
+    const sent = await waitFor('SENT', async () => {
+      const t = await getTransfer(c.body.transfer_id);
+      return ['SENT', 'FAILED', 'REJECTED'].includes(t.status) ? t : undefined;
+    });
+    expect(sent.status, JSON.stringify(sent)).toBe('SENT');
+    expect(sent.delivered_at).toBeNull(); // in the pending pool, not mined
+    // the node accepted it: signed by the source's key (checked by the model), txID = SHA-256(raw_data)
+    expect(model.pending.map((t) => ({ ...t }))).toEqual([
+      { txID: sent.tx_hash, kind: 'trx', from: source, to: DEST, amount: 3n * TRX },
+    ]);
+    model.mine([...model.pending]);
+    model.mine();
+    const done = await waitFor('delivery', async () => {
+      const t = await getTransfer(c.body.transfer_id);
+      return t.delivered_at !== null ? t : undefined;
+    });
+    expect(done).toMatchObject({ status: 'SENT', tx_hash: sent.tx_hash });
+    expect(model.trxAt(DEST)).toBe(3n * TRX);
+    const list = await eventsOf(c.body.transfer_id);
+    expect(list[0]).toBe('TRANSFER_CREATED');
+    expect(list.at(-1)).toBe('TRANSFER_DELIVERED');
+    // what the signers were given to recompute the digest: the TRON chain context
+    const stored = (
+      await coord.db.query<{ unsigned: { context: TronContext; digests: { digest: string }[] } }>(
+        'SELECT unsigned FROM transfers WHERE transfer_id = $1',
+        [c.body.transfer_id],
+      )
+    )[0]!.unsigned;
+    expect(stored.context.from).toBe(source);
+    expect(stored.digests[0]?.digest).toBe(sent.tx_hash);
+  }, 60_000);
+
+  it('TRC-20: a quorum of two approvals, signature, broadcast, delivered; the tokens arrive', async () => {
+    const c = await req('POST', `/api/v1/profiles/${profileId}/transfers`, {
+      key: apiKey,
+      idem: true,
+      body: { wallet_id: walletId, asset_id: usdtAsset, destination_address: DEST, amount: '7.5' },
+    });
+    expect(c.body, JSON.stringify(c.body)).toMatchObject({ status: 'PENDING_APPROVAL', approvals_required: 2 });
+    expect((await approveAs(c.body.transfer_id, dev1, dev1Id)).status).toBe('PENDING_APPROVAL');
+    expect((await approveAs(c.body.transfer_id, dev2, dev2Id)).status).toBe('PENDING_SIGNATURE');
+    const sent = await waitFor('SENT', async () => {
+      const t = await getTransfer(c.body.transfer_id);
+      return ['SENT', 'FAILED', 'REJECTED'].includes(t.status) ? t : undefined;
+    });
+    expect(sent.status, JSON.stringify(sent)).toBe('SENT');
+    expect(model.pending.map((t) => ({ ...t }))).toEqual([
+      { txID: sent.tx_hash, kind: 'trc20', from: source, to: DEST, amount: 7_500_000n, token: USDT },
+    ]);
+    model.mine([...model.pending]);
+    model.mine();
+    const done = await waitFor('delivery', async () => {
+      const t = await getTransfer(c.body.transfer_id);
+      return t.delivered_at !== null ? t : undefined;
+    });
+    expect(done.tx_hash).toBe(sent.tx_hash);
+    expect(model.tokenAt(USDT, DEST)).toBe(7_500_000n);
+    expect((await eventsOf(c.body.transfer_id)).at(-1)).toBe('TRANSFER_DELIVERED');
+  }, 60_000);
+
+  it('the signers refuse a TRON request whose digest does not match the fields (DIGEST_MISMATCH)', async () => {
+    const a = (
+      await coord.db.query<{ public_key: string; derivation_path: string }>(
+        'SELECT public_key, derivation_path FROM addresses WHERE wallet_id = $1',
+        [walletId],
+      )
+    )[0]!;
+    const path = a.derivation_path.split('/').slice(1).map(Number);
+    const intent: TransferIntent = {
+      transfer_id: crypto.randomUUID(),
+      profile_id: profileId,
+      wallet_id: walletId,
+      blockchain: 'tron-nile',
+      asset_id: trxAsset,
+      asset_symbol: 'TRX',
+      asset_decimals: 6,
+      asset_contract: null,
+      source_address: source,
+      destination_address: DEST,
+      amount: TRX.toString(),
+      derivation_path: path,
+      key_algorithm: 'SECP256K1_ECDSA',
+      key_id: keyId,
+      created_at: new Date().toISOString(),
+    };
+    const ctx: TronContext = {
+      from: source,
+      fromPublicKey: a.public_key,
+      fromPath: path,
+      refBlockBytes: '0001',
+      refBlockHash: '0011223344556677',
+      expiration: Date.now() + 600_000,
+      timestamp: Date.now(),
+      feeLimit: '0',
+    };
+    const digestOf = (destination: string, amount: bigint) =>
+      recomputeTronDigests({ asset: { kind: 'native' }, destination, amount }, ctx).map((d) => d.digest);
+    const send = (digests: Uint8Array[]) =>
+      gateway.sign({
+        keyId,
+        algorithm: 'SECP256K1_ECDSA',
+        parties: [
+          { kind: 'server', id: serverIds[0] as string },
+          { kind: 'server', id: serverIds[1] as string },
+        ],
+        derivationPath: path,
+        digests,
+        evidence: {
+          intent,
+          policy: trxPolicy,
+          approvals: [signApproval(intent, 'APPROVE', dev1Id, dev1, new Date().toISOString())],
+          chainContext: JSON.stringify(ctx),
+        },
+        deadline: new Date(Date.now() + 30_000),
+      });
+    const refusal = async (p: ReturnType<typeof send>) => {
+      const r = await p;
+      return r.ok ? 'SIGNED' : r.reason === 'REFUSED' ? r.refusal : r.reason;
+    };
+    // the evidence says 1 TRX to DEST; the digest pays OTHER, or 9 TRX
+    expect(await refusal(send(digestOf(OTHER, TRX)))).toBe('DIGEST_MISMATCH');
+    expect(await refusal(send(digestOf(DEST, 9n * TRX)))).toBe('DIGEST_MISMATCH');
+  }, 60_000);
+});
