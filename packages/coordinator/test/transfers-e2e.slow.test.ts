@@ -14,11 +14,11 @@
  * - coordinator-compromise requests sent straight to the signers: non-whitelisted destination,
  *   forged approvals, too few approvals, tampered policy, digests not matching the fields — refused.
  */
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { type EthereumContext, recomputeEthereumDigests } from '@custodian/chains';
 import { bytesToHex, deriveSecp256k1 } from '@custodian/crypto';
-import { ControlClient } from '@custodian/signer';
+import type { ControlClient } from '@custodian/signer';
 import {
   CeremonyKind,
   type CeremonyResult,
@@ -29,29 +29,17 @@ import {
   signPolicy,
   type TransferIntent,
 } from '@custodian/wire';
-import { generateKeyPair } from '@libp2p/crypto/keys';
-import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { p256 } from '@noble/curves/nist.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AnvilNode, startAnvil } from '../../chains/test/helpers/anvil.js';
 import { type LitecoindNode, startLitecoind } from '../../chains/test/helpers/litecoind.js';
-import {
-  buildSigner,
-  freePort,
-  initNode,
-  type NodeSpec,
-  ROOT,
-  startNode,
-  stopNode,
-  tempDir,
-  writeConfig,
-} from '../../signer/test/cluster.js';
+import { buildSigner, type NodeSpec, stopNode, tempDir } from '../../signer/test/cluster.js';
 import { type Coordinator, createCoordinator } from '../src/coordinator.js';
 import { openPglite } from '../src/db/db.js';
 import { readMailbox } from '../src/mailer.js';
-import { createSignerGateway, type SignerGateway } from '../src/signing/gateway.js';
-import { evidenceSignFields } from '../src/transfers/evidence.js';
+import type { SignerGateway } from '../src/signing/gateway.js';
+import { startEnforcingSigners } from './enforcing-signers.js';
 import type { Json } from './helpers.js';
 
 const DEST = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
@@ -194,43 +182,7 @@ beforeAll(async () => {
   anvil = await startAnvil();
   ltc = await startLitecoind();
   // signers: enforcement on, pinned Admin device key
-  const fixture = JSON.parse(
-    readFileSync(join(ROOT, 'packages/paillier/test/fixtures/test-only-safe-primes.json'), 'utf8'),
-  ) as {
-    safePrimes1024: string[];
-  };
-  const coordKey = await generateKeyPair('Ed25519');
-  const ports = [await freePort(), await freePort(), await freePort()];
-  nodes = ports.map((p, i) => initNode(dir, `signer${i}`, p));
-  nodes.forEach((n, i) => {
-    const seed = join(dir, `primes${i}.json`);
-    writeFileSync(seed, JSON.stringify({ safePrimes: fixture.safePrimes1024.slice(2 * i, 2 * i + 2) }));
-    writeConfig(
-      n,
-      nodes,
-      { peerId: peerIdFromPrivateKey(coordKey).toString() },
-      {
-        ecdsa: { level: 'SECURITY_112', primePool: 0, primeSeedFile: seed },
-        trustedAdminDevices: [{ deviceId: 'admin-phone', publicKey: hexPub(adminDevice) }],
-      },
-    );
-  });
-  await Promise.all(nodes.map((n) => startNode(n)));
-  control = await ControlClient.create(
-    coordKey,
-    new Map(nodes.map((n) => [n.peerId, [`/ip4/127.0.0.1/tcp/${n.port}`]])),
-  );
-  gateway = createSignerGateway({
-    control,
-    evidenceFields: evidenceSignFields,
-    directory: {
-      async peerIdOf(party) {
-        const i = serverIds.indexOf(party.id);
-        if (party.kind !== 'server' || i < 0) throw new Error(`unknown party ${party.id}`);
-        return (nodes[i] as NodeSpec).peerId;
-      },
-    },
-  });
+  ({ nodes, control, gateway } = await startEnforcingSigners(dir, hexPub(adminDevice), serverIds));
 
   coord = await startCoordinator(join(dir, 'coord'));
   const init = await req('POST', '/admin/v1/init', {
