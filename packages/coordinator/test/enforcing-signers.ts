@@ -6,10 +6,16 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { hexToBytes } from '@custodian/crypto';
 import { ControlClient } from '@custodian/signer';
+import { CeremonyKind, type CeremonyResult, KeyAlgorithm, Outcome } from '@custodian/wire';
 import { generateKeyPair } from '@libp2p/crypto/keys';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { p256 } from '@noble/curves/nist.js';
+import { expect } from 'vitest';
 import { freePort, initNode, type NodeSpec, ROOT, startNode, writeConfig } from '../../signer/test/cluster.js';
+import type { Coordinator } from '../src/coordinator.js';
 import { createSignerGateway, type SignerGateway } from '../src/signing/gateway.js';
 import { evidenceSignFields } from '../src/transfers/evidence.js';
 
@@ -61,4 +67,59 @@ export async function startEnforcingSigners(
     },
   });
   return { nodes, control, gateway };
+}
+
+/**
+ * Run the ECDSA master key ceremony among the signers (threshold 2, the given approver devices) and
+ * record its public key in the coordinator's store, as the admin API's ceremony would.
+ * @returns the signers' key id (hex of the ceremony UUID), the coordinator's master key id, and the
+ *   ECDSA public key (33 bytes) with its chain code
+ */
+export async function createEcdsaMasterKey(
+  signers: EnforcingSigners,
+  coord: Coordinator,
+  serverIds: readonly string[],
+  approvers: readonly { readonly id: string; readonly secretKey: Uint8Array }[],
+  deadlineMs: number,
+): Promise<{ keyId: string; masterKeyId: string; ek: { publicKey: Uint8Array; chainCode: Uint8Array } }> {
+  const { nodes, control } = signers;
+  const ceremonyUuid = crypto.randomUUID();
+  const keyId = ceremonyUuid.replaceAll('-', '');
+  const results: CeremonyResult[] = await Promise.all(
+    nodes.map((n) =>
+      control.startCeremony(
+        n.peerId,
+        {
+          ceremonyId: hexToBytes(keyId),
+          kind: CeremonyKind.MASTER_KEY,
+          parties: nodes.map((x) => ({ peerId: x.peerId })),
+          threshold: 2,
+          deadlineUnixMs: Date.now() + deadlineMs,
+          algorithms: [KeyAlgorithm.SECP256K1_ECDSA],
+          approverDevices: approvers.map((a) => ({ deviceId: a.id, publicKey: p256.getPublicKey(a.secretKey, true) })),
+        },
+        deadlineMs + 20_000,
+      ),
+    ),
+  );
+  for (const r of results) expect(r.outcome, r.error).toBe(Outcome.OK);
+  const ek = results[0]?.publicKeys?.find((k) => k.algorithm === KeyAlgorithm.SECP256K1_ECDSA);
+  if (!ek) throw new Error('no ECDSA key');
+  const now = new Date();
+  await coord.db.query(
+    `INSERT INTO ceremonies (ceremony_id, kind, status, threshold, parties, progress, started_at, deadline, finished_at)
+     VALUES ($1, 'dkg', 'SUCCEEDED', 2, '[]'::jsonb, '{}'::jsonb, $2, $2, $2)`,
+    [ceremonyUuid, now],
+  );
+  const mk = await coord.store.insertMasterKey({
+    ceremonyId: ceremonyUuid,
+    threshold: 2,
+    parties: [
+      ...serverIds.map((id, i) => ({ kind: 'server', id, peer: (nodes[i] as NodeSpec).peerId, address: null })),
+      ...approvers.map((a, k) => ({ kind: 'device', id: a.id, peer: `d${k + 1}`, address: null })),
+    ],
+    secp256k1: { publicKey: ek.publicKey, chainCode: ek.chainCode },
+    ed25519: { publicKey: ed25519.getPublicKey(ed25519.utils.randomSecretKey()), chainCode: new Uint8Array(32) },
+  });
+  return { keyId, masterKeyId: mk.master_key_id, ek: { publicKey: ek.publicKey, chainCode: ek.chainCode } };
 }

@@ -21,7 +21,6 @@ import { bytesToHex, deriveSecp256k1 } from '@custodian/crypto';
 import type { ControlClient } from '@custodian/signer';
 import {
   CeremonyKind,
-  type CeremonyResult,
   KeyAlgorithm,
   Outcome,
   type SignedPolicy,
@@ -29,7 +28,6 @@ import {
   signPolicy,
   type TransferIntent,
 } from '@custodian/wire';
-import { ed25519 } from '@noble/curves/ed25519.js';
 import { p256 } from '@noble/curves/nist.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AnvilNode, startAnvil } from '../../chains/test/helpers/anvil.js';
@@ -39,7 +37,7 @@ import { type Coordinator, createCoordinator } from '../src/coordinator.js';
 import { openPglite } from '../src/db/db.js';
 import { readMailbox } from '../src/mailer.js';
 import type { SignerGateway } from '../src/signing/gateway.js';
-import { startEnforcingSigners } from './enforcing-signers.js';
+import { createEcdsaMasterKey, startEnforcingSigners } from './enforcing-signers.js';
 import type { Json } from './helpers.js';
 
 const DEST = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
@@ -202,49 +200,18 @@ beforeAll(async () => {
   dev2Id = await enroll(dev2, 'approver 2');
 
   // master key ceremony (ECDSA) among the 3 signers, with the 2 approver devices
-  const ceremonyUuid = crypto.randomUUID();
-  keyId = ceremonyUuid.replaceAll('-', '');
-  const results: CeremonyResult[] = await Promise.all(
-    nodes.map((n) =>
-      control.startCeremony(
-        n.peerId,
-        {
-          ceremonyId: Uint8Array.from(Buffer.from(keyId, 'hex')),
-          kind: CeremonyKind.MASTER_KEY,
-          parties: nodes.map((x) => ({ peerId: x.peerId })),
-          threshold: 2,
-          deadlineUnixMs: Date.now() + 300_000,
-          algorithms: [KeyAlgorithm.SECP256K1_ECDSA],
-          approverDevices: [
-            { deviceId: dev1Id, publicKey: p256.getPublicKey(dev1, true) },
-            { deviceId: dev2Id, publicKey: p256.getPublicKey(dev2, true) },
-          ],
-        },
-        320_000,
-      ),
-    ),
-  );
-  for (const r of results) expect(r.outcome, r.error).toBe(Outcome.OK);
-  const ek = results[0]?.publicKeys?.find((k) => k.algorithm === KeyAlgorithm.SECP256K1_ECDSA);
-  if (!ek) throw new Error('no ECDSA key');
-  const now = new Date();
-  await coord.db.query(
-    `INSERT INTO ceremonies (ceremony_id, kind, status, threshold, parties, progress, started_at, deadline, finished_at)
-     VALUES ($1, 'dkg', 'SUCCEEDED', 2, '[]'::jsonb, '{}'::jsonb, $2, $2, $2)`,
-    [ceremonyUuid, now],
-  );
-  const mk = await coord.store.insertMasterKey({
-    ceremonyId: ceremonyUuid,
-    threshold: 2,
-    parties: [
-      ...serverIds.map((id, i) => ({ kind: 'server', id, peer: (nodes[i] as NodeSpec).peerId, address: null })),
-      { kind: 'device', id: dev1Id, peer: 'd1', address: null },
-      { kind: 'device', id: dev2Id, peer: 'd2', address: null },
+  const created = await createEcdsaMasterKey(
+    { nodes, control, gateway },
+    coord,
+    serverIds,
+    [
+      { id: dev1Id, secretKey: dev1 },
+      { id: dev2Id, secretKey: dev2 },
     ],
-    secp256k1: { publicKey: ek.publicKey, chainCode: ek.chainCode },
-    ed25519: { publicKey: ed25519.getPublicKey(ed25519.utils.randomSecretKey()), chainCode: new Uint8Array(32) },
-  });
-  masterKeyId = mk.master_key_id;
+    300_000,
+  );
+  ({ keyId, masterKeyId } = created);
+  const { ek } = created;
 
   const chains = await req('GET', `/api/v1/profiles/${profileId}/blockchains?page_size=200`, { key: apiKey });
   const chain = chains.body.data.find((b: Json) => b.key === 'ethereum-local');

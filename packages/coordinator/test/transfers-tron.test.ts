@@ -18,17 +18,7 @@ import { join } from 'node:path';
 import { recomputeTronDigests, type TronContext, tronAddress } from '@custodian/chains';
 import { bytesToHex, hexToBytes } from '@custodian/crypto';
 import type { ControlClient } from '@custodian/signer';
-import {
-  CeremonyKind,
-  type CeremonyResult,
-  KeyAlgorithm,
-  Outcome,
-  type SignedPolicy,
-  signApproval,
-  signPolicy,
-  type TransferIntent,
-} from '@custodian/wire';
-import { ed25519 } from '@noble/curves/ed25519.js';
+import { type SignedPolicy, signApproval, signPolicy, type TransferIntent } from '@custodian/wire';
 import { p256 } from '@noble/curves/nist.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -38,7 +28,7 @@ import { type Coordinator, createCoordinator } from '../src/coordinator.js';
 import { openPglite } from '../src/db/db.js';
 import { readMailbox } from '../src/mailer.js';
 import type { SignerGateway } from '../src/signing/gateway.js';
-import { startEnforcingSigners } from './enforcing-signers.js';
+import { createEcdsaMasterKey, startEnforcingSigners } from './enforcing-signers.js';
 import type { Json } from './helpers.js';
 
 const addr = (k: bigint) => tronAddress(secp256k1.Point.BASE.multiply(k).toBytes(true));
@@ -200,48 +190,16 @@ beforeAll(async () => {
   dev2Id = await enroll(dev2, 'approver 2');
 
   // master key ceremony (ECDSA) among the 3 signers, with the 2 approver devices
-  const ceremonyUuid = crypto.randomUUID();
-  keyId = ceremonyUuid.replaceAll('-', '');
-  const results: CeremonyResult[] = await Promise.all(
-    nodes.map((n) =>
-      control.startCeremony(
-        n.peerId,
-        {
-          ceremonyId: hexToBytes(keyId),
-          kind: CeremonyKind.MASTER_KEY,
-          parties: nodes.map((x) => ({ peerId: x.peerId })),
-          threshold: 2,
-          deadlineUnixMs: Date.now() + 120_000,
-          algorithms: [KeyAlgorithm.SECP256K1_ECDSA],
-          approverDevices: [
-            { deviceId: dev1Id, publicKey: p256.getPublicKey(dev1, true) },
-            { deviceId: dev2Id, publicKey: p256.getPublicKey(dev2, true) },
-          ],
-        },
-        120_000,
-      ),
-    ),
-  );
-  for (const r of results) expect(r.outcome, r.error).toBe(Outcome.OK);
-  const ek = results[0]?.publicKeys?.find((k) => k.algorithm === KeyAlgorithm.SECP256K1_ECDSA);
-  if (!ek) throw new Error('no ECDSA key');
-  const now = new Date();
-  await coord.db.query(
-    `INSERT INTO ceremonies (ceremony_id, kind, status, threshold, parties, progress, started_at, deadline, finished_at)
-     VALUES ($1, 'dkg', 'SUCCEEDED', 2, '[]'::jsonb, '{}'::jsonb, $2, $2, $2)`,
-    [ceremonyUuid, now],
-  );
-  await coord.store.insertMasterKey({
-    ceremonyId: ceremonyUuid,
-    threshold: 2,
-    parties: [
-      ...serverIds.map((id, i) => ({ kind: 'server', id, peer: (nodes[i] as NodeSpec).peerId, address: null })),
-      { kind: 'device', id: dev1Id, peer: 'd1', address: null },
-      { kind: 'device', id: dev2Id, peer: 'd2', address: null },
+  ({ keyId } = await createEcdsaMasterKey(
+    { nodes, control, gateway },
+    coord,
+    serverIds,
+    [
+      { id: dev1Id, secretKey: dev1 },
+      { id: dev2Id, secretKey: dev2 },
     ],
-    secp256k1: { publicKey: ek.publicKey, chainCode: ek.chainCode },
-    ed25519: { publicKey: ed25519.getPublicKey(ed25519.utils.randomSecretKey()), chainCode: new Uint8Array(32) },
-  });
+    120_000,
+  ));
 
   const chains = await req('GET', `/api/v1/profiles/${profileId}/blockchains?page_size=200`, { key: apiKey });
   const chain = chains.body.data.find((b: Json) => b.key === 'tron-nile');
