@@ -54,6 +54,7 @@ import {
 } from '@custodian/paillier';
 import { bigintField, pointField, record, scalarField } from './codec.js';
 import { identifiers, type KeyShare } from './key-share.js';
+import { prepareSigning } from './sign.js';
 
 export const PRESIGN_TAG = 'custodian.cggmp.presign.v1';
 
@@ -505,15 +506,18 @@ export function presignProtocol(params: PresignParams): ProtocolSpec<PresignStat
             );
           }
           const Yadd = G.sum(state.X);
-          if (!G.sum(Ss).equals(G.mul(Yadd, delta))) {
+          if (!G.sum(Ss).equals(G.mulPublic(Yadd, delta))) {
             throw new ProtocolAbort([], 'presign: ΣS_j ≠ δ·Y (culprit not identifiable)');
           }
+          // R with its fixed-base table (and the key's), so the online round is fixed-base only
+          const R = G.mulPublic(Gamma, G.inv(delta));
+          prepareSigning({ R, publicKey: state.publicKey });
           return {
             output: {
               signers: state.signers,
               i: ctx.self,
               publicKey: state.publicKey,
-              R: G.mul(Gamma, G.inv(delta)),
+              R,
               Gamma,
               Delta: Deltas,
               S: Ss,

@@ -8,12 +8,13 @@
  * 1. Re-randomisation (Groth–Shoup, "On the security of ECDSA with additive key derivation and
  *    presignatures", ePrint 2021/1330): with ρ = H(R, Y', m, δ) a public nonzero scalar, the
  *    signature uses R' = ρ·R, i.e. the nonce k/ρ, so an adversary who sees R cannot choose the
- *    message or the derived key after the fact to exploit related-key signatures. Shares become
- *    σ_i = ρ⁻¹·(k_i·m + r·(χ_i + δ·k_i)), r = x(R') mod q, for the child key Y' = Y + δ·G
- *    (δ = the additive HD tweak, 0 for the master key).
+ *    message or the derived key after the fact to exploit related-key signatures. Shares are
+ *    σ_i = k_i·m + r·(χ_i + δ·k_i), r = x(R') mod q, for the child key Y' = Y + δ·G (δ = the
+ *    additive HD tweak, 0 for the master key), and s = ρ⁻¹·Σ σ_j (the public factor ρ⁻¹ is applied
+ *    once by the combiner, whose single inversion of ρ·Σσ_j yields both ρ⁻¹ and s⁻¹).
  * 2. Identification: the combined signature is verified before it is returned; if it fails, each
- *    σ_j is checked against public presigning values, (ρ·σ_j)·Γ = m·Δ_j + r·(S_j + δ·Δ_j), and a
- *    share that fails names its sender. If every share passes, Σ σ_j is a valid signature (the
+ *    σ_j is checked against public presigning values, σ_j·Γ = m·Δ_j + r·(S_j + δ·Δ_j), and a
+ *    share that fails names its sender. If every share passes, ρ⁻¹·Σ σ_j is a valid signature (the
  *    presigning checked Σ Δ_j = δ·G and Σ S_j = δ·Y), so a failure is always attributable.
  *
  * Messages are raw 32-byte digests (callers hash: keccak-256 for Ethereum, BIP143/341 sighash for
@@ -116,9 +117,9 @@ function tweakOf(opts: SignOptions): bigint {
   return d;
 }
 
-/** Child public key Y' = Y + δ·G. @throws RangeError if it is the identity */
+/** Child public key Y' = Y + δ·G (δ is public: variable time, on G's table). @throws RangeError if it is the identity */
 export function tweakedPublicKey(Y: Secp256k1Point, tweak: bigint): Secp256k1Point {
-  const Yc = Y.add(G.mulBase(tweak));
+  const Yc = Y.add(G.mulPublic(baseTable(), tweak));
   if (Yc.is0()) throw new RangeError('tweak: child key is the identity');
   return Yc;
 }
@@ -139,16 +140,83 @@ export interface SigningContext {
   readonly Yc: Secp256k1Point;
 }
 
+/**
+ * Fixed-base tables for the points that online signing multiplies (DESIGN: the online round costs
+ * fixed-base multiplications only). A key's public key Y gets one table per process (bounded cache,
+ * keyed by its encoding; ≈ 13 ms once); a presignature's R gets its own table, built at the end of
+ * presigning or by {@link prepareSigning} after a presignature is loaded from storage.
+ */
+interface KeyEntry {
+  /** Y with a fixed-base table attached. */
+  readonly Y: Secp256k1Point;
+  /** SEC1-compressed Y (33 bytes). */
+  readonly encoded: Uint8Array;
+}
+const KEY_CACHE_LIMIT = 16;
+/** Window of the tables of long-lived points (G, keys): 33 additions per multiplication, ≈ 35 ms to build once. */
+const KEY_WINDOW = 10;
+/** Window of a presignature's R (built per presignature, so cheaper to build). */
+export const PRESIGNATURE_WINDOW = 6;
+let base: Secp256k1Point | undefined;
+/** Our own instance of the generator with a width-8 table (noble's BASE keeps its own width-6 one). */
+function baseTable(): Secp256k1Point {
+  base ??= G.withTable(G.decodePoint(G.encodePoint(G.G), 'G'), KEY_WINDOW);
+  return base;
+}
+const keysByInstance = new WeakMap<Secp256k1Point, KeyEntry>();
+const keysByEncoding = new Map<string, KeyEntry>();
+const encodings = new WeakMap<Secp256k1Point, Uint8Array>();
+
+function keyEntry(Y: Secp256k1Point): KeyEntry {
+  const hit = keysByInstance.get(Y);
+  if (hit) return hit;
+  const encoded = G.encodePoint(Y);
+  const hex = Buffer.from(encoded).toString('hex');
+  let entry = keysByEncoding.get(hex);
+  if (entry) {
+    keysByEncoding.delete(hex); // most recently used last
+  } else {
+    entry = { Y: G.withTable(G.decodePoint(encoded, 'publicKey'), KEY_WINDOW), encoded };
+    if (keysByEncoding.size >= KEY_CACHE_LIMIT) keysByEncoding.delete(keysByEncoding.keys().next().value as string);
+  }
+  keysByEncoding.set(hex, entry);
+  keysByInstance.set(Y, entry);
+  return entry;
+}
+
+/** SEC1-compressed encoding of a point, memoised per instance (R is encoded by every signing). */
+function encodeOnce(P: Secp256k1Point): Uint8Array {
+  let e = encodings.get(P);
+  if (!e) {
+    e = G.encodePoint(P);
+    encodings.set(P, e);
+  }
+  return e;
+}
+
+/**
+ * Build the fixed-base tables one signing with this presignature uses (R's, ≈ 13 ms, and the key's
+ * if not cached yet), so that the online round costs ≈ 3 fixed-base multiplications per party.
+ * Presigning already does this for the presignatures it outputs; call it for presignatures decoded
+ * from storage, ahead of the request. Optional: signing without it is correct, only slower.
+ */
+export function prepareSigning(pub: Pick<PresignatureData, 'R' | 'publicKey'>): void {
+  G.withTable(pub.R, PRESIGNATURE_WINDOW);
+  encodeOnce(pub.R);
+  keyEntry(pub.publicKey);
+}
+
 /** Values every party derives for one signature: m, δ, ρ, R' and r. */
 export function signingContext(pub: PresignaturePublic, digest: Uint8Array, opts: SignOptions = {}): SigningContext {
   const m = messageScalar(digest);
   const delta = tweakOf(opts);
-  const Yc = tweakedPublicKey(pub.publicKey, delta);
+  const key = keyEntry(pub.publicKey);
+  const Yc = delta === 0n ? key.Y : tweakedPublicKey(key.Y, delta);
   const h = sha256(
     canonicalEncode([
       `${SIGN_TAG}.rerandomise`,
-      G.encodePoint(pub.R),
-      G.encodePoint(Yc),
+      encodeOnce(pub.R),
+      delta === 0n ? key.encoded : G.encodePoint(Yc),
       digest,
       G.encodeScalar(delta),
       pub.signers.map((s) => BigInt(s)),
@@ -163,6 +231,44 @@ export function signingContext(pub: PresignaturePublic, digest: Uint8Array, opts
 }
 
 /**
+ * ECDSA verification (SEC 1 v2 §4.1.4 steps 4–6) of (r, s) on m = int(digest) mod q under the child
+ * key Y' = Y + δ·G, computed over noble's points with fixed-base tables:
+ * X = (u₁ + u₂·δ)·G + u₂·Y with u₁ = m·s⁻¹, u₂ = r·s⁻¹ (so X = u₁·G + u₂·Y'); valid iff X ≠ O and
+ * x(X) ≡ r (mod q). With `expectedR` (the signing R', negated when s was flipped to low s) the check
+ * is the stricter X = expectedR, which also fixes the recovery id.
+ * @returns false for r or s outside [1, q) or a failed check; never throws
+ */
+export function verifyEcdsa(
+  publicKey: Secp256k1Point,
+  tweak: bigint,
+  m: bigint,
+  r: bigint,
+  s: bigint,
+  expectedR?: Secp256k1Point,
+): boolean {
+  if (!G.isScalar(r) || !G.isScalar(s) || r === 0n || s === 0n || !G.isScalar(tweak) || !G.isScalar(m)) return false;
+  return verifyWithInverse(publicKey, tweak, m, r, G.inv(s), expectedR);
+}
+
+/** {@link verifyEcdsa} given w = s⁻¹ mod q (checked scalars). */
+function verifyWithInverse(
+  publicKey: Secp256k1Point,
+  tweak: bigint,
+  m: bigint,
+  r: bigint,
+  w: bigint,
+  expectedR?: Secp256k1Point,
+): boolean {
+  const key = keyEntry(publicKey);
+  const u1 = G.mod(m * w);
+  const u2 = G.mod(r * w);
+  const X = G.mulPublic(baseTable(), G.mod(u1 + u2 * tweak)).add(G.mulPublic(key.Y, u2));
+  if (X.is0()) return false;
+  if (expectedR) return X.equals(expectedR);
+  return G.mod(X.toAffine().x) === r;
+}
+
+/**
  * This party's signature share σ_i. Consumes the presignature (single use) before computing.
  * @throws PresignatureSpentError on reuse; RangeError for a bad digest or tweak
  */
@@ -173,10 +279,10 @@ export function signShare(
   ctx: SigningContext = signingContext(presignature.public, digest, opts),
 ): bigint {
   const { k, chi } = presignature.take();
-  return G.mod(G.inv(ctx.rho) * (k * ctx.m + ctx.r * (chi + ctx.delta * k)));
+  return G.mod(k * ctx.m + ctx.r * (chi + ctx.delta * k));
 }
 
-/** Check σ_j against public presigning values: (ρ·σ_j)·Γ = m·Δ_j + r·(S_j + δ·Δ_j). */
+/** Check σ_j against public presigning values: σ_j·Γ = m·Δ_j + r·(S_j + δ·Δ_j). */
 export function verifySignatureShare(
   pub: PresignaturePublic,
   j: number,
@@ -186,10 +292,10 @@ export function verifySignatureShare(
   ctx: SigningContext = signingContext(pub, digest, opts),
 ): boolean {
   if (!G.isScalar(sigma) || j < 0 || j >= pub.signers.length) return false;
-  const { m, delta, rho, r } = ctx;
+  const { m, delta, r } = ctx;
   const Dj = pub.Delta[j] as Secp256k1Point;
   const Sj = pub.S[j] as Secp256k1Point;
-  const lhs = G.mulPublic(pub.Gamma, G.mod(rho * sigma));
+  const lhs = G.mulPublic(pub.Gamma, sigma);
   const rhs = G.mulPublic(Dj, G.mod(m + r * delta)).add(G.mulPublic(Sj, r));
   return lhs.equals(rhs);
 }
@@ -206,7 +312,8 @@ export class SignatureShareError extends Error {
 
 /**
  * Combine σ_j of every signer position into a low-s signature with recovery id, verified under Y'
- * with noble before it is returned. The combined signature is checked first; only if it fails is
+ * ({@link verifyEcdsa}, the SEC 1 equation on noble's points, stricter: u₁·G + u₂·Y' must be ±R')
+ * before it is returned. The combined signature is checked first; only if it fails is
  * every share checked against the public presigning values, which names the bad ones (so the
  * honest path costs one verification, and identification is kept).
  * @param shares σ_j by signer position (exactly `pub.signers.length` entries)
@@ -223,18 +330,24 @@ export function combineSignature(
   if (missing.length) throw new SignatureShareError(missing, 'missing signature shares');
   const extra = [...shares.keys()].filter((j) => !Number.isSafeInteger(j) || j < 0 || j >= pub.signers.length);
   if (extra.length) throw new SignatureShareError(extra, 'shares from parties outside the presignature’s signing set');
-  let s = G.mod([...shares.values()].reduce((a, b) => a + (G.isScalar(b) ? b : 0n), 0n));
+  const sum = G.mod([...shares.values()].reduce((a, b) => a + (G.isScalar(b) ? b : 0n), 0n));
+  // one inversion gives both s = ρ⁻¹·Σσ_j and w = s⁻¹: with t = (ρ·Σσ_j)⁻¹, s = (Σσ_j)²·t, w = ρ²·t
+  const t = sum === 0n ? 0n : G.inv(G.mod(ctx.rho * sum));
+  let s = G.mod(sum * sum * t);
+  let w = G.mod(ctx.rho * ctx.rho * t);
   const affine = ctx.Rp.toAffine();
   let recovery = (affine.y & 1n ? 1 : 0) | (affine.x >= G.order ? 2 : 0);
-  if (s > G.order >> 1n) {
+  const high = s > G.order >> 1n;
+  if (high) {
     s = G.order - s;
+    w = G.order - w;
     recovery ^= 1;
   }
   const compact = new Uint8Array(64);
   compact.set(bigintToBytes(ctx.r, 32), 0);
   compact.set(bigintToBytes(s, 32), 32);
-  const publicKey = G.encodePoint(ctx.Yc);
-  if (s === 0n || !secp256k1.verify(compact, digest, publicKey, { prehash: false, lowS: true })) {
+  const publicKey = ctx.delta === 0n ? keyEntry(pub.publicKey).encoded : G.encodePoint(ctx.Yc);
+  if (s === 0n || !verifyWithInverse(pub.publicKey, ctx.delta, ctx.m, ctx.r, w, high ? ctx.Rp.negate() : ctx.Rp)) {
     const bad = [...shares]
       .filter(([j, sigma]) => !verifySignatureShare(pub, j, sigma, digest, opts, ctx))
       .map(([j]) => j);

@@ -10,8 +10,10 @@ import {
   Presignature,
   type PresignatureData,
   PresignatureSpentError,
+  prepareSigning,
   SignatureShareError,
   signShare,
+  verifyEcdsa,
 } from '../src/index.js';
 import { fixtureShares, runPresign, runSign } from './helpers.js';
 
@@ -133,6 +135,61 @@ describe('presignature safety', () => {
       }),
       { numRuns: pool.length },
     );
+  });
+});
+
+describe('online signing with fixed-base tables', () => {
+  it('verifyEcdsa agrees with noble on valid and tampered signatures, master and child keys (fast-check)', () => {
+    fc.assert(
+      fc.property(
+        // a few keys (each gets a cached width-10 table, ≈ 85 ms), random tweaks, digests and tampering
+        fc.constantFrom(7n, G.order - 2n, 0x1234_5678_9abc_def0_1234_5678_9abc_def0n),
+        fc.bigInt({ min: 0n, max: G.order - 1n }),
+        fc.uint8Array({ minLength: 32, maxLength: 32 }),
+        fc.nat(3),
+        (x, tweak, digest, tamper) => {
+          const Y = G.mulBase(x);
+          const childSecret = G.mod(x + tweak);
+          fc.pre(childSecret !== 0n);
+          const sk = G.encodeScalar(childSecret);
+          const child = G.encodePoint(G.mulBase(childSecret));
+          const sig = secp256k1.Signature.fromBytes(secp256k1.sign(digest, sk, { prehash: false }));
+          const m = G.mod(BigInt(`0x${bytesToHex(digest)}`));
+          let { r, s } = sig;
+          let md = m;
+          if (tamper === 1) r = G.mod(r + 1n) || 1n;
+          if (tamper === 2) s = G.mod(s + 1n) || 1n;
+          if (tamper === 3) md = G.mod(m + 1n);
+          const compact = new Uint8Array(64);
+          compact.set(G.encodeScalar(r), 0);
+          compact.set(G.encodeScalar(s), 32);
+          const mdBytes = G.encodeScalar(md);
+          const noble = secp256k1.verify(compact, mdBytes, child, { prehash: false, lowS: false });
+          expect(verifyEcdsa(Y, tweak, md, r, s)).toBe(noble);
+          expect(noble).toBe(tamper === 0);
+        },
+      ),
+      { numRuns: 60 },
+    );
+    expect(verifyEcdsa(G.G, 0n, 1n, 0n, 1n)).toBe(false);
+    expect(verifyEcdsa(G.G, 0n, 1n, 1n, G.order)).toBe(false);
+  });
+
+  it('a presignature decoded from storage (no tables) signs, with or without prepareSigning', () => {
+    // fresh point instances, as after decoding from the signer's store
+    const fresh = (d: PresignatureData): PresignatureData => ({
+      ...d,
+      R: G.decodePoint(G.encodePoint(d.R), 'R'),
+      publicKey: G.decodePoint(G.encodePoint(d.publicKey), 'Y'),
+    });
+    const Y = G.encodePoint(fixtureShares('2of3')[0]!.core.publicKey);
+    const plain = presigs('2of3', [1, 2], 'untabled').map(fresh);
+    const a = runSign(plain, sha256('stored a'), 'untabled-a');
+    expectValid(a.outputs[0]!, Y, new TextEncoder().encode('stored a'));
+    const prepared = presigs('2of3', [1, 2], 'prepared').map(fresh);
+    for (const d of prepared) prepareSigning(d);
+    const b = runSign(prepared, sha256('stored b'), 'untabled-b');
+    expectValid(b.outputs[0]!, Y, new TextEncoder().encode('stored b'));
   });
 });
 

@@ -27,6 +27,7 @@ export interface GroupPoint<P> {
   multiplyUnsafe(scalar: bigint): P;
   is0(): boolean;
   toBytes(compressed?: boolean): Uint8Array;
+  precompute(windowSize?: number, isLazy?: boolean): P;
 }
 
 /**
@@ -49,8 +50,16 @@ export interface Group<P extends GroupPoint<P>> {
   mulBase(k: bigint): P;
   /** k·P for any scalar k (0 ≤ k < q). Constant-time for k ≠ 0. Use for secret k. */
   mul(point: P, k: bigint): P;
-  /** k·P with variable time; only for public k. */
+  /** k·P with variable time; only for public k. Uses the point's fixed-base table if it has one. */
   mulPublic(point: P, k: bigint): P;
+  /**
+   * Give `point` (this very instance) a fixed-base table: noble's signed wNAF precomputes with
+   * `window` bits (default 6: 44 windows × 32 points, ≈ 13 ms to build and ≈ 200 KB on secp256k1).
+   * Later `mulPublic`/`mul` on the same instance use it (≈ 0.17 ms instead of ≈ 0.64 ms for
+   * `mulPublic` on secp256k1 here). For points that are multiplied many times (a key's public key,
+   * a presignature's R). Returns the same instance.
+   */
+  withTable(point: P, window?: number): P;
   /** Sum of points (identity for the empty list). */
   sum(points: readonly P[]): P;
   /** Encode a point; the identity has no encoding and throws RangeError. */
@@ -129,6 +138,14 @@ function makeGroup<P extends GroupPoint<P>>(
     },
     mulPublic(point, k) {
       return point.multiplyUnsafe(modq(k, q));
+    },
+    withTable(point, window = 6) {
+      if (!Number.isSafeInteger(window) || window < 2 || window > 16)
+        throw new RangeError('withTable: window must be 2–16');
+      if (point.is0()) return point;
+      point.precompute(window, true);
+      point.multiplyUnsafe(3n); // builds the variable-time table now (noble keeps a separate one for constant-time use)
+      return point;
     },
     sum(points) {
       let acc = Point.ZERO;

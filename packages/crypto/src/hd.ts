@@ -194,7 +194,8 @@ export function deriveSecp256k1(
     const [il, ir] = hmacSplit(c, concatBytes(G.encodePoint(point), u32be(index)));
     const t = bytesToBigint(il);
     if (t >= G.order) throw new Bip32InvalidChildError('secp256k1', index, k + 1, 'tweak-out-of-range');
-    const child = point.add(G.mulBase(t));
+    // t = I_L is computed from public data only (parent key, chain code, index): variable time is fine
+    const child = point.add(G.mulPublic(G.G, t));
     if (child.is0()) throw new Bip32InvalidChildError('secp256k1', index, k + 1, 'point-at-infinity');
     point = child;
     c = ir;
@@ -239,7 +240,7 @@ export function deriveEd25519(
     const data = concatBytes(G.encodePoint(point), Uint8Array.of(0x00), u32be(index));
     const [il, ir] = hmacSplit(c, data);
     const t = G.mod(bytesToBigint(il));
-    const child = point.add(G.mulBase(t));
+    const child = point.add(G.mulPublic(G.G, t)); // public t, as above
     if (child.is0()) throw new Bip32InvalidChildError('ed25519', index, k + 1, 'point-at-infinity');
     point = child;
     c = ir;

@@ -6,6 +6,7 @@
  */
 export * from './bytes.js';
 export * from './commitment.js';
+export * from './ed25519.js';
 export * from './encoding.js';
 export * from './group.js';
 export * from './hd.js';

@@ -55,6 +55,21 @@ describe.each([secp256k1Group, ed25519Group] as const)('$name group', (g) => {
     );
     expect(() => g.inv(0n)).toThrow(RangeError);
   });
+
+  it('withTable: multiplications on a point with a fixed-base table equal those without', () => {
+    const plain = g.mulBase(g.randomScalar(rng));
+    // biome-ignore lint/suspicious/noExplicitAny: generic over both groups
+    const tabled = (g as any).withTable((g as any).decodePoint(g.encodePoint(plain as never), 'P'), 5);
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max: g.order - 1n }), (k) => {
+        expect(g.mulPublic(tabled, k).equals(g.mulPublic(plain as never, k) as never)).toBe(true);
+        expect(g.mul(tabled, k).equals(g.mul(plain as never, k) as never)).toBe(true);
+      }),
+      { numRuns: 40 },
+    );
+    expect(() => g.withTable(plain as never, 1)).toThrow(RangeError);
+    expect(g.withTable(g.identity as never).is0()).toBe(true);
+  });
 });
 
 describe('ed25519 specifics', () => {

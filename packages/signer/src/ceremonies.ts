@@ -54,7 +54,7 @@ import { peerIdFromString } from '@libp2p/peer-id';
 import { sha256 } from '@noble/hashes/sha2.js';
 import type { Logger } from 'pino';
 import { type EnforcementVerdict, EvidenceRefused, enforceTransferEvidence } from './enforce.js';
-import { presignaturePuts, takePresignature } from './presignatures.js';
+import { type PreparedPresignatures, presignaturePuts, takePresignature } from './presignatures.js';
 import type { PrimePool } from './primes.js';
 import type { CeremonyRunner, SessionOutcome, SessionParty } from './runner.js';
 import type { SecureStore, StoreOp } from './store.js';
@@ -133,6 +133,10 @@ export interface CeremonyContext {
    * only; cleared for a key when a refresh replaces its shares.
    */
   readonly shareCache?: Map<string, KeyShare | EcdsaKeyShare>;
+  /** Key records by key id (public data), so a signature does not read and decrypt them again; cleared for a key on refresh. */
+  readonly recordCache?: Map<string, KeyRecord>;
+  /** Pooled presignatures' public parts with R's fixed-base table (presignatures.ts): memory only. */
+  readonly prepared?: PreparedPresignatures;
   /**
    * Transfer evidence enforcement (enforce.ts, DESIGN §1: signers enforce): when set, every sign
    * request must carry evidence that passes the checks with these pinned Admin device keys
@@ -155,19 +159,28 @@ export function sessionId(ceremonyId: Uint8Array, label: string): Uint8Array {
   return sha256(canonicalEncode(['custodian/v1/session', ceremonyId, label]));
 }
 
+/** Ed25519 public keys of peer ids already parsed (a node talks to the same few peers). */
+const peerKeys = new Map<string, Uint8Array>();
+
 function toSessionParties(peerIds: readonly string[]): SessionParty[] {
   const seen = new Set<string>();
   return peerIds.map((s, i) => {
-    let pid: ReturnType<typeof peerIdFromString>;
-    try {
-      pid = peerIdFromString(s);
-    } catch {
-      throw new Refused(`parties[${i}]: not a peer id`);
+    let publicKey = peerKeys.get(s);
+    if (!publicKey) {
+      let pid: ReturnType<typeof peerIdFromString>;
+      try {
+        pid = peerIdFromString(s);
+      } catch {
+        throw new Refused(`parties[${i}]: not a peer id`);
+      }
+      if (pid.type !== 'Ed25519' || !pid.publicKey) throw new Refused(`parties[${i}]: not an Ed25519 peer id`);
+      publicKey = pid.publicKey.raw;
+      if (peerKeys.size >= 1024) peerKeys.clear();
+      peerKeys.set(s, publicKey);
     }
-    if (pid.type !== 'Ed25519' || !pid.publicKey) throw new Refused(`parties[${i}]: not an Ed25519 peer id`);
     if (seen.has(s)) throw new Refused(`parties[${i}]: duplicate`);
     seen.add(s);
-    return { peerId: s, publicKey: pid.publicKey.raw };
+    return { peerId: s, publicKey: Uint8Array.from(publicKey) };
   });
 }
 
@@ -175,6 +188,15 @@ function toSessionParties(peerIds: readonly string[]): SessionParty[] {
 export async function loadKeyRecord(store: SecureStore, keyId: string): Promise<KeyRecord | undefined> {
   const b = await store.get('shares', `${keyId}/meta`);
   return b ? (JSON.parse(dec.decode(b)) as KeyRecord) : undefined;
+}
+
+/** {@link loadKeyRecord} through the node's record cache. */
+async function keyRecord(ctx: CeremonyContext, keyId: string): Promise<KeyRecord | undefined> {
+  const hit = ctx.recordCache?.get(keyId);
+  if (hit) return hit;
+  const rec = await loadKeyRecord(ctx.store, keyId);
+  if (rec) ctx.recordCache?.set(keyId, rec);
+  return rec;
 }
 
 /** All key records held. */
@@ -309,6 +331,10 @@ export async function runCeremony(ctx: CeremonyContext, start: StartCeremony): P
     if (start.kind === CeremonyKind.REFRESH && ctx.shareCache) {
       for (const k of [...ctx.shareCache.keys()]) if (k.startsWith(`${start.keyId}/`)) ctx.shareCache.delete(k);
     }
+    if (start.kind === CeremonyKind.REFRESH) {
+      ctx.prepared?.forgetKey(start.keyId ?? '');
+      ctx.recordCache?.delete(start.keyId ?? '');
+    }
     await ctx.nonceLedger.flush();
     if (ctx.primePool) ctx.primePool.fill(ctx.primePoolTarget ?? 0);
     log.info({ outcome: result.outcome, blame: result.blame }, 'ceremony finished');
@@ -342,7 +368,7 @@ async function enforce(ctx: CeremonyContext, start: StartCeremony): Promise<Enfo
   }
   const req = start.sign;
   if (!req) throw new Refused('sign: missing sign request');
-  const rec = await loadKeyRecord(ctx.store, req.keyId);
+  const rec = await keyRecord(ctx, req.keyId);
   if (!rec) throw new Refused(`unknown key ${req.keyId}`);
   const approverKeys = new Map((rec.approverDevices ?? []).map((d) => [d.deviceId, d.publicKey]));
   try {
@@ -518,7 +544,7 @@ async function sign(
 ): Promise<{ result: CeremonyResult; ops: StoreOp[] }> {
   const req = start.sign;
   if (!req) throw new Refused('sign: missing sign request');
-  const rec = await loadKeyRecord(ctx.store, req.keyId);
+  const rec = await keyRecord(ctx, req.keyId);
   if (!rec) throw new Refused(`unknown key ${req.keyId}`);
   const entry = rec.keys.find((k) => k.algorithm === req.algorithm);
   if (!entry) throw new Refused(`key ${req.keyId} has no key for algorithm ${req.algorithm}`);
@@ -582,6 +608,37 @@ async function sign(
   };
 }
 
+/** Entries of {@link derivedTweak}'s memo (≈ 200 bytes each). */
+const DERIVATION_CACHE_LIMIT = 4096;
+const derivations = new Map<string, { publicKey: Uint8Array; chainCode: Uint8Array; tweak: bigint }>();
+
+/**
+ * The additive tweak δ of a non-hardened BIP32 path (`deriveSecp256k1`), memoised per key and
+ * path prefix: derivation is public data, each level costs a point decoding and a multiplication
+ * (≈ 0.3 ms), and a wallet signs under the same few prefixes (and hot addresses) again and again.
+ * Deriving the path one level at a time from its longest memoised prefix gives the same δ (CKDpub
+ * composes: the child's tweaks add up).
+ */
+export function derivedTweak(publicKey: Uint8Array, chainCode: Uint8Array, path: readonly number[]): bigint {
+  const root = `${bytesToHex(publicKey)}.${bytesToHex(chainCode)}`;
+  let k = path.length;
+  let node: { publicKey: Uint8Array; chainCode: Uint8Array; tweak: bigint } | undefined;
+  for (; k > 0 && !node; k--) node = derivations.get(`${root}/${path.slice(0, k).join('/')}`);
+  if (node) k++;
+  let cur = node ?? { publicKey, chainCode, tweak: 0n };
+  for (let j = k; j < path.length; j++) {
+    const step = deriveSecp256k1(cur.publicKey, cur.chainCode, [path[j] as number]);
+    cur = {
+      publicKey: step.publicKey,
+      chainCode: step.chainCode,
+      tweak: secp256k1Group.mod(cur.tweak + step.tweak),
+    };
+    if (derivations.size >= DERIVATION_CACHE_LIMIT) derivations.delete(derivations.keys().next().value as string);
+    derivations.set(`${root}/${path.slice(0, j + 1).join('/')}`, cur);
+  }
+  return cur.tweak;
+}
+
 /**
  * CGGMP21 ECDSA signing, cold: one presigning (3 rounds) then the one-round signing per digest.
  * Runtime parties are ordered by key index (the presigning protocol's signing set is ascending).
@@ -604,19 +661,20 @@ async function ecdsaSign(
     throw new Refused('derivationPath: non-hardened indices only');
   const share = await loadEcdsaShare(ctx, req.keyId);
   const { signers, ordered, self } = signingSet(ctx, rec, parties);
-  const tweak =
-    path.length > 0
-      ? deriveSecp256k1(secp256k1Group.encodePoint(share.core.publicKey), share.core.chainCode, path).tweak
-      : 0n;
-  const common = { parties: ordered, self, secretKey: ctx.secretKey, deadline, group: bytesToHex(ceremonyId) };
   const pooled = req.presignatureId ?? '';
   if (pooled !== '' && digests.length !== 1) throw new Refused('presignatureId: signs exactly one digest');
+  // the pooled presignature is read (and durably deleted) while the path is derived
+  const taking = pooled !== '' ? takePresignature(ctx.store, req.keyId, signers, pooled, ctx.prepared) : undefined;
+  taking?.catch(() => undefined);
+  const tweak =
+    path.length > 0 ? derivedTweak(secp256k1Group.encodePoint(share.core.publicKey), share.core.chainCode, path) : 0n;
+  const common = { parties: ordered, self, secretKey: ctx.secretKey, deadline, group: bytesToHex(ceremonyId) };
   const outs = await Promise.all(
     digests.map(async (digest, i): Promise<SessionOutcome<EcdsaSignature>> => {
       let data: PresignatureData;
-      if (pooled !== '') {
+      if (taking) {
         // deleted from the store (durably) before the signature share can leave
-        const taken = await takePresignature(ctx.store, req.keyId, signers, pooled);
+        const taken = await taking;
         if (!taken) throw new Refused(`presignature ${pooled} unknown or already used`);
         data = taken;
       } else {
@@ -645,6 +703,7 @@ async function ecdsaSign(
       digest: digests[i] as Uint8Array,
       signature: sig.compact,
       publicKey: sig.publicKey,
+      recoveryId: sig.recovery,
     };
   });
   return {
@@ -705,6 +764,7 @@ async function presign(
   );
   if (!outs.every((o) => o.status === 'ok')) return { result: failure(ceremonyId, outs, ordered), ops: [] };
   const items = outs.map((o, i) => ({ id: `${cid}.${i}`, data: (o as { output: PresignatureData }).output }));
+  ctx.prepared?.add(keyId, items);
   return {
     result: {
       ceremonyId,

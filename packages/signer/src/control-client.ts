@@ -1,5 +1,5 @@
 /**
- * Coordinator side of `/custodian/control/1`: signs requests with the coordinator's libp2p
+ * Coordinator side of `/custodian/control/2`: signs requests with the coordinator's libp2p
  * Ed25519 key and reads the signers' responses. Used by the coordinator ([pipeline]) and by the
  * multi-process tests as the coordinator.
  */

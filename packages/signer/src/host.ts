@@ -4,10 +4,14 @@
  * protocols carrying length-prefixed (unsigned varint) frames:
  * - `/custodian/mpc/1`: SignedEnvelope frames between signers (one long-lived stream per peer and
  *   direction, re-dialled when it fails; frames to a peer are written in order);
- * - `/custodian/control/1`: one SignedControl request from the coordinator, one ControlResponse back.
+ * - `/custodian/control/2`: one long-lived stream from the coordinator to each signer carrying
+ *   ControlFrame exchanges (a SignedControl request, a ControlResponse back, paired by the frame id;
+ *   responses in any order, since ceremonies run concurrently). No stream is set up per request:
+ *   opening one costs ≈ 1–5 ms in libp2p (peer-store updates on both sides).
  */
 import { noise } from '@chainsafe/libp2p-noise';
 import { yamux } from '@chainsafe/libp2p-yamux';
+import { DEFAULT_LIMITS, decodeControlFrame, encodeControlFrame } from '@custodian/wire';
 import type { Connection, Libp2p, PeerId, PrivateKey, Stream } from '@libp2p/interface';
 import { tcp } from '@libp2p/tcp';
 import { lpStream } from '@libp2p/utils';
@@ -16,7 +20,7 @@ import { createLibp2p } from 'libp2p';
 import type { Logger } from 'pino';
 
 export const MPC_PROTOCOL = '/custodian/mpc/1';
-export const CONTROL_PROTOCOL = '/custodian/control/1';
+export const CONTROL_PROTOCOL = '/custodian/control/2';
 
 /** Host options. */
 export interface HostOptions {
@@ -44,10 +48,40 @@ export interface Host {
   addrs(): string[];
   /** Send one MPC frame to a pinned peer (retries briefly on dial failure). */
   sendMpc(peerId: string, bytes: Uint8Array): Promise<void>;
-  /** Send one control request and wait for the response frame. */
+  /**
+   * Send one control request (SignedControl bytes) on the long-lived control stream to `peerId`
+   * and wait for its response (ControlResponse bytes).
+   * @throws Error when the stream cannot be opened or written (retried once on a fresh stream),
+   *   when it closes before the response, or after `timeoutMs`
+   */
   request(peerId: string, bytes: Uint8Array, timeoutMs: number): Promise<Uint8Array>;
   connectedPeers(): string[];
   stop(): Promise<void>;
+}
+
+/**
+ * Open a stream for `protocol` to a pinned peer: on an open connection when there is one (libp2p's
+ * `dialProtocol` goes through the dial queue and the peer store first, ≈ 1–5 ms here), else by
+ * dialling. The protocol name goes with the first frame (multistream-select's optimistic mode).
+ */
+async function openStream(
+  node: Libp2p,
+  peers: ReadonlyMap<string, readonly string[]>,
+  peerId: string,
+  protocol: string,
+  signal: AbortSignal,
+): Promise<Stream> {
+  const conn = node
+    .getConnections()
+    .find((c) => c.remotePeer.toString() === peerId && c.status === 'open' && c.limits === undefined);
+  if (conn) {
+    try {
+      return await conn.newStream(protocol, { signal, negotiateFully: false });
+    } catch {
+      // the connection went away: dial afresh below
+    }
+  }
+  return node.dialProtocol(dialAddr(peers, peerId), protocol, { signal, negotiateFully: false });
 }
 
 function dialAddr(peers: ReadonlyMap<string, readonly string[]>, peerId: string) {
@@ -108,18 +142,45 @@ export async function createHost(opts: HostOptions): Promise<Host> {
       stream.abort(e instanceof Error ? e : new Error('rejected'));
     }
   };
+  /** Frame overhead of a ControlFrame around its body (id and field tags): generous. */
+  const FRAME_OVERHEAD = 64;
+  const frameLimits = { ...DEFAULT_LIMITS, maxMessageBytes: opts.maxFrameBytes + FRAME_OVERHEAD };
   const handleControl = async (stream: Stream, connection: Connection) => {
     const from = connection.remotePeer.toString();
+    if (!opts.controlPeers?.has(from) || !opts.onControl) {
+      log.warn({ peer: from, code: 'not-coordinator' }, 'control stream refused: peer is not the coordinator');
+      stream.abort(new Error('not the coordinator'));
+      return;
+    }
+    const onControl = opts.onControl;
+    const lp = lpStream(stream, { maxDataLength: opts.maxFrameBytes + FRAME_OVERHEAD });
+    let writes: Promise<void> = Promise.resolve();
+    const inflight = new Set<Promise<void>>();
     try {
-      if (!opts.controlPeers?.has(from) || !opts.onControl) {
-        log.warn({ peer: from, code: 'not-coordinator' }, 'control stream refused: peer is not the coordinator');
-        stream.abort(new Error('not the coordinator'));
-        return;
+      for (;;) {
+        let raw: Uint8Array;
+        try {
+          raw = (await lp.read()).subarray();
+        } catch (e) {
+          const name = e instanceof Error ? e.name : '';
+          if (name === 'UnexpectedEOFError' || name === 'StreamClosedError' || name === 'StreamStateError') break;
+          throw e;
+        }
+        const frame = decodeControlFrame(raw, frameLimits);
+        if (!frame.ok) throw new Error(frame.rejection.reason);
+        const { id } = frame.value;
+        // exchanges run concurrently; responses are written one at a time, in completion order
+        const p = onControl(from, frame.value.body).then((res) => {
+          writes = writes.then(() => lp.write(encodeControlFrame({ id, body: res })));
+          return writes;
+        });
+        const tracked = p.catch((e: unknown) =>
+          log.warn({ peer: from, err: e instanceof Error ? e.message : String(e) }, 'control response not sent'),
+        );
+        inflight.add(tracked);
+        void tracked.finally(() => inflight.delete(tracked));
       }
-      const lp = lpStream(stream, { maxDataLength: opts.maxFrameBytes });
-      const req = (await lp.read()).subarray();
-      const res = await opts.onControl(from, req);
-      await lp.write(res);
+      await Promise.all(inflight);
       await stream.close().catch(() => undefined);
     } catch (e) {
       log.warn({ peer: from, code: 'frame', err: e instanceof Error ? e.message : String(e) }, 'control stream failed');
@@ -138,9 +199,7 @@ export async function createHost(opts: HostOptions): Promise<Host> {
     const existing = outStreams.get(peerId);
     if (existing) return existing;
     const p = (async () => {
-      const stream = await node.dialProtocol(dialAddr(opts.peers, peerId), MPC_PROTOCOL, {
-        signal: AbortSignal.timeout(5000),
-      });
+      const stream = await openStream(node, opts.peers, peerId, MPC_PROTOCOL, AbortSignal.timeout(5000));
       stream.addEventListener('close', () => {
         if (outStreams.get(peerId) === p) outStreams.delete(peerId);
       });
@@ -153,6 +212,62 @@ export async function createHost(opts: HostOptions): Promise<Host> {
     return p;
   };
   await node.handle(CONTROL_PROTOCOL, handleControl, { maxInboundStreams: 64 });
+
+  /** The coordinator side of a control stream to one signer. */
+  interface ControlMux {
+    readonly entry: { readonly ready: Promise<ControlMux> };
+    readonly stream: Stream;
+    readonly lp: ReturnType<typeof lpStream>;
+    readonly pending: Map<number, { resolve: (b: Uint8Array) => void; reject: (e: Error) => void }>;
+    nextId: number;
+    writes: Promise<void>;
+  }
+  const muxes = new Map<string, { readonly ready: Promise<ControlMux> }>();
+  /** Fail every pending exchange of `mux` and forget it (the next request opens a new stream). */
+  const closeMux = (peerId: string, mux: ControlMux, why: unknown) => {
+    if (muxes.get(peerId) === mux.entry) muxes.delete(peerId);
+    const err = why instanceof Error ? why : new Error(`control stream to ${peerId} closed`);
+    for (const p of mux.pending.values()) p.reject(err);
+    mux.pending.clear();
+    mux.stream.abort(err);
+  };
+  const controlMux = (peerId: string): Promise<ControlMux> => {
+    const existing = muxes.get(peerId);
+    if (existing) return existing.ready;
+    const entry: { ready: Promise<ControlMux> } = { ready: Promise.resolve() as never };
+    entry.ready = (async () => {
+      const stream = await openStream(node, opts.peers, peerId, CONTROL_PROTOCOL, AbortSignal.timeout(5000));
+      const mux: ControlMux = {
+        entry,
+        stream,
+        lp: lpStream(stream, { maxDataLength: opts.maxFrameBytes + FRAME_OVERHEAD }),
+        pending: new Map(),
+        nextId: 1,
+        writes: Promise.resolve(),
+      };
+      void (async () => {
+        try {
+          for (;;) {
+            const frame = decodeControlFrame((await mux.lp.read()).subarray(), frameLimits);
+            if (!frame.ok) throw new Error(`control stream to ${peerId}: ${frame.rejection.reason}`);
+            const waiter = mux.pending.get(frame.value.id);
+            mux.pending.delete(frame.value.id);
+            waiter?.resolve(frame.value.body);
+          }
+        } catch (e) {
+          const name = e instanceof Error ? e.name : '';
+          const ended = name === 'UnexpectedEOFError' || name === 'StreamClosedError' || name === 'StreamStateError';
+          closeMux(peerId, mux, ended ? new Error(`control stream to ${peerId} closed`) : e);
+        }
+      })();
+      return mux;
+    })();
+    muxes.set(peerId, entry);
+    entry.ready.catch(() => {
+      if (muxes.get(peerId) === entry) muxes.delete(peerId);
+    });
+    return entry.ready;
+  };
 
   return {
     node,
@@ -193,13 +308,33 @@ export async function createHost(opts: HostOptions): Promise<Host> {
       return next;
     },
     async request(peerId, bytes, timeoutMs) {
-      const signal = AbortSignal.timeout(timeoutMs);
-      const stream = await node.dialProtocol(dialAddr(opts.peers, peerId), CONTROL_PROTOCOL, { signal });
-      const lp = lpStream(stream, { maxDataLength: opts.maxFrameBytes });
-      await lp.write(bytes, { signal });
-      const res = (await lp.read({ signal })).subarray();
-      await stream.close().catch(() => undefined);
-      return res;
+      for (let attempt = 0; ; attempt++) {
+        const mux = await controlMux(peerId);
+        const id = mux.nextId++;
+        const response = new Promise<Uint8Array>((resolve, reject) => mux.pending.set(id, { resolve, reject }));
+        response.catch(() => undefined);
+        try {
+          mux.writes = mux.writes.then(() => mux.lp.write(encodeControlFrame({ id, body: bytes })));
+          await mux.writes;
+        } catch (e) {
+          mux.pending.delete(id);
+          closeMux(peerId, mux, e);
+          if (attempt === 0) continue; // a stale stream (the signer restarted): once more on a new one
+          throw e instanceof Error ? e : new Error('control request not sent');
+        }
+        let timer: NodeJS.Timeout | undefined;
+        const timeout = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => {
+            mux.pending.delete(id);
+            reject(new Error(`control request to ${peerId} timed out after ${timeoutMs} ms`));
+          }, timeoutMs);
+        });
+        try {
+          return await Promise.race([response, timeout]);
+        } finally {
+          clearTimeout(timer);
+        }
+      }
     },
     connectedPeers: () => [...new Set(node.getConnections().map((c) => c.remotePeer.toString()))],
     async stop() {

@@ -6,8 +6,9 @@
  * A presignature is deleted from the store in a batch that completes BEFORE the signature share
  * that uses it leaves the process (DESIGN §3), so it can never sign twice, even across a crash.
  */
-import type { PresignatureData } from '@custodian/cggmp';
+import { type PresignatureData, prepareSigning } from '@custodian/cggmp';
 import { bigintToMinimalBytes, bytesToBigint, bytesToHex, hexToBytes, secp256k1Group } from '@custodian/crypto';
+import type { Logger } from 'pino';
 import type { SecureStore, StoreOp } from './store.js';
 
 const FORMAT = 'custodian.signer.presignature';
@@ -22,30 +23,43 @@ export function presignPrefix(keyId: string, signers: readonly number[]): string
 const ph = (p: Parameters<typeof secp256k1Group.encodePoint>[0]) => bytesToHex(secp256k1Group.encodePoint(p));
 const bh = (v: bigint) => bytesToHex(bigintToMinimalBytes(v));
 
+function publicFields(p: Omit<PresignatureData, 'k' | 'chi'>) {
+  return {
+    format: FORMAT,
+    version: 1,
+    signers: p.signers,
+    i: p.i,
+    publicKey: ph(p.publicKey),
+    R: ph(p.R),
+    Gamma: ph(p.Gamma),
+    Delta: p.Delta.map(ph),
+    S: p.S.map(ph),
+  };
+}
+
 /** Serialise a presignature (SECRET: holds k_i and χ_i). */
 export function encodePresignature(p: PresignatureData): Uint8Array {
-  return enc.encode(
-    JSON.stringify({
-      format: FORMAT,
-      version: 1,
-      signers: p.signers,
-      i: p.i,
-      publicKey: ph(p.publicKey),
-      R: ph(p.R),
-      Gamma: ph(p.Gamma),
-      Delta: p.Delta.map(ph),
-      S: p.S.map(ph),
-      k: bh(p.k),
-      chi: bh(p.chi),
-    }),
-  );
+  return enc.encode(JSON.stringify({ ...publicFields(p), k: bh(p.k), chi: bh(p.chi) }));
+}
+
+/** The public part of a presignature (everything but k_i and χ_i). */
+export type PresignaturePublicPart = Omit<PresignatureData, 'k' | 'chi'>;
+
+/** The public fields of a stored presignature as stored (hex), for comparing with a prepared one. */
+function publicFingerprint(o: Record<string, unknown>): string {
+  return JSON.stringify([o.signers, o.i, o.publicKey, o.R, o.Gamma, o.Delta, o.S]);
 }
 
 /**
- * Parse and validate a stored presignature.
+ * Parse and validate a stored presignature. With `prepared` (the same presignature's public part,
+ * decoded before and with R's fixed-base table, see {@link PreparedPresignatures}) whose stored
+ * public fields match byte for byte, its points are reused and only k_i, χ_i are parsed.
  * @throws RangeError / TypeError naming the field (never a secret value)
  */
-export function decodePresignature(bytes: Uint8Array): PresignatureData {
+export function decodePresignature(
+  bytes: Uint8Array,
+  prepared?: { readonly fingerprint: string; readonly pub: PresignaturePublicPart },
+): PresignatureData {
   const o = JSON.parse(dec.decode(bytes)) as Record<string, unknown>;
   if (o.format !== FORMAT || o.version !== 1) throw new RangeError('presignature: unknown format');
   const signers = o.signers;
@@ -73,6 +87,9 @@ export function decodePresignature(bytes: Uint8Array): PresignatureData {
     if (!Array.isArray(v) || v.length !== m) throw new RangeError(`presignature: ${f} must have ${m} points`);
     return v.map((x, j) => pt(x, `${f}[${j}]`));
   };
+  if (prepared && prepared.fingerprint === publicFingerprint(o)) {
+    return { ...prepared.pub, k: sc(o.k, 'k'), chi: sc(o.chi, 'chi') };
+  }
   return {
     signers: signers as number[],
     i: i as number,
@@ -97,8 +114,82 @@ export function presignaturePuts(keyId: string, items: readonly { id: string; da
 }
 
 /**
- * Take a presignature out of the store: read it, then delete it in its own batch, and only then
- * return it (the caller's signature share is computed after the deletion is durable).
+ * Public parts of pooled presignatures, decoded and with R's fixed-base table
+ * (`prepareSigning`), by storage key: so that a pooled signature costs no point decoding and only
+ * fixed-base multiplications on the request path. Memory only and not secret (no k_i, χ_i). At
+ * most `limit` entries (≈ 0.27 MB each, most of it R's table); the oldest go first. Filled when a
+ * PRESIGN ceremony stores its presignatures and, after a restart, by {@link warm}.
+ */
+export class PreparedPresignatures {
+  readonly #entries = new Map<string, { fingerprint: string; pub: PresignaturePublicPart }>();
+  constructor(readonly limit = 128) {}
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** Remember presignatures of `keyId` under their ids (as stored by {@link presignaturePuts}). */
+  add(keyId: string, items: readonly { id: string; data: PresignatureData }[]): void {
+    for (const { id, data } of items) {
+      prepareSigning(data);
+      const { k: _k, chi: _chi, ...pub } = data;
+      this.#put(`${presignPrefix(keyId, data.signers)}${id}`, {
+        fingerprint: publicFingerprint(publicFields(pub)),
+        pub,
+      });
+    }
+  }
+
+  /** Remove and return the entry of a storage key. */
+  take(key: string) {
+    const e = this.#entries.get(key);
+    this.#entries.delete(key);
+    return e;
+  }
+
+  /** Forget every entry of a key (its presignatures were deleted, e.g. by a refresh). */
+  forgetKey(keyId: string): void {
+    for (const k of [...this.#entries.keys()]) if (k.startsWith(`${keyId}/`)) this.#entries.delete(k);
+  }
+
+  /**
+   * Prepare the stored presignatures not yet here (after a restart), up to `limit`, yielding to
+   * the event loop between entries (≈ 10 ms of CPU each). Entries that no longer exist or do not
+   * decode are skipped (a bad one is reported when it is taken).
+   */
+  async warm(store: SecureStore, log?: Logger, signal?: AbortSignal): Promise<number> {
+    let n = 0;
+    for (const key of await store.keys('presignatures')) {
+      if (this.#entries.size >= this.limit || signal?.aborted) break;
+      if (this.#entries.has(key)) continue;
+      await new Promise((r) => setImmediate(r));
+      if (signal?.aborted) break;
+      try {
+        const bytes = await store.get('presignatures', key);
+        if (!bytes) continue;
+        const o = JSON.parse(dec.decode(bytes)) as Record<string, unknown>;
+        const { k: _k, chi: _chi, ...pub } = decodePresignature(bytes);
+        prepareSigning(pub);
+        this.#put(key, { fingerprint: publicFingerprint(o), pub });
+        n++;
+      } catch (e) {
+        log?.warn({ err: e instanceof Error ? e.message : String(e) }, 'stored presignature not prepared');
+      }
+    }
+    return n;
+  }
+
+  #put(key: string, entry: { fingerprint: string; pub: PresignaturePublicPart }): void {
+    this.#entries.delete(key);
+    if (this.#entries.size >= this.limit) this.#entries.delete(this.#entries.keys().next().value as string);
+    this.#entries.set(key, entry);
+  }
+}
+
+/**
+ * Take a presignature out of the store: read it, then delete it in its own (synced) batch, and only
+ * then return it (the caller's signature share is computed after the deletion is durable).
+ * @param prepared the node's prepared public parts (the entry is used and dropped)
  * @returns undefined when no such presignature exists (never made, or already used)
  */
 export async function takePresignature(
@@ -106,11 +197,13 @@ export async function takePresignature(
   keyId: string,
   signers: readonly number[],
   id: string,
+  prepared?: PreparedPresignatures,
 ): Promise<PresignatureData | undefined> {
   const key = `${presignPrefix(keyId, signers)}${id}`;
+  const entry = prepared?.take(key);
   const bytes = await store.get('presignatures', key);
   if (!bytes) return undefined;
-  const data = decodePresignature(bytes);
+  const data = decodePresignature(bytes, entry);
   await store.batch([{ type: 'del', sublevel: 'presignatures', key }]);
   return data;
 }

@@ -128,7 +128,7 @@ export class CeremonyRunner {
         this.finished.add(sid);
         if (this.finished.size > 4096) this.finished.delete(this.finished.values().next().value as string);
         if (timer) clearTimeout(timer);
-        if (o.status === 'ok') log.info('session completed');
+        if (o.status === 'ok') log.debug('session completed');
         else
           log.warn(
             { outcome: o.status, ...(o.status === 'aborted' ? { culprits: o.aborted.culprits } : {}) },
@@ -163,7 +163,7 @@ export class CeremonyRunner {
         Math.max(0, ms),
       );
       timer.unref?.();
-      log.info({ parties: params.parties.length, self: params.self }, 'session started');
+      log.debug({ parties: params.parties.length, self: params.self }, 'session started');
       try {
         this.handleStep(live, party.start(), log);
       } catch (e) {

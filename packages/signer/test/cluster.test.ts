@@ -27,7 +27,7 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import '../src/polyfills.js';
-import { CeremonyRunner, ControlClient, createHost, type Host, sessionId } from '../src/index.js';
+import { CeremonyRunner, CONTROL_PROTOCOL, ControlClient, createHost, type Host, sessionId } from '../src/index.js';
 import {
   buildSigner,
   freePort,
@@ -237,9 +237,11 @@ describe('signer cluster (3 processes, libp2p on 127.0.0.1)', () => {
       threshold: 2,
       deadlineUnixMs: deadline(4_000),
     };
-    const sessionsBefore = readLog(n2).split('"session started"').length;
+    const startedBefore = readLog(n2).split('"ceremony started"').length;
     const victim = client.startCeremony(n2.peerId, start).catch((e: unknown) => e);
-    await waitFor(() => readLog(n2).split('"session started"').length >= sessionsBefore + 2, 10_000, 'victim sessions');
+    // the victim has taken the request and begun the ceremony (its sessions start right after)
+    await waitFor(() => readLog(n2).split('"ceremony started"').length > startedBefore, 10_000, 'victim ceremony');
+    await new Promise((r) => setTimeout(r, 100));
     await stopNode(n2, 'SIGKILL');
     const [r0, r1] = await Promise.all([
       client.startCeremony(n0.peerId, start),
@@ -292,6 +294,30 @@ describe('signer cluster (3 processes, libp2p on 127.0.0.1)', () => {
     expect(
       ed25519.verify(s?.signatures?.[0]?.signature as Uint8Array, msg, pk(key, KeyAlgorithm.ED25519).publicKey),
     ).toBe(true);
+  });
+
+  it('control exchanges share one long-lived stream: concurrent requests are answered out of order', async () => {
+    const n0 = nodes[0] as NodeSpec;
+    // a FROST-only master key ceremony on all three (hundreds of ms) and, meanwhile, status requests
+    const slow = ceremony(nodes, {
+      kind: CeremonyKind.MASTER_KEY,
+      threshold: 2,
+      deadlineUnixMs: deadline(60_000),
+      algorithms: [KeyAlgorithm.ED25519],
+    });
+    let slowDone = false;
+    void slow.then(() => {
+      slowDone = true;
+    });
+    const status = await client.status(n0.peerId);
+    expect(status.peerId).toBe(n0.peerId);
+    expect(slowDone).toBe(false); // answered while the ceremony on the same stream was still running
+    for (const r of await slow) expect(r.outcome, r.error).toBe(Outcome.OK);
+    const streams = host.node
+      .getConnections()
+      .flatMap((c) => c.streams)
+      .filter((st) => st.protocol === CONTROL_PROTOCOL);
+    expect(streams.length).toBeLessThanOrEqual(nodes.length); // at most one per signer, reused
   });
 
   it('a replayed or foreign control request is refused', async () => {

@@ -1,6 +1,6 @@
 /**
  * Multi-process test cluster: real signer processes (`node packages/signer/dist/main.js signer
- * start`) on 127.0.0.1, and the test acting as the coordinator over `/custodian/control/1`.
+ * start`) on 127.0.0.1, and the test acting as the coordinator over `/custodian/control/2`.
  * The signer package is built with `tsc -b` first (incremental), so a clean clone works.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';

@@ -4,7 +4,7 @@
  * coordinator's Ed25519 signature (RFC 8032) over `"custodian/v1/control" ‖ 0x00 ‖ request`.
  * Signers accept requests signed by their configured coordinator key only.
  */
-import { ed25519 } from '@noble/curves/ed25519.js';
+import { ed25519Sign, ed25519Verify } from '@custodian/crypto';
 import { concatBytes, utf8ToBytes } from '@noble/hashes/utils.js';
 import { DEFAULT_LIMITS, decodeMessage, encodeMessage, type WireLimits } from './codec.js';
 import { accept, reject, type WireResult } from './errors.js';
@@ -16,6 +16,7 @@ export const CONTROL_VERSION = 1;
 const ControlRequestType = messageType('custodian.v1.ControlRequest');
 const SignedControlType = messageType('custodian.v1.SignedControl');
 const ControlResponseType = messageType('custodian.v1.ControlResponse');
+const ControlFrameType = messageType('custodian.v1.ControlFrame');
 const PREFIX = concatBytes(utf8ToBytes('custodian/v1/control'), Uint8Array.of(0));
 
 /** `custodian.v1.CeremonyKind` values. */
@@ -98,6 +99,8 @@ export interface SignatureInfo {
   digest: Uint8Array;
   signature: Uint8Array;
   publicKey: Uint8Array;
+  /** ECDSA recovery id 0–3 as computed by the signers (a hint; absent or 0 for other algorithms). */
+  recoveryId?: number;
 }
 
 export interface CeremonyResult {
@@ -136,7 +139,7 @@ function plain<T>(type: typeof ControlRequestType, m: unknown): T {
  */
 export function signControlRequest(req: ControlRequest, coordinatorSecretKey: Uint8Array): Uint8Array {
   const request = encodeMessage(ControlRequestType, req as unknown as Record<string, unknown>);
-  const signature = ed25519.sign(concatBytes(PREFIX, request), coordinatorSecretKey);
+  const signature = ed25519Sign(concatBytes(PREFIX, request), coordinatorSecretKey);
   return encodeMessage(SignedControlType, { request, signature });
 }
 
@@ -156,7 +159,7 @@ export function openControlRequest(
   const signature = s.signature ?? new Uint8Array(0);
   let valid = false;
   try {
-    valid = signature.length === 64 && ed25519.verify(signature, concatBytes(PREFIX, request), coordinatorPublicKey);
+    valid = signature.length === 64 && ed25519Verify(signature, concatBytes(PREFIX, request), coordinatorPublicKey);
   } catch {
     valid = false;
   }
@@ -193,4 +196,28 @@ export function decodeControlResponse(
   } catch (e) {
     return reject('malformed', `control response: ${e instanceof Error ? e.message.slice(0, 120) : 'conversion'}`);
   }
+}
+
+/** A frame of the multiplexed control stream: `id` pairs a response with its request. */
+export interface ControlFrame {
+  /** Exchange id, unique on the stream (a safe integer). */
+  readonly id: number;
+  /** SignedControl bytes (to a signer) or ControlResponse bytes (back). */
+  readonly body: Uint8Array;
+}
+
+/** Encode a control frame. @throws RangeError for an id that is not a safe non-negative integer */
+export function encodeControlFrame(frame: ControlFrame): Uint8Array {
+  if (!Number.isSafeInteger(frame.id) || frame.id < 0)
+    throw new RangeError('control frame: id must be a safe integer ≥ 0');
+  return encodeMessage(ControlFrameType, { id: frame.id, body: frame.body });
+}
+
+/** Decode a control frame (size-limited). Never throws. */
+export function decodeControlFrame(bytes: unknown, limits: WireLimits = DEFAULT_LIMITS): WireResult<ControlFrame> {
+  const r = decodeMessage(ControlFrameType, bytes, limits);
+  if (!r.ok) return r;
+  const v = ControlFrameType.toObject(r.value, { longs: Number, defaults: true }) as { id: number; body: Uint8Array };
+  if (!Number.isSafeInteger(v.id) || v.id < 0) return reject('malformed', 'control frame: id out of range');
+  return accept({ id: v.id, body: v.body });
 }

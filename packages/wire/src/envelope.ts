@@ -13,7 +13,7 @@
  * (each key encrypts exactly one message) and the canonical encoding of the header as associated
  * data, so a ciphertext cannot be moved to another session, round, sender or receiver.
  */
-import { type Canonical, canonicalEncode } from '@custodian/crypto';
+import { type Canonical, canonicalEncode, ed25519Sign, ed25519Verify } from '@custodian/crypto';
 import { chacha20poly1305 } from '@noble/ciphers/chacha.js';
 import { ed25519, x25519 } from '@noble/curves/ed25519.js';
 import { hkdf } from '@noble/hashes/hkdf.js';
@@ -123,7 +123,7 @@ export function sealEnvelope(input: SealInput): Uint8Array {
     echo: [...header.echo],
     ephemeralKey,
   });
-  const signature = ed25519.sign(concatBytes(SIG_PREFIX, envelope), input.senderSecretKey);
+  const signature = ed25519Sign(concatBytes(SIG_PREFIX, envelope), input.senderSecretKey);
   return encodeMessage(SignedEnvelopeType, { envelope, signature });
 }
 
@@ -192,7 +192,7 @@ export function openEnvelope(bytes: unknown, ctx: OpenContext): WireResult<Opene
     return reject('bad-signature', 'envelope: missing or malformed signature', sender, false);
   let valid = false;
   try {
-    valid = ed25519.verify(signature, concatBytes(SIG_PREFIX, envBytes), ctx.parties[sender] as Uint8Array);
+    valid = ed25519Verify(signature, concatBytes(SIG_PREFIX, envBytes), ctx.parties[sender] as Uint8Array);
   } catch {
     valid = false;
   }

@@ -1,6 +1,6 @@
 /**
  * {@link CeremonyClient} over the signer control protocol: runs the master key ceremony (DESIGN §3,
- * §4; seed §1 item 4) among server signers (libp2p `/custodian/control/1`) and mobile devices (the
+ * §4; seed §1 item 4) among server signers (libp2p `/custodian/control/2`) and mobile devices (the
  * device hub, WebSocket). Per seed §1 the selected devices take part automatically, with no
  * approval tap. Each party receives the same `StartCeremony { kind: MASTER_KEY, parties (MPC peer
  * ids, in the order of the request), threshold, deadline, algorithms }`; the signer key id of the

@@ -1,0 +1,135 @@
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  combineSignature,
+  type KeyShare,
+  keyShareFromJson,
+  Presignature,
+  type PresignatureData,
+  presignProtocol,
+  signShare,
+} from '@custodian/cggmp';
+import { deriveSecp256k1, secp256k1Group as G, Party, simulate, systemRandom } from '@custodian/crypto';
+import { secp256k1 } from '@noble/curves/secp256k1.js';
+import fc from 'fast-check';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  decodePresignature,
+  derivedTweak,
+  encodePresignature,
+  PreparedPresignatures,
+  presignaturePuts,
+  presignPrefix,
+  SecureStore,
+  takePresignature,
+} from '../src/index.js';
+import { tempDir as makeTemp } from './cluster.js';
+
+const fixture = JSON.parse(
+  readFileSync(new URL('../../cggmp/test/fixtures/test-only-key-shares.json', import.meta.url), 'utf8'),
+) as { sets: Record<string, unknown[]> };
+const shares = (fixture.sets['2of3'] as unknown[]).map((j) => keyShareFromJson(j)) as KeyShare[];
+const signers = [0, 1];
+
+function presign(): PresignatureData[] {
+  const sessionId = systemRandom(32);
+  const res = simulate(
+    signers.map(
+      (_, j) =>
+        new Party(presignProtocol({ share: shares[j] as KeyShare, signers }), {
+          self: j,
+          n: signers.length,
+          sessionId,
+          rng: systemRandom,
+        }),
+    ),
+  );
+  expect(res.aborted.every((a) => a === undefined)).toBe(true);
+  return res.outputs as PresignatureData[];
+}
+
+/** Fresh point instances, as decoded from storage (no fixed-base tables). */
+const fromStorage = (d: PresignatureData) => decodePresignature(encodePresignature(d));
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+describe('prepared presignatures (public parts with R’s table, memory only)', () => {
+  it('a prepared entry is reused when the stored public fields match; otherwise the store decides', async () => {
+    const dir = makeTemp('prepared');
+    dirs.push(dir);
+    const store = await SecureStore.open(join(dir, 'db'), 'pass', { N: 1 << 10, r: 8, p: 1 });
+    const [a, b] = [presign(), presign()] as [PresignatureData[], PresignatureData[]];
+    const prepared = new PreparedPresignatures(8);
+    // party 0's copies, as a PRESIGN ceremony stores and remembers them
+    const items = [
+      { id: 'c1.0', data: fromStorage(a[0] as PresignatureData) },
+      { id: 'c1.1', data: fromStorage(b[0] as PresignatureData) },
+    ];
+    await store.batch(presignaturePuts('key1', items));
+    prepared.add('key1', items);
+    expect(prepared.size).toBe(2);
+    // the stored c1.1 is replaced behind the cache's back: its entry must not be used
+    await store.batch(presignaturePuts('key1', [{ id: 'c1.1', data: fromStorage(a[0] as PresignatureData) }]));
+
+    const t0 = await takePresignature(store, 'key1', signers, 'c1.0', prepared);
+    expect(t0?.R).toBe(items[0]?.data.R); // the prepared instance (with its table)
+    expect(t0?.k).toBe(a[0]?.k);
+    const t1 = await takePresignature(store, 'key1', signers, 'c1.1', prepared);
+    expect(t1?.R).not.toBe(items[1]?.data.R); // fingerprint differs: decoded from the store
+    expect(t1?.R.equals(a[0]?.R as never)).toBe(true);
+    expect(prepared.size).toBe(0);
+    // taken means gone, from the store and the cache
+    expect(await takePresignature(store, 'key1', signers, 'c1.0', prepared)).toBeUndefined();
+
+    // a signature from a prepared presignature and one from a plain decoded one both verify
+    const digest = new Uint8Array(32).fill(3);
+    const p0 = new Presignature(t0 as PresignatureData);
+    const p1 = new Presignature(fromStorage(a[1] as PresignatureData));
+    const sig = combineSignature(
+      p0.public,
+      digest,
+      new Map([
+        [0, signShare(p0, digest)],
+        [1, signShare(p1, digest)],
+      ]),
+    );
+    expect(secp256k1.verify(sig.compact, digest, sig.publicKey, { prehash: false })).toBe(true);
+    await store.close();
+  });
+
+  it('warm() prepares what a restarted node finds in its store, up to the limit', async () => {
+    const dir = makeTemp('warm');
+    dirs.push(dir);
+    const store = await SecureStore.open(join(dir, 'db'), 'pass', { N: 1 << 10, r: 8, p: 1 });
+    const made = [presign(), presign(), presign()];
+    await store.batch(
+      presignaturePuts(
+        'key2',
+        made.map((m, i) => ({ id: `c2.${i}`, data: m[0] as PresignatureData })),
+      ),
+    );
+    await store.put('presignatures', `${presignPrefix('key2', signers)}broken`, new TextEncoder().encode('{}'));
+    const prepared = new PreparedPresignatures(2);
+    expect(await prepared.warm(store)).toBe(2); // limit 2 (the broken one is skipped, not fatal)
+    const aborted = new AbortController();
+    aborted.abort();
+    expect(await new PreparedPresignatures(8).warm(store, undefined, aborted.signal)).toBe(0);
+    await store.close();
+  });
+});
+
+describe('derivation memo', () => {
+  it('gives the tweak of deriveSecp256k1 for any path, deriving from memoised prefixes (fast-check)', () => {
+    const Y = G.encodePoint((shares[0] as KeyShare).core.publicKey);
+    const cc = (shares[0] as KeyShare).core.chainCode;
+    fc.assert(
+      fc.property(fc.array(fc.nat(5), { minLength: 0, maxLength: 4 }), (path) => {
+        expect(derivedTweak(Y, cc, path)).toBe(deriveSecp256k1(Y, cc, path).tweak);
+      }),
+      { numRuns: 60 },
+    );
+  });
+});
