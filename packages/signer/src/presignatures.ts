@@ -117,12 +117,12 @@ export function presignaturePuts(keyId: string, items: readonly { id: string; da
  * Public parts of pooled presignatures, decoded and with R's fixed-base table
  * (`prepareSigning`), by storage key: so that a pooled signature costs no point decoding and only
  * fixed-base multiplications on the request path. Memory only and not secret (no k_i, χ_i). At
- * most `limit` entries (≈ 0.27 MB each, most of it R's table); the oldest go first. Filled when a
+ * most `limit` entries (≈ 0.45 MB each, most of it R's table); the oldest go first. Filled when a
  * PRESIGN ceremony stores its presignatures and, after a restart, by {@link warm}.
  */
 export class PreparedPresignatures {
   readonly #entries = new Map<string, { fingerprint: string; pub: PresignaturePublicPart }>();
-  constructor(readonly limit = 128) {}
+  constructor(readonly limit = 64) {}
 
   get size(): number {
     return this.#entries.size;
@@ -154,7 +154,7 @@ export class PreparedPresignatures {
 
   /**
    * Prepare the stored presignatures not yet here (after a restart), up to `limit`, yielding to
-   * the event loop between entries (≈ 10 ms of CPU each). Entries that no longer exist or do not
+   * the event loop between entries (≈ 30 ms of CPU each). Entries that no longer exist or do not
    * decode are skipped (a bad one is reported when it is taken).
    */
   async warm(store: SecureStore, log?: Logger, signal?: AbortSignal): Promise<number> {
