@@ -14,7 +14,10 @@
  *   has seen before (replayed across sessions), is rejected naming its sender.
  * - on receipt of all shares: RFC 9591 §5.3 aggregate(); when the group signature does not verify,
  *   every share is checked with §5.4 verify_signature_share and the failing signers are named.
- *   The runtime then echoes the shares before releasing the signature.
+ *   No echo round follows (`echoFinalRound: false`, as for CGGMP21 signing): the output is a
+ *   verified signature or an abort naming signers whose shares fail §5.4, so a share sent
+ *   differently to different signers can only make some of them abort with that blame, never
+ *   release something invalid (commitments, round 0, are still echoed inside round 1).
  *
  * Randomness: noble's commit() takes two 32-byte strings from the runtime's `RandomSource`
  * (hiding, then binding nonce randomness; RFC 9591 §4.1 nonce_generate), nothing else — so RFC
@@ -107,6 +110,7 @@ export function signProtocol(opts: SignOptions): ProtocolSpec<SignState, SignOut
   if (!(opts.message instanceof Uint8Array)) throw new TypeError('message: expected Uint8Array');
   return {
     name: TAG,
+    echoFinalRound: false,
     start(ctx) {
       const share = opts.keyShare;
       const m = opts.signers.length;
