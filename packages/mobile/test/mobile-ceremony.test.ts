@@ -291,4 +291,24 @@ describe('mobile signers through the coordinator relay (2 server + 2 mobile proc
     await inst.coord.db.query(`UPDATE devices SET status = 'REMOVED' WHERE device_id = $1`, [r.device_id]);
     vault.wipe();
   }, 30_000);
+  it('a device that disconnects mid-ceremony ends the ceremony at once (ABORTED), not at its deadline', async () => {
+    const victim = inst.mobiles[1];
+    if (!victim?.proc) throw new Error('no mobile process');
+    const t0 = Date.now();
+    const pending = gateway().sign({
+      keyId: signerKeyId(ceremonyUuid),
+      algorithm: 'ED25519',
+      parties: [server(0), server(1), device(1)],
+      derivationPath: [0, 9],
+      digests: [new TextEncoder().encode('device goes away')],
+      evidence: { intent: intent('t-gone'), policy: null, approvals: [], chainContext: '{}' },
+      deadline: new Date(Date.now() + 60_000),
+    });
+    await new Promise((r) => setTimeout(r, 30)); // the invitation is out (the device was online)
+    victim.proc.kill('SIGKILL');
+    const r = await pending;
+    expect(r.ok).toBe(false);
+    expect(JSON.stringify(r)).toMatch(/disconnected/);
+    expect(Date.now() - t0).toBeLessThan(20_000); // the deadline was 60 s away
+  }, 90_000);
 });

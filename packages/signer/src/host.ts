@@ -171,7 +171,9 @@ export async function createHost(opts: HostOptions): Promise<Host> {
         const { id } = frame.value;
         // exchanges run concurrently; responses are written one at a time, in completion order
         const p = onControl(from, frame.value.body).then((res) => {
-          writes = writes.then(() => lp.write(encodeControlFrame({ id, body: res })));
+          writes = writes.then(() =>
+            lp.write(encodeControlFrame({ id, body: res }), { signal: AbortSignal.timeout(30_000) }),
+          );
           return writes;
         });
         const tracked = p.catch((e: unknown) =>
@@ -308,31 +310,35 @@ export async function createHost(opts: HostOptions): Promise<Host> {
       return next;
     },
     async request(peerId, bytes, timeoutMs) {
+      // one deadline for the whole exchange: opening the stream, writing, and the response
+      const signal = AbortSignal.timeout(timeoutMs);
+      const expired = () => new Error(`control request to ${peerId} timed out after ${timeoutMs} ms`);
       for (let attempt = 0; ; attempt++) {
         const mux = await controlMux(peerId);
         const id = mux.nextId++;
         const response = new Promise<Uint8Array>((resolve, reject) => mux.pending.set(id, { resolve, reject }));
         response.catch(() => undefined);
         try {
-          mux.writes = mux.writes.then(() => mux.lp.write(encodeControlFrame({ id, body: bytes })));
+          mux.writes = mux.writes.then(() => mux.lp.write(encodeControlFrame({ id, body: bytes }), { signal }));
           await mux.writes;
         } catch (e) {
           mux.pending.delete(id);
           closeMux(peerId, mux, e);
+          if (signal.aborted) throw expired();
           if (attempt === 0) continue; // a stale stream (the signer restarted): once more on a new one
           throw e instanceof Error ? e : new Error('control request not sent');
         }
-        let timer: NodeJS.Timeout | undefined;
-        const timeout = new Promise<never>((_, reject) => {
-          timer = setTimeout(() => {
-            mux.pending.delete(id);
-            reject(new Error(`control request to ${peerId} timed out after ${timeoutMs} ms`));
-          }, timeoutMs);
-        });
+        const onAbort = () => {
+          const waiter = mux.pending.get(id);
+          mux.pending.delete(id);
+          waiter?.reject(expired());
+        };
+        if (signal.aborted) onAbort();
+        signal.addEventListener('abort', onAbort, { once: true });
         try {
-          return await Promise.race([response, timeout]);
+          return await response;
         } finally {
-          clearTimeout(timer);
+          signal.removeEventListener('abort', onAbort);
         }
       }
     },

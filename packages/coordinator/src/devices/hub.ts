@@ -37,6 +37,7 @@ import {
   DEFAULT_LIMITS,
   decodeControlResponse,
   deviceVerify,
+  Outcome,
   type StartCeremony,
   signControlRequest,
   type TransferIntent,
@@ -197,6 +198,14 @@ export class DeviceHub implements DeviceCeremonyPort {
     const conn = await this.waitOnline(deviceId, Number(start.deadlineUnixMs));
     const key = `${deviceId}/${bytesToHex(start.ceremonyId)}`;
     const answer = new Promise<CeremonyResult>((resolve) => this.answers.set(key, resolve));
+    // answered ABORTED if this connection closes first (the device cannot finish without it)
+    const gone = () =>
+      this.answers.get(key)?.({
+        ceremonyId: start.ceremonyId,
+        outcome: Outcome.ABORTED,
+        error: this.closed ? 'coordinator shutting down' : 'device disconnected during the ceremony',
+      });
+    conn.ws.once('close', gone);
     const signedControl = signControlRequest(
       { version: CONTROL_VERSION, issuedUnixMs: Date.now(), start },
       this.init.coordinator.secretKey,
@@ -205,6 +214,7 @@ export class DeviceHub implements DeviceCeremonyPort {
     try {
       return await answer;
     } finally {
+      conn.ws.off('close', gone);
       this.answers.delete(key);
     }
   }

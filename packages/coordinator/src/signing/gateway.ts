@@ -392,9 +392,9 @@ export function createSignerGateway(init: SignerGatewayInit): SignerGateway {
           deadlineUnixMs: req.deadline.getTime(),
           sign: presignatureId !== undefined ? { ...base, presignatureId } : base,
         };
-        const results = await dispatchCeremony(init, targets, start, req.signal, {
-          abortOnFailure: presignatureId !== undefined,
-        });
+        // a party that cannot take part (refused, unreachable, a device that went away) ends the
+        // ceremony everywhere at once instead of leaving the others to wait for the deadline
+        const results = await dispatchCeremony(init, targets, start, req.signal, { abortOnFailure: true });
         let result = mapSignResults(req, targets, results);
         const stale =
           presignatureId !== undefined &&
@@ -435,6 +435,7 @@ export async function presignCeremony(
   parties: readonly SignParty[],
   count: number,
   deadline: Date,
+  signal?: AbortSignal,
 ): Promise<{ ok: true; ids: string[] } | { ok: false; error: string }> {
   if (!Number.isSafeInteger(count) || count < 1 || count > 64) throw new RangeError('count: 1..64');
   const targets: PartyDispatch[] = [];
@@ -453,7 +454,7 @@ export async function presignCeremony(
     keyId,
     presignCount: count,
   };
-  const results = await dispatchCeremony(init, targets, start, undefined, { abortOnFailure: true });
+  const results = await dispatchCeremony(init, targets, start, signal, { abortOnFailure: true });
   const failed = results.filter((r) => r.result.outcome !== Outcome.OK);
   if (failed.length > 0)
     return {

@@ -50,6 +50,8 @@ export type PresignRunner = (
   parties: readonly SignParty[],
   count: number,
   deadline: Date,
+  /** Aborted when the pool stops: the ceremony is aborted on every party. */
+  signal?: AbortSignal,
 ) => Promise<{ ok: true; ids: string[] } | { ok: false; error: string }>;
 
 /** Canonical text of a signing set: `kind:id` (lower case), sorted, joined by `,`. */
@@ -64,6 +66,7 @@ export function signingSetKey(parties: readonly SignParty[]): string {
 export class PresignaturePool implements SigningAttemptLog {
   readonly options: PresignaturePoolOptions;
   readonly #inFlight = new Map<string, Promise<void>>();
+  readonly #abort = new AbortController();
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
 
@@ -90,9 +93,10 @@ export class PresignaturePool implements SigningAttemptLog {
     void this.scan().catch(() => {});
   }
 
-  /** Stop scanning and refilling; waits for the ceremonies in flight. */
+  /** Stop scanning and refilling; aborts the ceremonies in flight on every party and waits for them. */
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#abort.abort(new Error('presignature pool stopping'));
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = undefined;
     await Promise.allSettled([...this.#inFlight.values()]);
@@ -157,7 +161,7 @@ export class PresignaturePool implements SigningAttemptLog {
         const have = await this.size(keyId, parties);
         const count = Math.min(batch, target - have);
         if (count <= 0) return;
-        const r = await this.presign(keyId, parties, count, new Date(Date.now() + deadlineMs));
+        const r = await this.presign(keyId, parties, count, new Date(Date.now() + deadlineMs), this.#abort.signal);
         if (!r.ok) {
           error = r.error;
           next = new Date(Date.now() + retryMs);

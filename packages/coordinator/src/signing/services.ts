@@ -170,8 +170,8 @@ export async function createSigningServices(opts: SigningServicesOptions): Promi
   const ecdsa = opts.algorithms === undefined || opts.algorithms.includes(KeyAlgorithm.SECP256K1_ECDSA);
   const presignatures = new PresignaturePool(
     opts.db,
-    (keyId, parties, count, deadline) =>
-      presignCeremony({ control, devices: h, directory, prepare }, keyId, parties, count, deadline),
+    (keyId, parties, count, deadline, signal) =>
+      presignCeremony({ control, devices: h, directory, prepare }, keyId, parties, count, deadline, signal),
     { ...poolOpts, ...(ecdsa ? {} : { target: 0 }) },
     warn,
   );
