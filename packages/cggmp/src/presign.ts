@@ -54,7 +54,6 @@ import {
 } from '@custodian/paillier';
 import { bigintField, pointField, record, scalarField } from './codec.js';
 import { identifiers, type KeyShare } from './key-share.js';
-import { prepareSigning } from './sign.js';
 
 export const PRESIGN_TAG = 'custodian.cggmp.presign.v1';
 
@@ -509,9 +508,9 @@ export function presignProtocol(params: PresignParams): ProtocolSpec<PresignStat
           if (!G.sum(Ss).equals(G.mulPublic(Yadd, delta))) {
             throw new ProtocolAbort([], 'presign: ΣS_j ≠ δ·Y (culprit not identifiable)');
           }
-          // R with its fixed-base table (and the key's), so the online round is fixed-base only
+          // no fixed-base table here: a pool builds it (`prepareSigning`) for presignatures kept for
+          // later; a presignature used at once (cold signing) is cheaper without (GLV, ≈ 0.64 ms)
           const R = G.mulPublic(Gamma, G.inv(delta));
-          prepareSigning({ R, publicKey: state.publicKey });
           return {
             output: {
               signers: state.signers,

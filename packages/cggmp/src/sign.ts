@@ -143,8 +143,8 @@ export interface SigningContext {
 /**
  * Fixed-base tables for the points that online signing multiplies (so that the online round costs
  * fixed-base multiplications only). A key's public key Y gets one table per process (bounded cache,
- * keyed by its encoding; ≈ 85 ms once); a presignature's R gets its own table, built at the end of
- * presigning or by {@link prepareSigning} after a presignature is loaded from storage.
+ * keyed by its encoding; ≈ 85 ms once); a presignature kept in a pool gets a table on its R from
+ * {@link prepareSigning} (the signer's pool does this when it stores or reloads presignatures).
  */
 interface KeyEntry {
   /** Y with a fixed-base table attached. */
@@ -197,8 +197,8 @@ function encodeOnce(P: Secp256k1Point): Uint8Array {
 /**
  * Build the fixed-base tables one signing with this presignature uses (R's, ≈ 25 ms, and the key's
  * if not cached yet), so that the online round costs ≈ 3 fixed-base multiplications per party.
- * Presigning already does this for the presignatures it outputs; call it for presignatures decoded
- * from storage, ahead of the request. Optional: signing without it is correct, only slower.
+ * Call it for presignatures kept for later (a pool), ahead of the request; a presignature used at
+ * once is cheaper without it. Optional: signing without it is correct, only slower (≈ 0.5 ms).
  */
 export function prepareSigning(pub: Pick<PresignatureData, 'R' | 'publicKey'>): void {
   G.withTable(pub.R, PRESIGNATURE_WINDOW);

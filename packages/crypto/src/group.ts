@@ -57,7 +57,7 @@ export interface Group<P extends GroupPoint<P>> {
    * `window` bits (default 6: 44 windows × 32 points, ≈ 8 ms to build and ≈ 0.26 MB on secp256k1; width 8: ≈ 25 ms, 0.43 MB; width 10: ≈ 85 ms, 1.5 MB).
    * Later `mulPublic`/`mul` on the same instance use it (≈ 0.17 ms instead of ≈ 0.64 ms for
    * `mulPublic` on secp256k1 here). For points that are multiplied many times (a key's public key,
-   * a presignature's R). Returns the same instance.
+   * a presignature's R). Returns the same instance; a second call with the same window does nothing.
    */
   withTable(point: P, window?: number): P;
   /** Sum of points (identity for the empty list). */
@@ -111,6 +111,9 @@ interface PointCons<P> {
   Fn: { ORDER: bigint };
 }
 
+/** Window of the table built by `withTable` per point instance (so a second call does not rebuild it). */
+const tables = new WeakMap<object, number>();
+
 function makeGroup<P extends GroupPoint<P>>(
   name: CurveName,
   Point: PointCons<P>,
@@ -142,7 +145,8 @@ function makeGroup<P extends GroupPoint<P>>(
     withTable(point, window = 6) {
       if (!Number.isSafeInteger(window) || window < 2 || window > 16)
         throw new RangeError('withTable: window must be 2–16');
-      if (point.is0()) return point;
+      if (point.is0() || tables.get(point) === window) return point;
+      tables.set(point, window);
       point.precompute(window, true);
       point.multiplyUnsafe(3n); // builds the variable-time table now (noble keeps a separate one for constant-time use)
       return point;
