@@ -28,25 +28,22 @@ const disabled = (() => {
   }
 })();
 
-function remember<V>(map: Map<string, V>, k: string, v: V): V {
-  if (map.size >= CACHE_LIMIT) map.delete(map.keys().next().value as string);
-  map.set(k, v);
-  return v;
-}
-
 function publicKeyObject(publicKey: Uint8Array): KeyObject {
   const k = b64(publicKey);
-  return (
-    publicKeys.get(k) ??
-    remember(publicKeys, k, createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: k }, format: 'jwk' }))
-  );
+  let key = publicKeys.get(k);
+  if (!key) {
+    key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: k }, format: 'jwk' });
+    if (publicKeys.size >= CACHE_LIMIT) publicKeys.delete(publicKeys.keys().next().value as string);
+    publicKeys.set(k, key);
+  }
+  return key;
 }
 
 /**
- * Private key objects and public keys, per secret-key array (WeakMap: they live as long as the
+ * Private key objects, per secret-key array (WeakMap: they live as long as the
  * caller's array). Callers must not change a secret key array in place except to wipe it.
  */
-const privateKeys = new WeakMap<Uint8Array, { key: KeyObject | undefined; pub: Uint8Array }>();
+const privateKeys = new WeakMap<Uint8Array, { key: KeyObject | undefined }>();
 
 function privateEntry(secretKey: Uint8Array) {
   let e = privateKeys.get(secretKey);
@@ -60,7 +57,7 @@ function privateEntry(secretKey: Uint8Array) {
         key = undefined; // noble signs instead
       }
     }
-    e = { key, pub };
+    e = { key };
     privateKeys.set(secretKey, e);
   }
   return e;

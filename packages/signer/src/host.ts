@@ -84,6 +84,12 @@ async function openStream(
   return node.dialProtocol(dialAddr(peers, peerId), protocol, { signal, negotiateFully: false });
 }
 
+/** Is `e` what a libp2p stream read throws when the stream has ended (closed, reset, EOF)? */
+export function isStreamEnd(e: unknown): boolean {
+  const name = e instanceof Error ? e.name : '';
+  return name === 'UnexpectedEOFError' || name === 'StreamClosedError' || name === 'StreamStateError';
+}
+
 function dialAddr(peers: ReadonlyMap<string, readonly string[]>, peerId: string) {
   const addrs = peers.get(peerId);
   if (!addrs || addrs.length === 0) throw new Error(`peer ${peerId} has no configured address`);
@@ -98,8 +104,7 @@ async function readAll(stream: Stream, max: number, onFrame: (b: Uint8Array) => 
       frame = (await lp.read()).subarray();
     } catch (e) {
       // end of stream, or a frame above the limit / malformed length prefix
-      const msg = e instanceof Error ? e.name : '';
-      if (msg === 'UnexpectedEOFError' || msg === 'StreamClosedError' || msg === 'StreamStateError') return;
+      if (isStreamEnd(e)) return;
       throw e;
     }
     onFrame(frame);
@@ -162,8 +167,7 @@ export async function createHost(opts: HostOptions): Promise<Host> {
         try {
           raw = (await lp.read()).subarray();
         } catch (e) {
-          const name = e instanceof Error ? e.name : '';
-          if (name === 'UnexpectedEOFError' || name === 'StreamClosedError' || name === 'StreamStateError') break;
+          if (isStreamEnd(e)) break;
           throw e;
         }
         const frame = decodeControlFrame(raw, frameLimits);
@@ -257,9 +261,7 @@ export async function createHost(opts: HostOptions): Promise<Host> {
             waiter?.resolve(frame.value.body);
           }
         } catch (e) {
-          const name = e instanceof Error ? e.name : '';
-          const ended = name === 'UnexpectedEOFError' || name === 'StreamClosedError' || name === 'StreamStateError';
-          closeMux(peerId, mux, ended ? new Error(`control stream to ${peerId} closed`) : e);
+          closeMux(peerId, mux, isStreamEnd(e) ? new Error(`control stream to ${peerId} closed`) : e);
         }
       })();
       return mux;

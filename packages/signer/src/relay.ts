@@ -22,7 +22,7 @@ import { lpStream } from '@libp2p/utils';
 import { multiaddr } from '@multiformats/multiaddr';
 import { sha256 } from '@noble/hashes/sha2.js';
 import type { Logger } from 'pino';
-import type { Host } from './host.js';
+import { type Host, isStreamEnd } from './host.js';
 
 export const RELAY_PROTOCOL = '/custodian/relay/1';
 
@@ -173,8 +173,7 @@ export async function attachSignerRelay(
           opts.onEnvelope(f.peerId, f.envelope);
         }
       } catch (e) {
-        const name = e instanceof Error ? e.name : '';
-        if (name !== 'UnexpectedEOFError' && name !== 'StreamClosedError' && name !== 'StreamStateError')
+        if (!isStreamEnd(e))
           opts.log.warn({ peer: from, err: e instanceof Error ? e.message : String(e) }, 'relay stream failed');
       } finally {
         if (current === mine) current = undefined;
