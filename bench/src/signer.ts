@@ -47,7 +47,7 @@ const cid = () => {
 
 async function run(parties: readonly string[], start: Omit<StartCeremony, 'parties' | 'ceremonyId'>) {
   const req: StartCeremony = { ...start, ceremonyId: cid(), parties: parties.map((peerId) => ({ peerId })) };
-  const results = await Promise.all(parties.map((p) => client.startCeremony(p, req)));
+  const results = await Promise.all(client.startCeremonies(parties, req));
   for (const r of results) if (r.outcome !== Outcome.OK) throw new Error(`ceremony failed: ${r.error}`);
   return results[0] as NonNullable<(typeof results)[0]>;
 }

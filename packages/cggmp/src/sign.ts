@@ -84,6 +84,13 @@ export class Presignature {
 export interface SignOptions {
   /** Additive HD tweak δ (from `deriveSecp256k1(...).tweak`); 0 or absent signs under the master key. */
   readonly tweak?: bigint;
+  /**
+   * The child key Y' = Y + δ·G of this tweak when the caller has it already (a
+   * `ckdPubSecp256k1` node of `@custodian/crypto`: `point` and its 33-byte SEC1 `publicKey`), which
+   * saves one multiplication. It must be exactly that point: ρ commits to it and the signature
+   * reports it (verification itself uses Y and δ). Ignored when δ = 0.
+   */
+  readonly derived?: { readonly point: Secp256k1Point; readonly publicKey: Uint8Array };
 }
 
 /** A finished ECDSA signature. */
@@ -119,7 +126,7 @@ function tweakOf(opts: SignOptions): bigint {
 
 /** Child public key Y' = Y + δ·G (δ is public: variable time, on G's table). @throws RangeError if it is the identity */
 export function tweakedPublicKey(Y: Secp256k1Point, tweak: bigint): Secp256k1Point {
-  const Yc = Y.add(G.mulPublic(baseTable(), tweak));
+  const Yc = Y.add(G.mulBasePublic(tweak));
   if (Yc.is0()) throw new RangeError('tweak: child key is the identity');
   return Yc;
 }
@@ -138,6 +145,8 @@ export interface SigningContext {
   readonly r: bigint;
   /** child public key Y' = Y + δ·G */
   readonly Yc: Secp256k1Point;
+  /** Y' SEC1-compressed (33 bytes) */
+  readonly YcEncoded: Uint8Array;
 }
 
 /**
@@ -153,16 +162,10 @@ interface KeyEntry {
   readonly encoded: Uint8Array;
 }
 const KEY_CACHE_LIMIT = 16;
-/** Window of the tables of long-lived points (G, keys): 27 additions per multiplication, ≈ 85 ms and ≈ 1.5 MB once. */
+/** Window of the tables of long-lived points (keys; G's is the group's `mulBasePublic`): 27 additions per multiplication, ≈ 85 ms and ≈ 1.5 MB once. */
 const KEY_WINDOW = 10;
 /** Window of a presignature's R (built per presignature: 33 additions per multiplication, ≈ 25 ms, ≈ 0.43 MB). */
 export const PRESIGNATURE_WINDOW = 8;
-let base: Secp256k1Point | undefined;
-/** Our own instance of the generator with a width-10 table (noble's BASE keeps its own width-6 one). */
-function baseTable(): Secp256k1Point {
-  base ??= G.withTable(G.decodePoint(G.encodePoint(G.G), 'G'), KEY_WINDOW);
-  return base;
-}
 const keysByInstance = new WeakMap<Secp256k1Point, KeyEntry>();
 const keysByEncoding = new Map<string, KeyEntry>();
 const encodings = new WeakMap<Secp256k1Point, Uint8Array>();
@@ -196,7 +199,7 @@ function encodeOnce(P: Secp256k1Point): Uint8Array {
 
 /**
  * Build the fixed-base tables one signing with this presignature uses (R's, ≈ 25 ms, and the key's
- * if not cached yet), so that the online round costs ≈ 3 fixed-base multiplications per party.
+ * and the generator's if not built yet, ≈ 85 ms each once per process), so that the online round costs ≈ 3 fixed-base multiplications per party.
  * Call it for presignatures kept for later (a pool), ahead of the request; a presignature used at
  * once is cheaper without it. Optional: signing without it is correct, only slower (≈ 0.5 ms).
  */
@@ -204,6 +207,7 @@ export function prepareSigning(pub: Pick<PresignatureData, 'R' | 'publicKey'>): 
   G.withTable(pub.R, PRESIGNATURE_WINDOW);
   encodeOnce(pub.R);
   keyEntry(pub.publicKey);
+  G.prepareBase();
 }
 
 /** Values every party derives for one signature: m, δ, ρ, R' and r. */
@@ -211,12 +215,13 @@ export function signingContext(pub: PresignaturePublic, digest: Uint8Array, opts
   const m = messageScalar(digest);
   const delta = tweakOf(opts);
   const key = keyEntry(pub.publicKey);
-  const Yc = delta === 0n ? key.Y : tweakedPublicKey(key.Y, delta);
+  const Yc = delta === 0n ? key.Y : (opts.derived?.point ?? tweakedPublicKey(key.Y, delta));
+  const YcEncoded = delta === 0n ? key.encoded : (opts.derived?.publicKey ?? G.encodePoint(Yc));
   const h = sha256(
     canonicalEncode([
       `${SIGN_TAG}.rerandomise`,
       encodeOnce(pub.R),
-      delta === 0n ? key.encoded : G.encodePoint(Yc),
+      YcEncoded,
       digest,
       G.encodeScalar(delta),
       pub.signers.map((s) => BigInt(s)),
@@ -227,7 +232,7 @@ export function signingContext(pub: PresignaturePublic, digest: Uint8Array, opts
   const Rp = G.mulPublic(pub.R, rho);
   const r = G.mod(Rp.toAffine().x);
   if (r === 0n) throw new RangeError('signing: r = 0 (negligible); use another presignature');
-  return { m, delta, rho, Rp, r, Yc };
+  return { m, delta, rho, Rp, r, Yc, YcEncoded };
 }
 
 /**
@@ -262,7 +267,7 @@ function verifyWithInverse(
   const key = keyEntry(publicKey);
   const u1 = G.mod(m * w);
   const u2 = G.mod(r * w);
-  const X = G.mulPublic(baseTable(), G.mod(u1 + u2 * tweak)).add(G.mulPublic(key.Y, u2));
+  const X = G.mulBasePublic(G.mod(u1 + u2 * tweak)).add(G.mulPublic(key.Y, u2));
   if (X.is0()) return false;
   if (expectedR) return X.equals(expectedR);
   return G.mod(X.toAffine().x) === r;
@@ -346,7 +351,7 @@ export function combineSignature(
   const compact = new Uint8Array(64);
   compact.set(bigintToBytes(ctx.r, 32), 0);
   compact.set(bigintToBytes(s, 32), 32);
-  const publicKey = ctx.delta === 0n ? keyEntry(pub.publicKey).encoded : G.encodePoint(ctx.Yc);
+  const publicKey = ctx.YcEncoded;
   if (s === 0n || !verifyWithInverse(pub.publicKey, ctx.delta, ctx.m, ctx.r, w, high ? ctx.Rp.negate() : ctx.Rp)) {
     const bad = [...shares]
       .filter(([j, sigma]) => !verifySignatureShare(pub, j, sigma, digest, opts, ctx))

@@ -13,6 +13,7 @@ import {
   Presignature,
   type PresignatureData,
   presignProtocol,
+  type SignOptions,
   signProtocol,
 } from '../src/index.js';
 
@@ -92,17 +93,26 @@ export function runSign(
   presigs: readonly PresignatureData[],
   digest: Uint8Array,
   label: string,
-  opts: { tweak?: bigint; intercept?: Interceptor } = {},
+  /** `derived` (the child key of `tweak`) is given to the even positions only: both ways must agree on ρ. */
+  opts: { tweak?: bigint; derived?: SignOptions['derived']; intercept?: Interceptor } = {},
 ) {
   const sessionId = sid(label);
   const parties = presigs.map(
     (p, pos) =>
-      new Party(signProtocol({ presignature: new Presignature(p), digest, tweak: opts.tweak ?? 0n }), {
-        self: pos,
-        n: presigs.length,
-        sessionId,
-        rng: seededRandom(`${label}-${pos}`),
-      }),
+      new Party(
+        signProtocol({
+          presignature: new Presignature(p),
+          digest,
+          tweak: opts.tweak ?? 0n,
+          ...(opts.derived && pos % 2 === 0 ? { derived: opts.derived } : {}),
+        }),
+        {
+          self: pos,
+          n: presigs.length,
+          sessionId,
+          rng: seededRandom(`${label}-${pos}`),
+        },
+      ),
   );
   return simulate(parties, opts.intercept ? { intercept: opts.intercept } : {});
 }

@@ -1,5 +1,5 @@
 import { createHash, createPublicKey, createVerify } from 'node:crypto';
-import { bytesToHex, type Canonical, deriveSecp256k1, secp256k1Group as G } from '@custodian/crypto';
+import { bytesToHex, type Canonical, ckdPubSecp256k1, deriveSecp256k1, secp256k1Group as G } from '@custodian/crypto';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { HDKey } from '@scure/bip32';
 import fc from 'fast-check';
@@ -121,17 +121,29 @@ describe('presignature safety', () => {
     expect(() => signShare(new Presignature(pre[0]!), new Uint8Array(31))).toThrow(RangeError);
   });
 
-  it('random messages and tweaks always give valid signatures (fast-check)', () => {
+  it('random messages and tweaks always give valid signatures, with or without the derived child key (fast-check)', () => {
     const shares = fixtureShares('2of2');
-    const Y = G.encodePoint(shares[0]!.core.publicKey);
-    const pool = Array.from({ length: 3 }, (_, k) => presigs('2of2', [0, 1], `pool-${k}`));
+    const core = shares[0]!.core;
+    const Y = G.encodePoint(core.publicKey);
+    const pool = Array.from({ length: 4 }, (_, k) => presigs('2of2', [0, 1], `pool-${k}`));
     let used = 0;
     fc.assert(
-      fc.property(fc.uint8Array({ minLength: 1, maxLength: 64 }), fc.nat(20), (msg, idx) => {
+      fc.property(fc.uint8Array({ minLength: 1, maxLength: 64 }), fc.nat(20), fc.boolean(), (msg, idx, given) => {
         const pre = pool[used++]!;
-        const child = deriveSecp256k1(Y, shares[0]!.core.chainCode, [idx]);
-        const res = runSign(pre, sha256(msg), `fc-${used}`, { tweak: child.tweak });
+        const child = deriveSecp256k1(Y, core.chainCode, [idx]);
+        const node = ckdPubSecp256k1(
+          { point: core.publicKey, publicKey: Y, chainCode: core.chainCode, tweak: 0n },
+          idx,
+        );
+        expect(node.tweak).toBe(child.tweak);
+        expect(bytesToHex(node.publicKey)).toBe(bytesToHex(child.publicKey));
+        const res = runSign(pre, sha256(msg), `fc-${used}`, {
+          tweak: child.tweak,
+          ...(given ? { derived: node } : {}),
+        });
+        expect(res.aborted.every((a) => a === undefined)).toBe(true);
         expectValid(res.outputs[0]!, child.publicKey, msg);
+        expect(bytesToHex(res.outputs[0]!.publicKey)).toBe(bytesToHex(child.publicKey));
       }),
       { numRuns: pool.length },
     );

@@ -22,7 +22,7 @@
 import { hmac } from '@noble/hashes/hmac.js';
 import { sha512 } from '@noble/hashes/sha2.js';
 import { abytes, bytesToBigint, concatBytes, u32be } from './bytes.js';
-import { ed25519Group, secp256k1Group } from './group.js';
+import { ed25519Group, type Secp256k1Point, secp256k1Group } from './group.js';
 
 /** First hardened child index, 2^31 (BIP32 §"Child key derivation (CKD) functions"). */
 export const HARDENED_OFFSET = 0x8000_0000;
@@ -185,23 +185,54 @@ export function deriveSecp256k1(
   chainCode: Uint8Array,
   path: readonly number[] | string,
 ): DerivedChildKey {
-  const G = secp256k1Group;
   const indices = parseDerivationPath(path);
-  let point = G.decodePoint(publicKey, 'publicKey');
-  let c: Uint8Array = Uint8Array.from(abytes(chainCode, 'chainCode', 32));
-  let tweak = 0n;
+  let node: Secp256k1ChildNode = {
+    point: secp256k1Group.decodePoint(publicKey, 'publicKey'),
+    publicKey: Uint8Array.from(publicKey),
+    chainCode: Uint8Array.from(abytes(chainCode, 'chainCode', 32)),
+    tweak: 0n,
+  };
   indices.forEach((index, k) => {
-    const [il, ir] = hmacSplit(c, concatBytes(G.encodePoint(point), u32be(index)));
-    const t = bytesToBigint(il);
-    if (t >= G.order) throw new Bip32InvalidChildError('secp256k1', index, k + 1, 'tweak-out-of-range');
-    // t = I_L is computed from public data only (parent key, chain code, index): variable time is fine
-    const child = point.add(G.mulPublic(G.G, t));
-    if (child.is0()) throw new Bip32InvalidChildError('secp256k1', index, k + 1, 'point-at-infinity');
-    point = child;
-    c = ir;
-    tweak = G.mod(tweak + t);
+    node = ckdPubSecp256k1(node, index, k + 1);
   });
-  return { publicKey: G.encodePoint(point), chainCode: c, tweak, path: indices };
+  return { publicKey: node.publicKey, chainCode: node.chainCode, tweak: node.tweak, path: indices };
+}
+
+/** A node of a secp256k1 derivation: the point, its encoding, chain code and tweak from the root. */
+export interface Secp256k1ChildNode {
+  /** The public key as a point (validated). */
+  readonly point: Secp256k1Point;
+  /** Its SEC1-compressed encoding (33 bytes). */
+  readonly publicKey: Uint8Array;
+  /** Chain code, 32 bytes. */
+  readonly chainCode: Uint8Array;
+  /** Additive tweak δ mod n from the root this node was derived from (0 for a root). */
+  readonly tweak: bigint;
+}
+
+/**
+ * One BIP32 CKDpub step (see {@link deriveSecp256k1}) from an already decoded parent, for callers
+ * that walk and memoise paths (a signer deriving under the same prefixes for every request): no
+ * point decoding, one variable-time multiplication on the generator's width-10 table
+ * (`mulBasePublic`; I_L is public), one addition and one encoding.
+ * @param parent a node from {@link deriveSecp256k1}'s walk or built from a decoded key (its
+ *   `publicKey` must be the encoding of `point`: it is what the HMAC commits to)
+ * @param index non-hardened child index in [0, 2^31)
+ * @param position 1-based position of `index` in its path (named in errors)
+ * @returns the child node, with tweak = parent.tweak + I_L mod n
+ * @throws RangeError for a hardened or malformed index; {@link Bip32InvalidChildError} when
+ *   parse256(I_L) ≥ n or the child is the point at infinity
+ */
+export function ckdPubSecp256k1(parent: Secp256k1ChildNode, index: number, position = 1): Secp256k1ChildNode {
+  const G = secp256k1Group;
+  checkIndex(index, position);
+  const [il, ir] = hmacSplit(parent.chainCode, concatBytes(parent.publicKey, u32be(index)));
+  const t = bytesToBigint(il);
+  if (t >= G.order) throw new Bip32InvalidChildError('secp256k1', index, position, 'tweak-out-of-range');
+  // t = I_L is computed from public data only (parent key, chain code, index): variable time is fine
+  const point = parent.point.add(G.mulBasePublic(t));
+  if (point.is0()) throw new Bip32InvalidChildError('secp256k1', index, position, 'point-at-infinity');
+  return { point, publicKey: G.encodePoint(point), chainCode: ir, tweak: G.mod(parent.tweak + t) };
 }
 
 /**

@@ -70,6 +70,18 @@ describe.each([secp256k1Group, ed25519Group] as const)('$name group', (g) => {
     expect(() => g.withTable(plain as never, 1)).toThrow(RangeError);
     expect(g.withTable(g.identity as never).is0()).toBe(true);
   });
+
+  it("mulBasePublic (the generator on the group's width-10 table) equals mulBase, 0 and q − 1 included", () => {
+    g.prepareBase();
+    g.prepareBase(); // idempotent
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max: g.order - 1n }), (k) => {
+        expect(g.mulBasePublic(k).equals(g.mulBase(k) as never)).toBe(true);
+      }),
+      { numRuns: 40, examples: [[0n], [1n], [g.order - 1n]] },
+    );
+    expect(g.mulBasePublic(g.order + 2n).equals(g.mulBase(2n) as never)).toBe(true);
+  });
 });
 
 describe('ed25519 specifics', () => {

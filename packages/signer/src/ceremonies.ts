@@ -29,7 +29,14 @@ import {
   presignProtocol,
   validateKeyShare as validateEcdsaKeyShare,
 } from '@custodian/cggmp';
-import { bytesToHex, canonicalEncode, deriveSecp256k1, secp256k1Group } from '@custodian/crypto';
+import {
+  bytesToHex,
+  canonicalEncode,
+  ckdPubSecp256k1,
+  type Secp256k1ChildNode,
+  type Secp256k1Point,
+  secp256k1Group,
+} from '@custodian/crypto';
 import {
   decodeKeyShare,
   dkgProtocol,
@@ -263,8 +270,9 @@ function failure(
   return { ceremonyId, outcome: Outcome.ABORTED, error: c && c.status === 'cancelled' ? c.reason : 'failed' };
 }
 
-function record(ceremonyId: Uint8Array, start: StartCeremony, result: CeremonyResult): StoreOp {
+function record(ceremonyId: Uint8Array, start: StartCeremony, result: CeremonyResult, pending = false): StoreOp {
   const value = {
+    ...(pending ? { pending: true } : {}),
     ceremonyId: bytesToHex(ceremonyId),
     kind: start.kind,
     parties: start.parties.map((p) => p.peerId),
@@ -280,16 +288,74 @@ function record(ceremonyId: Uint8Array, start: StartCeremony, result: CeremonyRe
 }
 
 /**
+ * What must be durable before this signer's signature share leaves the process (DESIGN §3): the
+ * ceremony's pending record (the ceremony id is then used for good) and, with enforcement, the
+ * transfer's ledger entry (so a share never leaves unaccounted, even if the peers then abort). One
+ * synced batch, written once; a pooled ECDSA signature writes it together with the presignature's
+ * deletion. `ready` is the check that the ceremony id is unused (read while the request is
+ * prepared); nothing is written before it passes.
+ */
+class ReleaseGate {
+  #written: Promise<void> | undefined;
+  #done = false;
+  constructor(
+    private readonly store: SecureStore,
+    private readonly ready: Promise<void>,
+    private readonly ops: readonly StoreOp[],
+  ) {}
+
+  /** Has the batch been written? */
+  get written(): boolean {
+    return this.#done;
+  }
+
+  /** Wait for a write that was started (success or not). */
+  async settled(): Promise<void> {
+    await this.#written?.catch(() => undefined);
+  }
+
+  /** Write the batch with `extra` ops (the first caller's extra only); later calls await the same write. */
+  commit(extra: readonly StoreOp[] = []): Promise<void> {
+    this.#written ??= (async () => {
+      await this.ready;
+      await this.store.batch([...extra, ...this.ops]);
+      this.#done = true;
+    })();
+    return this.#written;
+  }
+}
+
+/** Ceremony ids being run, per store (a second request with the same id is refused at once). */
+const running = new WeakMap<SecureStore, Set<string>>();
+
+/**
  * Execute a StartCeremony request. Never throws for bad requests or failed protocols: the result
- * says REFUSED, ABORTED (with blame) or DEADLINE_EXCEEDED. Exactly one store batch is written: the
- * ceremony's outputs (only on success) together with its audit record.
+ * says REFUSED, ABORTED (with blame) or DEADLINE_EXCEEDED. A key ceremony writes one store batch:
+ * its outputs (only on success) together with its audit record. A signing ceremony writes its
+ * pending record and ledger entry before its first share leaves ({@link ReleaseGate}, synced) and
+ * its final record after, while the answer goes out (not synced and not awaited: the pending one
+ * is durable; the store's close waits for it); one that fails before any share left writes only
+ * the final record, synced, before answering.
  */
 export async function runCeremony(ctx: CeremonyContext, start: StartCeremony): Promise<CeremonyResult> {
   const ceremonyId = start.ceremonyId instanceof Uint8Array ? start.ceremonyId : new Uint8Array(0);
-  const log = ctx.log.child({ ceremony: bytesToHex(ceremonyId).slice(0, 16), kind: start.kind });
+  const idHex = bytesToHex(ceremonyId);
+  const log = ctx.log.child({ ceremony: idHex.slice(0, 16), kind: start.kind });
+  let ids = running.get(ctx.store);
+  if (!ids) running.set(ctx.store, (ids = new Set()));
+  let gate: ReleaseGate | undefined;
+  let claimed = false;
   try {
     if (ceremonyId.length < 16 || ceremonyId.length > 64) throw new Refused('ceremonyId: 16..64 bytes');
-    if (await ctx.store.get('ceremonies', bytesToHex(ceremonyId))) throw new Refused('ceremony id already used');
+    if (ids.has(idHex)) throw new Refused('ceremony id already used');
+    ids.add(idHex);
+    claimed = true;
+    // read while the request is prepared; awaited before anything is written
+    const unused = ctx.store.get('ceremonies', idHex).then((v) => {
+      if (v) throw new Refused('ceremony id already used');
+    });
+    unused.catch(() => undefined);
+    if (start.kind !== CeremonyKind.SIGN) await unused;
     const now = Date.now();
     const deadline = Number(start.deadlineUnixMs);
     if (!Number.isSafeInteger(deadline) || deadline <= now || deadline > now + MAX_DEADLINE_MS) {
@@ -309,10 +375,20 @@ export async function runCeremony(ctx: CeremonyContext, start: StartCeremony): P
       case CeremonyKind.SIGN: {
         verdict = await enforce(ctx, start);
         try {
-          ({ result, ops } = await sign(ctx, start, ceremonyId, parties, self, deadline));
-          // the ledger entry is written in the same batch as the ceremony record, only with a signature
-          if (verdict && result.outcome === Outcome.OK) ops = [...ops, ...verdict.ledgerOps];
-          await ctx.store.batch([...ops, record(ceremonyId, start, result)]);
+          const pending = record(ceremonyId, start, { ceremonyId, outcome: Outcome.UNSPECIFIED }, true);
+          gate = new ReleaseGate(ctx.store, unused, [...(verdict?.ledgerOps ?? []), pending]);
+          ({ result, ops } = await sign(ctx, start, ceremonyId, parties, self, deadline, gate));
+          await unused; // a duplicate id that failed before its gate must not overwrite the old record
+          const final = [...ops, record(ceremonyId, start, result)];
+          if (gate.written && ops.length === 0) {
+            // the pending record is durable: the outcome is written while the answer goes out
+            // (a crash in between leaves the pending record, which says what was released)
+            void ctx.store.batch(final, { sync: false }).catch((err: unknown) => {
+              log.error({ err: err instanceof Error ? err.message : String(err) }, 'final ceremony record not written');
+            });
+          } else {
+            await ctx.store.batch(final);
+          }
         } finally {
           verdict?.release();
         }
@@ -336,7 +412,9 @@ export async function runCeremony(ctx: CeremonyContext, start: StartCeremony): P
       ctx.recordCache?.delete(start.keyId ?? '');
     }
     await ctx.nonceLedger.flush();
-    if (ctx.primePool) ctx.primePool.fill(ctx.primePoolTarget ?? 0);
+    // only key creation and refresh consume safe primes (a refill scans the pool)
+    if (ctx.primePool && (start.kind === CeremonyKind.MASTER_KEY || start.kind === CeremonyKind.REFRESH))
+      ctx.primePool.fill(ctx.primePoolTarget ?? 0);
     log.info({ outcome: result.outcome, blame: result.blame }, 'ceremony finished');
     return result;
   } catch (e) {
@@ -345,11 +423,21 @@ export async function runCeremony(ctx: CeremonyContext, start: StartCeremony): P
     } else {
       log.warn({ reason: e.message }, 'ceremony refused');
     }
-    return {
+    const result: CeremonyResult = {
       ceremonyId,
       outcome: e instanceof Refused ? Outcome.REFUSED : Outcome.ABORTED,
       error: e instanceof Error ? e.message : 'failed',
     };
+    // a pending record (shares may have left) gets its outcome
+    await gate?.settled();
+    if (gate?.written) {
+      await ctx.store.batch([record(ceremonyId, start, result)], { sync: false }).catch((err: unknown) => {
+        log.error({ err: err instanceof Error ? err.message : String(err) }, 'final ceremony record not written');
+      });
+    }
+    return result;
+  } finally {
+    if (claimed) ids.delete(idHex);
   }
 }
 
@@ -541,6 +629,7 @@ async function sign(
   parties: SessionParty[],
   self: number,
   deadline: number,
+  gate: ReleaseGate,
 ): Promise<{ result: CeremonyResult; ops: StoreOp[] }> {
   const req = start.sign;
   if (!req) throw new Refused('sign: missing sign request');
@@ -549,7 +638,7 @@ async function sign(
   const entry = rec.keys.find((k) => k.algorithm === req.algorithm);
   if (!entry) throw new Refused(`key ${req.keyId} has no key for algorithm ${req.algorithm}`);
   if (parties.length < rec.threshold) throw new Refused(`need at least ${rec.threshold} signers`);
-  if (entry.suite === 'cggmp') return ecdsaSign(ctx, start, ceremonyId, parties, deadline, rec);
+  if (entry.suite === 'cggmp') return ecdsaSign(ctx, start, ceremonyId, parties, deadline, rec, gate);
   const signers = parties.map((p, i) => {
     const pos = rec.parties.indexOf(p.peerId);
     if (pos < 0) throw new Refused(`parties[${i}]: not a party of key ${req.keyId}`);
@@ -565,6 +654,7 @@ async function sign(
   const share = await loadShare(ctx, req.keyId, entry.suite as SuiteName);
   const merkleRoot = req.taprootMerkleRoot ?? new Uint8Array(0);
   if (merkleRoot.length !== 0 && merkleRoot.length !== 32) throw new Refused('taprootMerkleRoot: empty or 32 bytes');
+  await gate.commit();
   const outs = await Promise.all(
     digests.map((digest, i) =>
       ctx.runner.run<SignOutput>({
@@ -608,35 +698,45 @@ async function sign(
   };
 }
 
-/** Entries of {@link derivedTweak}'s memo (≈ 200 bytes each). */
+/** Entries of {@link derivedChild}'s memo (≈ 300 bytes each). */
 const DERIVATION_CACHE_LIMIT = 4096;
-const derivations = new Map<string, { publicKey: Uint8Array; chainCode: Uint8Array; tweak: bigint }>();
+const derivations = new Map<string, Secp256k1ChildNode>();
+const rootIds = new WeakMap<Secp256k1Point, { hex: string; encoded: Uint8Array }>();
 
 /**
- * The additive tweak δ of a non-hardened BIP32 path (`deriveSecp256k1`), memoised per key and
- * path prefix: derivation is public data, each level costs a point decoding and a multiplication
- * (≈ 0.3 ms), and a wallet signs under the same few prefixes (and hot addresses) again and again.
- * Deriving the path one level at a time from its longest memoised prefix gives the same δ (CKDpub
- * composes: the child's tweaks add up).
+ * The child key of a non-hardened BIP32 path (`deriveSecp256k1`: point, encoding, chain code and
+ * additive tweak δ), memoised per key and path prefix: derivation is public data, each level costs
+ * a multiplication, an HMAC and an encoding (≈ 0.2 ms), and a wallet signs under the same few
+ * prefixes (and hot addresses) again and again. The path is derived one level at a time
+ * (`ckdPubSecp256k1`) from its longest memoised prefix, which gives the same child (CKDpub
+ * composes: the tweaks add up); the master point is used as it is, never decoded again.
+ * @param publicKey the master key (a validated point, e.g. a key share's Y)
+ * @param chainCode its chain code, 32 bytes
+ * @throws as `ckdPubSecp256k1` (a hardened index, an invalid child)
  */
-export function derivedTweak(publicKey: Uint8Array, chainCode: Uint8Array, path: readonly number[]): bigint {
-  const root = `${bytesToHex(publicKey)}.${bytesToHex(chainCode)}`;
+export function derivedChild(
+  publicKey: Secp256k1Point,
+  chainCode: Uint8Array,
+  path: readonly number[],
+): Secp256k1ChildNode {
+  let id = rootIds.get(publicKey);
+  if (!id) {
+    const encoded = secp256k1Group.encodePoint(publicKey);
+    id = { hex: bytesToHex(encoded), encoded };
+    rootIds.set(publicKey, id);
+  }
+  const root = `${id.hex}.${bytesToHex(chainCode)}`;
   let k = path.length;
-  let node: { publicKey: Uint8Array; chainCode: Uint8Array; tweak: bigint } | undefined;
+  let node: Secp256k1ChildNode | undefined;
   for (; k > 0 && !node; k--) node = derivations.get(`${root}/${path.slice(0, k).join('/')}`);
   if (node) k++;
-  let cur = node ?? { publicKey, chainCode, tweak: 0n };
+  let cur: Secp256k1ChildNode = node ?? { point: publicKey, publicKey: id.encoded, chainCode, tweak: 0n };
   for (let j = k; j < path.length; j++) {
-    const step = deriveSecp256k1(cur.publicKey, cur.chainCode, [path[j] as number]);
-    cur = {
-      publicKey: step.publicKey,
-      chainCode: step.chainCode,
-      tweak: secp256k1Group.mod(cur.tweak + step.tweak),
-    };
+    cur = ckdPubSecp256k1(cur, path[j] as number, j + 1);
     if (derivations.size >= DERIVATION_CACHE_LIMIT) derivations.delete(derivations.keys().next().value as string);
     derivations.set(`${root}/${path.slice(0, j + 1).join('/')}`, cur);
   }
-  return cur.tweak;
+  return cur;
 }
 
 /**
@@ -651,6 +751,7 @@ async function ecdsaSign(
   parties: SessionParty[],
   deadline: number,
   rec: KeyRecord,
+  gate: ReleaseGate,
 ): Promise<{ result: CeremonyResult; ops: StoreOp[] }> {
   const req = start.sign as NonNullable<StartCeremony['sign']>;
   const digests = req.digests ?? [];
@@ -663,20 +764,25 @@ async function ecdsaSign(
   const { signers, ordered, self } = signingSet(ctx, rec, parties);
   const pooled = req.presignatureId ?? '';
   if (pooled !== '' && digests.length !== 1) throw new Refused('presignatureId: signs exactly one digest');
-  // the pooled presignature is read (and durably deleted) while the path is derived
-  const taking = pooled !== '' ? takePresignature(ctx.store, req.keyId, signers, pooled, ctx.prepared) : undefined;
+  // the pooled presignature is read, and its deletion written with the gate's batch, while the path
+  // is derived and the share computed; the share leaves only once that batch is durable
+  const taking =
+    pooled !== ''
+      ? takePresignature(ctx.store, req.keyId, signers, pooled, ctx.prepared, (ops) => gate.commit(ops))
+      : undefined;
   taking?.catch(() => undefined);
-  const tweak =
-    path.length > 0 ? derivedTweak(secp256k1Group.encodePoint(share.core.publicKey), share.core.chainCode, path) : 0n;
+  const derived = path.length > 0 ? derivedChild(share.core.publicKey, share.core.chainCode, path) : undefined;
+  const tweak = derived?.tweak ?? 0n;
   const common = { parties: ordered, self, secretKey: ctx.secretKey, deadline, group: bytesToHex(ceremonyId) };
+  let deleted: Promise<void> | undefined;
   const outs = await Promise.all(
     digests.map(async (digest, i): Promise<SessionOutcome<EcdsaSignature>> => {
       let data: PresignatureData;
       if (taking) {
-        // deleted from the store (durably) before the signature share can leave
         const taken = await taking;
         if (!taken) throw new Refused(`presignature ${pooled} unknown or already used`);
-        data = taken;
+        data = taken.data;
+        deleted = taken.deleted;
       } else {
         const pre = await ctx.runner.run<PresignatureData>({
           ...common,
@@ -686,15 +792,23 @@ async function ecdsaSign(
         });
         if (pre.status !== 'ok') return pre;
         data = pre.output;
+        await gate.commit();
       }
       return ctx.runner.run<EcdsaSignature>({
         ...common,
         sessionId: sessionId(ceremonyId, `cggmp.sign.${i}`),
-        spec: ecdsaSignProtocol({ presignature: new Presignature(data), digest: Uint8Array.from(digest), tweak }),
+        spec: ecdsaSignProtocol({
+          presignature: new Presignature(data),
+          digest: Uint8Array.from(digest),
+          tweak,
+          ...(derived ? { derived } : {}),
+        }),
         label: `cggmp.sign.${i}`,
+        ...(deleted ? { releaseAfter: deleted } : {}),
       });
     }),
   );
+  await deleted; // its failure (a used ceremony id, a store error) is the ceremony's, not a peer's
   if (!outs.every((o) => o.status === 'ok')) return { result: failure(ceremonyId, outs, ordered), ops: [] };
   const signatures: SignatureInfo[] = outs.map((o, i) => {
     const sig = (o as { output: EcdsaSignature }).output;

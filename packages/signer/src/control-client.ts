@@ -54,20 +54,40 @@ export class ControlClient {
     body: Omit<ControlRequest, 'version' | 'issuedUnixMs'>,
     timeoutMs = 60_000,
   ): Promise<ControlResponse> {
-    const req: ControlRequest = { version: CONTROL_VERSION, issuedUnixMs: Date.now(), ...body };
-    const res = decodeControlResponse(
-      await this.host.request(peerId, signControlRequest(req, this.secretKey), timeoutMs),
-    );
-    if (!res.ok) throw new Error(`control response from ${peerId}: ${res.rejection.reason}`);
-    return res.value;
+    return this.exchange(peerId, this.sign(body), timeoutMs);
   }
 
   /** Ask one signer to run its part of a ceremony; resolves with its result. */
   async startCeremony(peerId: string, start: StartCeremony, timeoutMs?: number): Promise<CeremonyResult> {
+    const [result] = this.startCeremonies([peerId], start, timeoutMs);
+    return result as Promise<CeremonyResult>;
+  }
+
+  /**
+   * Ask several signers to run their parts of one ceremony. The request is signed once and the
+   * same bytes go to every signer (a request names no receiver, and each signer keeps its own
+   * replay window), so the last signer starts as early as the first.
+   * @param timeoutMs for each exchange (default: the ceremony's deadline plus 10 s)
+   * @returns one promise per peer id, in order; each rejects as {@link send} does
+   */
+  startCeremonies(peerIds: readonly string[], start: StartCeremony, timeoutMs?: number): Promise<CeremonyResult>[] {
     const deadline = timeoutMs ?? Math.max(1000, start.deadlineUnixMs - Date.now() + 10_000);
-    const res = await this.send(peerId, { start }, deadline);
-    if (!res.result) throw new Error(`control response from ${peerId}: no result`);
-    return res.result;
+    const signed = this.sign({ start });
+    return peerIds.map(async (peerId) => {
+      const res = await this.exchange(peerId, signed, deadline);
+      if (!res.result) throw new Error(`control response from ${peerId}: no result`);
+      return res.result;
+    });
+  }
+
+  private sign(body: Omit<ControlRequest, 'version' | 'issuedUnixMs'>): Uint8Array {
+    return signControlRequest({ version: CONTROL_VERSION, issuedUnixMs: Date.now(), ...body }, this.secretKey);
+  }
+
+  private async exchange(peerId: string, signed: Uint8Array, timeoutMs: number): Promise<ControlResponse> {
+    const res = decodeControlResponse(await this.host.request(peerId, signed, timeoutMs));
+    if (!res.ok) throw new Error(`control response from ${peerId}: ${res.rejection.reason}`);
+    return res.value;
   }
 
   /** Query a signer's status. */
@@ -128,7 +148,7 @@ export class PresignaturePoolKeeper {
             keyId: this.keyId,
             presignCount: count,
           };
-          const results = await Promise.all(this.signers.map((p) => this.client.startCeremony(p, start)));
+          const results = await Promise.all(this.client.startCeremonies(this.signers, start));
           const sets = results.map((r) => new Set(r.outcome === Outcome.OK ? (r.presignatureIds ?? []) : []));
           const common = [...(sets[0] ?? [])].filter((id) => sets.every((s) => s.has(id)));
           if (common.length === 0)

@@ -154,10 +154,15 @@ export class PreparedPresignatures {
 
   /**
    * Prepare the stored presignatures not yet here (after a restart), up to `limit`, yielding to
-   * the event loop between entries (≈ 30 ms of CPU each). Entries that no longer exist or do not
+   * the event loop between entries (≈ 30 ms of CPU each), after the generator's table that every
+   * ECDSA verification and HD derivation uses (`prepareBase`, ≈ 85 ms once), so the first
+   * signature after a start does not pay for it. Entries that no longer exist or do not
    * decode are skipped (a bad one is reported when it is taken).
    */
   async warm(store: SecureStore, log?: Logger, signal?: AbortSignal): Promise<number> {
+    await new Promise((r) => setImmediate(r));
+    if (signal?.aborted) return 0;
+    secp256k1Group.prepareBase();
     let n = 0;
     for (const key of await store.keys('presignatures')) {
       if (this.#entries.size >= this.limit || signal?.aborted) break;
@@ -186,11 +191,22 @@ export class PreparedPresignatures {
   }
 }
 
+/** Storage keys of presignatures being taken, per store: claimed before the first await. */
+const taking = new WeakMap<SecureStore, Set<string>>();
+
 /**
- * Take a presignature out of the store: read it, then delete it in its own (synced) batch, and only
- * then return it (the caller's signature share is computed after the deletion is durable).
+ * Take a presignature out of the store: read it and start its deletion. The caller computes its
+ * signature share while the deletion is written, and must let nothing that depends on the share
+ * leave before `deleted` resolves (the runner's `releaseAfter`): a presignature can never sign
+ * twice, even across a crash or a power cut. Two requests for the same presignature at once cannot
+ * both get it: the key is claimed in memory before the read (until the deletion is written), and
+ * a second taker gets undefined, as for a used one.
  * @param prepared the node's prepared public parts (the entry is used and dropped)
- * @returns undefined when no such presignature exists (never made, or already used)
+ * @param commit writes the deletion instead of a plain synced batch, e.g. together with what else
+ *   must be durable before the share leaves (the ceremony's pending record and ledger entry)
+ * @returns the presignature and its durable deletion; undefined when no such presignature exists
+ *   (never made, already used, being used)
+ * @throws RangeError / TypeError for a stored presignature that does not decode (nothing deleted)
  */
 export async function takePresignature(
   store: SecureStore,
@@ -198,14 +214,30 @@ export async function takePresignature(
   signers: readonly number[],
   id: string,
   prepared?: PreparedPresignatures,
-): Promise<PresignatureData | undefined> {
+  commit: (ops: StoreOp[]) => Promise<void> = (ops) => store.batch(ops),
+): Promise<{ data: PresignatureData; deleted: Promise<void> } | undefined> {
   const key = `${presignPrefix(keyId, signers)}${id}`;
-  const entry = prepared?.take(key);
-  const bytes = await store.get('presignatures', key);
-  if (!bytes) return undefined;
-  const data = decodePresignature(bytes, entry);
-  await store.batch([{ type: 'del', sublevel: 'presignatures', key }]);
-  return data;
+  let claimed = taking.get(store);
+  if (!claimed) taking.set(store, (claimed = new Set()));
+  if (claimed.has(key)) return undefined;
+  claimed.add(key);
+  const unclaim = () => claimed.delete(key);
+  let data: PresignatureData;
+  try {
+    const entry = prepared?.take(key);
+    const bytes = await store.get('presignatures', key);
+    if (!bytes) {
+      unclaim();
+      return undefined;
+    }
+    data = decodePresignature(bytes, entry);
+  } catch (e) {
+    unclaim();
+    throw e;
+  }
+  const deleted = commit([{ type: 'del', sublevel: 'presignatures', key }]).finally(unclaim);
+  deleted.catch(() => undefined);
+  return { data, deleted };
 }
 
 /** Pool sizes: `<keyId>/<signing set>` → count. */

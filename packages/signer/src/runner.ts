@@ -55,6 +55,13 @@ export interface SessionParams<O> {
   readonly label?: string;
   /** Group the session belongs to (the ceremony id, hex), for {@link CeremonyRunner.cancelGroup}. */
   readonly group?: string;
+  /**
+   * Hold what leaves this party until this settles: messages are computed and sealed at once but
+   * handed to the transport, and the output returned, only after it resolves; if it rejects, the
+   * session is cancelled and nothing was sent. For a write that must be durable before a share
+   * leaves (a pooled presignature's deletion), so the write and the computation overlap.
+   */
+  readonly releaseAfter?: Promise<unknown>;
 }
 
 /** How a session ended. */
@@ -70,6 +77,8 @@ interface Live {
   readonly wire: SessionWire;
   readonly digests: Set<string>;
   readonly finish: (o: SessionOutcome<unknown>) => void;
+  /** {@link SessionParams.releaseAfter}: true once it resolved, false if it rejected. */
+  readonly hold?: Promise<boolean>;
 }
 
 const SignedEnvelope = messageType('custodian.v1.SignedEnvelope');
@@ -120,8 +129,20 @@ export class CeremonyRunner {
     if (this.sessions.has(sid)) throw new Error(`session ${sid.slice(0, 16)} already running`);
     const label = params.label ?? params.spec.name;
     const log = this.log.child({ session: sid.slice(0, 16), protocol: label });
-    return new Promise<SessionOutcome<O>>((resolve) => {
+    return new Promise<SessionOutcome<O>>((settle) => {
       let timer: NodeJS.Timeout | undefined;
+      const hold = params.releaseAfter?.then(
+        () => true,
+        (e: unknown) => {
+          finish({ status: 'cancelled', reason: `not released: ${e instanceof Error ? e.message : String(e)}` });
+          return false;
+        },
+      );
+      // an output is returned only once the hold is released (it would reveal this party's share)
+      const resolve = (o: SessionOutcome<unknown>) => {
+        if (!hold || o.status !== 'ok') return settle(o as SessionOutcome<O>);
+        void hold.then((ok) => settle((ok ? o : { status: 'cancelled', reason: 'not released' }) as SessionOutcome<O>));
+      };
       const finish = (o: SessionOutcome<unknown>) => {
         if (!this.sessions.has(sid)) return;
         this.sessions.delete(sid);
@@ -134,7 +155,7 @@ export class CeremonyRunner {
             { outcome: o.status, ...(o.status === 'aborted' ? { culprits: o.aborted.culprits } : {}) },
             'session ended without output',
           );
-        resolve(o as SessionOutcome<O>);
+        resolve(o);
       };
       const party = new Party(params.spec, {
         self: params.self,
@@ -151,7 +172,14 @@ export class CeremonyRunner {
         secretKey: params.secretKey,
         limits: this.limits,
       });
-      const live: Live = { params: params as SessionParams<unknown>, party, wire, digests: new Set(), finish };
+      const live: Live = {
+        params: params as SessionParams<unknown>,
+        party,
+        wire,
+        digests: new Set(),
+        finish,
+        ...(hold ? { hold } : {}),
+      };
       this.sessions.set(sid, live);
       const ms = params.deadline - Date.now();
       timer = setTimeout(
@@ -323,6 +351,16 @@ export class CeremonyRunner {
     const targets =
       m.kind === 'p2p' ? [m.to as number] : live.params.parties.map((_, i) => i).filter((i) => i !== live.params.self);
     if (m.kind === 'broadcast') live.digests.add(bytesToHex(sha256(bytes)));
+    if (live.hold) {
+      void live.hold.then((ok) => {
+        if (ok) this.transmit(live, targets, bytes, log);
+      });
+      return;
+    }
+    this.transmit(live, targets, bytes, log);
+  }
+
+  private transmit(live: Live, targets: readonly number[], bytes: Uint8Array, log: Logger): void {
     for (const to of targets) {
       const peer = live.params.parties[to]?.peerId as string;
       this.transport.send(peer, bytes).catch((e: unknown) => {

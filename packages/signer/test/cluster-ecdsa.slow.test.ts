@@ -152,6 +152,43 @@ describe('CGGMP21 ECDSA across 3 signer processes', () => {
     expect((await client.status(n1.peerId)).presignaturePool?.[slot]).toBe(2);
   });
 
+  it('one presignature asked for by two ceremonies at once signs at most once; a ceremony id is used once', async () => {
+    const [n0, n1] = nodes as [NodeSpec, NodeSpec];
+    await keeper.refill();
+    const id = keeper.take({ refill: false }) as string;
+    const start = (tag: string): StartCeremony => ({
+      ceremonyId: sha256(enc.encode(`race:${tag}:${Math.random()}`)).subarray(0, 24),
+      parties: [n0, n1].map((n) => ({ peerId: n.peerId })),
+      kind: CeremonyKind.SIGN,
+      threshold: 2,
+      deadlineUnixMs: Date.now() + 4000,
+      sign: {
+        keyId: key.keyId as string,
+        algorithm: KeyAlgorithm.SECP256K1_ECDSA,
+        derivationPath: [5],
+        digests: [sha256(enc.encode(tag))],
+        presignatureId: id,
+      },
+    });
+    const [a, b] = [start('a'), start('b')];
+    const results = await Promise.all(
+      [a, b].map((req) => Promise.all([n0, n1].map((n) => client.startCeremony(n.peerId, req)))),
+    );
+    // every signer released its share to one ceremony at most (the other is refused or never completes)
+    for (const signer of [0, 1]) {
+      const refused = results.filter((r) => r[signer]?.outcome === Outcome.REFUSED);
+      expect(refused.length).toBeGreaterThanOrEqual(1);
+      for (const r of refused) expect(r[signer]?.error).toMatch(/unknown or already used/);
+    }
+    expect(results.filter((r) => r.every((x) => x.outcome === Outcome.OK)).length).toBeLessThanOrEqual(1);
+    // the same ceremony id again (a replay by a coordinator): refused by both, whatever its first outcome
+    const again = await Promise.all([n0, n1].map((n) => client.startCeremony(n.peerId, { ...a, deadlineUnixMs: Date.now() + 4000 })));
+    for (const r of again) {
+      expect(r.outcome).toBe(Outcome.REFUSED);
+      expect(r.error).toMatch(/ceremony id already used|unknown or already used/);
+    }
+  });
+
   it('restart and sign ECDSA again from persisted shares; no share or prime in the clear', async () => {
     await Promise.all(nodes.map((n) => stopNode(n)));
     const walk = (d: string): string[] =>

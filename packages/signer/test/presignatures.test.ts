@@ -9,13 +9,13 @@ import {
   presignProtocol,
   signShare,
 } from '@custodian/cggmp';
-import { deriveSecp256k1, secp256k1Group as G, Party, simulate, systemRandom } from '@custodian/crypto';
+import { bytesToHex, deriveSecp256k1, secp256k1Group as G, Party, simulate, systemRandom } from '@custodian/crypto';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   decodePresignature,
-  derivedTweak,
+  derivedChild,
   encodePresignature,
   PreparedPresignatures,
   presignaturePuts,
@@ -74,15 +74,20 @@ describe('prepared presignatures (public parts with R’s table, memory only)', 
     // the stored c1.1 is replaced behind the cache's back: its entry must not be used
     await store.batch(presignaturePuts('key1', [{ id: 'c1.1', data: fromStorage(a[0] as PresignatureData) }]));
 
-    const t0 = await takePresignature(store, 'key1', signers, 'c1.0', prepared);
+    const taken0 = await takePresignature(store, 'key1', signers, 'c1.0', prepared);
+    await taken0?.deleted;
+    const t0 = taken0?.data;
     expect(t0?.R).toBe(items[0]?.data.R); // the prepared instance (with its table)
     expect(t0?.k).toBe(a[0]?.k);
-    const t1 = await takePresignature(store, 'key1', signers, 'c1.1', prepared);
+    const taken1 = await takePresignature(store, 'key1', signers, 'c1.1', prepared);
+    await taken1?.deleted;
+    const t1 = taken1?.data;
     expect(t1?.R).not.toBe(items[1]?.data.R); // fingerprint differs: decoded from the store
     expect(t1?.R.equals(a[0]?.R as never)).toBe(true);
     expect(prepared.size).toBe(0);
     // taken means gone, from the store and the cache
     expect(await takePresignature(store, 'key1', signers, 'c1.0', prepared)).toBeUndefined();
+    expect(await store.get('presignatures', `${presignPrefix('key1', signers)}c1.0`)).toBeUndefined();
 
     // a signature from a prepared presignature and one from a plain decoded one both verify
     const digest = new Uint8Array(32).fill(3);
@@ -119,15 +124,47 @@ describe('prepared presignatures (public parts with R’s table, memory only)', 
     expect(await new PreparedPresignatures(8).warm(store, undefined, aborted.signal)).toBe(0);
     await store.close();
   });
+
+  it('a presignature asked for by two requests at once goes to one of them; a failed deletion keeps it', async () => {
+    const dir = makeTemp('take-race');
+    dirs.push(dir);
+    const store = await SecureStore.open(join(dir, 'db'), 'pass', { N: 1 << 10, r: 8, p: 1 });
+    const made = presign();
+    await store.batch(presignaturePuts('key3', [{ id: 'c3.0', data: made[0] as PresignatureData }]));
+    // both start before either has read: only one may get the secret (k_i, χ_i)
+    const both = await Promise.all([
+      takePresignature(store, 'key3', signers, 'c3.0'),
+      takePresignature(store, 'key3', signers, 'c3.0'),
+    ]);
+    expect(both.filter((t) => t !== undefined)).toHaveLength(1);
+    await both.find((t) => t !== undefined)?.deleted;
+    expect(await takePresignature(store, 'key3', signers, 'c3.0')).toBeUndefined();
+
+    // the deletion's batch fails (e.g. the ceremony id was used): the presignature stays, unclaimed
+    await store.batch(presignaturePuts('key3', [{ id: 'c3.1', data: made[0] as PresignatureData }]));
+    const failing = await takePresignature(store, 'key3', signers, 'c3.1', undefined, () =>
+      Promise.reject(new Error('ceremony id already used')),
+    );
+    await expect(failing?.deleted).rejects.toThrow(/already used/);
+    const again = await takePresignature(store, 'key3', signers, 'c3.1');
+    expect(again?.data.k).toBe(made[0]?.k);
+    await again?.deleted;
+    await store.close();
+  });
 });
 
 describe('derivation memo', () => {
-  it('gives the tweak of deriveSecp256k1 for any path, deriving from memoised prefixes (fast-check)', () => {
-    const Y = G.encodePoint((shares[0] as KeyShare).core.publicKey);
+  it('gives the child of deriveSecp256k1 for any path, deriving from memoised prefixes (fast-check)', () => {
+    const Y = (shares[0] as KeyShare).core.publicKey;
     const cc = (shares[0] as KeyShare).core.chainCode;
     fc.assert(
       fc.property(fc.array(fc.nat(5), { minLength: 0, maxLength: 4 }), (path) => {
-        expect(derivedTweak(Y, cc, path)).toBe(deriveSecp256k1(Y, cc, path).tweak);
+        const want = deriveSecp256k1(G.encodePoint(Y), cc, path);
+        const got = derivedChild(Y, cc, path);
+        expect(got.tweak).toBe(want.tweak);
+        expect(bytesToHex(got.publicKey)).toBe(bytesToHex(want.publicKey));
+        expect(bytesToHex(G.encodePoint(got.point))).toBe(bytesToHex(want.publicKey));
+        expect(bytesToHex(got.chainCode)).toBe(bytesToHex(want.chainCode));
       }),
       { numRuns: 60 },
     );

@@ -57,6 +57,56 @@ describe('CeremonyRunner over an in-memory transport', () => {
     expect(new Set(hashes).size).toBe(1);
   });
 
+  it('releaseAfter: nothing leaves a party until it resolves; if it rejects, the session is cancelled unsent', async () => {
+    const sent = [0, 0, 0];
+    const { runners, secrets, parties } = network(3, {
+      drop: (from) => {
+        sent[from] = (sent[from] ?? 0) + 1;
+        return false;
+      },
+    });
+    const deadline = Date.now() + 30_000;
+    let release!: () => void;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    const run = (sid: number, i: number, releaseAfter?: Promise<unknown>) =>
+      (runners[i] as CeremonyRunner).run<KeyShare>({
+        sessionId: new Uint8Array(32).fill(sid),
+        spec: dkgProtocol({ suite: 'ed25519', threshold: 2 }),
+        parties,
+        self: i,
+        secretKey: secrets[i] as Uint8Array,
+        deadline,
+        ...(releaseAfter ? { releaseAfter } : {}),
+      });
+    const outs = Promise.all([run(7, 0, held), run(7, 1), run(7, 2)]);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(sent[0]).toBe(0); // party 0 computed its round-1 messages, but they wait
+    expect((sent[1] ?? 0) + (sent[2] ?? 0)).toBeGreaterThan(0);
+    release();
+    for (const o of await outs) expect(o.status).toBe('ok');
+    expect(sent[0]).toBeGreaterThan(0);
+
+    sent.fill(0);
+    const short = Date.now() + 300;
+    const refused = (runners[0] as CeremonyRunner).run<KeyShare>({
+      sessionId: new Uint8Array(32).fill(8),
+      spec: dkgProtocol({ suite: 'ed25519', threshold: 2 }),
+      parties,
+      self: 0,
+      secretKey: secrets[0] as Uint8Array,
+      deadline: short,
+      releaseAfter: Promise.reject(new Error('write failed')),
+    });
+    const out = await refused;
+    expect(out.status).toBe('cancelled');
+    expect(out.status === 'cancelled' && out.reason).toMatch(/not released: write failed/);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(sent[0]).toBe(0);
+    expect(runners[0]?.active).toBe(0);
+  });
+
   it('a silent party makes the others miss the deadline, with no output', async () => {
     const { runners, secrets, parties } = network(3, { drop: (from) => from === 2 });
     const deadline = Date.now() + 500;

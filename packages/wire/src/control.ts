@@ -24,7 +24,7 @@ export const CeremonyKind = { MASTER_KEY: 1, SIGN: 2, REFRESH: 3, PRESIGN: 4 } a
 /** `custodian.v1.KeyAlgorithm` values. */
 export const KeyAlgorithm = { ED25519: 1, SECP256K1_TAPROOT: 2, SECP256K1_ECDSA: 3 } as const;
 /** `custodian.v1.Outcome` values. */
-export const Outcome = { OK: 1, ABORTED: 2, DEADLINE_EXCEEDED: 3, REFUSED: 4 } as const;
+export const Outcome = { UNSPECIFIED: 0, OK: 1, ABORTED: 2, DEADLINE_EXCEEDED: 3, REFUSED: 4 } as const;
 
 export interface TransferFields {
   transferId?: string;

@@ -274,13 +274,27 @@ export async function dispatchCeremony(
   signal?.addEventListener('abort', onAbort, { once: true });
   const deadlineTimer = setTimeout(() => abortAll('deadline exceeded'), Math.max(0, timeoutMs - slack + 500));
   deadlineTimer.unref?.();
+  // server signers get the same signed request (signed once: the last starts as early as the first)
+  const servers = targets.filter((t) => t.party.kind === 'server');
+  const serverCalls = new Map(
+    init.control
+      .startCeremonies(
+        servers.map((t) => t.peerId),
+        start,
+        timeoutMs,
+      )
+      .map((p, i) => {
+        p.catch(() => undefined); // awaited below
+        return [servers[i] as PartyDispatch, p] as const;
+      }),
+  );
   try {
     return await Promise.all(
       targets.map(async (t) => {
         try {
           let result: CeremonyResult;
           if (t.party.kind === 'server') {
-            result = await init.control.startCeremony(t.peerId, start, timeoutMs);
+            result = await (serverCalls.get(t) as Promise<CeremonyResult>);
           } else {
             if (!init.devices) throw new Error('no device hub configured');
             result = await withTimeout(init.devices.startCeremony(t.party.id, start), timeoutMs);
