@@ -182,7 +182,9 @@ describe('CGGMP21 ECDSA across 3 signer processes', () => {
     }
     expect(results.filter((r) => r.every((x) => x.outcome === Outcome.OK)).length).toBeLessThanOrEqual(1);
     // the same ceremony id again (a replay by a coordinator): refused by both, whatever its first outcome
-    const again = await Promise.all([n0, n1].map((n) => client.startCeremony(n.peerId, { ...a, deadlineUnixMs: Date.now() + 4000 })));
+    const again = await Promise.all(
+      [n0, n1].map((n) => client.startCeremony(n.peerId, { ...a, deadlineUnixMs: Date.now() + 4000 })),
+    );
     for (const r of again) {
       expect(r.outcome).toBe(Outcome.REFUSED);
       expect(r.error).toMatch(/ceremony id already used|unknown or already used/);
