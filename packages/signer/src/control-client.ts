@@ -72,7 +72,13 @@ export class ControlClient {
    */
   startCeremonies(peerIds: readonly string[], start: StartCeremony, timeoutMs?: number): Promise<CeremonyResult>[] {
     const deadline = timeoutMs ?? Math.max(1000, start.deadlineUnixMs - Date.now() + 10_000);
-    const signed = this.sign({ start });
+    let signed: Uint8Array;
+    try {
+      signed = this.sign({ start });
+    } catch (e) {
+      // e.g. a request the wire encoding refuses: every exchange fails with it, none throws here
+      return peerIds.map(() => Promise.reject(e));
+    }
     return peerIds.map(async (peerId) => {
       const res = await this.exchange(peerId, signed, deadline);
       if (!res.result) throw new Error(`control response from ${peerId}: no result`);
