@@ -383,7 +383,7 @@ export async function runCeremony(ctx: CeremonyContext, start: StartCeremony): P
           if (gate.written && ops.length === 0) {
             // the pending record is durable: the outcome is written while the answer goes out
             // (a crash in between leaves the pending record, which says what was released)
-            void ctx.store.batch(final, { sync: false }).catch((err: unknown) => {
+            void ctx.store.batchLater(final, { sync: false }).catch((err: unknown) => {
               log.error({ err: err instanceof Error ? err.message : String(err) }, 'final ceremony record not written');
             });
           } else {

@@ -131,6 +131,20 @@ export class SecureStore {
     }
   }
 
+  /**
+   * {@link batch}, begun on a later turn of the event loop (after what the caller does next, e.g.
+   * answering a request), and waited for by {@link close} like any batch.
+   */
+  batchLater(ops: readonly StoreOp[], options: { sync?: boolean } = {}): Promise<void> {
+    const w = new Promise<void>((r) => setImmediate(r)).then(() => this.batch(ops, options));
+    this.#writing.add(w);
+    void w.then(
+      () => this.#writing.delete(w),
+      () => this.#writing.delete(w),
+    );
+    return w;
+  }
+
   /** Keys of a sublevel, optionally with a prefix, in order. */
   async keys(sublevel: Sublevel, prefix = ''): Promise<string[]> {
     const out: string[] = [];

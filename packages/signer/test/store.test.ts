@@ -42,6 +42,23 @@ describe('SecureStore (LevelDB, encrypted at rest)', () => {
     await again.close();
   });
 
+  it('close() waits for unsynced and deferred batches (a final ceremony record is never dropped by a stop)', async () => {
+    const dir = join(tempDir('store'), 'db');
+    const s = await SecureStore.open(dir, 'pass', fast);
+    const later = s.batchLater([{ type: 'put', sublevel: 'ceremonies', key: 'c2', value: new Uint8Array([2]) }], {
+      sync: false,
+    });
+    const unsynced = s.batch([{ type: 'put', sublevel: 'ceremonies', key: 'c3', value: new Uint8Array([3]) }], {
+      sync: false,
+    });
+    await s.close(); // neither was awaited
+    await Promise.all([later, unsynced]);
+    const again = await SecureStore.open(dir, 'pass', fast);
+    expect(await again.get('ceremonies', 'c2')).toEqual(new Uint8Array([2]));
+    expect(await again.get('ceremonies', 'c3')).toEqual(new Uint8Array([3]));
+    await again.close();
+  });
+
   it('refuses a wrong passphrase', async () => {
     const dir = join(tempDir('store'), 'db');
     await (await SecureStore.open(dir, 'right', fast)).close();
