@@ -42,6 +42,25 @@ async function ceremony(parties: NodeSpec[], start: Omit<StartCeremony, 'parties
   return Promise.all(parties.map((n) => client.startCeremony(n.peerId, req)));
 }
 
+/** A SIGN ceremony of one digest under the ECDSA key (pooled when `presignatureId` is given). */
+function ecdsaSign(
+  digest: Uint8Array,
+  opts: { presignatureId?: string; derivationPath?: number[]; deadlineMs?: number } = {},
+): Omit<StartCeremony, 'parties' | 'ceremonyId'> {
+  return {
+    kind: CeremonyKind.SIGN,
+    threshold: 2,
+    deadlineUnixMs: Date.now() + (opts.deadlineMs ?? 60_000),
+    sign: {
+      keyId: key.keyId as string,
+      algorithm: KeyAlgorithm.SECP256K1_ECDSA,
+      derivationPath: opts.derivationPath ?? [],
+      digests: [digest],
+      ...(opts.presignatureId ? { presignatureId: opts.presignatureId } : {}),
+    },
+  };
+}
+
 beforeAll(async () => {
   buildSigner();
   dir = tempDir('ecdsa');
@@ -96,17 +115,10 @@ describe('CGGMP21 ECDSA across 3 signer processes', () => {
     const ek = key.publicKeys?.find((k) => k.algorithm === KeyAlgorithm.SECP256K1_ECDSA);
     const path = [0, 3];
     const digest = sha256(enc.encode('ethereum tx'));
-    const [r] = await ceremony([nodes[2] as NodeSpec, nodes[0] as NodeSpec], {
-      kind: CeremonyKind.SIGN,
-      threshold: 2,
-      deadlineUnixMs: Date.now() + 120_000,
-      sign: {
-        keyId: key.keyId as string,
-        algorithm: KeyAlgorithm.SECP256K1_ECDSA,
-        derivationPath: path,
-        digests: [digest],
-      },
-    });
+    const [r] = await ceremony(
+      [nodes[2] as NodeSpec, nodes[0] as NodeSpec],
+      ecdsaSign(digest, { derivationPath: path, deadlineMs: 120_000 }),
+    );
     expect(r?.outcome, r?.error).toBe(Outcome.OK);
     const child = deriveSecp256k1(ek?.publicKey as Uint8Array, ek?.chainCode as Uint8Array, path).publicKey;
     const sig = r?.signatures?.[0];
@@ -126,18 +138,7 @@ describe('CGGMP21 ECDSA across 3 signer processes', () => {
     const id = keeper.take() as string;
     const digest = sha256(enc.encode('pooled'));
     const sign = (presignatureId: string, d: Uint8Array) =>
-      ceremony([n0, n1], {
-        kind: CeremonyKind.SIGN,
-        threshold: 2,
-        deadlineUnixMs: Date.now() + 60_000,
-        sign: {
-          keyId: key.keyId as string,
-          algorithm: KeyAlgorithm.SECP256K1_ECDSA,
-          derivationPath: [5],
-          digests: [d],
-          presignatureId,
-        },
-      });
+      ceremony([n0, n1], ecdsaSign(d, { presignatureId, derivationPath: [5] }));
     const [r] = await sign(id, digest);
     expect(r?.outcome, r?.error).toBe(Outcome.OK);
     const child = deriveSecp256k1(ek?.publicKey as Uint8Array, ek?.chainCode as Uint8Array, [5]).publicKey;
@@ -159,16 +160,7 @@ describe('CGGMP21 ECDSA across 3 signer processes', () => {
     const start = (tag: string): StartCeremony => ({
       ceremonyId: sha256(enc.encode(`race:${tag}:${Math.random()}`)).subarray(0, 24),
       parties: [n0, n1].map((n) => ({ peerId: n.peerId })),
-      kind: CeremonyKind.SIGN,
-      threshold: 2,
-      deadlineUnixMs: Date.now() + 4000,
-      sign: {
-        keyId: key.keyId as string,
-        algorithm: KeyAlgorithm.SECP256K1_ECDSA,
-        derivationPath: [5],
-        digests: [sha256(enc.encode(tag))],
-        presignatureId: id,
-      },
+      ...ecdsaSign(sha256(enc.encode(tag)), { presignatureId: id, derivationPath: [5], deadlineMs: 4000 }),
     });
     const [a, b] = [start('a'), start('b')];
     const results = await Promise.all(
@@ -205,17 +197,10 @@ describe('CGGMP21 ECDSA across 3 signer processes', () => {
     await Promise.all(nodes.map((n) => startNode(n)));
     const ek = key.publicKeys?.find((k) => k.algorithm === KeyAlgorithm.SECP256K1_ECDSA);
     const digest = sha256(enc.encode('after restart'));
-    const [r] = await ceremony([nodes[1] as NodeSpec, nodes[2] as NodeSpec], {
-      kind: CeremonyKind.SIGN,
-      threshold: 2,
-      deadlineUnixMs: Date.now() + 120_000,
-      sign: {
-        keyId: key.keyId as string,
-        algorithm: KeyAlgorithm.SECP256K1_ECDSA,
-        derivationPath: [],
-        digests: [digest],
-      },
-    });
+    const [r] = await ceremony(
+      [nodes[1] as NodeSpec, nodes[2] as NodeSpec],
+      ecdsaSign(digest, { deadlineMs: 120_000 }),
+    );
     expect(r?.outcome, r?.error).toBe(Outcome.OK);
     expect(
       secp256k1.verify(r?.signatures?.[0]?.signature as Uint8Array, digest, ek?.publicKey as Uint8Array, {
@@ -225,18 +210,7 @@ describe('CGGMP21 ECDSA across 3 signer processes', () => {
     // the pooled presignature left before the restart is still there and signs
     const id = keeper.take() as string;
     const d2 = sha256(enc.encode('pooled after restart'));
-    const [p] = await ceremony([nodes[0] as NodeSpec, nodes[1] as NodeSpec], {
-      kind: CeremonyKind.SIGN,
-      threshold: 2,
-      deadlineUnixMs: Date.now() + 60_000,
-      sign: {
-        keyId: key.keyId as string,
-        algorithm: KeyAlgorithm.SECP256K1_ECDSA,
-        derivationPath: [],
-        digests: [d2],
-        presignatureId: id,
-      },
-    });
+    const [p] = await ceremony([nodes[0] as NodeSpec, nodes[1] as NodeSpec], ecdsaSign(d2, { presignatureId: id }));
     expect(p?.outcome, p?.error).toBe(Outcome.OK);
     expect(
       secp256k1.verify(p?.signatures?.[0]?.signature as Uint8Array, d2, ek?.publicKey as Uint8Array, {
