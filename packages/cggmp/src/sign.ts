@@ -32,6 +32,7 @@ import {
   type Secp256k1Point,
 } from '@custodian/crypto';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
+import { equalBytes } from '@noble/curves/utils.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { record, scalarField } from './codec.js';
 import type { PresignatureData } from './presign.js';
@@ -338,8 +339,28 @@ export function combineSignature(
   const sum = G.mod([...shares.values()].reduce((a, b) => a + (G.isScalar(b) ? b : 0n), 0n));
   // one inversion gives both s = ρ⁻¹·Σσ_j and w = s⁻¹: with t = (ρ·Σσ_j)⁻¹, s = (Σσ_j)²·t, w = ρ²·t
   const t = sum === 0n ? 0n : G.inv(G.mod(ctx.rho * sum));
-  let s = G.mod(sum * sum * t);
-  let w = G.mod(ctx.rho * ctx.rho * t);
+  const signature = finishSignature(pub.publicKey, ctx, G.mod(sum * sum * t), G.mod(ctx.rho * ctx.rho * t));
+  if (signature) return signature;
+  const bad = [...shares]
+    .filter(([j, sigma]) => !verifySignatureShare(pub, j, sigma, digest, opts, ctx))
+    .map(([j]) => j);
+  if (bad.length) throw new SignatureShareError(bad, 'invalid signature shares');
+  // every share checks out, so the sum is valid (presigning checked ΣΔ_j = δ·G, ΣS_j = δ·Y)
+  throw new Error('signing: combined signature does not verify although every share does (bug)');
+}
+
+/**
+ * Low-s normalisation, recovery id, encoding and verification of (r, s) with w = s⁻¹ (both from
+ * the caller's one inversion). @returns the signature, or undefined when s = 0 or it does not verify
+ */
+function finishSignature(
+  Y: Secp256k1Point,
+  ctx: Pick<SigningContext, 'm' | 'delta' | 'r' | 'Rp' | 'YcEncoded'>,
+  s0: bigint,
+  w0: bigint,
+): EcdsaSignature | undefined {
+  let s = s0;
+  let w = w0;
   const affine = ctx.Rp.toAffine();
   let recovery = (affine.y & 1n ? 1 : 0) | (affine.x >= G.order ? 2 : 0);
   const high = s > G.order >> 1n;
@@ -348,18 +369,10 @@ export function combineSignature(
     w = G.order - w;
     recovery ^= 1;
   }
+  if (s === 0n || !verifyWithInverse(Y, ctx.delta, ctx.m, ctx.r, w, high ? ctx.Rp.negate() : ctx.Rp)) return undefined;
   const compact = new Uint8Array(64);
   compact.set(bigintToBytes(ctx.r, 32), 0);
   compact.set(bigintToBytes(s, 32), 32);
-  const publicKey = ctx.YcEncoded;
-  if (s === 0n || !verifyWithInverse(pub.publicKey, ctx.delta, ctx.m, ctx.r, w, high ? ctx.Rp.negate() : ctx.Rp)) {
-    const bad = [...shares]
-      .filter(([j, sigma]) => !verifySignatureShare(pub, j, sigma, digest, opts, ctx))
-      .map(([j]) => j);
-    if (bad.length) throw new SignatureShareError(bad, 'invalid signature shares');
-    // every share checks out, so the sum is valid (presigning checked ΣΔ_j = δ·G, ΣS_j = δ·Y)
-    throw new Error('signing: combined signature does not verify although every share does (bug)');
-  }
   const r = ctx.r;
   let der: Uint8Array | undefined;
   return {
@@ -372,8 +385,67 @@ export function combineSignature(
       der ??= new secp256k1.Signature(r, s).toBytes('der');
       return der;
     },
-    publicKey,
+    publicKey: ctx.YcEncoded,
   };
+}
+
+/**
+ * A party's contribution to a combiner that holds no presigning values (the coordinator, which
+ * then needs no third message from the signers: `@custodian/signer` share-combiner.ts): R' = ρ·R
+ * and s_i = ρ⁻¹·σ_i mod q, so that Σ s_j = s before low-s normalisation. ρ is public, so s_i
+ * reveals exactly what σ_i does, which every co-signer receives anyway (the round's broadcast).
+ */
+export interface CombinerShare {
+  /** R' = ρ·R, 33 bytes SEC1-compressed (the same at every party of one signature). */
+  readonly Rp: Uint8Array;
+  /** s_i = ρ⁻¹·σ_i mod q, in [0, q). */
+  readonly s: bigint;
+}
+
+/** This party's {@link CombinerShare} for σ_i computed in `ctx` (one inversion mod q). */
+export function combinerShare(sigma: bigint, ctx: SigningContext): CombinerShare {
+  return { Rp: G.encodePoint(ctx.Rp), s: G.mod(sigma * G.inv(ctx.rho)) };
+}
+
+/**
+ * Combine every signer's {@link CombinerShare} into a low-s signature verified under the child key
+ * Y' = Y + δ·G that the combiner derives itself (SEC 1 v2 §4.1.4, the strict form of
+ * {@link verifyEcdsa}: u₁·G + u₂·Y' must be ±R'). A signature that verifies under the combiner's
+ * own Y' is a valid signature on `digest` whatever the shares' origin, so the combiner trusts
+ * none of them; it cannot say which share is bad (the parties' own {@link combineSignature} names
+ * the culprit). The first call for a key builds its fixed-base table (≈ 85 ms, cached).
+ * @param publicKey the master key Y (validated point)
+ * @param digest the 32-byte digest the signers signed
+ * @param shares one per signer of the signature (any order)
+ * @param opts δ and, optionally, the child key (as for signing)
+ * @returns the signature (its `publicKey` is Y', 33 bytes), or undefined when the shares name
+ *   different or invalid R', a share is not a scalar, or the sum does not verify
+ * @throws RangeError for a digest that is not 32 bytes or a bad tweak (caller errors)
+ */
+export function combineSignerShares(
+  publicKey: Secp256k1Point,
+  digest: Uint8Array,
+  shares: readonly CombinerShare[],
+  opts: SignOptions = {},
+): EcdsaSignature | undefined {
+  const m = messageScalar(digest);
+  const delta = tweakOf(opts);
+  const first = shares[0];
+  if (!first || shares.some((x) => !G.isScalar(x.s) || x.Rp.length !== G.pointLength)) return undefined;
+  if (shares.some((x) => x.Rp !== first.Rp && !equalBytes(x.Rp, first.Rp))) return undefined;
+  let Rp: Secp256k1Point;
+  try {
+    Rp = G.decodePoint(first.Rp, 'Rp');
+  } catch {
+    return undefined;
+  }
+  const r = G.mod(Rp.toAffine().x);
+  const s = G.mod(shares.reduce((a, x) => a + x.s, 0n));
+  if (r === 0n || s === 0n) return undefined;
+  const key = keyEntry(publicKey);
+  const YcEncoded =
+    delta === 0n ? key.encoded : (opts.derived?.publicKey ?? G.encodePoint(tweakedPublicKey(key.Y, delta)));
+  return finishSignature(publicKey, { m, delta, r, Rp, YcEncoded }, s, G.inv(s));
 }
 
 interface SignState {
@@ -386,6 +458,11 @@ export interface SignParams extends SignOptions {
   readonly presignature: Presignature;
   /** 32-byte message digest. */
   readonly digest: Uint8Array;
+  /**
+   * Called with σ_i and its signing context as soon as σ_i is computed (in `start`, before the
+   * runtime sends it): e.g. to hand the coordinator a {@link combinerShare}, once σ_i is released.
+   */
+  readonly onShare?: (sigma: bigint, ctx: SigningContext) => void;
 }
 
 /**
@@ -405,6 +482,7 @@ export function signProtocol(params: SignParams): ProtocolSpec<SignState, EcdsaS
       }
       const sctx = signingContext(pub, params.digest, params);
       const sigma = signShare(params.presignature, params.digest, params, sctx);
+      params.onShare?.(sigma, sctx);
       return { state: { sigma, ctx: sctx }, send: { broadcast: { sigma: G.encodeScalar(sigma) } } };
     },
     rounds: [

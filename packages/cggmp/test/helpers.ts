@@ -6,7 +6,9 @@ import { SECURITY_112, SECURITY_128, type SecurityLevel } from '@custodian/paill
 import {
   type AuxInfo,
   auxInfoProtocol,
+  type CombinerShare,
   type CoreKeyShare,
+  combinerShare,
   type KeyShare,
   keygenProtocol,
   keyShareFromJson,
@@ -14,7 +16,9 @@ import {
   type PresignatureData,
   presignProtocol,
   type SignOptions,
+  signingContext,
   signProtocol,
+  signShare,
 } from '../src/index.js';
 
 const fixture = JSON.parse(
@@ -86,6 +90,26 @@ export function runPresign(shares: readonly KeyShare[], signers: number[], label
       }),
   );
   return simulate(parties, intercept ? { intercept } : {});
+}
+
+/**
+ * Every signer's σ_i of one digest, computed outside the runtime as a signer does, by position,
+ * with the {@link CombinerShare} each hands a combiner without presigning values (the coordinator).
+ */
+export function signersShares(
+  presigs: readonly PresignatureData[],
+  digest: Uint8Array,
+  tweak: bigint,
+): { sigmas: Map<number, bigint>; given: CombinerShare[] } {
+  const sigmas = new Map<number, bigint>();
+  const given = presigs.map((d) => {
+    const p = new Presignature(d);
+    const ctx = signingContext(p.public, digest, { tweak });
+    const sigma = signShare(p, digest, { tweak }, ctx);
+    sigmas.set(p.i, sigma);
+    return combinerShare(sigma, ctx);
+  });
+  return { sigmas, given };
 }
 
 /** Run signing from presignature data (one Presignature per position). */

@@ -6,6 +6,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   combineSignature,
+  combineSignerShares,
   type EcdsaSignature,
   Presignature,
   type PresignatureData,
@@ -15,7 +16,7 @@ import {
   signShare,
   verifyEcdsa,
 } from '../src/index.js';
-import { fixtureShares, runPresign, runSign } from './helpers.js';
+import { fixtureShares, runPresign, runSign, signersShares } from './helpers.js';
 
 const sha256 = (data: string | Uint8Array) => new Uint8Array(createHash('sha256').update(data).digest());
 
@@ -147,6 +148,64 @@ describe('presignature safety', () => {
       }),
       { numRuns: pool.length },
     );
+  });
+});
+
+describe('combination by a party without presigning values (the coordinator)', () => {
+  const shares3 = fixtureShares('2of3');
+  const core = shares3[0]!.core;
+  const Y = G.encodePoint(core.publicKey);
+
+  /** σ_j of every signer of `pre` and what each hands the coordinator. */
+  function signAll(pre: PresignatureData[], digest: Uint8Array, tweak: bigint) {
+    return { ...signersShares(pre, digest, tweak), pub: new Presignature(pre[0]!).public };
+  }
+
+  it('gives the signature the signers combine, valid for noble and OpenSSL, master and child keys', () => {
+    for (const [k, path] of [[], [0, 7], [3]].entries()) {
+      const child = deriveSecp256k1(Y, core.chainCode, path);
+      const preimage = new TextEncoder().encode(`coordinator combines ${k}`);
+      const digest = sha256(preimage);
+      const { sigmas, given, pub } = signAll(presigs('2of3', [0, 2], `cc-${k}`), digest, child.tweak);
+      const byParties = combineSignature(pub, digest, sigmas, { tweak: child.tweak });
+      const byCoordinator = combineSignerShares(core.publicKey, digest, [...given].reverse(), { tweak: child.tweak });
+      expect(byCoordinator).toBeDefined();
+      expect(bytesToHex(byCoordinator!.compact)).toBe(bytesToHex(byParties.compact));
+      expect(byCoordinator!.recovery).toBe(byParties.recovery);
+      expectValid(byCoordinator!, child.publicKey, preimage);
+    }
+  });
+
+  it('returns undefined, never a wrong signature, for a bad share, R′, digest, key or a missing share', () => {
+    const child = deriveSecp256k1(Y, core.chainCode, [1, 2]);
+    const digest = sha256('tampered');
+    const { given } = signAll(presigs('2of3', [1, 2], 'cc-bad'), digest, child.tweak);
+    const [a, b] = given as [(typeof given)[0], (typeof given)[0]];
+    const combine = (xs: typeof given, d = digest, key = core.publicKey, tweak = child.tweak) =>
+      combineSignerShares(key, d, xs, { tweak });
+    expect(combine([a, b])).toBeDefined();
+    expect(combine([a, { ...b, s: G.mod(b.s + 1n) }])).toBeUndefined();
+    expect(combine([a, { ...b, s: G.order }])).toBeUndefined();
+    expect(combine([a])).toBeUndefined();
+    expect(combine([a, b, b])).toBeUndefined();
+    expect(combine([])).toBeUndefined();
+    const otherR = G.encodePoint(G.mulBase(12345n));
+    expect(combine([a, { ...b, Rp: otherR }])).toBeUndefined();
+    expect(
+      combine([
+        { ...a, Rp: otherR },
+        { ...b, Rp: otherR },
+      ]),
+    ).toBeUndefined();
+    expect(
+      combine([
+        { ...a, Rp: new Uint8Array(33) },
+        { ...b, Rp: new Uint8Array(33) },
+      ]),
+    ).toBeUndefined();
+    expect(combine([a, b], sha256('another digest'))).toBeUndefined();
+    expect(combine([a, b], digest, core.publicKey, G.mod(child.tweak + 1n))).toBeUndefined();
+    expect(combine([a, b], digest, G.mulBase(99n))).toBeUndefined();
   });
 });
 

@@ -81,8 +81,14 @@ const pooledIds = async () =>
     )
   ).map((r) => r.presignature_id);
 
-/** Sign one digest under m/0/7 and check the signature with noble against the derived key. */
-async function signOnce(): Promise<Extract<GatewaySignResult, { ok: true }>> {
+/**
+ * Sign one digest under m/0/7 and check the signature with noble against the derived key;
+ * `fastPathKey` is given to the gateway as the master ECDSA key (the fast path).
+ */
+async function signOnce(fastPathKey?: {
+  publicKey: Uint8Array;
+  chainCode: Uint8Array;
+}): Promise<Extract<GatewaySignResult, { ok: true }>> {
   const transferId = `test-${++n}`;
   const digest = sha256(new TextEncoder().encode(transferId));
   const intent = {
@@ -101,6 +107,7 @@ async function signOnce(): Promise<Extract<GatewaySignResult, { ok: true }>> {
     digests: [digest],
     evidence: { intent, policy: null, approvals: [], chainContext: '{}' },
     deadline: new Date(Date.now() + 120_000),
+    ...(fastPathKey ? { ecdsaKey: fastPathKey } : {}),
   });
   if (!r.ok) throw new Error(`signing failed: ${JSON.stringify(r)}`);
   const child = deriveSecp256k1(ecdsaKey.publicKey, ecdsaKey.chainCode, [0, 7]).publicKey;
@@ -267,11 +274,33 @@ describe('presignature pool (3 signer processes, libp2p, PGlite)', () => {
     expect(before).toContain(r.presignatureId);
   }, 180_000);
 
-  it('an empty pool signs cold', async () => {
+  it('given the master key, the gateway combines the signers’ shares itself (fast path); another key only turns it off', async () => {
+    await until('a full pool', async () => ((await pooledIds()).length === 2 ? true : undefined));
+    const fast = await signOnce(ecdsaKey);
+    expect(fast.combinedByCoordinator).toBe(true);
+    expect(fast.presignatureId).toBeDefined();
+    expect(await attemptsOf(`test-${n}`)).toEqual([{ presignature_id: fast.presignatureId, outcome: 'OK' }]);
+    // a key that is not the master key: the shares never verify under it, the signers' results sign
+    const other = {
+      publicKey: secp256k1.getPublicKey(secp256k1.utils.randomSecretKey(), true),
+      chainCode: ecdsaKey.chainCode,
+    };
+    const slow = await signOnce(other);
+    expect(slow.combinedByCoordinator).toBeUndefined();
+    expect(slow.presignatureId).toBeDefined();
+    // the signers answered the fast one too (its ceremony completed at every signer)
+    await until('the signers’ sessions to end', async () => {
+      const st = await Promise.all(nodes.map((node) => services?.control.status(node.peerId)));
+      return st.every((x) => x?.activeCeremonies === 0) ? true : undefined;
+    });
+  }, 180_000);
+
+  it('an empty pool signs cold (the fast path too)', async () => {
     await services?.presignatures.stop(); // no refill from here on
     await (db as Db).query('DELETE FROM presignatures');
-    const r = await signOnce();
+    const r = await signOnce(ecdsaKey);
     expect(r.presignatureId).toBeUndefined();
+    expect(r.combinedByCoordinator).toBe(true);
     expect(await attemptsOf(`test-${n}`)).toEqual([{ presignature_id: null, outcome: 'OK' }]);
   }, 180_000);
 });

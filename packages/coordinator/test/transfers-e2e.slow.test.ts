@@ -36,7 +36,7 @@ import { buildSigner, type NodeSpec, stopNode, tempDir } from '../../signer/test
 import { type Coordinator, createCoordinator } from '../src/coordinator.js';
 import { openPglite } from '../src/db/db.js';
 import { readMailbox } from '../src/mailer.js';
-import type { SignerGateway } from '../src/signing/gateway.js';
+import type { GatewaySignResult, SignerGateway } from '../src/signing/gateway.js';
 import { createEcdsaMasterKey, startEnforcingSigners } from './enforcing-signers.js';
 import type { Json } from './helpers.js';
 
@@ -55,6 +55,8 @@ let ltc: LitecoindNode;
 let nodes: NodeSpec[] = [];
 let control: ControlClient;
 let gateway: SignerGateway;
+/** What the gateway answered the pipeline, in order (the pipeline's signing requests). */
+const signResults: GatewaySignResult[] = [];
 let coord: Coordinator;
 let url = '';
 let token = '';
@@ -119,7 +121,13 @@ async function startCoordinator(dataDir: string): Promise<Coordinator> {
       'litecoin-regtest': { rpcUrl: ltc.url, rpcUsername: 'test', rpcPassword: 'regtest-only', pollIntervalMs: 300 },
     },
     transfers: {
-      gateway,
+      gateway: {
+        sign: async (r) => {
+          const res = await gateway.sign(r);
+          signResults.push(res);
+          return res;
+        },
+      },
       trustedAdminKeys: [hexPub(adminDevice)],
       pipeline: { pollMs: 200, confirmationRecheckMs: 200, signDeadlineMs: 180_000 },
     },
@@ -306,6 +314,8 @@ describe('transfers end to end (signer processes, anvil)', () => {
       (x) => x.delivered_at !== null || ['FAILED', 'REJECTED'].includes(x.status),
     );
     expect(done.status, JSON.stringify(done)).toBe('SENT');
+    // server signers only: the gateway combined the ECDSA signature from the signers' shares itself
+    expect(signResults.at(-1)).toMatchObject({ ok: true, combinedByCoordinator: true });
     expect(BigInt(await rpc('eth_getBalance', [DEST, 'latest'])) - before).toBe(3n * ETH);
     const receipt = await rpc('eth_getTransactionReceipt', [done.tx_hash]);
     expect(receipt.status).toBe('0x1');

@@ -17,6 +17,7 @@ import {
   type AuxInfo,
   auxInfoProtocol,
   type CoreKeyShare,
+  combinerShare,
   type KeyShare as EcdsaKeyShare,
   type EcdsaSignature,
   refreshProtocol as ecdsaRefreshProtocol,
@@ -55,6 +56,7 @@ import {
   Outcome,
   type PublicKeyInfo,
   type SignatureInfo,
+  type SignatureSharesWire,
   type StartCeremony,
 } from '@custodian/wire';
 import { peerIdFromString } from '@libp2p/peer-id';
@@ -325,6 +327,16 @@ class ReleaseGate {
   }
 }
 
+/** What a ceremony tells its requester before its result (the daemon sends them as interim control frames). */
+export interface CeremonyHooks {
+  /**
+   * ECDSA signing: this signer's share of a signature (control.proto `SignatureShares`), given once
+   * it is released to the co-signers, i.e. after the release gate's batch is durable. The
+   * coordinator combines the shares itself (`share-combiner.ts`) and need not wait for the result.
+   */
+  readonly onSignatureShares?: (shares: SignatureSharesWire) => void;
+}
+
 /** Ceremony ids being run, per store (a second request with the same id is refused at once). */
 const running = new WeakMap<SecureStore, Set<string>>();
 
@@ -337,7 +349,11 @@ const running = new WeakMap<SecureStore, Set<string>>();
  * is durable; the store's close waits for it); one that fails before any share left writes only
  * the final record, synced, before answering.
  */
-export async function runCeremony(ctx: CeremonyContext, start: StartCeremony): Promise<CeremonyResult> {
+export async function runCeremony(
+  ctx: CeremonyContext,
+  start: StartCeremony,
+  hooks: CeremonyHooks = {},
+): Promise<CeremonyResult> {
   const ceremonyId = start.ceremonyId instanceof Uint8Array ? start.ceremonyId : new Uint8Array(0);
   const idHex = bytesToHex(ceremonyId);
   const log = ctx.log.child({ ceremony: idHex.slice(0, 16), kind: start.kind });
@@ -377,7 +393,7 @@ export async function runCeremony(ctx: CeremonyContext, start: StartCeremony): P
         try {
           const pending = record(ceremonyId, start, { ceremonyId, outcome: Outcome.UNSPECIFIED }, true);
           gate = new ReleaseGate(ctx.store, unused, [...(verdict?.ledgerOps ?? []), pending]);
-          ({ result, ops } = await sign(ctx, start, ceremonyId, parties, self, deadline, gate));
+          ({ result, ops } = await sign(ctx, start, ceremonyId, parties, self, deadline, gate, hooks));
           await unused; // a duplicate id that failed before its gate must not overwrite the old record
           const final = [...ops, record(ceremonyId, start, result)];
           if (gate.written && ops.length === 0) {
@@ -630,6 +646,7 @@ async function sign(
   self: number,
   deadline: number,
   gate: ReleaseGate,
+  hooks: CeremonyHooks,
 ): Promise<{ result: CeremonyResult; ops: StoreOp[] }> {
   const req = start.sign;
   if (!req) throw new Refused('sign: missing sign request');
@@ -638,7 +655,7 @@ async function sign(
   const entry = rec.keys.find((k) => k.algorithm === req.algorithm);
   if (!entry) throw new Refused(`key ${req.keyId} has no key for algorithm ${req.algorithm}`);
   if (parties.length < rec.threshold) throw new Refused(`need at least ${rec.threshold} signers`);
-  if (entry.suite === 'cggmp') return ecdsaSign(ctx, start, ceremonyId, parties, deadline, rec, gate);
+  if (entry.suite === 'cggmp') return ecdsaSign(ctx, start, ceremonyId, parties, deadline, rec, gate, hooks);
   const signers = parties.map((p, i) => {
     const pos = rec.parties.indexOf(p.peerId);
     if (pos < 0) throw new Refused(`parties[${i}]: not a party of key ${req.keyId}`);
@@ -752,6 +769,7 @@ async function ecdsaSign(
   deadline: number,
   rec: KeyRecord,
   gate: ReleaseGate,
+  hooks: CeremonyHooks,
 ): Promise<{ result: CeremonyResult; ops: StoreOp[] }> {
   const req = start.sign as NonNullable<StartCeremony['sign']>;
   const digests = req.digests ?? [];
@@ -771,6 +789,8 @@ async function ecdsaSign(
       ? takePresignature(ctx.store, req.keyId, signers, pooled, ctx.prepared, (ops) => gate.commit(ops))
       : undefined;
   taking?.catch(() => undefined);
+  // the read first: its callback starts the gate's synced write, which the derivation then overlaps
+  if (taking) await taking.catch(() => undefined);
   const derived = path.length > 0 ? derivedChild(share.core.publicKey, share.core.chainCode, path) : undefined;
   const tweak = derived?.tweak ?? 0n;
   const common = { parties: ordered, self, secretKey: ctx.secretKey, deadline, group: bytesToHex(ceremonyId) };
@@ -794,6 +814,10 @@ async function ecdsaSign(
         data = pre.output;
         await gate.commit();
       }
+      // σ_i leaves for the co-signers once this resolves (the runner holds it until then)
+      const released = deleted ?? Promise.resolve();
+      // only when the coordinator asked for them (one that predates interim frames would take one for the answer)
+      const onSignatureShares = req.interimShares ? hooks.onSignatureShares : undefined;
       return ctx.runner.run<EcdsaSignature>({
         ...common,
         sessionId: sessionId(ceremonyId, `cggmp.sign.${i}`),
@@ -802,6 +826,18 @@ async function ecdsaSign(
           digest: Uint8Array.from(digest),
           tweak,
           ...(derived ? { derived } : {}),
+          ...(onSignatureShares
+            ? {
+                onShare: (sigma: bigint, sctx: Parameters<typeof combinerShare>[1]) => {
+                  const given = combinerShare(sigma, sctx);
+                  const shares = [{ digestIndex: i, rPoint: given.Rp, s: secp256k1Group.encodeScalar(given.s) }];
+                  released.then(
+                    () => onSignatureShares({ ceremonyId, shares }),
+                    () => undefined, // not released: nothing goes out
+                  );
+                },
+              }
+            : {}),
         }),
         label: `cggmp.sign.${i}`,
         ...(deleted ? { releaseAfter: deleted } : {}),

@@ -19,6 +19,7 @@ import {
 import type { PrivateKey } from '@libp2p/interface';
 import { type Logger, pino } from 'pino';
 import { createHost, type Host } from './host.js';
+import type { EcdsaShareCombiner } from './share-combiner.js';
 
 /** A connected control client. */
 export class ControlClient {
@@ -68,9 +69,17 @@ export class ControlClient {
    * same bytes go to every signer (a request names no receiver, and each signer keeps its own
    * replay window), so the last signer starts as early as the first.
    * @param timeoutMs for each exchange (default: the ceremony's deadline plus 10 s)
+   * @param onInterim called with the position (in `peerIds`) and body of each interim frame a signer
+   *   sends before its result (ECDSA signature shares, for an {@link EcdsaShareCombiner});
+   *   undecodable interim frames are dropped (the result is what counts)
    * @returns one promise per peer id, in order; each rejects as {@link send} does
    */
-  startCeremonies(peerIds: readonly string[], start: StartCeremony, timeoutMs?: number): Promise<CeremonyResult>[] {
+  startCeremonies(
+    peerIds: readonly string[],
+    start: StartCeremony,
+    timeoutMs?: number,
+    onInterim?: (position: number, response: ControlResponse) => void,
+  ): Promise<CeremonyResult>[] {
     const deadline = timeoutMs ?? Math.max(1000, start.deadlineUnixMs - Date.now() + 10_000);
     let signed: Uint8Array;
     try {
@@ -79,8 +88,14 @@ export class ControlClient {
       // e.g. a request the wire encoding refuses: every exchange fails with it, none throws here
       return peerIds.map(() => Promise.reject(e));
     }
-    return peerIds.map(async (peerId) => {
-      const res = await this.exchange(peerId, signed, deadline);
+    return peerIds.map(async (peerId, position) => {
+      const interim = onInterim
+        ? (body: Uint8Array) => {
+            const r = decodeControlResponse(body);
+            if (r.ok) onInterim(position, r.value);
+          }
+        : undefined;
+      const res = await this.exchange(peerId, signed, deadline, interim);
       if (!res.result) throw new Error(`control response from ${peerId}: no result`);
       return res.result;
     });
@@ -90,8 +105,13 @@ export class ControlClient {
     return signControlRequest({ version: CONTROL_VERSION, issuedUnixMs: Date.now(), ...body }, this.secretKey);
   }
 
-  private async exchange(peerId: string, signed: Uint8Array, timeoutMs: number): Promise<ControlResponse> {
-    const res = decodeControlResponse(await this.host.request(peerId, signed, timeoutMs));
+  private async exchange(
+    peerId: string,
+    signed: Uint8Array,
+    timeoutMs: number,
+    onInterim?: (body: Uint8Array) => void,
+  ): Promise<ControlResponse> {
+    const res = decodeControlResponse(await this.host.request(peerId, signed, timeoutMs, onInterim));
     if (!res.ok) throw new Error(`control response from ${peerId}: ${res.rejection.reason}`);
     return res.value;
   }
@@ -139,33 +159,33 @@ export class PresignaturePoolKeeper {
   /** Start refilling if below target (resolves when this refill round ends). */
   refill(): Promise<void> {
     if (this.refilling) return this.refilling;
-    this.refilling = (async () => {
-      try {
-        while (!this.stopped && this.ids.length < this.target) {
-          const count = Math.min(this.batch, this.target - this.ids.length);
-          const ceremonyId = new Uint8Array(24);
-          globalThis.crypto.getRandomValues(ceremonyId);
-          const start: StartCeremony = {
-            ceremonyId,
-            kind: CeremonyKind.PRESIGN,
-            parties: this.signers.map((peerId) => ({ peerId })),
-            threshold: 0,
-            deadlineUnixMs: Date.now() + this.deadlineMs,
-            keyId: this.keyId,
-            presignCount: count,
-          };
-          const results = await Promise.all(this.client.startCeremonies(this.signers, start));
-          const sets = results.map((r) => new Set(r.outcome === Outcome.OK ? (r.presignatureIds ?? []) : []));
-          const common = [...(sets[0] ?? [])].filter((id) => sets.every((s) => s.has(id)));
-          if (common.length === 0)
-            throw new Error(`presign ceremony failed: ${results.map((r) => r.error).join('; ')}`);
-          this.ids.push(...common);
-        }
-      } finally {
-        this.refilling = undefined;
+    const run = async () => {
+      while (!this.stopped && this.ids.length < this.target) {
+        const count = Math.min(this.batch, this.target - this.ids.length);
+        const ceremonyId = new Uint8Array(24);
+        globalThis.crypto.getRandomValues(ceremonyId);
+        const start: StartCeremony = {
+          ceremonyId,
+          kind: CeremonyKind.PRESIGN,
+          parties: this.signers.map((peerId) => ({ peerId })),
+          threshold: 0,
+          deadlineUnixMs: Date.now() + this.deadlineMs,
+          keyId: this.keyId,
+          presignCount: count,
+        };
+        const results = await Promise.all(this.client.startCeremonies(this.signers, start));
+        const sets = results.map((r) => new Set(r.outcome === Outcome.OK ? (r.presignatureIds ?? []) : []));
+        const common = [...(sets[0] ?? [])].filter((id) => sets.every((s) => s.has(id)));
+        if (common.length === 0) throw new Error(`presign ceremony failed: ${results.map((r) => r.error).join('; ')}`);
+        this.ids.push(...common);
       }
-    })();
-    return this.refilling;
+    };
+    // cleared once settled, never before it is set (a full pool settles without awaiting anything)
+    const refilling = run().finally(() => {
+      if (this.refilling === refilling) this.refilling = undefined;
+    });
+    this.refilling = refilling;
+    return refilling;
   }
 
   /**

@@ -176,7 +176,11 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
       result: { ceremonyId: new Uint8Array(0), outcome: Outcome.REFUSED, error },
     });
 
-  const onControl = async (from: string, bytes: Uint8Array): Promise<Uint8Array> => {
+  const onControl = async (
+    from: string,
+    bytes: Uint8Array,
+    interim: (body: Uint8Array) => void,
+  ): Promise<Uint8Array> => {
     const opened = openControlRequest(bytes, coordinatorKey);
     if (!opened.ok) {
       log.warn({ peer: from, code: opened.rejection.code }, `control request rejected: ${opened.rejection.reason}`);
@@ -207,7 +211,10 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
         result: { ceremonyId: req.abort.ceremonyId, outcome: Outcome.ABORTED, error: 'aborted' },
       });
     }
-    const result: CeremonyResult = await runCeremony(ctx, req.start as NonNullable<typeof req.start>);
+    const result: CeremonyResult = await runCeremony(ctx, req.start as NonNullable<typeof req.start>, {
+      // the coordinator's fast path: each released ECDSA signature share as an interim frame
+      onSignatureShares: (shares) => interim(encodeControlResponse({ version: CONTROL_VERSION, shares })),
+    });
     scheduleStatus();
     return encodeControlResponse({ version: CONTROL_VERSION, result });
   };

@@ -6,7 +6,8 @@
  *   direction, re-dialled when it fails; frames to a peer are written in order);
  * - `/custodian/control/2`: one long-lived stream from the coordinator to each signer carrying
  *   ControlFrame exchanges (a SignedControl request, a ControlResponse back, paired by the frame id;
- *   responses in any order, since ceremonies run concurrently). No stream is set up per request:
+ *   responses in any order, since ceremonies run concurrently; frames with `interim` set come
+ *   before an exchange's response, e.g. ECDSA signature shares for the coordinator). No stream is set up per request:
  *   opening one costs ≈ 1–5 ms in libp2p (peer-store updates on both sides).
  */
 import { noise } from '@chainsafe/libp2p-noise';
@@ -34,8 +35,12 @@ export interface HostOptions {
   readonly log: Logger;
   /** MPC frames received from a pinned peer. */
   readonly onMpc?: (from: string, bytes: Uint8Array) => void;
-  /** Control request from a pinned peer; returns the response frame. */
-  readonly onControl?: (from: string, bytes: Uint8Array) => Promise<Uint8Array>;
+  /**
+   * Control request from a pinned peer; returns the response frame. `interim` sends a frame of this
+   * exchange ahead of the response (ControlResponse bytes with ControlFrame.interim set); calls
+   * after the response are ignored.
+   */
+  readonly onControl?: (from: string, bytes: Uint8Array, interim: (body: Uint8Array) => void) => Promise<Uint8Array>;
   /** Which peers may use the control protocol (default: none). */
   readonly controlPeers?: ReadonlySet<string>;
 }
@@ -50,11 +55,17 @@ export interface Host {
   sendMpc(peerId: string, bytes: Uint8Array): Promise<void>;
   /**
    * Send one control request (SignedControl bytes) on the long-lived control stream to `peerId`
-   * and wait for its response (ControlResponse bytes).
+   * and wait for its response (ControlResponse bytes); interim frames of the exchange go to
+   * `onInterim` as they arrive.
    * @throws Error when the stream cannot be opened or written (retried once on a fresh stream),
    *   when it closes before the response, or after `timeoutMs`
    */
-  request(peerId: string, bytes: Uint8Array, timeoutMs: number): Promise<Uint8Array>;
+  request(
+    peerId: string,
+    bytes: Uint8Array,
+    timeoutMs: number,
+    onInterim?: (body: Uint8Array) => void,
+  ): Promise<Uint8Array>;
   connectedPeers(): string[];
   stop(): Promise<void>;
 }
@@ -173,8 +184,19 @@ export async function createHost(opts: HostOptions): Promise<Host> {
         const frame = decodeControlFrame(raw, frameLimits);
         if (!frame.ok) throw new Error(frame.rejection.reason);
         const { id } = frame.value;
-        // exchanges run concurrently; responses are written one at a time, in completion order
-        const p = onControl(from, frame.value.body).then((res) => {
+        // exchanges run concurrently; frames are written one at a time, in the order they are ready
+        let answered = false;
+        const interim = (body: Uint8Array) => {
+          if (answered) return;
+          writes = writes.then(() =>
+            lp.write(encodeControlFrame({ id, body, interim: true }), { signal: AbortSignal.timeout(30_000) }),
+          );
+          writes.catch((e: unknown) =>
+            log.warn({ peer: from, err: e instanceof Error ? e.message : String(e) }, 'interim control frame not sent'),
+          );
+        };
+        const p = onControl(from, frame.value.body, interim).then((res) => {
+          answered = true;
           writes = writes.then(() =>
             lp.write(encodeControlFrame({ id, body: res }), { signal: AbortSignal.timeout(30_000) }),
           );
@@ -224,7 +246,10 @@ export async function createHost(opts: HostOptions): Promise<Host> {
     readonly entry: { readonly ready: Promise<ControlMux> };
     readonly stream: Stream;
     readonly lp: ReturnType<typeof lpStream>;
-    readonly pending: Map<number, { resolve: (b: Uint8Array) => void; reject: (e: Error) => void }>;
+    readonly pending: Map<
+      number,
+      { resolve: (b: Uint8Array) => void; reject: (e: Error) => void; interim?: (b: Uint8Array) => void }
+    >;
     nextId: number;
     writes: Promise<void>;
   }
@@ -257,6 +282,17 @@ export async function createHost(opts: HostOptions): Promise<Host> {
             const frame = decodeControlFrame((await mux.lp.read()).subarray(), frameLimits);
             if (!frame.ok) throw new Error(`control stream to ${peerId}: ${frame.rejection.reason}`);
             const waiter = mux.pending.get(frame.value.id);
+            if (frame.value.interim) {
+              try {
+                waiter?.interim?.(frame.value.body);
+              } catch (e) {
+                log.warn(
+                  { peer: peerId, err: e instanceof Error ? e.message : String(e) },
+                  'interim frame handler failed',
+                );
+              }
+              continue;
+            }
             mux.pending.delete(frame.value.id);
             waiter?.resolve(frame.value.body);
           }
@@ -311,14 +347,16 @@ export async function createHost(opts: HostOptions): Promise<Host> {
       });
       return next;
     },
-    async request(peerId, bytes, timeoutMs) {
+    async request(peerId, bytes, timeoutMs, onInterim) {
       // one deadline for the whole exchange: opening the stream, writing, and the response
       const signal = AbortSignal.timeout(timeoutMs);
       const expired = () => new Error(`control request to ${peerId} timed out after ${timeoutMs} ms`);
       for (let attempt = 0; ; attempt++) {
         const mux = await controlMux(peerId);
         const id = mux.nextId++;
-        const response = new Promise<Uint8Array>((resolve, reject) => mux.pending.set(id, { resolve, reject }));
+        const response = new Promise<Uint8Array>((resolve, reject) =>
+          mux.pending.set(id, { resolve, reject, ...(onInterim ? { interim: onInterim } : {}) }),
+        );
         response.catch(() => undefined);
         try {
           mux.writes = mux.writes.then(() => mux.lp.write(encodeControlFrame({ id, body: bytes }), { signal }));

@@ -21,5 +21,6 @@ export * from './primes.js';
 export * from './relay.js';
 export * from './runner.js';
 export * from './secretbox.js';
+export * from './share-combiner.js';
 export * from './store.js';
 export * from './verify.js';

@@ -13,7 +13,7 @@ import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import '../src/polyfills.js';
-import { ControlClient, PresignaturePoolKeeper, verifySignature } from '../src/index.js';
+import { ControlClient, EcdsaShareCombiner, PresignaturePoolKeeper, verifySignature } from '../src/index.js';
 import {
   buildSigner,
   freePort,
@@ -45,7 +45,7 @@ async function ceremony(parties: NodeSpec[], start: Omit<StartCeremony, 'parties
 /** A SIGN ceremony of one digest under the ECDSA key (pooled when `presignatureId` is given). */
 function ecdsaSign(
   digest: Uint8Array,
-  opts: { presignatureId?: string; derivationPath?: number[]; deadlineMs?: number } = {},
+  opts: { presignatureId?: string; derivationPath?: number[]; deadlineMs?: number; interimShares?: boolean } = {},
 ): Omit<StartCeremony, 'parties' | 'ceremonyId'> {
   return {
     kind: CeremonyKind.SIGN,
@@ -57,6 +57,7 @@ function ecdsaSign(
       derivationPath: opts.derivationPath ?? [],
       digests: [digest],
       ...(opts.presignatureId ? { presignatureId: opts.presignatureId } : {}),
+      ...(opts.interimShares ? { interimShares: true } : {}),
     },
   };
 }
@@ -153,10 +154,53 @@ describe('CGGMP21 ECDSA across 3 signer processes', () => {
     expect((await client.status(n1.peerId)).presignaturePool?.[slot]).toBe(2);
   });
 
+  it('interim shares only when asked: the coordinator combines them into the signature the signers return', async () => {
+    const [n0, n1] = nodes as [NodeSpec, NodeSpec];
+    await keeper.refill();
+    const ek = key.publicKeys?.find((k) => k.algorithm === KeyAlgorithm.SECP256K1_ECDSA);
+    const master = { publicKey: ek?.publicKey as Uint8Array, chainCode: ek?.chainCode as Uint8Array };
+    const parties = [n0, n1];
+    for (const interimShares of [true, false]) {
+      const digest = sha256(enc.encode(`interim ${interimShares}`));
+      const derivationPath = [1, 9];
+      const start: StartCeremony = {
+        ceremonyId: sha256(enc.encode(`interim:${interimShares}:${Math.random()}`)).subarray(0, 24),
+        parties: parties.map((n) => ({ peerId: n.peerId })),
+        ...ecdsaSign(digest, { presignatureId: keeper.take() as string, derivationPath, interimShares }),
+      };
+      const combiner = new EcdsaShareCombiner({ ...master, derivationPath, digests: [digest], signers: 2 });
+      const frames: number[] = [];
+      const results = await Promise.all(
+        client.startCeremonies(
+          parties.map((n) => n.peerId),
+          start,
+          undefined,
+          (position, res) => {
+            frames.push(position);
+            if (res.shares) combiner.add(position, res.shares);
+          },
+        ),
+      );
+      for (const r of results) expect(r.outcome, r.error).toBe(Outcome.OK);
+      const signed = results[0]?.signatures?.[0];
+      if (!interimShares) {
+        expect(frames).toEqual([]);
+        continue;
+      }
+      // one interim frame per signer, before its result; the coordinator's signature is the signers'
+      expect(frames.sort()).toEqual([0, 1]);
+      const fast = await combiner.done;
+      expect(bytesToHex(fast?.[0]?.compact as Uint8Array)).toBe(bytesToHex(signed?.signature as Uint8Array));
+      expect(fast?.[0]?.recovery).toBe(signed?.recoveryId);
+      expect(bytesToHex(combiner.publicKey)).toBe(bytesToHex(signed?.publicKey as Uint8Array));
+    }
+  });
+
   it('one presignature asked for by two ceremonies at once signs at most once; a ceremony id is used once', async () => {
     const [n0, n1] = nodes as [NodeSpec, NodeSpec];
     await keeper.refill();
     const id = keeper.take({ refill: false }) as string;
+    expect(id).toBeDefined(); // a pooled signature, not two cold ones
     const start = (tag: string): StartCeremony => ({
       ceremonyId: sha256(enc.encode(`race:${tag}:${Math.random()}`)).subarray(0, 24),
       parties: [n0, n1].map((n) => ({ peerId: n.peerId })),

@@ -46,6 +46,8 @@ export interface SignRequest {
   taprootMerkleRoot?: Uint8Array;
   /** ECDSA: pooled presignature id (absent/empty: cold signing). */
   presignatureId?: string;
+  /** ECDSA: send the signature shares to the coordinator as interim frames (control.proto `interim_shares`). */
+  interimShares?: boolean;
   /** Transfer evidence (control.proto field 16) the signer verifies before contributing. */
   evidence?: TransferEvidenceWire;
 }
@@ -123,10 +125,28 @@ export interface NodeStatus {
   presignaturePool?: Record<string, number>;
 }
 
+/** `custodian.v1.SignatureShare`: a signer's share of one ECDSA signature for the coordinator's combination. */
+export interface SignatureShareWire {
+  /** Index into the request's `digests`. */
+  digestIndex: number;
+  /** R' = ρ·R, 33 bytes SEC1-compressed. */
+  rPoint: Uint8Array;
+  /** s_i = ρ⁻¹·σ_i mod q, 32 bytes big-endian. */
+  s: Uint8Array;
+}
+
+/** `custodian.v1.SignatureShares`: the body of an interim frame of a SIGN exchange. */
+export interface SignatureSharesWire {
+  ceremonyId: Uint8Array;
+  shares: SignatureShareWire[];
+}
+
 export interface ControlResponse {
   version: number;
   result?: CeremonyResult;
   status?: NodeStatus;
+  /** Interim frames only: ECDSA signature shares (control.proto `SignatureShares`). */
+  shares?: SignatureSharesWire;
 }
 
 function plain<T>(type: typeof ControlRequestType, m: unknown): T {
@@ -204,20 +224,30 @@ export interface ControlFrame {
   readonly id: number;
   /** SignedControl bytes (to a signer) or ControlResponse bytes (back). */
   readonly body: Uint8Array;
+  /** Signer → coordinator: sent before the exchange's final response (which has it false). */
+  readonly interim?: boolean;
 }
 
 /** Encode a control frame. @throws RangeError for an id that is not a safe non-negative integer */
 export function encodeControlFrame(frame: ControlFrame): Uint8Array {
   if (!Number.isSafeInteger(frame.id) || frame.id < 0)
     throw new RangeError('control frame: id must be a safe integer ≥ 0');
-  return encodeMessage(ControlFrameType, { id: frame.id, body: frame.body });
+  return encodeMessage(ControlFrameType, {
+    id: frame.id,
+    body: frame.body,
+    ...(frame.interim ? { interim: true } : {}),
+  });
 }
 
 /** Decode a control frame (size-limited). Never throws. */
 export function decodeControlFrame(bytes: unknown, limits: WireLimits = DEFAULT_LIMITS): WireResult<ControlFrame> {
   const r = decodeMessage(ControlFrameType, bytes, limits);
   if (!r.ok) return r;
-  const v = ControlFrameType.toObject(r.value, { longs: Number, defaults: true }) as { id: number; body: Uint8Array };
+  const v = ControlFrameType.toObject(r.value, { longs: Number, defaults: true }) as {
+    id: number;
+    body: Uint8Array;
+    interim: boolean;
+  };
   if (!Number.isSafeInteger(v.id) || v.id < 0) return reject('malformed', 'control frame: id out of range');
-  return accept({ id: v.id, body: v.body });
+  return accept({ id: v.id, body: v.body, interim: v.interim === true });
 }

@@ -16,6 +16,15 @@
  * parties' signatures is `ABORTED` with no culprit). On a deadline or `signal` the ceremony is
  * aborted on every party (AbortCeremony), best effort.
  *
+ * ECDSA fast path (control.proto `SignatureShares`; `@custodian/signer` share-combiner.ts): when the
+ * request gives the master ECDSA key and chain code (`ecdsaKey`) and every party is a server signer,
+ * each signer sends its share of each signature as an interim frame as soon as the share leaves for
+ * its co-signers; the gateway combines them and answers `ok` (`combinedByCoordinator`) once every
+ * signature verifies under the child key it derives itself — one network hop and the signers' own
+ * combination earlier than their results. It trusts no share: shares that do not combine into a
+ * valid signature only turn the fast path off, and the parties' results are mapped as below. The
+ * results still arrive (and are logged if one is not OK: the signature is valid all the same).
+ *
  * Presignature pool (issue 7, 11; signing/presignature-pool.ts): with an {@link SigningAttemptLog},
  * every ceremony is recorded before it starts, and an ECDSA request over ONE digest takes a pooled
  * CGGMP21 presignature of exactly its signing set in that same database transaction (so an id is
@@ -25,11 +34,12 @@
  * aborted at once and the request is signed cold (presign + sign) in a new ceremony, so a stale
  * pool never fails a transfer.
  */
-import type { ControlClient } from '@custodian/signer';
+import { type ControlClient, EcdsaShareCombiner } from '@custodian/signer';
 import {
   type Approval,
   CeremonyKind,
   type CeremonyResult,
+  type ControlResponse,
   KeyAlgorithm,
   Outcome,
   type SignedPolicy,
@@ -71,6 +81,12 @@ export interface GatewaySignRequest {
   evidence: SignEvidence;
   deadline: Date;
   signal?: AbortSignal;
+  /**
+   * ECDSA: the master key as recorded at the master key ceremony — `publicKey` 33 bytes
+   * SEC1-compressed, `chainCode` 32 bytes. With it (and server signers only) the gateway combines
+   * the signers' shares itself (the fast path, see the module comment).
+   */
+  ecdsaKey?: { publicKey: Uint8Array; chainCode: Uint8Array };
 }
 
 /** Outcome of {@link SignerGateway.sign}. */
@@ -79,6 +95,8 @@ export type GatewaySignResult =
       ok: true;
       /** The pooled presignature id the signature was made with (one round); absent: cold signing. */
       presignatureId?: string;
+      /** True when the gateway combined the signers' shares itself (ECDSA fast path). */
+      combinedByCoordinator?: boolean;
       /**
        * One per digest, in order. ECDSA: 64-byte r‖s (low-s) and `recovery` (0..3, the y-parity bit
        * of R, plus 2 if r overflowed); Taproot: 64-byte BIP340; Ed25519: 64-byte RFC 8032.
@@ -239,6 +257,14 @@ function validate(req: GatewaySignRequest): void {
   }
   if (!(req.deadline instanceof Date) || Number.isNaN(req.deadline.getTime()))
     throw new TypeError('deadline: a valid Date');
+  if (
+    req.ecdsaKey !== undefined &&
+    (!(req.ecdsaKey.publicKey instanceof Uint8Array) ||
+      req.ecdsaKey.publicKey.length !== 33 ||
+      !(req.ecdsaKey.chainCode instanceof Uint8Array) ||
+      req.ecdsaKey.chainCode.length !== 32)
+  )
+    throw new TypeError('ecdsaKey: {publicKey: 33 bytes, chainCode: 32 bytes}');
 }
 
 /** Run one ceremony on every party; maps server/device dispatch and abort. Shared with the master key client. */
@@ -256,8 +282,11 @@ export async function dispatchCeremony(
   targets: readonly PartyDispatch[],
   start: StartCeremony,
   signal?: AbortSignal,
-  /** Abort the ceremony on every party as soon as one party answers anything but OK. */
-  options: { abortOnFailure?: boolean } = {},
+  /**
+   * `abortOnFailure`: abort the ceremony on every party as soon as one party answers anything but
+   * OK. `onInterim`: interim frames of server signers (their position in `targets` and the body).
+   */
+  options: { abortOnFailure?: boolean; onInterim?: (position: number, response: ControlResponse) => void } = {},
 ): Promise<{ party: SignParty; result: CeremonyResult; unreachable: boolean }[]> {
   const slack = init.responseSlackMs ?? 10_000;
   const timeoutMs = Math.max(1000, Number(start.deadlineUnixMs) - Date.now() + slack);
@@ -276,12 +305,14 @@ export async function dispatchCeremony(
   deadlineTimer.unref?.();
   // server signers get the same signed request (signed once: the last starts as early as the first)
   const servers = targets.filter((t) => t.party.kind === 'server');
+  const onInterim = options.onInterim;
   const serverCalls = new Map(
     init.control
       .startCeremonies(
         servers.map((t) => t.peerId),
         start,
         timeoutMs,
+        onInterim ? (i, res) => onInterim(targets.indexOf(servers[i] as PartyDispatch), res) : undefined,
       )
       .map((p, i) => {
         p.catch(() => undefined); // awaited below
@@ -333,6 +364,32 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
       },
     );
   });
+}
+
+/**
+ * The combiner of the ECDSA fast path for `req`, or undefined when it does not apply (another
+ * algorithm, no `ecdsaKey`, a device among the parties: devices send no interim shares).
+ * An `ecdsaKey` that is not a valid point turns it off (logged): the signers' results still sign.
+ */
+function fastPath(
+  req: GatewaySignRequest,
+  targets: readonly PartyDispatch[],
+  log: SignerGatewayInit['log'],
+): EcdsaShareCombiner | undefined {
+  if (req.algorithm !== 'SECP256K1_ECDSA' || !req.ecdsaKey) return undefined;
+  if (targets.some((t) => t.party.kind !== 'server')) return undefined;
+  try {
+    return new EcdsaShareCombiner({
+      publicKey: req.ecdsaKey.publicKey,
+      chainCode: req.ecdsaKey.chainCode,
+      derivationPath: req.derivationPath,
+      digests: req.digests,
+      signers: targets.length,
+    });
+  } catch (e) {
+    log?.('ECDSA fast path off: the master key does not decode', { err: e instanceof Error ? e.message : String(e) });
+    return undefined;
+  }
 }
 
 /** Random 24-byte ceremony id. */
@@ -398,21 +455,64 @@ export function createSignerGateway(init: SignerGatewayInit): SignerGateway {
         } catch (e) {
           init.log?.('signing attempt not recorded', { err: e instanceof Error ? e.message : String(e) });
         }
+        // the fast path: the signers also send their shares here (interim frames), combined below
+        const combiner = fastPath(req, targets, init.log);
         const start: StartCeremony = {
           ceremonyId,
           kind: CeremonyKind.SIGN,
           parties: targets.map((t) => ({ peerId: t.peerId })),
           threshold: 0,
           deadlineUnixMs: req.deadline.getTime(),
-          sign: presignatureId !== undefined ? { ...base, presignatureId } : base,
+          sign: {
+            ...base,
+            ...(presignatureId !== undefined ? { presignatureId } : {}),
+            ...(combiner ? { interimShares: true } : {}),
+          },
         };
         // a party that cannot take part (refused, unreachable, a device that went away) ends the
         // ceremony everywhere at once instead of leaving the others to wait for the deadline
-        const results = await dispatchCeremony(init, targets, start, req.signal, { abortOnFailure: true });
-        let result = mapSignResults(req, targets, results);
-        const stale =
-          presignatureId !== undefined &&
-          results.some((r) => r.result.outcome === Outcome.REFUSED && STALE_PRESIGNATURE.test(r.result.error ?? ''));
+        const dispatched = dispatchCeremony(init, targets, start, req.signal, {
+          abortOnFailure: true,
+          ...(combiner
+            ? {
+                onInterim: (position: number, res: ControlResponse) => {
+                  if (res.shares) combiner.add(position, res.shares);
+                },
+              }
+            : {}),
+        });
+        const fast = combiner ? await Promise.race([combiner.done, dispatched.then(() => undefined)]) : undefined;
+        let result: GatewaySignResult;
+        let stale = false;
+        if (fast) {
+          result = {
+            ok: true,
+            combinedByCoordinator: true,
+            signatures: fast.map((s) => ({ signature: s.compact, recovery: s.recovery, publicKey: s.publicKey })),
+          };
+          // the signers' own results come later: a failure among them does not undo a valid signature
+          dispatched.then(
+            (results) => {
+              const late = mapSignResults(req, targets, results);
+              if (!late.ok)
+                init.log?.('a signer reported a failure after the gateway combined a valid signature', {
+                  ceremonyId: record.ceremonyId,
+                  reason: late.reason,
+                });
+            },
+            (e: unknown) =>
+              init.log?.('the signers’ results were not collected after the fast path', {
+                ceremonyId: record.ceremonyId,
+                err: e instanceof Error ? e.message : String(e),
+              }),
+          );
+        } else {
+          const results = await dispatched;
+          result = mapSignResults(req, targets, results);
+          stale =
+            presignatureId !== undefined &&
+            results.some((r) => r.result.outcome === Outcome.REFUSED && STALE_PRESIGNATURE.test(r.result.error ?? ''));
+        }
         if (result.ok && presignatureId !== undefined) result = { ...result, presignatureId };
         const outcome = result.ok
           ? 'OK'

@@ -324,8 +324,13 @@ export class TransferPipeline {
   private async sign(t: TransferRow, unsigned: UnsignedTransfer, round: number): Promise<GatewaySignResult> {
     if (!this.gateway) throw new Error('SIGNERS_UNAVAILABLE: no signer gateway configured');
     const mk = (
-      await this.db.query<{ parties: unknown; threshold: number }>(
-        'SELECT parties, threshold FROM master_keys WHERE master_key_id = $1',
+      await this.db.query<{
+        parties: unknown;
+        threshold: number;
+        secp256k1_public_key: string;
+        secp256k1_chain_code: string;
+      }>(
+        'SELECT parties, threshold, secp256k1_public_key, secp256k1_chain_code FROM master_keys WHERE master_key_id = $1',
         [t.master_key_id],
       )
     )[0];
@@ -344,6 +349,12 @@ export class TransferPipeline {
       digests: unsigned.digests.map((d) => d.digest),
       evidence: { intent: t.intent, policy, approvals, chainContext: JSON.stringify(unsigned.context) },
       deadline: new Date(Date.now() + this.opts.signDeadlineMs),
+      // ECDSA: the gateway combines the signers' shares itself and checks them under this key
+      ...(t.intent.key_algorithm === 'SECP256K1_ECDSA' &&
+      /^[0-9a-f]{66}$/i.test(mk.secp256k1_public_key) &&
+      /^[0-9a-f]{64}$/i.test(mk.secp256k1_chain_code)
+        ? { ecdsaKey: { publicKey: unhex(mk.secp256k1_public_key), chainCode: unhex(mk.secp256k1_chain_code) } }
+        : {}),
     });
   }
 
@@ -439,6 +450,13 @@ export class TransferPipeline {
     }
     const unsigned = loadUnsigned(stored, t);
     const res = await this.sign(t, unsigned, 0);
+    if (res.ok)
+      this.opts.log('info', 'transfer signed', {
+        transfer_id: t.transfer_id,
+        // the ECDSA fast path (the gateway combined the signers' shares) or the signers' own results
+        combined_by: res.combinedByCoordinator ? 'coordinator' : 'signers',
+        pooled_presignature: res.presignatureId !== undefined,
+      });
     return this.db.tx(async (q) => {
       const cur = await loadTransfer(q, t.transfer_id, true);
       if (cur?.status !== 'PENDING_SIGNATURE') return cur; // cancelled meanwhile
