@@ -139,23 +139,28 @@ try {
   const ecdsaKey = master.publicKeys?.find((k) => k.algorithm === KeyAlgorithm.SECP256K1_ECDSA);
   if (!ecdsaKey) throw new Error('the master key has no ECDSA key');
   ecdsaMaster = { publicKey: ecdsaKey.publicKey, chainCode: ecdsaKey.chainCode };
-  await bench(
-    'signer.masterKey.frostOnly.2of3.3proc',
-    () =>
-      run(peerIds, {
-        kind: CeremonyKind.MASTER_KEY,
-        threshold: 2,
-        deadlineUnixMs: Date.now() + 300_000,
-        algorithms: [KeyAlgorithm.ED25519, KeyAlgorithm.SECP256K1_TAPROOT],
-      }),
-    { n: 5, warmup: 1 },
-  );
+  // BENCH_SIGNER_ONLY=pooled: only the master key and the pooled ECDSA figures (quick iterations)
+  const pooledOnly = process.env.BENCH_SIGNER_ONLY === 'pooled';
+  if (!pooledOnly)
+    await bench(
+      'signer.masterKey.frostOnly.2of3.3proc',
+      () =>
+        run(peerIds, {
+          kind: CeremonyKind.MASTER_KEY,
+          threshold: 2,
+          deadlineUnixMs: Date.now() + 300_000,
+          algorithms: [KeyAlgorithm.ED25519, KeyAlgorithm.SECP256K1_TAPROOT],
+        }),
+      { n: 5, warmup: 1 },
+    );
   let i = 0;
-  for (const [label, algorithm] of [
-    ['frost.ed25519', KeyAlgorithm.ED25519],
-    ['frost.taproot', KeyAlgorithm.SECP256K1_TAPROOT],
-    ['ecdsa.cold', KeyAlgorithm.SECP256K1_ECDSA],
-  ] as const) {
+  for (const [label, algorithm] of pooledOnly
+    ? []
+    : ([
+        ['frost.ed25519', KeyAlgorithm.ED25519],
+        ['frost.taproot', KeyAlgorithm.SECP256K1_TAPROOT],
+        ['ecdsa.cold', KeyAlgorithm.SECP256K1_ECDSA],
+      ] as const)) {
     await bench(`signer.sign.${label}.2of3.3proc`, () => signOnce(peerIds.slice(0, 2), keyId, algorithm, ++i), {
       n: label === 'ecdsa.cold' ? 10 : 30,
       warmup: 2,
@@ -178,25 +183,27 @@ try {
   report(summarise('signer.sign.ecdsa.pooled.signersAnswered', timing.answered));
   report(gauge);
   // sustained: sign continuously for a fixed number of signatures while the keeper refills
-  await keeper.refill();
-  const total = 30;
-  t0 = performance.now();
-  for (let k = 0; k < total; k++) {
-    let id = keeper.take();
-    while (!id) {
-      await keeper.refill();
-      id = keeper.take();
+  if (!pooledOnly) {
+    await keeper.refill();
+    const total = 30;
+    t0 = performance.now();
+    for (let k = 0; k < total; k++) {
+      let id = keeper.take();
+      while (!id) {
+        await keeper.refill();
+        id = keeper.take();
+      }
+      await signOnce(peerIds.slice(0, 2), keyId, KeyAlgorithm.SECP256K1_ECDSA, ++i, id);
     }
-    await signOnce(peerIds.slice(0, 2), keyId, KeyAlgorithm.SECP256K1_ECDSA, ++i, id);
+    const rate = total / ((performance.now() - t0) / 1000);
+    report({
+      name: 'signer.sign.ecdsa.sustainedWithRefill.2of3.3proc',
+      unit: 'sig/s',
+      median: +rate.toFixed(2),
+      p95: +rate.toFixed(2),
+      n: total,
+    });
   }
-  const rate = total / ((performance.now() - t0) / 1000);
-  report({
-    name: 'signer.sign.ecdsa.sustainedWithRefill.2of3.3proc',
-    unit: 'sig/s',
-    median: +rate.toFixed(2),
-    p95: +rate.toFixed(2),
-    n: total,
-  });
   keeper.stop();
 } finally {
   await cluster.stop();

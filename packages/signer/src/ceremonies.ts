@@ -300,11 +300,18 @@ function record(ceremonyId: Uint8Array, start: StartCeremony, result: CeremonyRe
 class ReleaseGate {
   #written: Promise<void> | undefined;
   #done = false;
+  readonly #submitted: { promise: Promise<void>; resolve: () => void };
   constructor(
     private readonly store: SecureStore,
     private readonly ready: Promise<void>,
     private readonly ops: readonly StoreOp[],
-  ) {}
+  ) {
+    let resolve!: () => void;
+    const promise = new Promise<void>((r) => {
+      resolve = r;
+    });
+    this.#submitted = { promise, resolve };
+  }
 
   /** Has the batch been written? */
   get written(): boolean {
@@ -316,12 +323,28 @@ class ReleaseGate {
     await this.#written?.catch(() => undefined);
   }
 
+  /**
+   * Resolves once the batch has been handed to the store (its synced write under way) or has
+   * failed before that; never rejects. Awaiting it before CPU-bound work (deriving the path,
+   * computing the share) lets the write run during that work: the callbacks that start it (the
+   * ceremony id check) would otherwise wait for the work to end.
+   */
+  get submitted(): Promise<void> {
+    return this.#submitted.promise;
+  }
+
   /** Write the batch with `extra` ops (the first caller's extra only); later calls await the same write. */
   commit(extra: readonly StoreOp[] = []): Promise<void> {
     this.#written ??= (async () => {
-      await this.ready;
-      await this.store.batch([...extra, ...this.ops]);
-      this.#done = true;
+      try {
+        await this.ready;
+        const writing = this.store.batch([...extra, ...this.ops]);
+        this.#submitted.resolve();
+        await writing;
+        this.#done = true;
+      } finally {
+        this.#submitted.resolve();
+      }
     })();
     return this.#written;
   }
@@ -384,6 +407,7 @@ export async function runCeremony(
     let result: CeremonyResult;
     let ops: StoreOp[];
     let verdict: EnforcementVerdict | undefined;
+    let stored: (() => void) | undefined;
     switch (start.kind) {
       case CeremonyKind.MASTER_KEY:
         ({ result, ops } = await masterKey(ctx, start, ceremonyId, parties, self, deadline));
@@ -411,15 +435,18 @@ export async function runCeremony(
         break;
       }
       case CeremonyKind.PRESIGN:
-        ({ result, ops } = await presign(ctx, start, ceremonyId, parties, deadline));
+        ({ result, ops, stored } = await presign(ctx, start, ceremonyId, parties, deadline));
         break;
       case CeremonyKind.REFRESH:
+        // the key's presignatures are deleted with the new shares: none is taken from memory meanwhile
+        ctx.prepared?.forgetKey(start.keyId ?? '');
         ({ result, ops } = await refresh(ctx, start, ceremonyId, parties, self, deadline));
         break;
       default:
         throw new Refused(`kind: unsupported ceremony kind ${start.kind}`);
     }
     if (start.kind !== CeremonyKind.SIGN) await ctx.store.batch([...ops, record(ceremonyId, start, result)]);
+    stored?.();
     if (start.kind === CeremonyKind.REFRESH && ctx.shareCache) {
       for (const k of [...ctx.shareCache.keys()]) if (k.startsWith(`${start.keyId}/`)) ctx.shareCache.delete(k);
     }
@@ -782,15 +809,21 @@ async function ecdsaSign(
   const { signers, ordered, self } = signingSet(ctx, rec, parties);
   const pooled = req.presignatureId ?? '';
   if (pooled !== '' && digests.length !== 1) throw new Refused('presignatureId: signs exactly one digest');
-  // the pooled presignature is read, and its deletion written with the gate's batch, while the path
-  // is derived and the share computed; the share leaves only once that batch is durable
+  // the pooled presignature's deletion is written with the gate's batch (at once for a prepared
+  // one, else after its read) while the path is derived and the share computed; the share leaves
+  // only once that batch is durable
   const taking =
     pooled !== ''
       ? takePresignature(ctx.store, req.keyId, signers, pooled, ctx.prepared, (ops) => gate.commit(ops))
       : undefined;
   taking?.catch(() => undefined);
-  // the read first: its callback starts the gate's synced write, which the derivation then overlaps
-  if (taking) await taking.catch(() => undefined);
+  // a prepared presignature's deletion is under way once the ceremony id check is back: let it
+  // start before the CPU-bound derivation and share
+  if (taking)
+    await taking.then(
+      (t) => (t ? gate.submitted : undefined),
+      () => undefined,
+    );
   const derived = path.length > 0 ? derivedChild(share.core.publicKey, share.core.chainCode, path) : undefined;
   const tweak = derived?.tweak ?? 0n;
   const common = { parties: ordered, self, secretKey: ctx.secretKey, deadline, group: bytesToHex(ceremonyId) };
@@ -832,7 +865,9 @@ async function ecdsaSign(
                   const given = combinerShare(sigma, sctx);
                   const shares = [{ digestIndex: i, rPoint: given.Rp, s: secp256k1Group.encodeScalar(given.s) }];
                   released.then(
-                    () => onSignatureShares({ ceremonyId, shares }),
+                    () => {
+                      onSignatureShares({ ceremonyId, shares });
+                    },
                     () => undefined, // not released: nothing goes out
                   );
                 },
@@ -888,7 +923,7 @@ async function presign(
   ceremonyId: Uint8Array,
   parties: SessionParty[],
   deadline: number,
-): Promise<{ result: CeremonyResult; ops: StoreOp[] }> {
+): Promise<{ result: CeremonyResult; ops: StoreOp[]; stored?: () => void }> {
   const keyId = start.keyId ?? '';
   const rec = await loadKeyRecord(ctx.store, keyId);
   if (!rec) throw new Refused(`unknown key ${keyId}`);
@@ -914,8 +949,9 @@ async function presign(
   );
   if (!outs.every((o) => o.status === 'ok')) return { result: failure(ceremonyId, outs, ordered), ops: [] };
   const items = outs.map((o, i) => ({ id: `${cid}.${i}`, data: (o as { output: PresignatureData }).output }));
-  ctx.prepared?.add(keyId, items);
   return {
+    // held in memory only once durably stored (PreparedPresignatures' invariant)
+    stored: () => ctx.prepared?.add(keyId, items),
     result: {
       ceremonyId,
       outcome: Outcome.OK,

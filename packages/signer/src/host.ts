@@ -10,6 +10,7 @@
  *   before an exchange's response, e.g. ECDSA signature shares for the coordinator). No stream is set up per request:
  *   opening one costs ≈ 1–5 ms in libp2p (peer-store updates on both sides).
  */
+import { setMaxListeners } from 'node:events';
 import { noise } from '@chainsafe/libp2p-noise';
 import { yamux } from '@chainsafe/libp2p-yamux';
 import { DEFAULT_LIMITS, decodeControlFrame, encodeControlFrame } from '@custodian/wire';
@@ -22,6 +23,27 @@ import type { Logger } from 'pino';
 
 export const MPC_PROTOCOL = '/custodian/mpc/1';
 export const CONTROL_PROTOCOL = '/custodian/control/2';
+
+/** How long a frame may wait for a stream's send buffer to drain before the write fails. */
+export const WRITE_TIMEOUT_MS = 30_000;
+let sharedDeadline: { signal: AbortSignal; until: number } | undefined;
+
+/**
+ * The signal for a frame write: it aborts {@link WRITE_TIMEOUT_MS} to 1 s more after the write, and
+ * is shared by the writes of one second. A write consults it only when the stream's buffer is full
+ * (it then waits for 'drain', adding a listener that the signal keeps until it fires): one timer a
+ * second, not one per frame (`AbortSignal.timeout` per write was ≈ 0.3 ms of each signer's CPU per
+ * signature).
+ */
+export function writeDeadline(): AbortSignal {
+  const now = Date.now();
+  if (!sharedDeadline || sharedDeadline.until <= now) {
+    const signal = AbortSignal.timeout(WRITE_TIMEOUT_MS + 1000);
+    setMaxListeners(0, signal); // many writes may wait on it at once: not a leak
+    sharedDeadline = { signal, until: now + 1000 };
+  }
+  return sharedDeadline.signal;
+}
 
 /** Host options. */
 export interface HostOptions {
@@ -189,7 +211,7 @@ export async function createHost(opts: HostOptions): Promise<Host> {
         const interim = (body: Uint8Array) => {
           if (answered) return;
           writes = writes.then(() =>
-            lp.write(encodeControlFrame({ id, body, interim: true }), { signal: AbortSignal.timeout(30_000) }),
+            lp.write(encodeControlFrame({ id, body, interim: true }), { signal: writeDeadline() }),
           );
           writes.catch((e: unknown) =>
             log.warn({ peer: from, err: e instanceof Error ? e.message : String(e) }, 'interim control frame not sent'),
@@ -197,9 +219,7 @@ export async function createHost(opts: HostOptions): Promise<Host> {
         };
         const p = onControl(from, frame.value.body, interim).then((res) => {
           answered = true;
-          writes = writes.then(() =>
-            lp.write(encodeControlFrame({ id, body: res }), { signal: AbortSignal.timeout(30_000) }),
-          );
+          writes = writes.then(() => lp.write(encodeControlFrame({ id, body: res }), { signal: writeDeadline() }));
           return writes;
         });
         const tracked = p.catch((e: unknown) =>
@@ -322,7 +342,7 @@ export async function createHost(opts: HostOptions): Promise<Host> {
           let out: Outbound | undefined;
           try {
             out = await outbound(peerId);
-            await out.lp.write(bytes, { signal: AbortSignal.timeout(30_000) });
+            await out.lp.write(bytes, { signal: writeDeadline() });
             log.debug({ peer: peerId, size: bytes.length }, 'mpc frame sent');
             return;
           } catch (e) {

@@ -42,24 +42,11 @@ export function encodePresignature(p: PresignatureData): Uint8Array {
   return enc.encode(JSON.stringify({ ...publicFields(p), k: bh(p.k), chi: bh(p.chi) }));
 }
 
-/** The public part of a presignature (everything but k_i and χ_i). */
-export type PresignaturePublicPart = Omit<PresignatureData, 'k' | 'chi'>;
-
-/** The public fields of a stored presignature as stored (hex), for comparing with a prepared one. */
-function publicFingerprint(o: Record<string, unknown>): string {
-  return JSON.stringify([o.signers, o.i, o.publicKey, o.R, o.Gamma, o.Delta, o.S]);
-}
-
 /**
- * Parse and validate a stored presignature. With `prepared` (the same presignature's public part,
- * decoded before and with R's fixed-base table, see {@link PreparedPresignatures}) whose stored
- * public fields match byte for byte, its points are reused and only k_i, χ_i are parsed.
+ * Parse and validate a stored presignature.
  * @throws RangeError / TypeError naming the field (never a secret value)
  */
-export function decodePresignature(
-  bytes: Uint8Array,
-  prepared?: { readonly fingerprint: string; readonly pub: PresignaturePublicPart },
-): PresignatureData {
+export function decodePresignature(bytes: Uint8Array): PresignatureData {
   const o = JSON.parse(dec.decode(bytes)) as Record<string, unknown>;
   if (o.format !== FORMAT || o.version !== 1) throw new RangeError('presignature: unknown format');
   const signers = o.signers;
@@ -87,9 +74,6 @@ export function decodePresignature(
     if (!Array.isArray(v) || v.length !== m) throw new RangeError(`presignature: ${f} must have ${m} points`);
     return v.map((x, j) => pt(x, `${f}[${j}]`));
   };
-  if (prepared && prepared.fingerprint === publicFingerprint(o)) {
-    return { ...prepared.pub, k: sc(o.k, 'k'), chi: sc(o.chi, 'chi') };
-  }
   return {
     signers: signers as number[],
     i: i as number,
@@ -114,42 +98,48 @@ export function presignaturePuts(keyId: string, items: readonly { id: string; da
 }
 
 /**
- * Public parts of pooled presignatures, decoded and with R's fixed-base table
- * (`prepareSigning`), by storage key: so that a pooled signature costs no point decoding and only
- * fixed-base multiplications on the request path. Memory only and not secret (no k_i, χ_i). At
- * most `limit` entries (≈ 0.45 MB each, most of it R's table); the oldest go first. Filled when a
- * PRESIGN ceremony stores its presignatures and, after a restart, by {@link warm}.
+ * Pooled presignatures held decoded in memory, with R's fixed-base table (`prepareSigning`), by
+ * storage key: a pooled signature then reads nothing from the store and decodes no point, so the
+ * synced write that must precede its share (the presignature's deletion with the ceremony's pending
+ * record) starts as soon as the request is checked. SECRET: entries hold k_i and χ_i, as the key
+ * share cache holds the key share; memory only, never logged. At most `limit` entries (≈ 0.45 MB
+ * each, most of it R's table); the oldest go first and are then read from the store when used.
+ *
+ * Invariant: every entry is in the store (the store stays the record across restarts). Entries are
+ * added only once their presignatures are durably stored ({@link add}, after the PRESIGN batch) or
+ * read from the store ({@link warm}); {@link take} removes an entry before its deletion is
+ * written, and a presignature taken while {@link warm} runs is never put back by it.
  */
 export class PreparedPresignatures {
-  readonly #entries = new Map<string, { fingerprint: string; pub: PresignaturePublicPart }>();
+  readonly #entries = new Map<string, PresignatureData>();
+  /** Storage keys taken while a {@link warm} runs (warm may have read them before the deletion). */
+  readonly #takenWhileWarming = new Set<string>();
+  #warming = 0;
   constructor(readonly limit = 64) {}
 
   get size(): number {
     return this.#entries.size;
   }
 
-  /** Remember presignatures of `keyId` under their ids (as stored by {@link presignaturePuts}). */
+  /** Remember presignatures of `keyId` under their ids, once stored (as by {@link presignaturePuts}). */
   add(keyId: string, items: readonly { id: string; data: PresignatureData }[]): void {
     for (const { id, data } of items) {
       prepareSigning(data);
-      const { k: _k, chi: _chi, ...pub } = data;
-      this.#put(`${presignPrefix(keyId, data.signers)}${id}`, {
-        fingerprint: publicFingerprint(publicFields(pub)),
-        pub,
-      });
+      this.#put(`${presignPrefix(keyId, data.signers)}${id}`, data);
     }
   }
 
-  /** Remove and return the entry of a storage key. */
-  take(key: string) {
+  /** Remove and return the presignature of a storage key, if held. */
+  take(key: string): PresignatureData | undefined {
     const e = this.#entries.get(key);
     this.#entries.delete(key);
+    if (this.#warming > 0) this.#takenWhileWarming.add(key);
     return e;
   }
 
-  /** Forget every entry of a key (its presignatures were deleted, e.g. by a refresh). */
+  /** Forget every entry of a key (its presignatures are being deleted, e.g. by a refresh). */
   forgetKey(keyId: string): void {
-    for (const k of [...this.#entries.keys()]) if (k.startsWith(`${keyId}/`)) this.#entries.delete(k);
+    for (const k of [...this.#entries.keys()]) if (k.startsWith(`${keyId}/`)) this.take(k);
   }
 
   /**
@@ -160,34 +150,40 @@ export class PreparedPresignatures {
    * decode are skipped (a bad one is reported when it is taken).
    */
   async warm(store: SecureStore, log?: Logger, signal?: AbortSignal): Promise<number> {
-    await new Promise((r) => setImmediate(r));
-    if (signal?.aborted) return 0;
-    secp256k1Group.prepareBase();
-    let n = 0;
-    for (const key of await store.keys('presignatures')) {
-      if (this.#entries.size >= this.limit || signal?.aborted) break;
-      if (this.#entries.has(key)) continue;
+    this.#warming++;
+    try {
       await new Promise((r) => setImmediate(r));
-      if (signal?.aborted) break;
-      try {
-        const bytes = await store.get('presignatures', key);
-        if (!bytes) continue;
-        const o = JSON.parse(dec.decode(bytes)) as Record<string, unknown>;
-        const { k: _k, chi: _chi, ...pub } = decodePresignature(bytes);
-        prepareSigning(pub);
-        this.#put(key, { fingerprint: publicFingerprint(o), pub });
-        n++;
-      } catch (e) {
-        log?.warn({ err: e instanceof Error ? e.message : String(e) }, 'stored presignature not prepared');
+      if (signal?.aborted) return 0;
+      secp256k1Group.prepareBase();
+      let n = 0;
+      for (const key of await store.keys('presignatures')) {
+        if (this.#entries.size >= this.limit || signal?.aborted) break;
+        if (this.#entries.has(key)) continue;
+        await new Promise((r) => setImmediate(r));
+        if (signal?.aborted) break;
+        try {
+          const bytes = await store.get('presignatures', key);
+          if (!bytes) continue;
+          const data = decodePresignature(bytes);
+          prepareSigning(data);
+          // taken since the read (its deletion may be written already): never back in
+          if (this.#takenWhileWarming.has(key)) continue;
+          this.#put(key, data);
+          n++;
+        } catch (e) {
+          log?.warn({ err: e instanceof Error ? e.message : String(e) }, 'stored presignature not prepared');
+        }
       }
+      return n;
+    } finally {
+      if (--this.#warming === 0) this.#takenWhileWarming.clear();
     }
-    return n;
   }
 
-  #put(key: string, entry: { fingerprint: string; pub: PresignaturePublicPart }): void {
+  #put(key: string, data: PresignatureData): void {
     this.#entries.delete(key);
     if (this.#entries.size >= this.limit) this.#entries.delete(this.#entries.keys().next().value as string);
-    this.#entries.set(key, entry);
+    this.#entries.set(key, data);
   }
 }
 
@@ -195,13 +191,15 @@ export class PreparedPresignatures {
 const taking = new WeakMap<SecureStore, Set<string>>();
 
 /**
- * Take a presignature out of the store: read it and start its deletion. The caller computes its
+ * Take a presignature out of the store: from the node's prepared ones (no read) or else read it,
+ * and start its deletion. The caller computes its
  * signature share while the deletion is written, and must let nothing that depends on the share
  * leave before `deleted` resolves (the runner's `releaseAfter`): a presignature can never sign
  * twice, even across a crash or a power cut. Two requests for the same presignature at once cannot
- * both get it: the key is claimed in memory before the read (until the deletion is written), and
- * a second taker gets undefined, as for a used one.
- * @param prepared the node's prepared public parts (the entry is used and dropped)
+ * both get it: the key is claimed in memory before anything else (until the deletion is written),
+ * and a second taker gets undefined, as for a used one. A prepared presignature's deletion starts
+ * before this returns (synchronously).
+ * @param prepared the node's prepared presignatures (the entry is used and dropped)
  * @param commit writes the deletion instead of a plain synced batch, e.g. together with what else
  *   must be durable before the share leaves (the ceremony's pending record and ledger entry)
  * @returns the presignature and its durable deletion; undefined when no such presignature exists
@@ -222,18 +220,20 @@ export async function takePresignature(
   if (claimed.has(key)) return undefined;
   claimed.add(key);
   const unclaim = () => claimed.delete(key);
-  let data: PresignatureData;
-  try {
-    const entry = prepared?.take(key);
-    const bytes = await store.get('presignatures', key);
-    if (!bytes) {
+  // a prepared one is in the store (see PreparedPresignatures): its deletion starts at once
+  let data = prepared?.take(key);
+  if (!data) {
+    try {
+      const bytes = await store.get('presignatures', key);
+      if (!bytes) {
+        unclaim();
+        return undefined;
+      }
+      data = decodePresignature(bytes);
+    } catch (e) {
       unclaim();
-      return undefined;
+      throw e;
     }
-    data = decodePresignature(bytes, entry);
-  } catch (e) {
-    unclaim();
-    throw e;
   }
   const deleted = commit([{ type: 'del', sublevel: 'presignatures', key }]).finally(unclaim);
   deleted.catch(() => undefined);

@@ -22,7 +22,7 @@ import { lpStream } from '@libp2p/utils';
 import { multiaddr } from '@multiformats/multiaddr';
 import { sha256 } from '@noble/hashes/sha2.js';
 import type { Logger } from 'pino';
-import { type Host, isStreamEnd } from './host.js';
+import { type Host, isStreamEnd, writeDeadline } from './host.js';
 
 export const RELAY_PROTOCOL = '/custodian/relay/1';
 
@@ -186,7 +186,7 @@ export async function attachSignerRelay(
       const next = chain.then(async () => {
         const c = current;
         if (!c) throw new Error('no relay stream from the coordinator');
-        await c.lp.write(encodeRelayFrame({ peerId: devicePeerId, envelope }), { signal: AbortSignal.timeout(30_000) });
+        await c.lp.write(encodeRelayFrame({ peerId: devicePeerId, envelope }), { signal: writeDeadline() });
       });
       chain = next.catch(() => undefined);
       return next;
@@ -266,7 +266,7 @@ export function createCoordinatorRelay(
       const prev = chains.get(peerId) ?? Promise.resolve();
       const next = prev.then(async () => {
         const s = await open(peerId);
-        await s.lp.write(encodeRelayFrame(frame), { signal: AbortSignal.timeout(30_000) });
+        await s.lp.write(encodeRelayFrame(frame), { signal: writeDeadline() });
       });
       chains.set(
         peerId,

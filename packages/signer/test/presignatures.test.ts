@@ -21,6 +21,7 @@ import {
   presignaturePuts,
   presignPrefix,
   SecureStore,
+  type StoreOp,
   takePresignature,
 } from '../src/index.js';
 import { tempDir as makeTemp } from './cluster.js';
@@ -56,43 +57,50 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-describe('prepared presignatures (public parts with R’s table, memory only)', () => {
-  it('a prepared entry is reused when the stored public fields match; otherwise the store decides', async () => {
+describe('prepared presignatures (decoded, with R’s table, in memory)', () => {
+  it('a prepared presignature is taken without a read; one not held is read from the store', async () => {
     const dir = makeTemp('prepared');
     dirs.push(dir);
     const store = await SecureStore.open(join(dir, 'db'), 'pass', { N: 1 << 10, r: 8, p: 1 });
     const [a, b] = [presign(), presign()] as [PresignatureData[], PresignatureData[]];
-    const prepared = new PreparedPresignatures(8);
-    // party 0's copies, as a PRESIGN ceremony stores and remembers them
+    const prepared = new PreparedPresignatures(1);
+    // party 0's copies, stored and then remembered, as a PRESIGN ceremony does
     const items = [
       { id: 'c1.0', data: fromStorage(a[0] as PresignatureData) },
       { id: 'c1.1', data: fromStorage(b[0] as PresignatureData) },
     ];
     await store.batch(presignaturePuts('key1', items));
     prepared.add('key1', items);
-    expect(prepared.size).toBe(2);
-    // the stored c1.1 is replaced behind the cache's back: its entry must not be used
-    await store.batch(presignaturePuts('key1', [{ id: 'c1.1', data: fromStorage(a[0] as PresignatureData) }]));
+    expect(prepared.size).toBe(1); // limit 1: c1.0 went first, c1.1 is held
 
+    // held: the very instance (with R's table), its deletion started before takePresignature returned
+    let committed: StoreOp[] | undefined;
+    const taken1 = await takePresignature(store, 'key1', signers, 'c1.1', prepared, (ops) => {
+      committed = ops;
+      return store.batch(ops);
+    });
+    expect(committed).toEqual([
+      { type: 'del', sublevel: 'presignatures', key: `${presignPrefix('key1', signers)}c1.1` },
+    ]);
+    expect(taken1?.data).toBe(items[1]?.data);
+    await taken1?.deleted;
+    expect(prepared.size).toBe(0);
+    // not held (evicted): read and decoded from the store
     const taken0 = await takePresignature(store, 'key1', signers, 'c1.0', prepared);
     await taken0?.deleted;
-    const t0 = taken0?.data;
-    expect(t0?.R).toBe(items[0]?.data.R); // the prepared instance (with its table)
-    expect(t0?.k).toBe(a[0]?.k);
-    const taken1 = await takePresignature(store, 'key1', signers, 'c1.1', prepared);
-    await taken1?.deleted;
-    const t1 = taken1?.data;
-    expect(t1?.R).not.toBe(items[1]?.data.R); // fingerprint differs: decoded from the store
-    expect(t1?.R.equals(a[0]?.R as never)).toBe(true);
-    expect(prepared.size).toBe(0);
-    // taken means gone, from the store and the cache
-    expect(await takePresignature(store, 'key1', signers, 'c1.0', prepared)).toBeUndefined();
-    expect(await store.get('presignatures', `${presignPrefix('key1', signers)}c1.0`)).toBeUndefined();
+    expect(taken0?.data.R).not.toBe(items[0]?.data.R);
+    expect(taken0?.data.R.equals(a[0]?.R as never)).toBe(true);
+    expect(taken0?.data.k).toBe(a[0]?.k);
+    // taken means gone, from the store and from memory
+    for (const id of ['c1.0', 'c1.1']) {
+      expect(await takePresignature(store, 'key1', signers, id, prepared)).toBeUndefined();
+      expect(await store.get('presignatures', `${presignPrefix('key1', signers)}${id}`)).toBeUndefined();
+    }
 
     // a signature from a prepared presignature and one from a plain decoded one both verify
     const digest = new Uint8Array(32).fill(3);
-    const p0 = new Presignature(t0 as PresignatureData);
-    const p1 = new Presignature(fromStorage(a[1] as PresignatureData));
+    const p0 = new Presignature(taken1?.data as PresignatureData);
+    const p1 = new Presignature(fromStorage(b[1] as PresignatureData));
     const sig = combineSignature(
       p0.public,
       digest,
@@ -102,6 +110,41 @@ describe('prepared presignatures (public parts with R’s table, memory only)', 
       ]),
     );
     expect(secp256k1.verify(sig.compact, digest, sig.publicKey, { prehash: false })).toBe(true);
+    await store.close();
+  });
+
+  it('a presignature taken while warm() has read it is not put back by warm()', async () => {
+    const dir = makeTemp('warm-race');
+    dirs.push(dir);
+    const store = await SecureStore.open(join(dir, 'db'), 'pass', { N: 1 << 10, r: 8, p: 1 });
+    const made = presign();
+    await store.batch(presignaturePuts('key4', [{ id: 'c4.0', data: made[0] as PresignatureData }]));
+    const key = `${presignPrefix('key4', signers)}c4.0`;
+    // warm()'s read of c4.0 returns only once the presignature has been taken (read, deleted)
+    let release!: () => void;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    let warmRead = false;
+    const get = store.get.bind(store);
+    store.get = async (sublevel, k) => {
+      const v = await get(sublevel, k);
+      if (k === key && !warmRead) {
+        warmRead = true;
+        await held;
+      }
+      return v;
+    };
+    const prepared = new PreparedPresignatures(8);
+    const warming = prepared.warm(store);
+    while (!warmRead) await new Promise((r) => setImmediate(r));
+    const taken = await takePresignature(store, 'key4', signers, 'c4.0', prepared);
+    expect(taken?.data.k).toBe(made[0]?.k);
+    await taken?.deleted;
+    release();
+    expect(await warming).toBe(0);
+    expect(prepared.size).toBe(0);
+    expect(await takePresignature(store, 'key4', signers, 'c4.0', prepared)).toBeUndefined();
     await store.close();
   });
 
