@@ -10,8 +10,11 @@
  *   it: combined from the signers' interim shares and verified by the coordinator under the child
  *   key it derives itself (`EcdsaShareCombiner`, SEC 1 §4.1.4); `…pooled.signersAnswered` is the
  *   time until every signer's own result (combined and verified by each) is in as well. The bench's
- *   independent noble verification of every sample is reported separately
- *   (`…pooled.driverVerify`: a gauge of the machine's speed);
+ *   independent noble verification of every sample is reported separately (`…pooled.driverVerify`);
+ *   `signer.machine.nobleVerify` (noble's secp256k1 verification timed in the bench process while
+ *   the signers are idle) gauges the machine, and each pooled figure gives its ratio to it
+ *   (`perNobleVerify`), which compares runs on machines of different speed;
+ *   `BENCH_SIGNER_POOLED_N` sets the number of pooled samples (default 60);
  * - sustained ECDSA signatures/s with the pool refilled in the background by PRESIGN ceremonies.
  * Run: `npx tsc -b && node bench/dist/signer.js` — one JSON figure per line (ms, or sig/s).
  */
@@ -20,7 +23,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EcdsaShareCombiner, PresignaturePoolKeeper, startLocalCluster, verifySignature } from '@custodian/signer';
 import { CeremonyKind, type CeremonyResult, KeyAlgorithm, Outcome, type StartCeremony } from '@custodian/wire';
-import { bench, report, summarise } from './harness.js';
+import { bench, measure, report, summarise } from './harness.js';
 
 const primes = (
   JSON.parse(
@@ -118,6 +121,7 @@ async function signOnce(
   timing?.signed.push(t1 - t0);
   timing?.answered.push(t2 - t0);
   timing?.verified.push(performance.now() - t2);
+  return { digest, ...signature };
 }
 
 try {
@@ -167,21 +171,40 @@ try {
     });
   }
   // pooled ECDSA: fill the pool first, then measure one-round signing only (no refill running)
-  const keeper = new PresignaturePoolKeeper(client, keyId, peerIds.slice(0, 2), 44, 11);
+  const pooledN = Number(process.env.BENCH_SIGNER_POOLED_N ?? 60);
+  const keeper = new PresignaturePoolKeeper(client, keyId, peerIds.slice(0, 2), pooledN + 2, 11);
   await keeper.refill();
   const timing = { signed: [] as number[], answered: [] as number[], verified: [] as number[] };
-  for (let k = 0; k < 42; k++) {
+  let last: Awaited<ReturnType<typeof signOnce>> | undefined;
+  for (let k = 0; k < pooledN + 2; k++) {
     const id = keeper.take({ refill: false });
     if (!id) throw new Error('pool empty');
-    await signOnce(peerIds.slice(0, 2), keyId, KeyAlgorithm.SECP256K1_ECDSA, ++i, id, k < 2 ? undefined : timing);
+    last = await signOnce(
+      peerIds.slice(0, 2),
+      keyId,
+      KeyAlgorithm.SECP256K1_ECDSA,
+      ++i,
+      id,
+      k < 2 ? undefined : timing,
+    );
   }
-  // the machine's speed varies between (and within) sessions: the ratio to noble's verification in
-  // this same process compares runs on different machines
-  const gauge = summarise('signer.sign.ecdsa.pooled.driverVerify', timing.verified);
+  // the machine's speed varies between (and within) sessions: noble's secp256k1 verification
+  // (`verifySignature`) in this process, timed once the signers are idle, is the gauge; ratios to
+  // it compare runs on machines of different speed
+  await new Promise((r) => setTimeout(r, 500));
+  const g = last as NonNullable<typeof last>;
+  const machine = await measure(
+    'signer.machine.nobleVerify',
+    () => verifySignature(KeyAlgorithm.SECP256K1_ECDSA, g.publicKey, g.digest, g.signature),
+    { n: 200, warmup: 50 },
+  );
   const pooled = summarise('signer.sign.ecdsa.pooled.2of3.3proc', timing.signed);
-  report({ ...pooled, perDriverVerify: +(pooled.median / gauge.median).toFixed(2) });
-  report(summarise('signer.sign.ecdsa.pooled.signersAnswered', timing.answered));
-  report(gauge);
+  const ratio = (f: { median: number }) => +(f.median / machine.median).toFixed(2);
+  report({ ...pooled, perNobleVerify: ratio(pooled) });
+  const answered = summarise('signer.sign.ecdsa.pooled.signersAnswered', timing.answered);
+  report({ ...answered, perNobleVerify: ratio(answered) });
+  report(machine);
+  report(summarise('signer.sign.ecdsa.pooled.driverVerify', timing.verified));
   // sustained: sign continuously for a fixed number of signatures while the keeper refills
   if (!pooledOnly) {
     await keeper.refill();
