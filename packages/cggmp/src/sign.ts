@@ -408,18 +408,83 @@ export function combinerShare(sigma: bigint, ctx: SigningContext): CombinerShare
 }
 
 /**
- * Combine every signer's {@link CombinerShare} into a low-s signature verified under the child key
+ * What a combiner without presigning values fixes for one signature before the shares are summed:
+ * m, δ, R' (decoded and checked on the curve) with r = x(R') mod q, and Y' = Y + δ·G. Made from
+ * the first share that arrives ({@link combinationContext}), so that the last one costs only the
+ * sum, one inversion and the verification ({@link finishCombination}).
+ */
+export interface CombinationContext {
+  /** The master key Y. */
+  readonly publicKey: Secp256k1Point;
+  readonly m: bigint;
+  readonly delta: bigint;
+  readonly r: bigint;
+  readonly Rp: Secp256k1Point;
+  /** R' as every share must give it, 33 bytes SEC1-compressed. */
+  readonly RpEncoded: Uint8Array;
+  /** Y', 33 bytes SEC1-compressed. */
+  readonly YcEncoded: Uint8Array;
+}
+
+/**
+ * The {@link CombinationContext} of one signature from the R' of a first share.
+ * @param publicKey the master key Y (validated point)
+ * @param digest the 32-byte digest the signers sign
+ * @param Rp R' as the share gives it (33 bytes)
+ * @param opts δ and, optionally, the child key (as for signing)
+ * @returns the context, or undefined when R' is not a valid point or r = 0
+ * @throws RangeError for a digest that is not 32 bytes or a bad tweak (caller errors)
+ */
+export function combinationContext(
+  publicKey: Secp256k1Point,
+  digest: Uint8Array,
+  Rp: Uint8Array,
+  opts: SignOptions = {},
+): CombinationContext | undefined {
+  const m = messageScalar(digest);
+  const delta = tweakOf(opts);
+  if (Rp.length !== G.pointLength) return undefined;
+  let point: Secp256k1Point;
+  try {
+    point = G.decodePoint(Rp, 'Rp');
+  } catch {
+    return undefined;
+  }
+  const r = G.mod(point.toAffine().x);
+  if (r === 0n) return undefined;
+  const key = keyEntry(publicKey);
+  const YcEncoded =
+    delta === 0n ? key.encoded : (opts.derived?.publicKey ?? G.encodePoint(tweakedPublicKey(key.Y, delta)));
+  return { publicKey, m, delta, r, Rp: point, RpEncoded: Uint8Array.from(Rp), YcEncoded };
+}
+
+/**
+ * Sum every signer's {@link CombinerShare} into a low-s signature verified under the child key
  * Y' = Y + δ·G that the combiner derives itself (SEC 1 v2 §4.1.4, the strict form of
  * {@link verifyEcdsa}: u₁·G + u₂·Y' must be ±R'). A signature that verifies under the combiner's
- * own Y' is a valid signature on `digest` whatever the shares' origin, so the combiner trusts
+ * own Y' is a valid signature on the digest whatever the shares' origin, so the combiner trusts
  * none of them; it cannot say which share is bad (the parties' own {@link combineSignature} names
  * the culprit). The first call for a key builds its fixed-base table (≈ 85 ms, cached).
+ * @param shares one per signer of the signature (any order)
+ * @returns the signature (its `publicKey` is Y', 33 bytes), or undefined when a share names another
+ *   R' than the context's, a share is not a scalar, or the sum does not verify
+ */
+export function finishCombination(
+  ctx: CombinationContext,
+  shares: readonly CombinerShare[],
+): EcdsaSignature | undefined {
+  if (shares.length === 0 || shares.some((x) => !G.isScalar(x.s))) return undefined;
+  if (shares.some((x) => x.Rp !== ctx.RpEncoded && !equalBytes(x.Rp, ctx.RpEncoded))) return undefined;
+  const s = G.mod(shares.reduce((a, x) => a + x.s, 0n));
+  if (s === 0n) return undefined;
+  return finishSignature(ctx.publicKey, ctx, s, G.inv(s));
+}
+
+/**
+ * {@link combinationContext} from the first share, then {@link finishCombination}: the signature of
+ * every signer's share, or undefined (see both).
  * @param publicKey the master key Y (validated point)
  * @param digest the 32-byte digest the signers signed
- * @param shares one per signer of the signature (any order)
- * @param opts δ and, optionally, the child key (as for signing)
- * @returns the signature (its `publicKey` is Y', 33 bytes), or undefined when the shares name
- *   different or invalid R', a share is not a scalar, or the sum does not verify
  * @throws RangeError for a digest that is not 32 bytes or a bad tweak (caller errors)
  */
 export function combineSignerShares(
@@ -428,24 +493,9 @@ export function combineSignerShares(
   shares: readonly CombinerShare[],
   opts: SignOptions = {},
 ): EcdsaSignature | undefined {
-  const m = messageScalar(digest);
-  const delta = tweakOf(opts);
   const first = shares[0];
-  if (!first || shares.some((x) => !G.isScalar(x.s) || x.Rp.length !== G.pointLength)) return undefined;
-  if (shares.some((x) => x.Rp !== first.Rp && !equalBytes(x.Rp, first.Rp))) return undefined;
-  let Rp: Secp256k1Point;
-  try {
-    Rp = G.decodePoint(first.Rp, 'Rp');
-  } catch {
-    return undefined;
-  }
-  const r = G.mod(Rp.toAffine().x);
-  const s = G.mod(shares.reduce((a, x) => a + x.s, 0n));
-  if (r === 0n || s === 0n) return undefined;
-  const key = keyEntry(publicKey);
-  const YcEncoded =
-    delta === 0n ? key.encoded : (opts.derived?.publicKey ?? G.encodePoint(tweakedPublicKey(key.Y, delta)));
-  return finishSignature(publicKey, { m, delta, r, Rp, YcEncoded }, s, G.inv(s));
+  const ctx = first ? combinationContext(publicKey, digest, first.Rp, opts) : undefined;
+  return ctx ? finishCombination(ctx, shares) : undefined;
 }
 
 interface SignState {

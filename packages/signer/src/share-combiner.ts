@@ -13,7 +13,7 @@
  * after its release gate is durable (pending record, ledger entry, presignature deletion): the
  * coordinator learns what every co-signer receives anyway (CGGMP21 §4.4 broadcast).
  */
-import { combineSignerShares, type EcdsaSignature } from '@custodian/cggmp';
+import { type CombinationContext, combinationContext, type EcdsaSignature, finishCombination } from '@custodian/cggmp';
 import { bytesToHex, type Secp256k1Point, secp256k1Group } from '@custodian/crypto';
 import type { SignatureSharesWire } from '@custodian/wire';
 import { derivedChild } from './ceremonies.js';
@@ -60,7 +60,11 @@ export class EcdsaShareCombiner {
   private readonly Y: Secp256k1Point;
   /** Y' (derived at the first share, while the other signers' shares are on their way). */
   private child: ReturnType<typeof derivedChild> | undefined;
-  private readonly received: Map<number, Map<number, { Rp: Uint8Array; s: bigint }>>;
+  /** Per digest index: each signer's share by position, and the context fixed at the first share. */
+  private readonly received: Map<
+    number,
+    { shares: Map<number, { Rp: Uint8Array; s: bigint }>; ctx?: CombinationContext }
+  >;
   private readonly signatures: (EcdsaSignature | undefined)[];
   private remaining: number;
   private finished = false;
@@ -77,7 +81,7 @@ export class EcdsaShareCombiner {
     if (init.derivationPath.some((i) => !Number.isSafeInteger(i) || i < 0 || i >= 0x8000_0000))
       throw new RangeError('derivationPath: non-hardened indices (0 ≤ i < 2^31)');
     this.Y = masterPoint(init.publicKey);
-    this.received = new Map(init.digests.map((_, i) => [i, new Map()]));
+    this.received = new Map(init.digests.map((_, i) => [i, { shares: new Map() }]));
     this.signatures = init.digests.map(() => undefined);
     this.remaining = init.digests.length;
     let resolve!: (v: EcdsaSignature[] | undefined) => void;
@@ -120,7 +124,7 @@ export class EcdsaShareCombiner {
     }
     for (const x of message.shares ?? []) {
       const got = this.received.get(x.digestIndex);
-      if (!got || got.has(signer) || x.s.length !== 32 || x.rPoint.length !== secp256k1Group.pointLength) {
+      if (!got || got.shares.has(signer) || x.s.length !== 32 || x.rPoint.length !== secp256k1Group.pointLength) {
         this.fail();
         return;
       }
@@ -131,17 +135,19 @@ export class EcdsaShareCombiner {
         this.fail();
         return;
       }
-      got.set(signer, { Rp: Uint8Array.from(x.rPoint), s });
-      if (got.size === this.init.signers) {
-        const signature = combineSignerShares(
-          this.Y,
-          this.init.digests[x.digestIndex] as Uint8Array,
-          [...got.values()],
-          {
-            tweak: child?.tweak ?? 0n,
-            ...(child ? { derived: child } : {}),
-          },
-        );
+      const Rp = Uint8Array.from(x.rPoint);
+      // R' decoded, r and Y' fixed at the first share: the last one only sums and verifies
+      got.ctx ??= combinationContext(this.Y, this.init.digests[x.digestIndex] as Uint8Array, Rp, {
+        tweak: child?.tweak ?? 0n,
+        ...(child ? { derived: child } : {}),
+      });
+      if (!got.ctx) {
+        this.fail();
+        return;
+      }
+      got.shares.set(signer, { Rp, s });
+      if (got.shares.size === this.init.signers) {
+        const signature = finishCombination(got.ctx, [...got.shares.values()]);
         if (!signature) {
           this.fail();
           return;
