@@ -193,7 +193,12 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
       return refused('stale request');
     }
     const digest = bytesToHex(sha256(bytes));
-    for (const [k, t] of usedControl) if (now - t > 2 * CONTROL_FRESHNESS_MS) usedControl.delete(k);
+    // oldest first (insertion order): stop at the first one still inside the window, so a request
+    // costs the entries that expired since the last one, not the whole window's (10 minutes of them)
+    for (const [k, t] of usedControl) {
+      if (now - t <= 2 * CONTROL_FRESHNESS_MS) break;
+      usedControl.delete(k);
+    }
     if (usedControl.has(digest)) {
       log.warn({ peer: from, code: 'replay' }, 'control request rejected: replayed');
       return refused('replayed request');
