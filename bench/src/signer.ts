@@ -79,7 +79,8 @@ async function signOnce(
   const digest = new Uint8Array(32).fill(i & 0xff);
   digest[0] = (i >> 8) & 0xff;
   const derivationPath = [0, i];
-  const ecdsa = algorithm === KeyAlgorithm.SECP256K1_ECDSA && ecdsaMaster !== undefined;
+  // ECDSA: the coordinator combines the signers' interim shares (the gateway's fast path)
+  const master = algorithm === KeyAlgorithm.SECP256K1_ECDSA ? ecdsaMaster : undefined;
   const start = request(parties, {
     kind: CeremonyKind.SIGN,
     threshold: 2,
@@ -90,15 +91,13 @@ async function signOnce(
       derivationPath,
       digests: [digest],
       ...(presignatureId ? { presignatureId } : {}),
-      ...(ecdsa ? { interimShares: true } : {}),
+      ...(master ? { interimShares: true } : {}),
     },
   });
   const t0 = performance.now();
-  // ECDSA: the coordinator combines the signers' interim shares (the gateway's fast path)
-  const combiner =
-    ecdsa && ecdsaMaster
-      ? new EcdsaShareCombiner({ ...ecdsaMaster, derivationPath, digests: [digest], signers: parties.length })
-      : undefined;
+  const combiner = master
+    ? new EcdsaShareCombiner({ ...master, derivationPath, digests: [digest], signers: parties.length })
+    : undefined;
   const answers = allOk(
     client.startCeremonies(parties, start, undefined, (position, res) => {
       if (res.shares) combiner?.add(position, res.shares);
@@ -107,8 +106,9 @@ async function signOnce(
   answers.catch(() => undefined);
   const fast = combiner ? await Promise.race([combiner.done, answers.then(() => undefined)]) : undefined;
   let signature: { signature: Uint8Array; publicKey: Uint8Array } | undefined;
-  if (fast) {
-    signature = { signature: (fast[0] as (typeof fast)[0]).compact, publicKey: combiner?.publicKey as Uint8Array };
+  const combined = fast?.[0];
+  if (combined) {
+    signature = { signature: combined.compact, publicKey: combined.publicKey };
   } else {
     if (combiner) throw new Error('the coordinator could not combine the signers’ shares');
     signature = (await answers).signatures?.[0];

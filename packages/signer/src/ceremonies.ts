@@ -865,9 +865,7 @@ async function ecdsaSign(
                   const given = combinerShare(sigma, sctx);
                   const shares = [{ digestIndex: i, rPoint: given.Rp, s: secp256k1Group.encodeScalar(given.s) }];
                   released.then(
-                    () => {
-                      onSignatureShares({ ceremonyId, shares });
-                    },
+                    () => onSignatureShares({ ceremonyId, shares }),
                     () => undefined, // not released: nothing goes out
                   );
                 },
