@@ -96,6 +96,22 @@ export class EcdsaShareCombiner {
     return this.derive()?.publicKey ?? secp256k1Group.encodePoint(this.Y);
   }
 
+  /**
+   * Derive Y' now instead of at the first share. Call it once the requests are on their way (e.g.
+   * `setImmediate(() => combiner.prepare())` after starting the exchanges): the derivation (a
+   * multiplication and an HMAC-SHA512 per path level, ≈ 0.2 ms each) then runs while the signers
+   * work instead of between their shares' arrivals. Never throws: a path that does not derive
+   * ends the fast path at the first share ({@link add}), as without it.
+   */
+  prepare(): void {
+    if (this.finished) return;
+    try {
+      this.derive();
+    } catch {
+      // met again by add()
+    }
+  }
+
   /** Y' of a non-empty path (memoised; derivation costs a multiplication and an HMAC per level). */
   private derive(): ReturnType<typeof derivedChild> | undefined {
     if (this.init.derivationPath.length === 0) return undefined;

@@ -58,6 +58,25 @@ describe('EcdsaShareCombiner (the coordinator’s fast path)', () => {
     }
   });
 
+  it('prepare() derives the child key ahead of the shares; the result is the same signature', async () => {
+    const child = deriveSecp256k1(master.publicKey, master.chainCode, path).publicKey;
+    const prepared = combiner(digests);
+    prepared.prepare();
+    prepared.prepare(); // idempotent
+    expect(prepared.publicKey).toEqual(child);
+    const plain = combiner(digests);
+    for (const c of [prepared, plain]) {
+      c.add(0, a);
+      c.add(1, b);
+    }
+    const [x, y] = await Promise.all([prepared.done, plain.done]);
+    expect(x?.map((s) => s.compact)).toEqual(y?.map((s) => s.compact));
+    expect(x).toHaveLength(2);
+    // after the end, prepare() is a no-op and the result stands
+    prepared.prepare();
+    expect(await prepared.done).toBe(x);
+  });
+
   it('stays pending while a share is missing', async () => {
     const c = combiner(digests);
     c.add(0, a);

@@ -481,6 +481,8 @@ export function createSignerGateway(init: SignerGatewayInit): SignerGateway {
               }
             : {}),
         });
+        // Y' is derived while the signers work (after the requests are written), not between their shares
+        if (combiner) setImmediate(() => combiner.prepare());
         const fast = combiner ? await Promise.race([combiner.done, dispatched.then(() => undefined)]) : undefined;
         let result: GatewaySignResult;
         let stale = false;
