@@ -1,5 +1,5 @@
 /**
- * Benchmarks of @custodian/crypto: Feldman VSS deal/verify, Πsch prove/verify, HD derivation.
+ * Benchmarks of @custodian/crypto: Feldman VSS deal/verify, Πsch prove/verify, point encoding, HD derivation.
  * Run: `pnpm build && node bench/dist/crypto.js` — prints one JSON figure per line (ms).
  */
 import {
@@ -45,6 +45,17 @@ for (const g of [secp256k1Group, ed25519Group] as const) {
   await bench(`sch.prove.${g.name}`, () => schProveFresh(group, t(), X, x, rng), { n: 50 });
   const proof = schProveFresh(group, t(), X, x, rng);
   await bench(`sch.verify.${g.name}`, () => schVerify(group, t(), X, proof), { n: 50 });
+  // fresh projective points (Z ≠ 1), as a sum leaves them (noble memoizes a point's affine form, so
+  // each run takes a new one): noble's own toBytes against encodePoint, which normalizes first
+  const fresh = () => {
+    const pts = Array.from({ length: 550 }, () => X.add(group.mulBase(g.randomScalar(rng))));
+    let i = 0;
+    return () => pts[i++];
+  };
+  const a = fresh();
+  await bench(`point.toBytes.noble.projective.${g.name}`, () => a().toBytes(true), { n: 500, warmup: 50 });
+  const b = fresh();
+  await bench(`point.encode.projective.${g.name}`, () => group.encodePoint(b()), { n: 500, warmup: 50 });
 }
 
 const chainCode = rng(32);

@@ -230,7 +230,8 @@ export function signingContext(pub: PresignaturePublic, digest: Uint8Array, opts
   );
   let rho = G.mod(bytesToBigint(h));
   if (rho === 0n) rho = 1n;
-  const Rp = G.mulPublic(pub.R, rho);
+  // affine once: r, the share's encoding of R' and the recovery id all read it
+  const Rp = G.normalize(G.mulPublic(pub.R, rho));
   const r = G.mod(Rp.toAffine().x);
   if (r === 0n) throw new RangeError('signing: r = 0 (negligible); use another presignature');
   return { m, delta, rho, Rp, r, Yc, YcEncoded };

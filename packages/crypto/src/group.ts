@@ -27,6 +27,9 @@ export interface GroupPoint<P> {
   multiplyUnsafe(scalar: bigint): P;
   is0(): boolean;
   toBytes(compressed?: boolean): Uint8Array;
+  toAffine(): { x: bigint; y: bigint };
+  /** Projective Z coordinate (1 for an affine point). */
+  readonly Z: bigint;
   precompute(windowSize?: number, isLazy?: boolean): P;
 }
 
@@ -70,7 +73,14 @@ export interface Group<P extends GroupPoint<P>> {
   withTable(point: P, window?: number): P;
   /** Sum of points (identity for the empty list). */
   sum(points: readonly P[]): P;
-  /** Encode a point; the identity has no encoding and throws RangeError. */
+  /**
+   * The same point in affine form (Z = 1), at the cost of one field inversion, so that the
+   * encodings and affine reads that follow cost none (noble's `toBytes` inverts Z twice per call
+   * for a projective point: its validity check and its encoder each take the affine form). Returns
+   * `point` itself when it is already affine or the identity.
+   */
+  normalize(point: P): P;
+  /** Encode a point (via {@link Group.normalize}); the identity has no encoding and throws RangeError. */
   encodePoint(point: P): Uint8Array;
   /**
    * Decode and validate a point. Rejects wrong length (RangeError), off-curve or non-canonical
@@ -116,6 +126,7 @@ interface PointCons<P> {
   BASE: P;
   ZERO: P;
   fromBytes(bytes: Uint8Array): P;
+  fromAffine(p: { x: bigint; y: bigint }): P;
   Fn: { ORDER: bigint };
 }
 
@@ -178,9 +189,13 @@ function makeGroup<P extends GroupPoint<P>>(
       for (const p of points) acc = acc.add(p);
       return acc;
     },
+    normalize(point) {
+      if (point.Z === 1n || point.is0()) return point;
+      return Point.fromAffine(point.toAffine());
+    },
     encodePoint(point) {
       if (point.is0()) throw new RangeError(`${name}: the identity point has no encoding`);
-      return point.toBytes(true);
+      return group.normalize(point).toBytes(true);
     },
     decodePoint(bytes, field, opts) {
       abytes(bytes, field, pointLength);

@@ -230,8 +230,10 @@ export function ckdPubSecp256k1(parent: Secp256k1ChildNode, index: number, posit
   const t = bytesToBigint(il);
   if (t >= G.order) throw new Bip32InvalidChildError('secp256k1', index, position, 'tweak-out-of-range');
   // t = I_L is computed from public data only (parent key, chain code, index): variable time is fine
-  const point = parent.point.add(G.mulBasePublic(t));
-  if (point.is0()) throw new Bip32InvalidChildError('secp256k1', index, position, 'point-at-infinity');
+  const sum = parent.point.add(G.mulBasePublic(t));
+  if (sum.is0()) throw new Bip32InvalidChildError('secp256k1', index, position, 'point-at-infinity');
+  // affine once: its encoding here and the next level's addition or a verification reuse it
+  const point = G.normalize(sum);
   return { point, publicKey: G.encodePoint(point), chainCode: ir, tweak: G.mod(parent.tweak + t) };
 }
 

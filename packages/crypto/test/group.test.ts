@@ -82,6 +82,26 @@ describe.each([secp256k1Group, ed25519Group] as const)('$name group', (g) => {
     );
     expect(g.mulBasePublic(g.order + 2n).equals(g.mulBase(2n) as never)).toBe(true);
   });
+
+  it('normalize gives the same point with Z = 1, encoding as noble encodes the projective one', () => {
+    fc.assert(
+      fc.property(fc.bigInt({ min: 1n, max: g.order - 1n }), fc.bigInt({ min: 1n, max: g.order - 1n }), (a, b) => {
+        // a sum of two multiples is projective (Z ≠ 1) but for negligible chance
+        // biome-ignore lint/suspicious/noExplicitAny: generic over both groups
+        const P = (g.mulBase(a) as any).add(g.mulBase(b));
+        fc.pre(!P.is0());
+        // biome-ignore lint/suspicious/noExplicitAny: generic over both groups
+        const N = (g as any).normalize(P);
+        expect(N.Z).toBe(1n);
+        expect(N.equals(P)).toBe(true);
+        expect(bytesToHex(g.encodePoint(P))).toBe(bytesToHex(P.toBytes(true)));
+        // biome-ignore lint/suspicious/noExplicitAny: generic over both groups
+        expect((g as any).normalize(N)).toBe(N);
+      }),
+      { numRuns: 30 },
+    );
+    expect(g.normalize(g.identity as never).is0()).toBe(true);
+  });
 });
 
 describe('ed25519 specifics', () => {
