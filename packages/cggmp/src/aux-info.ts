@@ -261,12 +261,12 @@ export function auxInfoProtocol(params: AuxInfoParams): ProtocolSpec<AuxState, A
         ctx.rng,
       );
       const state: AuxState = { material, rho, u: randomness, V: new Map(), R: new Map() };
-      return { state, send: { broadcast: commitment } };
+      return { state, send: { broadcast: { V: commitment } } };
     },
     rounds: [
       {
         name: `${AUX_TAG}.round1`,
-        broadcast: (body) => bytesField(body, 'V', 32),
+        broadcast: (body) => bytesField(record(body, 'commitment').V, 'V', 32),
         process(state, received) {
           for (const [j, m] of received) state.V.set(j, m.broadcast as Uint8Array);
           const { own, prm } = state.material;

@@ -125,16 +125,16 @@ export function keygenProtocol(params: KeygenParams): ProtocolSpec<KeygenState, 
         V: new Map(),
         decommitments: new Map(),
       };
-      return { state, send: { broadcast: commitment } };
+      return { state, send: { broadcast: { V: commitment } } };
     },
     rounds: [
       {
         name: `${KEYGEN_TAG}.round1`,
-        broadcast: (body) => bytesField(body, 'V', 32),
+        broadcast: (body) => bytesField(record(body, 'commitment').V, 'V', 32),
         process(state, received) {
           for (const [j, m] of received) state.V.set(j, m.broadcast as Uint8Array);
           const p2p = new Map<number, Canonical>();
-          for (const [j, s] of state.sigma.entries()) p2p.set(j, G.encodeScalar(s));
+          for (const [j, s] of state.sigma.entries()) p2p.set(j, { sigma: G.encodeScalar(s) });
           return {
             state,
             send: {
@@ -162,7 +162,7 @@ export function keygenProtocol(params: KeygenParams): ProtocolSpec<KeygenState, 
             u: bytesField(b.u, 'u', 32),
           };
         },
-        p2p: (body) => scalarField(body, 'sigma', true),
+        p2p: (body) => scalarField(record(body, 'share').sigma, 'sigma', true),
         process(state, received, ctx) {
           const ownId = BigInt(ctx.self + 1);
           let x = state.sigma[ctx.self] as bigint;

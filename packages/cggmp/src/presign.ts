@@ -349,12 +349,12 @@ export function presignProtocol(params: PresignParams): ProtocolSpec<PresignStat
             );
             p2p.set(j, { D, F, Dh, Fh, aff, affHat, logG } as unknown as Canonical);
           }
-          return { state, send: { broadcast: enc(GammaI), p2p } };
+          return { state, send: { broadcast: { Gamma: enc(GammaI) }, p2p } };
         },
       },
       {
         name: `${PRESIGN_TAG}.round2`,
-        broadcast: (body) => pointField(body, 'Gamma'),
+        broadcast: (body) => pointField(record(body, 'round2').Gamma, 'Gamma'),
         p2p: (body, from, state): P2P1 => {
           const b = record(body, 'round2');
           const own = state.sk.publicKey;
@@ -458,7 +458,7 @@ export function presignProtocol(params: PresignParams): ProtocolSpec<PresignStat
           state.S = S;
           return {
             state,
-            send: { broadcast: { delta: G.encodeScalar(delta), Delta: enc(Delta), S: enc(S) }, p2p },
+            send: { broadcast: { delta: G.encodeScalar(delta), bigDelta: enc(Delta), S: enc(S) }, p2p },
           };
         },
       },
@@ -468,7 +468,7 @@ export function presignProtocol(params: PresignParams): ProtocolSpec<PresignStat
           const b = record(body, 'round3');
           return {
             delta: scalarField(b.delta, 'delta', true),
-            Delta: pointField(b.Delta, 'Delta'),
+            Delta: pointField(b.bigDelta, 'bigDelta'),
             S: pointField(b.S, 'S'),
           };
         },

@@ -161,17 +161,18 @@ export function refreshProtocol(params: RefreshParams): ProtocolSpec<RefreshStat
         dec: new Map(),
         R: new Map(),
       };
-      return { state, send: { broadcast: commitment } };
+      return { state, send: { broadcast: { V: commitment } } };
     },
     rounds: [
       {
         name: `${REFRESH_TAG}.round1`,
-        broadcast: (body) => bytesField(body, 'V', 32),
+        broadcast: (body) => bytesField(record(body, 'commitment').V, 'V', 32),
         process(state, received, ctx) {
           for (const [j, m] of received) state.V.set(j, m.broadcast as Uint8Array);
           const p2p = new Map<number, Canonical>();
           for (let j = 0; j < ctx.n; j++) {
-            if (j !== ctx.self) p2p.set(j, G.encodeScalar(evalPolynomial(G, state.coefficients, BigInt(j + 1))));
+            if (j !== ctx.self)
+              p2p.set(j, { sigma: G.encodeScalar(evalPolynomial(G, state.coefficients, BigInt(j + 1))) });
           }
           const { own, prm } = state.material;
           const broadcast = {
@@ -197,7 +198,7 @@ export function refreshProtocol(params: RefreshParams): ProtocolSpec<RefreshStat
             u: bytesField(b.u, 'u', 32),
           };
         },
-        p2p: (body) => scalarField(body, 'sigma', true),
+        p2p: (body) => scalarField(record(body, 'share').sigma, 'sigma', true),
         process(state, received, ctx) {
           const transcripts = auxTranscripts(REFRESH_TAG, ctx.sessionId, ctx.n);
           const core = state.share.core;

@@ -102,7 +102,7 @@ describe('CGGMP21 key generation: identifiable abort', () => {
     const res = runKeygen(2, 3, 'vss', {
       intercept: (d) => {
         if (d.message.from !== 2 || d.message.round !== 1 || d.message.kind !== 'p2p' || d.to !== 0) return [d];
-        return [{ ...d, message: { ...d.message, body: G.encodeScalar(12345n) } }];
+        return [{ ...d, message: { ...d.message, body: { sigma: G.encodeScalar(12345n) } } }];
       },
     });
     expect(res.aborted[0]?.culprits).toEqual([
@@ -138,7 +138,7 @@ describe('CGGMP21 key generation: identifiable abort', () => {
     const res = runKeygen(2, 3, 'equiv', {
       intercept: (d) =>
         d.message.from === 1 && d.message.round === 0 && d.to === 2
-          ? [{ ...d, message: { ...d.message, body: new Uint8Array(32).fill(1) } }]
+          ? [{ ...d, message: { ...d.message, body: { V: new Uint8Array(32).fill(1) } } }]
           : [d],
     });
     expect(culpritsOf(res, [0, 2])).toEqual([[1], [1]]);

@@ -44,8 +44,8 @@ describe('CGGMP21 t-of-n key refresh', () => {
     const old = fixtureShares('2of2');
     const res = refresh(old, 'refresh-bad-share', (d) => {
       if (d.message.from !== 1 || d.message.round !== 1 || d.message.kind !== 'p2p') return [d];
-      const sigma = G.decodeScalar(d.message.body as Uint8Array, 'sigma', { allowZero: true });
-      return [{ ...d, message: { ...d.message, body: G.encodeScalar(G.mod(sigma + 1n)) as Canonical } }];
+      const sigma = G.decodeScalar((d.message.body as { sigma: Uint8Array }).sigma, 'sigma', { allowZero: true });
+      return [{ ...d, message: { ...d.message, body: { sigma: G.encodeScalar(G.mod(sigma + 1n)) } as Canonical } }];
     });
     expect(res.aborted[0]?.culprits).toEqual([
       { party: 1, reason: 'refresh share inconsistent with its Feldman commitments' },

@@ -1,8 +1,9 @@
 /**
  * Registry of round message types: (protocol tag, round, part) → protobuf message type. A protocol
  * that registers its rounds gets typed, schema-checked payloads; a (protocol, round, part) without
- * a registration uses the self-describing `custodian.v1.Value` (still protobuf — never JSON), and
- * the runtime's echo round (`round === echoRound`) uses `custodian.v1.EchoRound`.
+ * a registration (only test protocols: FROST and CGGMP21 register every round) uses the
+ * self-describing `custodian.v1.Value` (still protobuf — never JSON), and the runtime's echo round
+ * (`round === echoRound`) uses `custodian.v1.EchoRound`.
  */
 import type protobuf from 'protobufjs';
 import { messageType } from './schema.js';
@@ -83,6 +84,64 @@ export const FROST_REFRESH_SCHEMA: ProtocolSchema = {
   ],
 };
 
-registerProtocolSchema(FROST_DKG_SCHEMA);
-registerProtocolSchema(FROST_REFRESH_SCHEMA);
-registerProtocolSchema(FROST_SIGN_SCHEMA);
+const C = 'custodian.v1.cggmp';
+
+/** CGGMP21 threshold key generation (packages/cggmp `keygenProtocol`): rounds 0–2; round 3 is the echo round. */
+export const CGGMP_KEYGEN_SCHEMA: ProtocolSchema = {
+  protocol: 'custodian.cggmp.keygen.v1',
+  rounds: [
+    { broadcast: `${C}.Commitment` },
+    { broadcast: `${C}.KeygenRound1Broadcast`, p2p: `${C}.ShareDirect` },
+    { broadcast: `${C}.KeygenRound2Broadcast` },
+  ],
+};
+
+/** CGGMP21 auxiliary info (packages/cggmp `auxInfoProtocol`): rounds 0–2; round 3 is the echo round. */
+export const CGGMP_AUX_SCHEMA: ProtocolSchema = {
+  protocol: 'custodian.cggmp.aux.v1',
+  rounds: [
+    { broadcast: `${C}.Commitment` },
+    { broadcast: `${C}.AuxRound1Broadcast` },
+    { broadcast: `${C}.ModProof`, p2p: `${C}.FacProof` },
+  ],
+};
+
+/** CGGMP21 presigning (packages/cggmp `presignProtocol`): rounds 0–2; round 3 is the echo round. */
+export const CGGMP_PRESIGN_SCHEMA: ProtocolSchema = {
+  protocol: 'custodian.cggmp.presign.v1',
+  rounds: [
+    { broadcast: `${C}.PresignRound0Broadcast`, p2p: `${C}.EncProof` },
+    { broadcast: `${C}.PresignRound1Broadcast`, p2p: `${C}.PresignRound1Direct` },
+    { broadcast: `${C}.PresignRound2Broadcast`, p2p: `${C}.LogStarProof` },
+  ],
+};
+
+/** CGGMP21 signing (packages/cggmp `signProtocol`): round 0 only (no echo after the shares). */
+export const CGGMP_SIGN_SCHEMA: ProtocolSchema = {
+  protocol: 'custodian.cggmp.sign.v1',
+  rounds: [{ broadcast: `${C}.SignRound0Broadcast` }],
+};
+
+/** CGGMP21 key refresh (packages/cggmp `refreshProtocol`): rounds 0–2; round 3 is the echo round. */
+export const CGGMP_REFRESH_SCHEMA: ProtocolSchema = {
+  protocol: 'custodian.cggmp.refresh.v1',
+  rounds: [
+    { broadcast: `${C}.Commitment` },
+    { broadcast: `${C}.RefreshRound1Broadcast`, p2p: `${C}.ShareDirect` },
+    { broadcast: `${C}.RefreshRound2Broadcast`, p2p: `${C}.FacProof` },
+  ],
+};
+
+/** Every registered protocol schema (FROST and CGGMP21). */
+export const PROTOCOL_SCHEMAS: readonly ProtocolSchema[] = [
+  FROST_DKG_SCHEMA,
+  FROST_REFRESH_SCHEMA,
+  FROST_SIGN_SCHEMA,
+  CGGMP_KEYGEN_SCHEMA,
+  CGGMP_AUX_SCHEMA,
+  CGGMP_PRESIGN_SCHEMA,
+  CGGMP_SIGN_SCHEMA,
+  CGGMP_REFRESH_SCHEMA,
+];
+
+for (const schema of PROTOCOL_SCHEMAS) registerProtocolSchema(schema);
