@@ -25,10 +25,12 @@ const schemaOf = (tag: string) => {
   return s;
 };
 
-/** Interceptor: encode with the registered type, decode, deliver the decoded body; records the types used. */
+/**
+ * Interceptor: encode with the registered type, decode, deliver the decoded body; records the types
+ * used. The echo round is `rounds.length`, as the signer's runner gives it (signing never reaches it).
+ */
 function overTheWire(tag: string) {
-  const schema = schemaOf(tag);
-  const echoRound = tag === CGGMP_SIGN_SCHEMA.protocol ? undefined : schema.rounds.length;
+  const echoRound = schemaOf(tag).rounds.length;
   const used = new Set<string>();
   const intercept = (d: Delivery): Delivery[] => {
     const { round, kind, body } = d.message;
