@@ -40,6 +40,15 @@ export interface TransferIntent {
   readonly key_id: string;
   /** ISO 8601 UTC creation time (the UTC day of the daily limit). */
   readonly created_at: string;
+  /**
+   * Fee cap the approvers accept: the most the transaction may pay in fees, in base units of the
+   * blockchain's NATIVE asset (wei, satoshi/litoshi, sun), decimal string. Shown on the phone with
+   * the amount. Signers refuse a transaction whose fee can exceed it (EVM: gas limit × max fee per
+   * gas; TRON: fee_limit of a contract call; Bitcoin family: inputs − outputs), and also any fee
+   * above their own per-blockchain ceiling. A fee bump above the cap is a new intent (same fields,
+   * higher `max_fee`) that needs fresh approvals.
+   */
+  readonly max_fee: string;
 }
 
 /** A policy version. Default deny: a transfer matching no policy is refused. */
