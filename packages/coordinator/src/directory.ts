@@ -35,6 +35,12 @@ export interface BlockchainDef {
   readonly testnet: boolean;
   /** Local development network (anvil, regtest): enabled by default only in development mode. */
   readonly development: boolean;
+  /**
+   * Default fee cap of a transfer (`TransferIntent.max_fee`): base units of the native asset
+   * (wei, satoshi/litoshi, sun), decimal string. Approvers sign it; signers refuse a transaction
+   * whose fee can exceed it.
+   */
+  readonly defaultMaxFee: string;
 }
 
 /** A built-in asset. `decimals` converts decimal amounts to integer base units. */
@@ -59,6 +65,7 @@ const eth = (key: string, name: string, network: string, chainId: number, testne
     curve: 'secp256k1',
     testnet,
     development,
+    defaultMaxFee: '10000000000000000', // 0.01 ETH
   }) as const satisfies BlockchainDef;
 
 const utxo = (
@@ -81,6 +88,7 @@ const utxo = (
     curve: 'secp256k1',
     testnet,
     development,
+    defaultMaxFee: family === 'bitcoin' ? '100000' : '1000000', // 0.001 BTC, 0.01 LTC
   }) as const satisfies BlockchainDef;
 
 /** Every built-in blockchain, in display order. */
@@ -105,6 +113,7 @@ export const BLOCKCHAINS: readonly BlockchainDef[] = [
     curve: 'secp256k1',
     testnet: false,
     development: false,
+    defaultMaxFee: '50000000', // 50 TRX
   },
   {
     key: 'tron-nile',
@@ -117,6 +126,7 @@ export const BLOCKCHAINS: readonly BlockchainDef[] = [
     curve: 'secp256k1',
     testnet: true,
     development: false,
+    defaultMaxFee: '50000000', // 50 TRX
   },
 ];
 

@@ -493,6 +493,7 @@ describe('transfers end to end (signer processes, anvil)', () => {
       key_algorithm: 'SECP256K1_ECDSA',
       key_id: keyId,
       created_at: new Date().toISOString(),
+      max_fee: '10000000000000000',
     };
     const ctx: EthereumContext = {
       chainId: 31337,

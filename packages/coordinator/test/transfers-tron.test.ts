@@ -351,6 +351,7 @@ describe('TRON transfers through the pipeline (signer processes, TRON-shaped mod
       key_algorithm: 'SECP256K1_ECDSA',
       key_id: keyId,
       created_at: new Date().toISOString(),
+      max_fee: '50000000',
     };
     const ctx: TronContext = {
       from: source,

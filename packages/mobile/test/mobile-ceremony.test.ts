@@ -56,6 +56,7 @@ function intent(id: string): TransferIntent {
     key_algorithm: 'ED25519',
     key_id: signerKeyId(ceremonyUuid),
     created_at: new Date().toISOString(),
+    max_fee: '10000000000000000',
   };
 }
 

@@ -34,6 +34,7 @@ function intent(id: string, alg: TransferIntent['key_algorithm']): TransferInten
     key_algorithm: alg,
     key_id: signerKeyId(uuid),
     created_at: new Date().toISOString(),
+    max_fee: '10000000000000000',
   };
 }
 

@@ -78,6 +78,7 @@ function intent(over: Partial<TransferIntent> = {}): TransferIntent {
     key_algorithm: 'SECP256K1_ECDSA',
     key_id: 'key-1',
     created_at: '2026-03-04T10:00:00.000Z',
+    max_fee: '10000000000000000',
     ...over,
   };
 }

@@ -443,6 +443,7 @@ export class TransferService {
         derivation_path: parsePath(src.derivation_path),
         key_algorithm: src.address_type === 'p2tr' ? 'SECP256K1_TAPROOT' : 'SECP256K1_ECDSA',
         key_id: transferKeyId({ ceremony_id: w.ceremony_id, master_key_id: w.master_key_id }),
+        max_fee: def.defaultMaxFee,
       },
     };
   }
