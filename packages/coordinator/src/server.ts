@@ -81,6 +81,18 @@ export async function createServer(opts: ServerOptions): Promise<FastifyInstance
   // JSON only: without this, text/plain bodies would reach validation as strings (422 instead of 415).
   app.removeContentTypeParser('text/plain');
 
+  // Strings in a JSON body must be well-formed UTF-16: a lone surrogate (`"\ud800"` is valid JSON)
+  // has no UTF-8 form and is refused by the canonical encoding that every digest uses (#20 item 9),
+  // so it is a 422 naming the field here rather than a failure deep in a digest.
+  app.addHook('preValidation', async (req) => {
+    const at = loneSurrogateAt(req.body, 'body');
+    if (at !== undefined) {
+      throw new ApiError('VALIDATION_FAILED', `${at}: not a well-formed string (lone UTF-16 surrogate)`, [
+        { field: at, message: 'not a well-formed string (lone UTF-16 surrogate)' },
+      ]);
+    }
+  });
+
   const bodyAjv = makeAjv(false);
   const otherAjv = makeAjv(true);
   app.setValidatorCompiler(({ schema, httpPart }) =>
@@ -194,4 +206,25 @@ export async function createServer(opts: ServerOptions): Promise<FastifyInstance
 
   app.get('/api/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger());
   return app;
+}
+
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
+/** Path (`body.a.b[2]`) of the first string or record key in a parsed JSON value with a lone surrogate. */
+export function loneSurrogateAt(value: unknown, path: string, depth = 0): string | undefined {
+  if (typeof value === 'string') return LONE_SURROGATE.test(value) ? path : undefined;
+  if (typeof value !== 'object' || value === null || depth > 64) return undefined;
+  if (Array.isArray(value)) {
+    for (const [i, v] of value.entries()) {
+      const at = loneSurrogateAt(v, `${path}[${i}]`, depth + 1);
+      if (at !== undefined) return at;
+    }
+    return undefined;
+  }
+  for (const [k, v] of Object.entries(value)) {
+    if (LONE_SURROGATE.test(k)) return path;
+    const at = loneSurrogateAt(v, `${path}.${k}`, depth + 1);
+    if (at !== undefined) return at;
+  }
+  return undefined;
 }

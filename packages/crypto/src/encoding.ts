@@ -8,7 +8,8 @@
  *   bytes   0x01 ‖ len ‖ data
  *   uint    0x02 ‖ len ‖ minimal big-endian magnitude            (bigint ≥ 0)
  *   nint    0x03 ‖ len ‖ minimal big-endian magnitude of −value  (bigint < 0)
- *   string  0x04 ‖ len ‖ UTF-8
+ *   string  0x04 ‖ len ‖ UTF-8 (well-formed strings only: a lone UTF-16 surrogate is refused,
+ *                              since UTF-8 would turn every one of them into U+FFFD)
  *   number  0x05 ‖ 8   ‖ u64 (non-negative safe integers only)
  *   bool    0x06 ‖ 1   ‖ 0x00 | 0x01
  *   null    0x07 ‖ 0
@@ -30,13 +31,18 @@ export type Canonical =
 
 const textEncoder = new TextEncoder();
 
+/** A UTF-16 code unit in U+D800..U+DFFF that is not half of a pair (in `u` mode a pair is one code point). */
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
 function item(tag: number, payload: Uint8Array): Uint8Array {
   return concatBytes(Uint8Array.of(tag), u64be(payload.length), payload);
 }
 
 /**
  * Encode a value canonically (see module docs).
- * @throws TypeError for unsupported types (functions, symbols, non-integer or negative numbers).
+ * @throws TypeError for unsupported types (functions, symbols, non-integer or negative numbers)
+ *   and for strings (values or record keys) that are not well-formed UTF-16 (a lone surrogate):
+ *   they have no UTF-8 encoding, and replacing them would let two different strings collide.
  */
 export function canonicalEncode(value: Canonical): Uint8Array {
   if (value instanceof Uint8Array) return item(0x01, value);
@@ -44,6 +50,9 @@ export function canonicalEncode(value: Canonical): Uint8Array {
     case 'bigint':
       return value >= 0n ? item(0x02, bigintToMinimalBytes(value)) : item(0x03, bigintToMinimalBytes(-value));
     case 'string':
+      if (LONE_SURROGATE.test(value)) {
+        throw new TypeError('canonicalEncode: string is not well-formed UTF-16 (lone surrogate)');
+      }
       return item(0x04, textEncoder.encode(value));
     case 'number':
       if (!Number.isSafeInteger(value) || value < 0) {
