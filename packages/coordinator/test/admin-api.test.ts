@@ -4,7 +4,10 @@
  * server signers, device enrollment with fingerprint check, master key ceremonies, webhook
  * registrations, and the audit log.
  */
+
 import { randomUUID } from 'node:crypto';
+import { fingerprint } from '@custodian/signer';
+import { peerIdFromString } from '@libp2p/peer-id';
 import { p256 } from '@noble/curves/nist.js';
 import * as OTPAuth from 'otpauth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -286,7 +289,7 @@ describe('signers, devices, master key', () => {
       name: 'signer-1',
       peer_id: PEER,
       address: '/ip4/127.0.0.1/tcp/7400',
-      fingerprint: 'ab:cd:ef:01:23:45',
+      fingerprint: fingerprint((peerIdFromString(PEER).publicKey as { raw: Uint8Array }).raw),
     };
     const r = await h.req('POST', '/admin/v1/signers', { token: h.adminToken, body });
     expect(r.status).toBe(201);

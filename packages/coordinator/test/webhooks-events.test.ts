@@ -4,10 +4,13 @@
  * written to the outbox in the transaction of its change. And on PostgreSQL: several workers claim
  * with FOR UPDATE SKIP LOCKED, so each attempt is sent exactly once.
  */
+
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { fingerprint } from '@custodian/signer';
+import { peerIdFromString } from '@libp2p/peer-id';
 import { p256 } from '@noble/curves/nist.js';
 import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -83,7 +86,10 @@ describe('event triggers', () => {
         name: 's1',
         peer_id: '12D3KooWD3eckifWpRn9wQpMG9R9hX3sD158z7EqHWmweQAJU5SA',
         address: '/ip4/127.0.0.1/tcp/7400',
-        fingerprint: 'ABCD 1234 5678',
+        fingerprint: fingerprint(
+          (peerIdFromString('12D3KooWD3eckifWpRn9wQpMG9R9hX3sD158z7EqHWmweQAJU5SA').publicKey as { raw: Uint8Array })
+            .raw,
+        ),
       },
     });
     expect(sr.status).toBe(201);

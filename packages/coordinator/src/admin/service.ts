@@ -6,7 +6,9 @@
  */
 
 import { randomUUID } from 'node:crypto';
+import { fingerprint as signerFingerprint } from '@custodian/signer';
 import { deviceFingerprint } from '@custodian/wire';
+import { peerIdFromString } from '@libp2p/peer-id';
 import { p256 } from '@noble/curves/nist.js';
 import * as OTPAuth from 'otpauth';
 import {
@@ -640,7 +642,34 @@ export class AdminService {
     return rows.map((r) => ({ ...r, created_at: iso(r.created_at) }));
   }
 
+  /**
+   * Register a server signer. The fingerprint the operator compared out of band must be the one of
+   * the peer id's Ed25519 identity key (`custodian signer init` prints both; `fingerprint` of
+   * @custodian/signer identity.ts); spaces, colons and case are ignored, and it is stored as the
+   * signer prints it.
+   * @throws ApiError VALIDATION_FAILED (`body.peer_id` not an Ed25519 peer id, `body.fingerprint`
+   *   not the peer id's), CONFLICT (peer id already registered)
+   */
   async addServerSigner(actor: string, input: { name: string; peer_id: string; address: string; fingerprint: string }) {
+    let key: Uint8Array | undefined;
+    try {
+      const pid = peerIdFromString(input.peer_id);
+      if (pid.type === 'Ed25519') key = pid.publicKey.raw;
+    } catch {
+      key = undefined;
+    }
+    if (key === undefined) {
+      throw new ApiError('VALIDATION_FAILED', 'body.peer_id: not an Ed25519 libp2p peer id', [
+        { field: 'body.peer_id', message: 'not an Ed25519 libp2p peer id' },
+      ]);
+    }
+    const expected = signerFingerprint(key);
+    if (normaliseFingerprint(input.fingerprint) !== normaliseFingerprint(expected)) {
+      throw new ApiError('VALIDATION_FAILED', "the fingerprint is not the peer id's identity key; do not register", [
+        { field: 'body.fingerprint', message: "does not match the peer id's identity key" },
+      ]);
+    }
+    input = { ...input, fingerprint: expected };
     return this.db.tx(async (q) => {
       const dup = await q.query('SELECT 1 FROM server_signers WHERE peer_id = $1 AND removed_at IS NULL', [
         input.peer_id,
