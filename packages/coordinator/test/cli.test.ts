@@ -2,7 +2,10 @@
  * `custodian admin …` end to end: commander program in-process, real HTTP to a real coordinator,
  * session file on disk, JSON and table output.
  */
+
 import { join } from 'node:path';
+import { fingerprint } from '@custodian/signer';
+import { peerIdFromString } from '@libp2p/peer-id';
 import { p256 } from '@noble/curves/nist.js';
 import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -74,19 +77,26 @@ describe('custodian admin CLI', () => {
     expect(key.out).toMatch(/cst_[A-Za-z0-9_-]{43}/);
     expect((await cli('api-keys', 'list')).out).not.toMatch(/cst_[A-Za-z0-9_-]{43}/);
 
-    const s = await cli(
-      '--json',
-      'signers',
-      'add',
-      '--name',
-      's1',
-      '--peer-id',
-      '12D3KooWDpJ7As7BWAwRMfu1VU2WCqNjvq387JEYKDBj4kx6nXTN',
-      '--address',
-      '/ip4/127.0.0.1/tcp/7400',
-      '--fingerprint',
-      'aa:bb:cc:dd',
-    );
+    const signerPeer = '12D3KooWDpJ7As7BWAwRMfu1VU2WCqNjvq387JEYKDBj4kx6nXTN';
+    const addSigner = (fp: string) =>
+      cli(
+        '--json',
+        'signers',
+        'add',
+        '--name',
+        's1',
+        '--peer-id',
+        signerPeer,
+        '--address',
+        '/ip4/127.0.0.1/tcp/7400',
+        '--fingerprint',
+        fp,
+      );
+    // a fingerprint that is not the peer id's key: the command refuses and registers nothing
+    const wrong = await addSigner('aa:bb:cc:dd');
+    expect(wrong.code).not.toBe(0);
+    expect(wrong.err).toMatch(/fingerprint/);
+    const s = await addSigner(fingerprint((peerIdFromString(signerPeer).publicKey as { raw: Uint8Array }).raw));
     expect(s.code).toBe(0);
     expect((await cli('signers', 'list')).out).toMatch(/s1/);
 
