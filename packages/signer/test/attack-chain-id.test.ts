@@ -7,6 +7,7 @@
  */
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { tronAddress } from '@custodian/chains';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SecureStore } from '../src/index.js';
 import {
@@ -25,7 +26,6 @@ import {
   verdict,
 } from './attack-fixtures.js';
 import { tempDir } from './cluster.js';
-import { tronAddress } from '@custodian/chains';
 
 let store: SecureStore;
 let dir = '';
@@ -59,10 +59,10 @@ describe('attack: chain id / network of the coordinator', () => {
     const t = tronIntent();
     expect(await verdict(store, request(t, tronContext(TRX)))).toBe('ACCEPTED');
     const l = ltcIntent();
-    const src = l.derivation_path;
-    expect(await verdict(store, request(l, ltcContext(l, [utxoInput(child(mk.ecdsa, src), src, 1_000_000n)], null)))).toBe(
-      'ACCEPTED',
-    );
+    const src = [...l.derivation_path];
+    expect(
+      await verdict(store, request(l, ltcContext(l, [utxoInput(child(mk.ecdsa, src), src, 1_000_000n)], null))),
+    ).toBe('ACCEPTED');
   });
 
   it('refuses an ethereum-local approval signed as a mainnet (chain id 1) transaction (CHAIN_MISMATCH)', async () => {
@@ -74,15 +74,21 @@ describe('attack: chain id / network of the coordinator', () => {
     expect(await verdict(store, request(i, ethContext(ETH, { chainId: 1 })))).toBe('CHAIN_NOT_CONFIGURED');
     // a signer configured for ethereum only refuses litecoin
     const l = ltcIntent();
-    const src = l.derivation_path;
+    const src = [...l.derivation_path];
     const ethOnly = trustOf(mk, { 'ethereum-local': CHAINS['ethereum-local'] });
     expect(
-      await verdict(store, request(l, ltcContext(l, [utxoInput(child(mk.ecdsa, src), src, 1_000_000n)], null)), ethOnly),
+      await verdict(
+        store,
+        request(l, ltcContext(l, [utxoInput(child(mk.ecdsa, src), src, 1_000_000n)], null)),
+        ethOnly,
+      ),
     ).toBe('CHAIN_NOT_CONFIGURED');
   });
 
   it('refuses a TRON transaction of another network, or naming none (CHAIN_MISMATCH)', async () => {
-    expect(await verdict(store, request(tronIntent(), tronContext(TRX, { network: 'mainnet' })))).toBe('CHAIN_MISMATCH');
+    expect(await verdict(store, request(tronIntent(), tronContext(TRX, { network: 'mainnet' })))).toBe(
+      'CHAIN_MISMATCH',
+    );
     const { network: _, ...none } = tronContext(TRX);
     expect(await verdict(store, request(tronIntent(), none as ReturnType<typeof tronContext>))).toBe('CHAIN_MISMATCH');
   });
@@ -90,13 +96,17 @@ describe('attack: chain id / network of the coordinator', () => {
   it('refuses a Bitcoin-family context of another network than the configured one (CHAIN_MISMATCH)', async () => {
     // the signer maps litecoin-regtest to litecoin-testnet (another HRP): the regtest context is refused
     const l = ltcIntent();
-    const src = l.derivation_path;
+    const src = [...l.derivation_path];
     const testnet = trustOf(mk, {
       ...CHAINS,
       'litecoin-regtest': { family: 'bitcoin', network: 'litecoin-testnet', maxFee: '1000000' },
     });
     expect(
-      await verdict(store, request(l, ltcContext(l, [utxoInput(child(mk.ecdsa, src), src, 1_000_000n)], null)), testnet),
+      await verdict(
+        store,
+        request(l, ltcContext(l, [utxoInput(child(mk.ecdsa, src), src, 1_000_000n)], null)),
+        testnet,
+      ),
     ).toBe('CHAIN_MISMATCH');
   });
 });

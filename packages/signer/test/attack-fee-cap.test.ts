@@ -60,7 +60,7 @@ describe('attack: fees above the approved cap or the signer ceiling', () => {
 
   it('Bitcoin family: a 0.001 LTC transfer spending a 10 LTC coin with no change (9.999 LTC fee) is FEE_ABOVE_CAP', async () => {
     const i = ltcIntent();
-    const src = i.derivation_path;
+    const src = [...i.derivation_path];
     expect(
       await verdict(store, request(i, ltcContext(i, [utxoInput(child(mk.ecdsa, src), src, 1_000_000_000n)], null))),
     ).toBe('FEE_ABOVE_CAP');
@@ -83,7 +83,9 @@ describe('attack: fees above the approved cap or the signer ceiling', () => {
         derivation_path: TRX,
         max_fee: maxFee,
       });
-    expect(await verdict(store, request(trc20('30000000'), tronContext(TRX, { feeLimit: '30000000' })))).toBe('ACCEPTED');
+    expect(await verdict(store, request(trc20('30000000'), tronContext(TRX, { feeLimit: '30000000' })))).toBe(
+      'ACCEPTED',
+    );
     expect(await verdict(store, request(trc20('30000000'), tronContext(TRX, { feeLimit: '90000000' })))).toBe(
       'FEE_ABOVE_CAP',
     );
@@ -109,7 +111,10 @@ describe('attack: fees above the approved cap or the signer ceiling', () => {
     ).toBe('TRANSFER_ALREADY_SIGNED');
     const more = { ...raised, amount: '101' };
     expect(
-      await verdict(store, request(more, bumped, [signApproval(more, 'APPROVE', 'dev-2', dev2, '2026-09-01T00:11:00.000Z')])),
+      await verdict(
+        store,
+        request(more, bumped, [signApproval(more, 'APPROVE', 'dev-2', dev2, '2026-09-01T00:11:00.000Z')]),
+      ),
     ).toBe('TRANSFER_ALREADY_SIGNED');
     const lower = { ...i, max_fee: '90000000000000' };
     expect(
@@ -129,7 +134,10 @@ describe('attack: fees above the approved cap or the signer ceiling', () => {
     const again = ethContext(ETH, { nonce: 41, maxFeePerGas: '20000000000' });
     expect(await verdict(store, request(raised, again, fresh))).toBe('INSUFFICIENT_APPROVALS');
     expect(
-      await verdict(store, request(raised, again, [signApproval(raised, 'APPROVE', 'dev-1', dev1, '2026-09-01T00:20:00.000Z')])),
+      await verdict(
+        store,
+        request(raised, again, [signApproval(raised, 'APPROVE', 'dev-1', dev1, '2026-09-01T00:20:00.000Z')]),
+      ),
     ).toBe('ACCEPTED');
   });
 });

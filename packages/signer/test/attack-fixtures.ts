@@ -41,7 +41,10 @@ export const dev2 = p256.utils.randomSecretKey();
 const pub = (sk: Uint8Array) => bytesToHex(p256.getPublicKey(sk, true));
 
 /** A master key as the signer's key record holds it (public keys, chain codes). */
-export function masterKey(): { ecdsa: { publicKey: Uint8Array; chainCode: Uint8Array }; tr: { publicKey: Uint8Array; chainCode: Uint8Array } } {
+export function masterKey(): {
+  ecdsa: { publicKey: Uint8Array; chainCode: Uint8Array };
+  tr: { publicKey: Uint8Array; chainCode: Uint8Array };
+} {
   return {
     ecdsa: { publicKey: secp256k1.getPublicKey(secp256k1.utils.randomSecretKey(), true), chainCode: randomBytes(32) },
     tr: { publicKey: secp256k1.getPublicKey(secp256k1.utils.randomSecretKey(), true), chainCode: randomBytes(32) },
@@ -79,7 +82,7 @@ export function trustOf(m = mk, chains: Record<string, unknown> = CHAINS): Enfor
         chainCode: bytesToHex(m.tr.chainCode),
       },
     ],
-  } as EnforcementTrust;
+  } as unknown as EnforcementTrust;
 }
 
 export const ETH_DEST = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
@@ -107,7 +110,7 @@ const policyDoc: PolicyDocument = {
 export const policy = signPolicy(policyDoc, 'admin-phone', adminSk);
 
 /** The child key of a master key at a path (public BIP32). */
-export function child(key: { publicKey: Uint8Array; chainCode: Uint8Array }, path: number[]): Uint8Array {
+export function child(key: { publicKey: Uint8Array; chainCode: Uint8Array }, path: readonly number[]): Uint8Array {
   return deriveSecp256k1(key.publicKey, key.chainCode, path).publicKey;
 }
 export const p2wpkhOf = (pk: Uint8Array) => utxoAddress(LITECOIN_REGTEST, pk, 'p2wpkh');
@@ -168,7 +171,7 @@ export function request(
   return {
     keyId: i.key_id,
     algorithm: i.key_algorithm === 'SECP256K1_TAPROOT' ? KeyAlgorithm.SECP256K1_TAPROOT : KeyAlgorithm.SECP256K1_ECDSA,
-    derivationPath: i.derivation_path,
+    derivationPath: [...i.derivation_path],
     digests: digests.map((d) => d.digest),
     evidence: {
       intentJson: JSON.stringify(i),
@@ -229,7 +232,7 @@ export function ltcIntent(over: Partial<TransferIntent> = {}): TransferIntent {
 }
 
 /** One UTXO input of a key (its P2WPKH address). */
-export function utxoInput(pk: Uint8Array, path: number[], value: bigint, kind: 'p2wpkh' | 'p2tr' = 'p2wpkh') {
+export function utxoInput(pk: Uint8Array, path: readonly number[], value: bigint, kind: 'p2wpkh' | 'p2tr' = 'p2wpkh') {
   return {
     txid: bytesToHex(randomBytes(32)),
     vout: 0,
@@ -237,7 +240,7 @@ export function utxoInput(pk: Uint8Array, path: number[], value: bigint, kind: '
     address: kind === 'p2wpkh' ? p2wpkhOf(pk) : p2trOf(pk),
     kind,
     publicKey: bytesToHex(pk),
-    path,
+    path: [...path],
   };
 }
 

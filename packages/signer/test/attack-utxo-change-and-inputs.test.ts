@@ -66,7 +66,10 @@ describe('attack: UTXO change and input keys chosen by the coordinator', () => {
     const otherWallet = [44, 1, 5, 1, 0];
     let i = ltcIntent();
     expect(
-      await verdict(store, request(i, ltcContext(i, input(), { pk: child(mk.ecdsa, otherWallet), path: otherWallet, value }))),
+      await verdict(
+        store,
+        request(i, ltcContext(i, input(), { pk: child(mk.ecdsa, otherWallet), path: otherWallet, value })),
+      ),
     ).toBe('CHANGE_MISMATCH');
     i = ltcIntent();
     expect(
