@@ -50,7 +50,11 @@ export function masterKey(): {
     tr: { publicKey: secp256k1.getPublicKey(secp256k1.utils.randomSecretKey(), true), chainCode: randomBytes(32) },
   };
 }
-export const mk = masterKey();
+export let mk: ReturnType<typeof masterKey> = masterKey();
+/** Build requests for another master key (the hostile-coordinator suite uses its signers' real key). */
+export function useMasterKey(m: ReturnType<typeof masterKey>): void {
+  mk = m;
+}
 /** Another master key (the coordinator's own, or another customer's). */
 export const foreignMk = masterKey();
 
