@@ -87,7 +87,6 @@ describe("attack: another wallet's key signs what the approvers saw as this wall
   });
 
   it("UTXO: the intent's source address is wallet 0's, the inputs are wallet 1's (SENDER_MISMATCH)", async () => {
-    const l0 = [44, 1, 0, 0, 0];
     const l1 = [44, 1, 1, 0, 0];
     const i = ltcIntent({ derivation_path: l1 }); // source_address: wallet 0's
     const ctx = ltcContext(i, [utxoInput(child(mk.ecdsa, l1), l1, 1_000_000n)], {
