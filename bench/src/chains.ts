@@ -132,6 +132,7 @@ const tronFields: TransferFields = {
   amount: 1_234_567n,
 };
 const tronContext: TronContext = {
+  network: 'mainnet',
   from: tronAddress(tronKey.publicKey),
   fromPublicKey: bytesToHex(tronKey.publicKey),
   fromPath: tronKey.path,

@@ -19,6 +19,14 @@ import type { Coordinator } from '../src/coordinator.js';
 import { createSignerGateway, type SignerGateway } from '../src/signing/gateway.js';
 import { evidenceSignFields } from '../src/transfers/evidence.js';
 
+/** The blockchains the test signers sign for (config `chains`): the directory's chain ids / networks and default fee caps. */
+export const TEST_CHAINS = {
+  'ethereum-local': { family: 'ethereum', chainId: 31337, maxFee: '10000000000000000' },
+  'litecoin-regtest': { family: 'bitcoin', network: 'litecoin-regtest', maxFee: '1000000' },
+  'bitcoin-regtest': { family: 'bitcoin', network: 'bitcoin-regtest', maxFee: '100000' },
+  'tron-nile': { family: 'tron', network: 'nile', maxFee: '50000000' },
+} as const;
+
 export interface EnforcingSigners {
   readonly nodes: NodeSpec[];
   readonly control: ControlClient;
@@ -47,6 +55,7 @@ export async function startEnforcingSigners(
       {
         ecdsa: { level: 'SECURITY_112', primePool: 0, primeSeedFile: seed },
         trustedAdminDevices: [{ deviceId: 'admin-phone', publicKey: adminDevicePublicKey }],
+        chains: TEST_CHAINS,
       },
     );
   });

@@ -354,6 +354,7 @@ describe('TRON transfers through the pipeline (signer processes, TRON-shaped mod
       max_fee: '50000000',
     };
     const ctx: TronContext = {
+      network: 'nile',
       from: source,
       fromPublicKey: a.public_key,
       fromPath: path,

@@ -10,6 +10,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline/promises';
+import { parseChainsConfig } from '@custodian/signer';
 import type { TransferIntent } from '@custodian/wire';
 import type { Command } from 'commander';
 import { pino } from 'pino';
@@ -82,6 +83,7 @@ interface RunOptions {
   primePool?: string;
   storeScryptN?: string;
   trustedAdminKey?: string[];
+  chains?: string;
   allowUnenforcedSigning?: boolean;
   logLevel: string;
 }
@@ -158,6 +160,10 @@ export function registerMobileCommands(program: Command, io: MobileCliIo = proce
       (v: string, prev: string[] = []) => [...prev, v],
     )
     .option(
+      '--chains <file>',
+      'JSON file of the blockchains this phone signs for: { "<blockchain key>": { "family", "chainId" | "network", "maxFee" } } (as a server signer\'s "chains")',
+    )
+    .option(
       '--allow-unenforced-signing',
       'DEVELOPMENT AND TESTS ONLY: without --trusted-admin-key, sign whatever digest is asked, unchecked (default: refuse every sign request)',
     )
@@ -166,6 +172,7 @@ export function registerMobileCommands(program: Command, io: MobileCliIo = proce
       if (o.autoApprove && o.autoReject) throw new Error('--auto-approve and --auto-reject exclude each other');
       if (o.allowUnenforcedSigning && o.trustedAdminKey)
         throw new Error('--allow-unenforced-signing and --trusted-admin-key exclude each other');
+      const chains = o.chains ? parseChainsConfig(JSON.parse(await readFile(o.chains, 'utf8'))) : undefined;
       const pin = await readPin(o.pinFile, false, io.env);
       const scripted = o.autoApprove ? 'APPROVE' : o.autoReject ? 'REJECT' : undefined;
       let prompting = Promise.resolve();
@@ -211,6 +218,7 @@ export function registerMobileCommands(program: Command, io: MobileCliIo = proce
             : {}),
           ...(o.storeScryptN ? { storeScrypt: { N: Number(o.storeScryptN), r: 8, p: 1 } } : {}),
           ...(o.trustedAdminKey ? { trustedAdminKeys: o.trustedAdminKey } : {}),
+          ...(chains ? { chains } : {}),
           ...(o.allowUnenforcedSigning ? { allowUnenforcedSigning: true } : {}),
         },
         {

@@ -21,6 +21,7 @@ import { bytesToHex } from '@custodian/crypto';
 import {
   type CeremonyContext,
   CeremonyRunner,
+  type ChainsConfig,
   type DeviceFrame,
   decodeDeviceFrame,
   deviceHelloDigest,
@@ -72,6 +73,12 @@ export interface MobileSignerOptions {
    * (policy, limits against this phone's own ledger, approvals), exactly as on a server signer.
    */
   trustedAdminKeys?: string[];
+  /**
+   * Blockchains this phone signs transfers for, with their chain id / network and fee ceiling
+   * (`@custodian/signer` ChainsConfig, the `chains` object of a server signer's config). With
+   * {@link trustedAdminKeys}, a transfer of a blockchain absent here is refused (`CHAIN_NOT_CONFIGURED`).
+   */
+  chains?: ChainsConfig;
   /**
    * DEVELOPMENT AND TESTS ONLY: without {@link trustedAdminKeys}, take part in sign ceremonies
    * without any evidence check (raw digests). Default false: without trusted Admin keys every sign
@@ -156,7 +163,7 @@ export class MobileSigner {
       shareCache: new Map(),
       ...(primePool ? { primePool, primePoolTarget: opts.ecdsa?.primePool ?? 0 } : {}),
       ...(opts.trustedAdminKeys && opts.trustedAdminKeys.length > 0
-        ? { enforcement: { trustedAdminKeys: opts.trustedAdminKeys } }
+        ? { enforcement: { trustedAdminKeys: opts.trustedAdminKeys, chains: opts.chains ?? {} } }
         : {}),
       ...(opts.allowUnenforcedSigning ? { allowUnenforcedSigning: true } : {}),
     };

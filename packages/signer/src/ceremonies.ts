@@ -62,6 +62,7 @@ import {
 import { peerIdFromString } from '@libp2p/peer-id';
 import { sha256 } from '@noble/hashes/sha2.js';
 import type { Logger } from 'pino';
+import type { ChainsConfig } from './config.js';
 import { type EnforcementVerdict, EvidenceRefused, enforceTransferEvidence } from './enforce.js';
 import { type PreparedPresignatures, presignaturePuts, takePresignature } from './presignatures.js';
 import type { PrimePool } from './primes.js';
@@ -149,9 +150,10 @@ export interface CeremonyContext {
   /**
    * Transfer evidence enforcement (enforce.ts, DESIGN §1: signers enforce): when set, every sign
    * request must carry evidence that passes the checks with these pinned Admin device keys
-   * (compressed P-256, hex).
+   * (compressed P-256, hex), for a blockchain of `chains` (the signer's own chain ids / networks
+   * and fee ceilings; absent: every transfer is refused `CHAIN_NOT_CONFIGURED`).
    */
-  readonly enforcement?: { readonly trustedAdminKeys: readonly string[] };
+  readonly enforcement?: { readonly trustedAdminKeys: readonly string[]; readonly chains?: ChainsConfig };
   /**
    * DEVELOPMENT/TEST ONLY: sign requests without evidence are signed as asked (raw digests) when
    * {@link enforcement} is absent. Default false: without `enforcement` every sign request is
@@ -506,6 +508,8 @@ async function enforce(ctx: CeremonyContext, start: StartCeremony): Promise<Enfo
     return await enforceTransferEvidence(ctx.store, req, {
       trustedAdminKeys: ctx.enforcement.trustedAdminKeys,
       approverKeys,
+      chains: ctx.enforcement.chains ?? {},
+      keys: rec.keys,
     });
   } catch (e) {
     if (e instanceof EvidenceRefused) throw new Refused(e.message);

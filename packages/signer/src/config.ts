@@ -8,14 +8,20 @@
  *   "coordinator": { "peerId": "12D3Koo…" },
  *   "passphrase": { "env": "CUSTODIAN_SIGNER_PASSPHRASE" }   // or { "file": "/run/secrets/pass" }
  *   "trustedAdminDevices": [{ "deviceId": "…", "publicKey": "02…" }],
+ *   "chains": { "ethereum-local":   { "family": "ethereum", "chainId": 31337, "maxFee": "10000000000000000" },
+ *               "litecoin-regtest": { "family": "bitcoin", "network": "litecoin-regtest", "maxFee": "1000000" },
+ *               "tron-nile":        { "family": "tron", "network": "nile", "maxFee": "100000000" } },
  *   "logLevel": "info" }
  * ```
+ * `chains` (see {@link ChainsConfig}) lists every blockchain this signer signs for: a transfer of
+ * a blockchain absent from it is refused (`CHAIN_NOT_CONFIGURED`).
  * The passphrase is never a command-line argument (it would show in `ps`). Without
  * `trustedAdminDevices` the signer refuses every sign request (`ENFORCEMENT_NOT_CONFIGURED`) unless
  * `"allowUnenforcedSigning": true` (development and tests only).
  */
 import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, resolve } from 'node:path';
+import { UTXO_NETWORKS } from '@custodian/chains';
 import { peerIdFromString } from '@libp2p/peer-id';
 import { multiaddr } from '@multiformats/multiaddr';
 import type { ScryptParams } from './secretbox.js';
@@ -56,7 +62,30 @@ export interface SignerConfig {
    * false. Exclusive with `trustedAdminDevices`.
    */
   readonly allowUnenforcedSigning?: boolean;
+  /** Blockchains this signer signs transfers for, with their chain id / network and fee ceiling ({@link ChainsConfig}). */
+  readonly chains?: ChainsConfig;
 }
+
+/**
+ * One blockchain a signer signs for, under its directory key (`ethereum-local`, `tron-nile`,
+ * `litecoin-regtest`, … — packages/coordinator/src/directory.ts). The signer takes the chain id /
+ * network and the coin type of wallet paths from here, never from the coordinator:
+ * - `ethereum`: `chainId`, the EIP-155 chain id (positive integer); coin type 60;
+ * - `bitcoin` (the Bitcoin family, Litecoin included): `network`, an id of `UTXO_NETWORKS`
+ *   (`bitcoin`, `bitcoin-testnet`, `bitcoin-regtest`, `litecoin`, `litecoin-testnet`,
+ *   `litecoin-regtest`), which fixes the address HRP / version bytes and the coin type;
+ * - `tron`: `network` (`mainnet`, `nile`, `shasta`; the TRON context names the network it was built
+ *   for); coin type 195.
+ * `maxFee`: the signer's own ceiling on the fee of one transaction, base units of the native asset
+ * (wei, satoshi/litoshi, sun), decimal string; enforced besides the cap the approvers signed.
+ */
+export type ChainConfig =
+  | { readonly family: 'ethereum'; readonly chainId: number; readonly maxFee: string }
+  | { readonly family: 'bitcoin'; readonly network: string; readonly maxFee: string }
+  | { readonly family: 'tron'; readonly network: string; readonly maxFee: string };
+
+/** Blockchain key → {@link ChainConfig}. */
+export type ChainsConfig = Readonly<Record<string, ChainConfig>>;
 
 /** Configuration error naming the field. */
 export class ConfigError extends Error {
@@ -82,6 +111,42 @@ function addrField(v: unknown, field: string): string {
     throw new ConfigError(`${field}: not a multiaddr`);
   }
   return v;
+}
+
+/**
+ * Validate a `chains` object ({@link ChainsConfig}).
+ * @param field the name errors start with (`chains`)
+ * @throws ConfigError naming the failing field, e.g. `chains.tron-nile.network`
+ */
+export function parseChainsConfig(raw: unknown, field = 'chains'): ChainsConfig {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    throw new ConfigError(`${field}: expected an object of blockchain key → { family, chainId | network, maxFee }`);
+  const out: Record<string, ChainConfig> = {};
+  for (const [key, v] of Object.entries(raw as Record<string, unknown>)) {
+    const f = `${field}.${key}`;
+    if (!/^[a-z0-9][a-z0-9-]{0,63}$/.test(key)) throw new ConfigError(`${f}: not a blockchain key`);
+    if (typeof v !== 'object' || v === null) throw new ConfigError(`${f}: expected an object`);
+    const r = v as Record<string, unknown>;
+    if (typeof r.maxFee !== 'string' || !/^(0|[1-9][0-9]{0,77})$/.test(r.maxFee))
+      throw new ConfigError(`${f}.maxFee: expected a decimal string of base units`);
+    const maxFee = r.maxFee;
+    if (r.family === 'ethereum') {
+      if (!Number.isSafeInteger(r.chainId) || (r.chainId as number) < 1)
+        throw new ConfigError(`${f}.chainId: expected a positive integer (EIP-155)`);
+      out[key] = { family: 'ethereum', chainId: r.chainId as number, maxFee };
+    } else if (r.family === 'bitcoin') {
+      if (typeof r.network !== 'string' || !UTXO_NETWORKS.some((n) => n.id === r.network))
+        throw new ConfigError(`${f}.network: one of ${UTXO_NETWORKS.map((n) => n.id).join(', ')}`);
+      out[key] = { family: 'bitcoin', network: r.network, maxFee };
+    } else if (r.family === 'tron') {
+      if (typeof r.network !== 'string' || !/^[a-z0-9-]{1,32}$/.test(r.network))
+        throw new ConfigError(`${f}.network: expected a TRON network name (mainnet, nile, shasta)`);
+      out[key] = { family: 'tron', network: r.network, maxFee };
+    } else {
+      throw new ConfigError(`${f}.family: ethereum, bitcoin or tron`);
+    }
+  }
+  return out;
 }
 
 /** Validate a parsed config object; `baseDir` resolves a relative dataDir / passphrase file. */
@@ -140,6 +205,7 @@ export function parseConfig(raw: unknown, baseDir: string): SignerConfig {
     throw new ConfigError('allowUnenforcedSigning: expected true or false');
   if (allowUnenforcedSigning && trustedAdminDevices)
     throw new ConfigError('allowUnenforcedSigning: not with trustedAdminDevices (enforcement is either on or off)');
+  const chains = c.chains === undefined ? undefined : parseChainsConfig(c.chains);
   return {
     listen,
     dataDir,
@@ -151,6 +217,7 @@ export function parseConfig(raw: unknown, baseDir: string): SignerConfig {
     ...(ecdsa ? { ecdsa } : {}),
     ...(trustedAdminDevices ? { trustedAdminDevices } : {}),
     ...(allowUnenforcedSigning ? { allowUnenforcedSigning } : {}),
+    ...(chains ? { chains } : {}),
   };
 }
 

@@ -104,7 +104,12 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
     prepared: new PreparedPresignatures(),
     ...(primePool ? { primePool, primePoolTarget: config.ecdsa?.primePool ?? 0 } : {}),
     ...(config.trustedAdminDevices
-      ? { enforcement: { trustedAdminKeys: config.trustedAdminDevices.map((d) => d.publicKey) } }
+      ? {
+          enforcement: {
+            trustedAdminKeys: config.trustedAdminDevices.map((d) => d.publicKey),
+            chains: config.chains ?? {},
+          },
+        }
       : {}),
     ...(config.allowUnenforcedSigning ? { allowUnenforcedSigning: true } : {}),
   };
@@ -114,6 +119,8 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
     );
   } else if (!config.trustedAdminDevices) {
     log.warn('trustedAdminDevices not configured: every sign request will be refused (ENFORCEMENT_NOT_CONFIGURED)');
+  } else if (Object.keys(config.chains ?? {}).length === 0) {
+    log.warn('chains not configured: every transfer signature will be refused (CHAIN_NOT_CONFIGURED)');
   }
 
   const status = async (): Promise<NodeStatus> => {

@@ -12,6 +12,20 @@
  *    the signer's configuration, the key's approver devices (stored with the key at the master key
  *    ceremony) and the spent amount of the intent's wallet, asset and UTC day taken from the
  *    signer's OWN ledger (never from the coordinator);
+ * 1b. the chain context binds nothing the signer cannot check on its own (issue #20): the blockchain
+ *    is in the signer's own `chains` configuration (`CHAIN_NOT_CONFIGURED`) and the context's EIP-155
+ *    chain id / TRON network / Bitcoin-family network is the configured one (`CHAIN_MISMATCH`); the
+ *    intent's derivation path is a wallet path `m/44/{coin_type}/{wallet}/{0|1}/{index}` of the
+ *    configured coin type, and the signer derives the sender key for it from the master public key
+ *    and chain code of ITS OWN key record — the context's sender (`from`, `fromPublicKey`) and the
+ *    intent's `source_address` must be that key's (`SENDER_MISMATCH`); Bitcoin family: every
+ *    input's and the change's key is derived from its path, a path of the same wallet in branch 0
+ *    or 1 (`INPUT_KEY_MISMATCH`, `CHANGE_MISMATCH`); the transaction's maximum fee is at most the
+ *    intent's `max_fee` that the approvers signed (`FEE_ABOVE_CAP`) and the configured ceiling
+ *    (`FEE_ABOVE_CEILING`). A TRON transaction carries no chain id: it is bound to its network by
+ *    its reference block, which the signer CANNOT verify offline — the signer only checks the
+ *    network the context names (a coordinator could still pick a reference block of another
+ *    network; such a transaction is valid only there, for the same key, amount and destination);
  * 3. the ledger rules of re-signing one transfer (see {@link LedgerEntry}), and policy versions
  *    only moving forward (a version older than one already signed under is refused).
  *
@@ -20,16 +34,21 @@
  */
 
 import {
+  type BitcoinContext,
   type DigestToSign,
   type EthereumContext,
+  ethereumAddress,
   type Json,
   recomputeBitcoinDigests,
   recomputeEthereumDigests,
   recomputeTronDigests,
   type TransferFields,
+  type TronContext,
+  tronAddress,
   UTXO_NETWORKS,
+  utxoAddress,
 } from '@custodian/chains';
-import { bytesToHex } from '@custodian/crypto';
+import { bytesToHex, deriveSecp256k1, hexToBytes } from '@custodian/crypto';
 import {
   type Approval,
   type EvidenceRefusal,
@@ -40,6 +59,7 @@ import {
   transferIntentDigest,
   verifyTransferEvidence,
 } from '@custodian/wire';
+import type { ChainConfig, ChainsConfig } from './config.js';
 import type { SecureStore, StoreOp } from './store.js';
 
 /** Why a signer refuses a transfer signature: the evidence codes plus the ledger's own. */
@@ -55,7 +75,24 @@ export type SignerRefusal =
   /** The transfer was already signed as another transaction that is not a fee replacement of it. */
   | 'TRANSFER_ALREADY_SIGNED'
   /** The policy version is older than one this signer already signed under (a superseded version replayed). */
-  | 'POLICY_VERSION_SUPERSEDED';
+  | 'POLICY_VERSION_SUPERSEDED'
+  /** The intent's blockchain is not in this signer's `chains` configuration. */
+  | 'CHAIN_NOT_CONFIGURED'
+  /** The context's chain id / network (or the configured family) is not the one configured for the intent's blockchain. */
+  | 'CHAIN_MISMATCH'
+  /** The transaction's maximum fee exceeds the intent's `max_fee` (the cap the approvers signed). */
+  | 'FEE_ABOVE_CAP'
+  /** The transaction's maximum fee exceeds this signer's own ceiling for the blockchain (`chains.<key>.maxFee`). */
+  | 'FEE_ABOVE_CEILING'
+  /**
+   * The sender (context `from` / `fromPublicKey`, intent `source_address`) is not the key the signer
+   * derives for (key_id, derivation_path), or the path is not a wallet path of the chain's coin type.
+   */
+  | 'SENDER_MISMATCH'
+  /** A Bitcoin-family input's path is not a path of the intent's wallet, or its key/address is not the derived one. */
+  | 'INPUT_KEY_MISMATCH'
+  /** The change output's path is not a path of the intent's wallet, or its key/address is not the derived one. */
+  | 'CHANGE_MISMATCH';
 
 /** A refusal raised by {@link enforceTransferEvidence}; `code` travels back as the CeremonyResult's error. */
 export class EvidenceRefused extends Error {
@@ -68,12 +105,29 @@ export class EvidenceRefused extends Error {
   }
 }
 
+/** A master public key of the signer's key record (KeyRecord.keys): hex public key and chain code. */
+export interface MasterPublicKey {
+  readonly suite: string;
+  /** SEC1-compressed (33 bytes) or x-only (32 bytes, even Y) secp256k1 key, hex. */
+  readonly publicKey: string;
+  /** 32 bytes, hex. */
+  readonly chainCode: string;
+}
+
 /** What the signer trusts, from its configuration and key records. */
 export interface EnforcementTrust {
   /** Compressed P-256 public keys (hex, 33 bytes) of the Admin devices whose policy signatures are accepted. */
   readonly trustedAdminKeys: readonly string[];
   /** The key's approver devices: device id → compressed P-256 public key (hex). */
   readonly approverKeys: ReadonlyMap<string, string>;
+  /** The signer's own `chains` configuration (absent or empty: every transfer is `CHAIN_NOT_CONFIGURED`). */
+  readonly chains?: ChainsConfig;
+  /**
+   * The key record's master public keys (KeyRecord.keys of the request's key id): suite `cggmp`
+   * (ECDSA: EVM and TRON senders, P2WPKH) and `secp256k1-tr` (Taproot: P2TR). Absent: no sender
+   * can be derived, every transfer is `SENDER_MISMATCH`.
+   */
+  readonly keys?: readonly MasterPublicKey[];
 }
 
 /**
@@ -84,6 +138,8 @@ export interface EnforcementTrust {
  * the coordinator lost the result: no second transaction can come out of it), or (b) for a fee
  * replacement — same `replacement_key` (Ethereum: sender and nonce; Bitcoin family: the spent
  * outpoints) — and then only with approvals not used for an earlier signature of the transfer.
+ * The intent must be the one already signed, or differ from it ONLY in a higher `max_fee` (a
+ * "raised cap" intent for a bump above the approved cap, whose approvals are necessarily fresh).
  */
 export interface LedgerEntry {
   readonly transfer_id: string;
@@ -97,6 +153,14 @@ export interface LedgerEntry {
   /** Hex digests of every signature made for the transfer. */
   readonly digests: readonly string[];
   readonly replacement_key: string;
+  /**
+   * Hex digest of the intent without `max_fee` (entries written since issue #20): a later intent
+   * differing only in a higher `max_fee` (a fee bump above the approved cap, approved afresh) is
+   * the same transfer. Then `intent_digest` and `max_fee` become the raised intent's.
+   */
+  readonly transfer_digest?: string;
+  /** The intent's fee cap, base units of the native asset (entries written since issue #20). */
+  readonly max_fee?: string;
   /** Signatures (hex) of the approvals already used. */
   readonly approvals_used: readonly string[];
   readonly signed_at: string;
@@ -197,37 +261,49 @@ export function intentFields(intent: TransferIntent): TransferFields {
   };
 }
 
+/** Chain family of a directory blockchain key (`ethereum*`, `bitcoin*` / `litecoin*`, `tron*`). */
+function familyOfKey(chain: string): ChainConfig['family'] | undefined {
+  if (chain.startsWith('ethereum')) return 'ethereum';
+  if (chain.startsWith('bitcoin') || chain.startsWith('litecoin')) return 'bitcoin';
+  if (chain.startsWith('tron')) return 'tron';
+  return undefined;
+}
+
 /**
  * Recompute a transfer's digests from its intent and chain context, by the intent's blockchain
  * family (blockchain keys `ethereum*`, `bitcoin*` / `litecoin*`, `tron*`), and the replacement key
  * of the transaction (see {@link LedgerEntry}).
+ * @param chain the signer's configuration of the intent's blockchain: the Bitcoin-family network
+ *   is then the configured one (else it is inferred from the blockchain key)
  * @throws EvidenceRefused DIGEST_MISMATCH when the context does not fit the fields or the chain is unknown
  */
 export function recomputeIntentDigests(
   intent: TransferIntent,
   context: Json,
+  chain?: ChainConfig,
 ): { digests: DigestToSign[]; replacementKey: string } {
   const fields = intentFields(intent);
-  const chain = intent.blockchain;
+  const key = intent.blockchain;
   try {
-    if (chain.startsWith('ethereum')) {
+    if (key.startsWith('ethereum')) {
       const ctx = context as EthereumContext;
       const digests = recomputeEthereumDigests(fields, ctx);
       if (ctx.from !== intent.source_address) throw new Error('context.from is not the intent source_address');
       return { digests, replacementKey: `eth:${ctx.chainId}:${ctx.from}:${ctx.nonce}` };
     }
-    if (chain.startsWith('bitcoin') || chain.startsWith('litecoin')) {
+    if (key.startsWith('bitcoin') || key.startsWith('litecoin')) {
       const ctx = context as Parameters<typeof recomputeBitcoinDigests>[2];
       const network = UTXO_NETWORKS.find((n) => n.id === ctx.network);
       // directory keys name mainnets `<coin>-mainnet`; chains' network ids are `<coin>`
-      if (network === undefined || network.id !== chain.replace(/-mainnet$/, '')) {
+      const expected = chain?.family === 'bitcoin' ? chain.network : key.replace(/-mainnet$/, '');
+      if (network === undefined || network.id !== expected) {
         throw new Error('context.network is not the intent chain');
       }
       const digests = recomputeBitcoinDigests(network, fields, ctx);
       const outpoints = ctx.inputs.map((i) => `${i.txid}:${i.vout}`).sort();
-      return { digests, replacementKey: `utxo:${chain}:${outpoints.join(',')}` };
+      return { digests, replacementKey: `utxo:${key}:${outpoints.join(',')}` };
     }
-    if (chain.startsWith('tron')) {
+    if (key.startsWith('tron')) {
       const ctx = context as Parameters<typeof recomputeTronDigests>[1];
       const digests = recomputeTronDigests(fields, ctx);
       if (ctx.from !== intent.source_address) throw new Error('context.from is not the intent source_address');
@@ -238,7 +314,150 @@ export function recomputeIntentDigests(
     if (e instanceof EvidenceRefused) throw e;
     throw new EvidenceRefused('DIGEST_MISMATCH', `chain context does not fit the intent: ${(e as Error).message}`);
   }
-  throw new EvidenceRefused('DIGEST_MISMATCH', `unsupported blockchain ${chain}`);
+  throw new EvidenceRefused('DIGEST_MISMATCH', `unsupported blockchain ${key}`);
+}
+
+/** Coin type of wallet paths on a configured chain (SLIP-0044; 1 on every Bitcoin-family test network). */
+function coinTypeOf(chain: ChainConfig): number {
+  if (chain.family === 'ethereum') return 60;
+  if (chain.family === 'tron') return 195;
+  const n = UTXO_NETWORKS.find((x) => x.id === chain.network);
+  if (!n) throw new EvidenceRefused('CHAIN_NOT_CONFIGURED', `unknown network ${chain.network}`);
+  return n.coinType;
+}
+
+/** Whether `path` is `m/44/{coinType}/{wallet}/{0|1}/{index}` (non-hardened), and of `wallet` when given. */
+function isWalletPath(path: unknown, coinType: number, wallet?: number): path is number[] {
+  if (!Array.isArray(path) || path.length !== 5) return false;
+  if (!path.every((x) => Number.isSafeInteger(x) && x >= 0 && x < 0x8000_0000)) return false;
+  return (
+    path[0] === 44 &&
+    path[1] === coinType &&
+    (wallet === undefined || path[2] === wallet) &&
+    (path[3] === 0 || path[3] === 1)
+  );
+}
+
+const DERIVED_LIMIT = 1024;
+const derivedKeys = new Map<string, string>();
+
+/**
+ * The child public key (33 bytes, hex) of a master key at a non-hardened path (BIP32 CKDpub,
+ * `deriveSecp256k1`), memoised (public data). An x-only master key (32 bytes) is taken with even Y,
+ * as the coordinator does. @throws EvidenceRefused SENDER_MISMATCH when the key record has no such key
+ */
+function derivedKey(keys: readonly MasterPublicKey[] | undefined, suite: string, path: readonly number[]): string {
+  const k = keys?.find((x) => x.suite === suite);
+  if (!k) throw new EvidenceRefused('SENDER_MISMATCH', `the key record has no ${suite} key to derive from`);
+  const id = `${k.publicKey}/${k.chainCode}/${path.join('/')}`;
+  const hit = derivedKeys.get(id);
+  if (hit !== undefined) return hit;
+  const pub = hexToBytes(k.publicKey.length === 64 ? `02${k.publicKey}` : k.publicKey);
+  const child = bytesToHex(deriveSecp256k1(pub, hexToBytes(k.chainCode), path).publicKey);
+  if (derivedKeys.size >= DERIVED_LIMIT) derivedKeys.delete(derivedKeys.keys().next().value as string);
+  derivedKeys.set(id, child);
+  return child;
+}
+
+/** The master key that can spend a UTXO address kind: ECDSA (cggmp) for P2WPKH, Taproot (FROST) for P2TR. */
+const SUITE_OF_KIND = { p2wpkh: 'cggmp', p2tr: 'secp256k1-tr' } as const;
+
+function big(v: unknown, what: string): bigint {
+  if (typeof v !== 'string' && typeof v !== 'number')
+    throw new EvidenceRefused('DIGEST_MISMATCH', `${what}: not a number`);
+  try {
+    const b = BigInt(v);
+    if (b < 0n) throw new Error('negative');
+    return b;
+  } catch {
+    throw new EvidenceRefused('DIGEST_MISMATCH', `${what}: not a non-negative integer`);
+  }
+}
+
+/**
+ * Issue #20 items 1–4 on the signer side: chain id / network, wallet path and sender, Bitcoin-family
+ * inputs and change, and the fee bound, each against the signer's own configuration and key record.
+ * Called after the digests were recomputed from the same context (so the context's shapes are the
+ * adapters' and every address matches its public key).
+ * @throws EvidenceRefused CHAIN_MISMATCH, SENDER_MISMATCH, INPUT_KEY_MISMATCH, CHANGE_MISMATCH,
+ *   FEE_ABOVE_CAP, FEE_ABOVE_CEILING
+ */
+function checkChainContext(intent: TransferIntent, context: Json, chain: ChainConfig, trust: EnforcementTrust): void {
+  const coinType = coinTypeOf(chain);
+  const path = intent.derivation_path;
+  if (!isWalletPath(path, coinType)) {
+    throw new EvidenceRefused('SENDER_MISMATCH', `derivation path is not a wallet path m/44/${coinType}/w/{0|1}/i`);
+  }
+  const wallet = path[2] as number;
+  const cap = big(intent.max_fee, 'intent.max_fee');
+  const ceiling = BigInt(chain.maxFee);
+  let fee: bigint;
+  if (chain.family === 'ethereum') {
+    const ctx = context as EthereumContext;
+    if (ctx.chainId !== chain.chainId)
+      throw new EvidenceRefused('CHAIN_MISMATCH', `context chain id ${ctx.chainId} is not ${chain.chainId}`);
+    if (intent.key_algorithm !== 'SECP256K1_ECDSA')
+      throw new EvidenceRefused('SENDER_MISMATCH', 'EVM signs with ECDSA');
+    const sender = derivedKey(trust.keys, 'cggmp', path);
+    const address = ethereumAddress(hexToBytes(sender));
+    if (ctx.fromPublicKey !== sender || ctx.from !== address || intent.source_address !== address)
+      throw new EvidenceRefused('SENDER_MISMATCH', 'the sender is not the key derived for the intent path');
+    fee = big(ctx.gas, 'context.gas') * big(ctx.maxFeePerGas, 'context.maxFeePerGas');
+  } else if (chain.family === 'tron') {
+    const ctx = context as TronContext & { network?: unknown };
+    if (ctx.network !== chain.network)
+      throw new EvidenceRefused('CHAIN_MISMATCH', `context network ${String(ctx.network)} is not ${chain.network}`);
+    if (intent.key_algorithm !== 'SECP256K1_ECDSA')
+      throw new EvidenceRefused('SENDER_MISMATCH', 'TRON signs with ECDSA');
+    const sender = derivedKey(trust.keys, 'cggmp', path);
+    const address = tronAddress(hexToBytes(sender));
+    if (ctx.fromPublicKey !== sender || ctx.from !== address || intent.source_address !== address)
+      throw new EvidenceRefused('SENDER_MISMATCH', 'the sender is not the key derived for the intent path');
+    // TRC-20: fee_limit bounds the energy burnt; a TRX transfer has no fee field (bandwidth only)
+    fee = intent.asset_contract === null ? 0n : big(ctx.feeLimit, 'context.feeLimit');
+  } else {
+    const ctx = context as BitcoinContext;
+    const network = UTXO_NETWORKS.find((n) => n.id === chain.network);
+    if (!network || ctx.network !== network.id)
+      throw new EvidenceRefused('CHAIN_MISMATCH', `context network ${String(ctx.network)} is not ${chain.network}`);
+    const kind = intent.key_algorithm === 'SECP256K1_TAPROOT' ? 'p2tr' : 'p2wpkh';
+    if (intent.key_algorithm === 'ED25519') throw new EvidenceRefused('SENDER_MISMATCH', 'UTXO keys are secp256k1');
+    const sender = derivedKey(trust.keys, SUITE_OF_KIND[kind], path);
+    if (intent.source_address !== utxoAddress(network, hexToBytes(sender), kind))
+      throw new EvidenceRefused('SENDER_MISMATCH', `source_address is not the ${kind} address of the derived key`);
+    let total = 0n;
+    for (const [i, input] of ctx.inputs.entries()) {
+      // one sign request signs with one key kind: every input is of the algorithm's address kind
+      if (input.kind !== kind || !isWalletPath(input.path, coinType, wallet))
+        throw new EvidenceRefused('INPUT_KEY_MISMATCH', `inputs[${i}]: not a ${kind} address of the intent's wallet`);
+      const pk = derivedKey(trust.keys, SUITE_OF_KIND[kind], input.path);
+      if (input.publicKey !== pk || input.address !== utxoAddress(network, hexToBytes(pk), kind))
+        throw new EvidenceRefused('INPUT_KEY_MISMATCH', `inputs[${i}]: key is not the one derived for its path`);
+      total += big(input.value, `inputs[${i}].value`);
+    }
+    let out = big(intent.amount, 'intent.amount');
+    if (ctx.change !== null) {
+      const c = ctx.change;
+      const ck = c.kind === 'p2tr' || c.kind === 'p2wpkh' ? c.kind : undefined;
+      if (ck === undefined || !isWalletPath(c.path, coinType, wallet))
+        throw new EvidenceRefused('CHANGE_MISMATCH', "change: not an address of the intent's wallet (branch 0 or 1)");
+      const pk = derivedKey(trust.keys, SUITE_OF_KIND[ck], c.path);
+      if (c.publicKey !== pk || c.address !== utxoAddress(network, hexToBytes(pk), ck))
+        throw new EvidenceRefused('CHANGE_MISMATCH', 'change: key is not the one derived for its path');
+      out += big(c.value, 'change.value');
+    }
+    if (total < out) throw new EvidenceRefused('DIGEST_MISMATCH', 'outputs exceed inputs');
+    fee = total - out;
+  }
+  if (fee > cap) throw new EvidenceRefused('FEE_ABOVE_CAP', `maximum fee ${fee} exceeds the approved cap ${cap}`);
+  if (fee > ceiling)
+    throw new EvidenceRefused('FEE_ABOVE_CEILING', `maximum fee ${fee} exceeds this signer's ceiling ${ceiling}`);
+}
+
+/** Digest (hex) of an intent without its `max_fee`: what stays the same across a raised fee cap. */
+function transferDigest(intent: TransferIntent): string {
+  const { max_fee: _cap, ...rest } = intent;
+  return bytesToHex(transferIntentDigest(rest as TransferIntent));
 }
 
 function samePath(a: readonly number[], b: readonly number[]): boolean {
@@ -307,7 +526,18 @@ async function enforceLocked(
   if (!Array.isArray(intent.derivation_path) || !samePath(intent.derivation_path, req.derivationPath ?? [])) {
     throw new EvidenceRefused('DIGEST_MISMATCH', 'derivation path differs from the intent');
   }
-  const { digests, replacementKey } = recomputeIntentDigests(intent, context);
+  const chain =
+    trust.chains && Object.hasOwn(trust.chains, intent.blockchain) ? trust.chains[intent.blockchain] : undefined;
+  if (!chain) throw new EvidenceRefused('CHAIN_NOT_CONFIGURED', `blockchain ${intent.blockchain} is not configured`);
+  if (familyOfKey(intent.blockchain) !== chain.family)
+    throw new EvidenceRefused('CHAIN_MISMATCH', `blockchain ${intent.blockchain} is configured as ${chain.family}`);
+  if (typeof intent.max_fee !== 'string' || !/^(0|[1-9][0-9]{0,77})$/.test(intent.max_fee))
+    throw new EvidenceRefused('DIGEST_MISMATCH', 'intent.max_fee: expected a decimal string of base units');
+  // the network is compared before the digests are rebuilt for it
+  if (chain.family === 'bitcoin' && (context as { network?: unknown }).network !== chain.network)
+    throw new EvidenceRefused('CHAIN_MISMATCH', `context network is not ${chain.network}`);
+  const { digests, replacementKey } = recomputeIntentDigests(intent, context, chain);
+  checkChainContext(intent, context, chain, trust);
   const asked = (req.digests ?? []).map((d) => bytesToHex(d));
   const expected = digests.map((d) => bytesToHex(d.digest));
   if (asked.length !== expected.length || asked.some((d, i) => d !== expected[i])) {
@@ -323,9 +553,15 @@ async function enforceLocked(
     throw new EvidenceRefused('TRANSFER_ALREADY_SIGNED', 'a signature of this transfer is already in progress');
   }
   const previous = await ledgerEntry(store, intent);
+  const sansCap = transferDigest(intent);
   let fresh = approvals;
   if (previous) {
-    if (previous.intent_digest !== intentDigest || previous.replacement_key !== replacementKey) {
+    // the same intent, or the same transfer with only a higher fee cap (approved afresh)
+    const raisedCap =
+      previous.transfer_digest === sansCap &&
+      previous.max_fee !== undefined &&
+      BigInt(intent.max_fee) > BigInt(previous.max_fee);
+    if ((previous.intent_digest !== intentDigest && !raisedCap) || previous.replacement_key !== replacementKey) {
       throw new EvidenceRefused('TRANSFER_ALREADY_SIGNED', 'this transfer was signed as another transaction');
     }
     const retry = asked.every((d) => previous.digests.includes(d));
@@ -366,6 +602,8 @@ async function enforceLocked(
     intent_digest: intentDigest,
     digests: [...new Set([...(previous?.digests ?? []), ...asked])],
     replacement_key: replacementKey,
+    transfer_digest: sansCap,
+    max_fee: intent.max_fee,
     approvals_used: [...new Set([...(previous?.approvals_used ?? []), ...approvals.map((a) => a.signature)])],
     signed_at: now.toISOString(),
   };

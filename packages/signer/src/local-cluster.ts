@@ -9,6 +9,7 @@ import { openSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { ChainsConfig } from './config.js';
 import { ControlClient } from './control-client.js';
 import { createIdentity } from './identity.js';
 
@@ -48,6 +49,8 @@ export interface LocalClusterOptions {
   };
   /** Admin devices every signer trusts for policy signatures (enables enforcement, see enforce.ts). */
   readonly trustedAdminDevices?: readonly { readonly deviceId: string; readonly publicKey: string }[];
+  /** Blockchains every signer signs for (config `chains`, see {@link ChainsConfig}); needed with enforcement. */
+  readonly chains?: ChainsConfig;
   /**
    * Sign raw digests without evidence (config `allowUnenforcedSigning`; benchmarks and tests only).
    * Without it and without {@link trustedAdminDevices} the signers refuse every sign request.
@@ -101,6 +104,7 @@ export async function startLocalCluster(
         scrypt: { N: 1 << 14, r: 8, p: 1 },
         ...(ecdsa ? { ecdsa } : {}),
         ...(options.trustedAdminDevices ? { trustedAdminDevices: options.trustedAdminDevices } : {}),
+        ...(options.chains ? { chains: options.chains } : {}),
         ...(options.allowUnenforcedSigning ? { allowUnenforcedSigning: true } : {}),
       }),
     );

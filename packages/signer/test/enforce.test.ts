@@ -4,10 +4,11 @@
  * approver, a tampered or untrusted policy, digests not matching the fields), the daily limit from
  * the signer's own ledger (including concurrent requests), and the re-signing rules.
  */
+import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { type EthereumContext, ethereumAddress, recomputeEthereumDigests } from '@custodian/chains';
-import { bytesToHex } from '@custodian/crypto';
+import { bytesToHex, deriveSecp256k1 } from '@custodian/crypto';
 import {
   KeyAlgorithm,
   type PolicyDocument,
@@ -29,19 +30,24 @@ const dev1 = p256.utils.randomSecretKey();
 const dev2 = p256.utils.randomSecretKey();
 const strangerSk = p256.utils.randomSecretKey();
 const pub = (sk: Uint8Array) => bytesToHex(p256.getPublicKey(sk, true));
+// the key record's ECDSA master key: the sender is derived from it (issue #20)
+const master = secp256k1.getPublicKey(secp256k1.utils.randomSecretKey(), true);
+const chainCode = randomBytes(32);
 const trust: EnforcementTrust = {
   trustedAdminKeys: [pub(adminSk)],
   approverKeys: new Map([
     ['dev-1', pub(dev1)],
     ['dev-2', pub(dev2)],
   ]),
+  chains: { 'ethereum-local': { family: 'ethereum', chainId: 31337, maxFee: '10000000000000000' } },
+  keys: [{ suite: 'cggmp', publicKey: bytesToHex(master), chainCode: bytesToHex(chainCode) }],
 };
 
-const fromPub = secp256k1.getPublicKey(secp256k1.utils.randomSecretKey(), true);
+const path = [44, 60, 0, 0, 0];
+const fromPub = deriveSecp256k1(master, chainCode, path).publicKey;
 const from = ethereumAddress(fromPub);
 const dest = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
 const other = '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC';
-const path = [44, 60, 0, 0, 0];
 const profile = '11111111-1111-4111-8111-111111111111';
 const wallet = '22222222-2222-4222-8222-222222222222';
 const asset = '33333333-3333-4333-8333-333333333333';

@@ -111,4 +111,26 @@ describe('config', () => {
       /allowUnenforcedSigning: not with trustedAdminDevices/,
     );
   });
+
+  it('chains: chain id / network and fee ceiling per blockchain; errors name the field', () => {
+    const base = { dataDir: 'd', peers: [], coordinator: { peerId: peer }, passphrase: { env: 'X' } };
+    const chains = {
+      'ethereum-local': { family: 'ethereum', chainId: 31337, maxFee: '10000000000000000' },
+      'litecoin-regtest': { family: 'bitcoin', network: 'litecoin-regtest', maxFee: '1000000' },
+      'tron-nile': { family: 'tron', network: 'nile', maxFee: '100000000' },
+    };
+    expect(parseConfig({ ...base, chains }, '/').chains).toEqual(chains);
+    const bad = (c: unknown) => () => parseConfig({ ...base, chains: c }, '/');
+    expect(bad([])).toThrow(/^chains: /);
+    expect(bad({ 'ethereum-local': { family: 'ethereum', chainId: '1', maxFee: '1' } })).toThrow(
+      /chains\.ethereum-local\.chainId/,
+    );
+    expect(bad({ 'litecoin-regtest': { family: 'bitcoin', network: 'ltc', maxFee: '1' } })).toThrow(
+      /chains\.litecoin-regtest\.network/,
+    );
+    expect(bad({ 'tron-nile': { family: 'tron', network: 'nile', maxFee: '1.5' } })).toThrow(
+      /chains\.tron-nile\.maxFee/,
+    );
+    expect(bad({ 'tron-nile': { family: 'solana', maxFee: '1' } })).toThrow(/chains\.tron-nile\.family/);
+  });
 });

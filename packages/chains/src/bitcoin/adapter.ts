@@ -126,6 +126,16 @@ export function taprootOutputKey(publicKey: Uint8Array): Uint8Array {
   return q;
 }
 
+/**
+ * The wallet address of a key on a Bitcoin-family network: P2WPKH (BIP141, bech32) of the
+ * compressed key, or P2TR (BIP341 key path, BIP86: internal key = x(P), no script tree, bech32m).
+ * @param publicKey 33-byte SEC1-compressed secp256k1 key
+ * @throws RangeError for a key of another length or not on the curve
+ */
+export function utxoAddress(network: UtxoNetwork, publicKey: Uint8Array, kind: UtxoAddressKind): string {
+  return addressOf(network, publicKey, kind);
+}
+
 function addressOf(network: UtxoNetwork, publicKey: Uint8Array, kind: UtxoAddressKind): string {
   if (!(publicKey instanceof Uint8Array) || publicKey.length !== 33)
     throw new RangeError('publicKey: expected 33 bytes (compressed)');

@@ -33,6 +33,13 @@ export const TRX_COIN_TYPE = 195;
 /** Rebuild data of a TRON transfer (JSON). */
 export interface TronContext {
   [key: string]: string | number | number[];
+  /**
+   * TRON network the transaction is built for (`mainnet`, `nile`, `shasta`). Not part of the signed
+   * bytes: a TRON transaction carries no chain id, it is bound to a network only by its reference
+   * block, which a signer cannot verify offline. Signers compare this name with their own
+   * configuration (issue #20); a context without it is refused by enforcing signers.
+   */
+  network: string;
   from: string;
   fromPublicKey: string;
   fromPath: number[];
@@ -49,6 +56,8 @@ export interface TronContext {
 
 export interface TronAdapterOptions {
   id?: string;
+  /** Network name written into every context (default: from `id`, `tron-nile` → `nile`; `tron`/`tron-mainnet` → `mainnet`). */
+  network?: string;
   client: TronHttpClient;
   prices?: PriceSource;
   /** Lifetime of a built transaction, ms (default 10 minutes; TRON allows up to 24 h). */
@@ -193,6 +202,8 @@ export class TronAdapter implements ChainAdapter<TronContext> {
   readonly #expirationMs: number;
   readonly #feeLimit: bigint;
   readonly #now: () => number;
+  /** Network name of the contexts built ({@link TronContext.network}). */
+  readonly network: string;
 
   constructor(o: TronAdapterOptions) {
     this.chain = {
@@ -207,6 +218,7 @@ export class TronAdapter implements ChainAdapter<TronContext> {
     this.#expirationMs = o.expirationMs ?? 10 * 60_000;
     this.#feeLimit = o.feeLimit ?? 30_000_000n;
     this.#now = o.now ?? Date.now;
+    this.network = o.network ?? (this.chain.id.replace(/^tron-?/, '') || 'mainnet');
   }
 
   addressFromPublicKey(publicKey: Uint8Array): string {
@@ -233,6 +245,7 @@ export class TronAdapter implements ChainAdapter<TronContext> {
     const height = BigInt(block.number);
     const now = this.#now();
     const context: TronContext = {
+      network: this.network,
       from: src.address,
       fromPublicKey: bytesToHex(src.publicKey),
       fromPath: [...src.path],

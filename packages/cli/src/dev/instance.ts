@@ -128,6 +128,14 @@ async function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Reco
 const ETH = 10n ** 18n;
 
 /**
+ * The blockchains the dev instance's signers and phones sign for (signer config `chains`, phone
+ * `--chains`): the local anvil chain only, with the directory's default fee cap as the ceiling.
+ */
+const DEV_CHAINS = {
+  'ethereum-local': { family: 'ethereum', chainId: 31337, maxFee: '10000000000000000' },
+} as const;
+
+/**
  * Start (and on first run bootstrap) the instance. Resolves when everything runs and the API is
  * ready for an integrator.
  */
@@ -332,6 +340,7 @@ export async function startInstance(opts: InstanceOptions): Promise<Instance> {
         logLevel: 'info',
         ecdsa: { level, primePool: 2, ...(seedFiles[k] ? { primeSeedFile: seedFiles[k] } : {}) },
         trustedAdminDevices: [{ deviceId: adminDevice.device_id, publicKey: adminDevice.public_key }],
+        chains: DEV_CHAINS,
       };
       const cfgPath = join(dir, `signer-${k + 1}.json`);
       await writeFile(cfgPath, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
@@ -355,6 +364,8 @@ export async function startInstance(opts: InstanceOptions): Promise<Instance> {
     await save();
 
     // ---- mobile simulators (they dial out to the coordinator) ----
+    const chainsFile = join(dir, 'chains.json');
+    await writeFile(chainsFile, `${JSON.stringify(DEV_CHAINS, null, 2)}\n`);
     const startMobile = (k: number): Managed => {
       const m = sup.spawn(
         `mobile-${k + 1}`,
@@ -374,6 +385,8 @@ export async function startInstance(opts: InstanceOptions): Promise<Instance> {
           '2',
           '--trusted-admin-key',
           adminDevice.public_key as string,
+          '--chains',
+          chainsFile,
           ...(seedFiles[2 + k] ? ['--prime-seed-file', seedFiles[2 + k] as string] : []),
         ],
         { quiet: !verbose },
