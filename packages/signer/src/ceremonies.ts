@@ -63,6 +63,7 @@ import { peerIdFromString } from '@libp2p/peer-id';
 import { sha256 } from '@noble/hashes/sha2.js';
 import type { Logger } from 'pino';
 import { type EnforcementVerdict, EvidenceRefused, enforceTransferEvidence } from './enforce.js';
+import { type RollbackRecord, rollbackRefusal } from './generation.js';
 import { type PreparedPresignatures, presignaturePuts, takePresignature } from './presignatures.js';
 import type { PrimePool } from './primes.js';
 import type { CeremonyRunner, SessionOutcome, SessionParty } from './runner.js';
@@ -194,6 +195,11 @@ export interface CeremonyContext {
    * refused with `ENFORCEMENT_NOT_CONFIGURED`.
    */
   readonly allowUnenforcedSigning?: boolean;
+  /**
+   * The store's latest detected rollback (generation.ts `startGeneration`): with enforcement, sign
+   * requests it does not allow are refused with `STORE_ROLLED_BACK` ({@link rollbackRefusal}).
+   */
+  readonly rollback?: RollbackRecord;
 }
 
 /** A refusal: the request is invalid for this signer. */
@@ -521,7 +527,8 @@ export async function runCeremony(
 }
 
 /**
- * Enforcement of a sign request (enforce.ts); a refusal becomes a REFUSED result whose `error`
+ * Enforcement of a sign request (enforce.ts), then the rollback rule (generation.ts
+ * `rollbackRefusal`, code `STORE_ROLLED_BACK`); a refusal becomes a REFUSED result whose `error`
  * starts with the refusal code (`DIGEST_MISMATCH: …`). Without `ctx.enforcement` the request is
  * refused (`ENFORCEMENT_NOT_CONFIGURED`) unless `ctx.allowUnenforcedSigning` opts out (then
  * undefined: nothing is checked nor written to the ledger).
@@ -538,8 +545,9 @@ async function enforce(ctx: CeremonyContext, start: StartCeremony): Promise<Enfo
   const rec = await keyRecord(ctx, req.keyId);
   if (!rec) throw new Refused(`unknown key ${req.keyId}`);
   const approverKeys = new Map((rec.approverDevices ?? []).map((d) => [d.deviceId, d.publicKey]));
+  let verdict: EnforcementVerdict;
   try {
-    return await enforceTransferEvidence(ctx.store, req, {
+    verdict = await enforceTransferEvidence(ctx.store, req, {
       trustedAdminKeys: ctx.enforcement.trustedAdminKeys,
       approverKeys,
     });
@@ -547,6 +555,22 @@ async function enforce(ctx: CeremonyContext, start: StartCeremony): Promise<Enfo
     if (e instanceof EvidenceRefused) throw new Refused(e.message);
     throw e;
   }
+  // after a detected restore of the store: nothing its rolled-back ledger cannot vouch for
+  if (ctx.rollback) {
+    let dailyLimit: string | null | undefined;
+    try {
+      dailyLimit = (JSON.parse(req.evidence?.policyJson ?? '') as { document?: { daily_limit?: string | null } })
+        .document?.daily_limit;
+    } catch {
+      dailyLimit = undefined; // enforce accepted the request: a policy it parsed is there
+    }
+    const refusal = rollbackRefusal(ctx.rollback, verdict.intent, dailyLimit);
+    if (refusal) {
+      verdict.release();
+      throw new Refused(refusal);
+    }
+  }
+  return verdict;
 }
 
 async function masterKey(

@@ -15,7 +15,7 @@
  * `"allowUnenforcedSigning": true` (development and tests only).
  */
 import { readFile } from 'node:fs/promises';
-import { dirname, isAbsolute, resolve } from 'node:path';
+import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import { peerIdFromString } from '@libp2p/peer-id';
 import { multiaddr } from '@multiformats/multiaddr';
 import type { ScryptParams } from './secretbox.js';
@@ -56,6 +56,12 @@ export interface SignerConfig {
    * false. Exclusive with `trustedAdminDevices`.
    */
   readonly allowUnenforcedSigning?: boolean;
+  /**
+   * The store generation's state file (generation.ts), OUTSIDE the data folder so that a restored
+   * copy of the folder never brings it back. Default `<dataDir>.generation.json`, beside the data
+   * folder. Relative paths are resolved from the config file's directory.
+   */
+  readonly generationFile?: string;
 }
 
 /** Configuration error naming the field. */
@@ -140,6 +146,15 @@ export function parseConfig(raw: unknown, baseDir: string): SignerConfig {
     throw new ConfigError('allowUnenforcedSigning: expected true or false');
   if (allowUnenforcedSigning && trustedAdminDevices)
     throw new ConfigError('allowUnenforcedSigning: not with trustedAdminDevices (enforcement is either on or off)');
+  let generationFile: string | undefined;
+  if (c.generationFile !== undefined) {
+    if (typeof c.generationFile !== 'string' || c.generationFile === '')
+      throw new ConfigError('generationFile: expected a path');
+    generationFile = isAbsolute(c.generationFile) ? c.generationFile : resolve(baseDir, c.generationFile);
+    const inside = relative(dataDir, generationFile);
+    if (inside === '' || (!inside.startsWith('..') && !isAbsolute(inside)))
+      throw new ConfigError('generationFile: must be outside dataDir (a restored data folder must not bring it back)');
+  }
   return {
     listen,
     dataDir,
@@ -151,6 +166,7 @@ export function parseConfig(raw: unknown, baseDir: string): SignerConfig {
     ...(ecdsa ? { ecdsa } : {}),
     ...(trustedAdminDevices ? { trustedAdminDevices } : {}),
     ...(allowUnenforcedSigning ? { allowUnenforcedSigning } : {}),
+    ...(generationFile ? { generationFile } : {}),
   };
 }
 

@@ -15,23 +15,23 @@
 import { cpSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { keyShareFromJson, keyShareToJson, type KeyShare as EcdsaKeyShare } from '@custodian/cggmp';
+import { type KeyShare as EcdsaKeyShare, keyShareFromJson, keyShareToJson } from '@custodian/cggmp';
 import { type EthereumContext, ethereumAddress, recomputeEthereumDigests } from '@custodian/chains';
 import { bytesToHex, secp256k1Group } from '@custodian/crypto';
-import { generateKeyPair } from '@libp2p/crypto/keys';
-import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import {
-  type CeremonyResult,
   CeremonyKind,
+  type CeremonyResult,
   KeyAlgorithm,
   Outcome,
   type PolicyDocument,
   type SignRequest,
+  type StartCeremony,
   signApproval,
   signPolicy,
-  type StartCeremony,
   type TransferIntent,
 } from '@custodian/wire';
+import { generateKeyPair } from '@libp2p/crypto/keys';
+import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import { p256 } from '@noble/curves/nist.js';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -64,7 +64,11 @@ const deviceSk = p256.utils.randomSecretKey();
 const pub = (sk: Uint8Array) => bytesToHex(p256.getPublicKey(sk, true));
 const keyId = 'ab'.repeat(16);
 const path = [44, 60, 0, 0, 3];
-const child = derivedChild((shares[0] as EcdsaKeyShare).core.publicKey, (shares[0] as EcdsaKeyShare).core.chainCode, path);
+const child = derivedChild(
+  (shares[0] as EcdsaKeyShare).core.publicKey,
+  (shares[0] as EcdsaKeyShare).core.chainCode,
+  path,
+);
 const from = ethereumAddress(child.publicKey);
 const dest = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
 const profile = '11111111-1111-4111-8111-111111111111';
@@ -198,7 +202,12 @@ class Cluster {
       };
       const enc = new TextEncoder();
       await store.batch([
-        { type: 'put', sublevel: 'shares', key: `${keyId}/cggmp`, value: enc.encode(JSON.stringify(keyShareToJson(share))) },
+        {
+          type: 'put',
+          sublevel: 'shares',
+          key: `${keyId}/cggmp`,
+          value: enc.encode(JSON.stringify(keyShareToJson(share))),
+        },
         { type: 'put', sublevel: 'shares', key: `${keyId}/meta`, value: enc.encode(JSON.stringify(rec)) },
       ]);
       await store.close();
@@ -282,7 +291,7 @@ const ok = (rs: CeremonyResult[]) => {
   for (const r of rs) expect(r.outcome, r.error).toBe(Outcome.OK);
   return rs[0]?.signatures?.[0]?.signature as Uint8Array;
 };
-const refusals = (rs: CeremonyResult[]) => rs.map((r) => (r.outcome === Outcome.OK ? 'SIGNED' : r.error ?? ''));
+const refusals = (rs: CeremonyResult[]) => rs.map((r) => (r.outcome === Outcome.OK ? 'SIGNED' : (r.error ?? '')));
 
 const clusters: Cluster[] = [];
 afterAll(async () => {
