@@ -178,8 +178,9 @@ const generationOp = (g: number): StoreOp => ({
  * generation, delete every presignature and record a detected rollback; then write the state file.
  * @param file the state file (config `generationFile`, default {@link defaultGenerationFile})
  * @param opts.now the time of the start (the detection time of a rollback)
- * @throws GenerationFileError when the state file exists but is not one; store and file errors
- *   (nothing is then started; the batch is all or nothing)
+ * @throws GenerationFileError when the state file exists but is not one, or cannot be written (the
+ *   store is then one generation ahead, which the next start accepts); store errors (the batch is
+ *   all or nothing)
  */
 export async function startGeneration(
   store: SecureStore,
@@ -213,7 +214,13 @@ export async function startGeneration(
   }
   // store first (synced), file second: a crash between leaves the store ahead, not a rollback
   await store.batch(ops);
-  await writeGenerationFile(file, { store: store.id, generation });
+  try {
+    await writeGenerationFile(file, { store: store.id, generation });
+  } catch (e) {
+    throw new GenerationFileError(
+      `generationFile: cannot write ${file} (${(e as Error).message}); set "generationFile" in the signer config to a writable path outside dataDir`,
+    );
+  }
   if (reason && rollback) {
     opts.log?.error(
       {
