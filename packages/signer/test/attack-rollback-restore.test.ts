@@ -42,6 +42,7 @@ import {
   derivedChild,
   type Host,
   type KeyRecord,
+  type NodeIdentity,
   SecureStore,
   type SignerConfig,
   type SignerDaemon,
@@ -163,7 +164,7 @@ class Cluster {
     const coordPeer = peerIdFromPrivateKey(coordKey).toString();
     const third = peerIdFromPrivateKey(await generateKeyPair('Ed25519')).toString();
     const ports = [await freePort(), await freePort()];
-    const ids = [];
+    const ids: NodeIdentity[] = [];
     for (const i of [0, 1]) {
       const dataDir = join(this.dir, `signer${i}`);
       ids.push(await createIdentity(dataDir, PASS, SCRYPT));
