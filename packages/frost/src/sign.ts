@@ -35,6 +35,10 @@ import { asRecord, bytesField } from './util.js';
 /**
  * Record of nonce commitments already seen (by hex of the encoded point), shared across signing
  * sessions of one signer so that a replayed commitment is detected. The signer persists it.
+ * Round 1 `add`s every commitment of the session (this party's own included) in the same step that
+ * returns the signature share: a persisting ledger must make those entries durable before that
+ * step's message leaves the process (the signer's runner holds it: `beforeRelease`), or a crash
+ * could forget a nonce whose share was already sent.
  */
 export interface NonceLedger {
   has(commitmentHex: string): boolean;

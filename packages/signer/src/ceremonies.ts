@@ -64,6 +64,7 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import type { Logger } from 'pino';
 import type { ChainsConfig } from './config.js';
 import { type EnforcementVerdict, EvidenceRefused, enforceTransferEvidence } from './enforce.js';
+import { type RollbackRecord, rollbackRefusal } from './generation.js';
 import { type PreparedPresignatures, presignaturePuts, takePresignature } from './presignatures.js';
 import type { PrimePool } from './primes.js';
 import type { CeremonyRunner, SessionOutcome, SessionParty } from './runner.js';
@@ -97,10 +98,22 @@ const FROST_SUITES: readonly { suite: SuiteName; algorithm: number }[] = [
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
-/** Nonce-commitment ledger backed by the store (loaded at start, new entries persisted after each session). */
+/**
+ * FROST nonce-commitment ledger backed by the store (sublevel `nonces`, key: the commitment's
+ * encoded point in hex, empty value), loaded at start. The signing round that computes this
+ * signer's share (packages/frost sign.ts, RFC 9591 §5.2) {@link add}s every commitment of the
+ * session, its own included; the runner then holds the share until {@link persist}'s synced batch
+ * is durable (`SessionParams.beforeRelease`), so a crash after the share left can never forget
+ * the nonce it used: after a restart a repeated own commitment (an RNG failure, a VM snapshot
+ * restored) is refused by `signProtocol` before any share is computed.
+ */
 export class StoredNonceLedger implements NonceLedger {
   private readonly seen = new Set<string>();
+  /** Added, not yet handed to a batch. */
   private readonly fresh = new Set<string>();
+  /** Batches under way (scheduled or being written). */
+  private readonly writing = new Set<Promise<void>>();
+  #scheduled: Promise<void> | undefined;
   constructor(private readonly store: SecureStore) {}
   async load(): Promise<void> {
     for (const k of await this.store.keys('nonces')) this.seen.add(k);
@@ -112,15 +125,39 @@ export class StoredNonceLedger implements NonceLedger {
     if (!this.seen.has(h)) this.fresh.add(h);
     this.seen.add(h);
   }
+  /**
+   * Make every commitment added so far durable: one synced batch (LevelDB `sync: true`) with the
+   * entries added in this turn of the event loop (the rounds of concurrent sessions share it).
+   * @returns a promise that resolves once every entry added before the call is durable, or
+   *   undefined when all of them already are; it rejects when the write fails (the entries are
+   *   then written by a later call)
+   */
+  persist(): Promise<void> | undefined {
+    if (this.fresh.size > 0 && !this.#scheduled) {
+      const w = new Promise<void>((r) => setImmediate(r)).then(async () => {
+        this.#scheduled = undefined;
+        const keys = [...this.fresh];
+        this.fresh.clear();
+        try {
+          await this.store.batch(
+            keys.map((k): StoreOp => ({ type: 'put', sublevel: 'nonces', key: k, value: new Uint8Array(0) })),
+          );
+        } catch (e) {
+          for (const k of keys) this.fresh.add(k);
+          throw e;
+        }
+      });
+      this.#scheduled = w;
+      this.writing.add(w);
+      const done = () => this.writing.delete(w);
+      w.then(done, done);
+    }
+    if (this.writing.size === 0) return undefined;
+    return Promise.all([...this.writing]).then(() => undefined);
+  }
+  /** {@link persist} and wait (nothing to do when every entry is durable). */
   async flush(): Promise<void> {
-    const ops: StoreOp[] = [...this.fresh].map((k) => ({
-      type: 'put',
-      sublevel: 'nonces',
-      key: k,
-      value: new Uint8Array(0),
-    }));
-    this.fresh.clear();
-    if (ops.length > 0) await this.store.batch(ops);
+    await this.persist();
   }
 }
 
@@ -160,6 +197,11 @@ export interface CeremonyContext {
    * refused with `ENFORCEMENT_NOT_CONFIGURED`.
    */
   readonly allowUnenforcedSigning?: boolean;
+  /**
+   * The store's latest detected rollback (generation.ts `startGeneration`): with enforcement, sign
+   * requests it does not allow are refused with `STORE_ROLLED_BACK` ({@link rollbackRefusal}).
+   */
+  readonly rollback?: RollbackRecord;
 }
 
 /** A refusal: the request is invalid for this signer. */
@@ -487,7 +529,8 @@ export async function runCeremony(
 }
 
 /**
- * Enforcement of a sign request (enforce.ts); a refusal becomes a REFUSED result whose `error`
+ * Enforcement of a sign request (enforce.ts), then the rollback rule (generation.ts
+ * `rollbackRefusal`, code `STORE_ROLLED_BACK`); a refusal becomes a REFUSED result whose `error`
  * starts with the refusal code (`DIGEST_MISMATCH: …`). Without `ctx.enforcement` the request is
  * refused (`ENFORCEMENT_NOT_CONFIGURED`) unless `ctx.allowUnenforcedSigning` opts out (then
  * undefined: nothing is checked nor written to the ledger).
@@ -504,8 +547,9 @@ async function enforce(ctx: CeremonyContext, start: StartCeremony): Promise<Enfo
   const rec = await keyRecord(ctx, req.keyId);
   if (!rec) throw new Refused(`unknown key ${req.keyId}`);
   const approverKeys = new Map((rec.approverDevices ?? []).map((d) => [d.deviceId, d.publicKey]));
+  let verdict: EnforcementVerdict;
   try {
-    return await enforceTransferEvidence(ctx.store, req, {
+    verdict = await enforceTransferEvidence(ctx.store, req, {
       trustedAdminKeys: ctx.enforcement.trustedAdminKeys,
       approverKeys,
       chains: ctx.enforcement.chains ?? {},
@@ -515,6 +559,22 @@ async function enforce(ctx: CeremonyContext, start: StartCeremony): Promise<Enfo
     if (e instanceof EvidenceRefused) throw new Refused(e.message);
     throw e;
   }
+  // after a detected restore of the store: nothing its rolled-back ledger cannot vouch for
+  if (ctx.rollback) {
+    let dailyLimit: string | null | undefined;
+    try {
+      dailyLimit = (JSON.parse(req.evidence?.policyJson ?? '') as { document?: { daily_limit?: string | null } })
+        .document?.daily_limit;
+    } catch {
+      dailyLimit = undefined; // enforce accepted the request: a policy it parsed is there
+    }
+    const refusal = rollbackRefusal(ctx.rollback, verdict.intent, dailyLimit);
+    if (refusal) {
+      verdict.release();
+      throw new Refused(refusal);
+    }
+  }
+  return verdict;
 }
 
 async function masterKey(
@@ -721,6 +781,8 @@ async function sign(
         deadline,
         label: `frost.sign.${entry.suite}.${i}`,
         group: bytesToHex(ceremonyId),
+        // the round computing the share records the session's nonce commitments: durable first
+        beforeRelease: () => ctx.nonceLedger.persist(),
       }),
     ),
   );

@@ -20,7 +20,7 @@
  * `"allowUnenforcedSigning": true` (development and tests only).
  */
 import { readFile } from 'node:fs/promises';
-import { dirname, isAbsolute, resolve } from 'node:path';
+import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import { UTXO_NETWORKS } from '@custodian/chains';
 import { peerIdFromString } from '@libp2p/peer-id';
 import { multiaddr } from '@multiformats/multiaddr';
@@ -64,6 +64,12 @@ export interface SignerConfig {
   readonly allowUnenforcedSigning?: boolean;
   /** Blockchains this signer signs transfers for, with their chain id / network and fee ceiling ({@link ChainsConfig}). */
   readonly chains?: ChainsConfig;
+  /**
+   * The store generation's state file (generation.ts), OUTSIDE the data folder so that a restored
+   * copy of the folder never brings it back. Default `<dataDir>.generation.json`, beside the data
+   * folder. Relative paths are resolved from the config file's directory.
+   */
+  readonly generationFile?: string;
 }
 
 /**
@@ -206,6 +212,15 @@ export function parseConfig(raw: unknown, baseDir: string): SignerConfig {
   if (allowUnenforcedSigning && trustedAdminDevices)
     throw new ConfigError('allowUnenforcedSigning: not with trustedAdminDevices (enforcement is either on or off)');
   const chains = c.chains === undefined ? undefined : parseChainsConfig(c.chains);
+  let generationFile: string | undefined;
+  if (c.generationFile !== undefined) {
+    if (typeof c.generationFile !== 'string' || c.generationFile === '')
+      throw new ConfigError('generationFile: expected a path');
+    generationFile = isAbsolute(c.generationFile) ? c.generationFile : resolve(baseDir, c.generationFile);
+    const inside = relative(dataDir, generationFile);
+    if (inside === '' || (!inside.startsWith('..') && !isAbsolute(inside)))
+      throw new ConfigError('generationFile: must be outside dataDir (a restored data folder must not bring it back)');
+  }
   return {
     listen,
     dataDir,
@@ -218,6 +233,7 @@ export function parseConfig(raw: unknown, baseDir: string): SignerConfig {
     ...(trustedAdminDevices ? { trustedAdminDevices } : {}),
     ...(allowUnenforcedSigning ? { allowUnenforcedSigning } : {}),
     ...(chains ? { chains } : {}),
+    ...(generationFile ? { generationFile } : {}),
   };
 }
 

@@ -23,6 +23,7 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { type Logger, pino } from 'pino';
 import { type CeremonyContext, listKeys, runCeremony, StoredNonceLedger } from './ceremonies.js';
 import { readPassphrase, type SignerConfig } from './config.js';
+import { defaultGenerationFile, type GenerationStart, startGeneration, stopGeneration } from './generation.js';
 import { createHost, type Host } from './host.js';
 import { loadIdentity, type NodeIdentity } from './identity.js';
 import { PreparedPresignatures, presignaturePoolSizes } from './presignatures.js';
@@ -61,6 +62,16 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
     node: identity.peerId,
   });
   const store = await SecureStore.open(join(config.dataDir, 'db'), passphrase, config.scrypt);
+  // first of all: a new store generation, presignatures of earlier lifetimes discarded, a restored
+  // (rolled-back) store detected against the state file outside the data folder (generation.ts)
+  const generationFile = config.generationFile ?? defaultGenerationFile(config.dataDir);
+  let generation: GenerationStart;
+  try {
+    generation = await startGeneration(store, generationFile, { log });
+  } catch (e) {
+    await store.close();
+    throw e;
+  }
   const nonceLedger = new StoredNonceLedger(store);
   await nonceLedger.load();
   const coordinatorKey = peerIdFromString(config.coordinator.peerId).publicKey?.raw as Uint8Array;
@@ -112,6 +123,7 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
         }
       : {}),
     ...(config.allowUnenforcedSigning ? { allowUnenforcedSigning: true } : {}),
+    ...(generation.rollback ? { rollback: generation.rollback } : {}),
   };
   if (config.allowUnenforcedSigning) {
     log.warn(
@@ -152,6 +164,8 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
       connectedPeers: s.connectedPeers,
       activeCeremonies: s.activeCeremonies,
       presignaturePool: s.presignaturePool,
+      generation: generation.generation,
+      ...(generation.rollback ? { rollbackDetectedAt: generation.rollback.detectedAt } : {}),
       ...(primePool ? { primePool: { bits: primePool.bits, size: await primePool.size() } } : {}),
       keys: s.keys.map((k) => ({
         keyId: k.keyId,
@@ -281,6 +295,10 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
       primePool?.stop();
       ctx.shareCache?.clear();
       await h.stop();
+      // a clean stop moves the generation on: a copy taken while this lifetime ran is then behind
+      await stopGeneration(store, generationFile).catch((err: unknown) => {
+        log.error({ err: err instanceof Error ? err.message : String(err) }, 'store generation not advanced at stop');
+      });
       await store.close();
       identity.secretKey.fill(0);
       log.info('signer stopped');

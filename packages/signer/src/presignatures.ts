@@ -249,3 +249,11 @@ export async function presignaturePoolSizes(store: SecureStore): Promise<Record<
   }
   return out;
 }
+
+/**
+ * Deletions of every stored presignature (all keys, all signing sets): a signer discards the
+ * presignatures of earlier process lifetimes at start (generation.ts), before any is loaded.
+ */
+export async function presignatureDiscards(store: SecureStore): Promise<StoreOp[]> {
+  return (await store.keys('presignatures')).map((key) => ({ type: 'del', sublevel: 'presignatures', key }));
+}

@@ -62,6 +62,16 @@ export interface SessionParams<O> {
    * leaves (a pooled presignature's deletion), so the write and the computation overlap.
    */
   readonly releaseAfter?: Promise<unknown>;
+  /**
+   * Called synchronously after every protocol step that produced messages or the output (i.e.
+   * right after the round code ran); when it returns a promise, those messages are handed to the
+   * transport, and the output returned, only once it resolves (in order: a later step's messages
+   * also wait for an earlier step's promise); if it rejects, the session is cancelled and nothing
+   * held is sent. For writes the round code just asked for that must be durable before its result
+   * leaves the process (FROST: the nonce commitments recorded by the round that computes the
+   * signature share, `StoredNonceLedger.persist`).
+   */
+  readonly beforeRelease?: () => Promise<unknown> | undefined;
 }
 
 /** How a session ended. */
@@ -77,8 +87,12 @@ interface Live {
   readonly wire: SessionWire;
   readonly digests: Set<string>;
   readonly finish: (o: SessionOutcome<unknown>) => void;
-  /** {@link SessionParams.releaseAfter}: true once it resolved, false if it rejected. */
-  readonly hold?: Promise<boolean>;
+  /**
+   * What must settle before anything further leaves this party ({@link SessionParams.releaseAfter},
+   * then every {@link SessionParams.beforeRelease} promise, chained): true once released, false
+   * if one rejected (the session is then cancelled). Undefined: nothing is held.
+   */
+  hold?: Promise<boolean>;
 }
 
 const SignedEnvelope = messageType('custodian.v1.SignedEnvelope');
@@ -140,8 +154,9 @@ export class CeremonyRunner {
       );
       // an output is returned only once the hold is released (it would reveal this party's share)
       const resolve = (o: SessionOutcome<unknown>) => {
-        if (!hold || o.status !== 'ok') return settle(o as SessionOutcome<O>);
-        void hold.then((ok) => settle((ok ? o : { status: 'cancelled', reason: 'not released' }) as SessionOutcome<O>));
+        const held = live.hold;
+        if (!held || o.status !== 'ok') return settle(o as SessionOutcome<O>);
+        void held.then((ok) => settle((ok ? o : { status: 'cancelled', reason: 'not released' }) as SessionOutcome<O>));
       };
       const finish = (o: SessionOutcome<unknown>) => {
         if (!this.sessions.has(sid)) return;
@@ -331,6 +346,26 @@ export class CeremonyRunner {
         },
         `message rejected: ${step.rejected.reason}`,
       );
+    }
+    if (live.params.beforeRelease && (step.messages.length > 0 || live.party.status === 'done')) {
+      const durable = live.params.beforeRelease();
+      if (durable) {
+        const before = live.hold ?? Promise.resolve(true);
+        live.hold = before.then((ok) =>
+          ok
+            ? durable.then(
+                () => true,
+                (e: unknown) => {
+                  live.finish({
+                    status: 'cancelled',
+                    reason: `not released: ${e instanceof Error ? e.message : String(e)}`,
+                  });
+                  return false;
+                },
+              )
+            : false,
+        );
+      }
     }
     for (const m of step.messages) this.send(live, m, log);
     // The runtime reports completion through the party's status (a Step may omit `output`).

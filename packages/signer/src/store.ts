@@ -5,14 +5,17 @@
  * LevelDB write batch, so a crash leaves the old state or the new.
  *
  * Layout: sublevel `meta` (plaintext: `salt`, `check`, `format`), and encrypted sublevels
- * `shares`, `aux`, `presignatures`, `nonces`, `primes`, `ceremonies`, `ledger` (transfers signed, enforce.ts).
+ * `shares`, `aux`, `presignatures`, `nonces`, `primes`, `ceremonies`, `ledger` (transfers signed, enforce.ts),
+ * `state` (the store generation and a detected rollback, generation.ts).
  */
 import { randomBytes } from 'node:crypto';
+import { bytesToHex } from '@custodian/crypto';
+import { sha256 } from '@noble/hashes/sha2.js';
 import { Level } from 'level';
 import { DEFAULT_SCRYPT, deriveStorageKey, open, type ScryptParams, StoreIntegrityError, seal } from './secretbox.js';
 
 /** Names of the encrypted sublevels. */
-export type Sublevel = 'shares' | 'aux' | 'presignatures' | 'nonces' | 'primes' | 'ceremonies' | 'ledger';
+export type Sublevel = 'shares' | 'aux' | 'presignatures' | 'nonces' | 'primes' | 'ceremonies' | 'ledger' | 'state';
 export const SUBLEVELS: readonly Sublevel[] = [
   'shares',
   'aux',
@@ -21,6 +24,7 @@ export const SUBLEVELS: readonly Sublevel[] = [
   'primes',
   'ceremonies',
   'ledger',
+  'state',
 ];
 
 /** One write of a batch. */
@@ -47,6 +51,11 @@ export class SecureStore {
     private readonly db: Level<string, Uint8Array>,
     private readonly key: Uint8Array,
     private readonly subs: Map<Sublevel, Sub>,
+    /**
+     * Identifier of this store (hex, 32 chars): SHA-256 of its random salt, fixed when it was
+     * created; a copy of the folder has the same id, a store created anew another. Not secret.
+     */
+    readonly id: string,
   ) {}
 
   /**
@@ -83,7 +92,8 @@ export class SecureStore {
       const subs = new Map<Sublevel, Sub>();
       for (const s of SUBLEVELS)
         subs.set(s, db.sublevel<string, Uint8Array>(s, { valueEncoding: 'view' }) as unknown as Sub);
-      return new SecureStore(db, key, subs);
+      const id = bytesToHex(sha256(salt)).slice(0, 32);
+      return new SecureStore(db, key, subs, id);
     } catch (e) {
       await db.close();
       throw e;

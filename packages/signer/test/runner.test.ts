@@ -107,6 +107,64 @@ describe('CeremonyRunner over an in-memory transport', () => {
     expect(runners[0]?.active).toBe(0);
   });
 
+  it("beforeRelease: a step's messages and the output wait for its promise, in order; a rejection cancels the session unsent", async () => {
+    const sent: number[][] = [[], [], []];
+    const { runners, secrets, parties } = network(3, {
+      drop: (from) => {
+        sent[from]?.push(Date.now());
+        return false;
+      },
+    });
+    const deadline = Date.now() + 30_000;
+    const gates: { resolve: () => void; reject: (e: Error) => void }[] = [];
+    const beforeRelease = () =>
+      new Promise<void>((resolve, reject) => {
+        gates.push({ resolve, reject });
+      });
+    const run = (sid: number, i: number, gated: boolean) =>
+      (runners[i] as CeremonyRunner).run<KeyShare>({
+        sessionId: new Uint8Array(32).fill(sid),
+        spec: dkgProtocol({ suite: 'ed25519', threshold: 2 }),
+        parties,
+        self: i,
+        secretKey: secrets[i] as Uint8Array,
+        deadline,
+        ...(gated ? { beforeRelease } : {}),
+      });
+    const outs = Promise.all([run(9, 0, true), run(9, 1, false), run(9, 2, false)]);
+    while (gates.length < 2) await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 20));
+    // the start step and the round-1 step (the others' round 0 arrived): both held
+    expect(gates.length).toBe(2);
+    expect(sent[0]?.length).toBe(0);
+    gates[1]?.resolve(); // a later step released first still waits for the earlier one
+    await new Promise((r) => setTimeout(r, 20));
+    expect(sent[0]?.length).toBe(0);
+    gates[0]?.resolve();
+    gates.splice(0, 2);
+    // each later step of party 0 is held by its own promise until the test releases it
+    while (
+      (await Promise.race([outs.then(() => 'done'), new Promise((r) => setTimeout(() => r('tick'), 20))])) === 'tick'
+    )
+      for (const g of gates.splice(0)) g.resolve();
+    for (const o of await outs) expect(o.status).toBe('ok');
+
+    sent[0] = [];
+    const refused = (runners[0] as CeremonyRunner).run<KeyShare>({
+      sessionId: new Uint8Array(32).fill(10),
+      spec: dkgProtocol({ suite: 'ed25519', threshold: 2 }),
+      parties,
+      self: 0,
+      secretKey: secrets[0] as Uint8Array,
+      deadline: Date.now() + 1_000,
+      beforeRelease: () => Promise.reject(new Error('ledger write failed')),
+    });
+    const out = await refused;
+    expect(out.status === 'cancelled' && out.reason).toMatch(/not released: ledger write failed/);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(sent[0]?.length).toBe(0);
+  });
+
   it('a silent party makes the others miss the deadline, with no output', async () => {
     const { runners, secrets, parties } = network(3, { drop: (from) => from === 2 });
     const deadline = Date.now() + 500;

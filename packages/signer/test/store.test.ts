@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseConfig, SecureStore, StoreIntegrityError } from '../src/index.js';
+import { defaultGenerationFile, parseConfig, SecureStore, StoreIntegrityError } from '../src/index.js';
 import { tempDir as makeTemp } from './cluster.js';
 
 const dirs: string[] = [];
@@ -132,5 +132,21 @@ describe('config', () => {
       /chains\.tron-nile\.maxFee/,
     );
     expect(bad({ 'tron-nile': { family: 'solana', maxFee: '1' } })).toThrow(/chains\.tron-nile\.family/);
+  });
+
+  it('generationFile: outside dataDir (default beside it), resolved from the config directory', () => {
+    const base = { dataDir: 'd', peers: [], coordinator: { peerId: peer }, passphrase: { env: 'X' } };
+    expect(parseConfig(base, '/base').generationFile).toBeUndefined();
+    expect(defaultGenerationFile('/base/d')).toBe('/base/d.generation.json');
+    expect(parseConfig({ ...base, generationFile: 'state/gen.json' }, '/base').generationFile).toBe(
+      '/base/state/gen.json',
+    );
+    expect(() => parseConfig({ ...base, generationFile: 'd/gen.json' }, '/base')).toThrow(
+      /generationFile: must be outside/,
+    );
+    expect(() => parseConfig({ ...base, generationFile: '/base/d' }, '/base')).toThrow(
+      /generationFile: must be outside/,
+    );
+    expect(() => parseConfig({ ...base, generationFile: 7 }, '/')).toThrow(/generationFile: expected a path/);
   });
 });
