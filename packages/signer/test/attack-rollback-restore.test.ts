@@ -181,6 +181,7 @@ class Cluster {
         logLevel: 'info',
         scrypt: SCRYPT,
         trustedAdminDevices: [{ deviceId: 'admin-phone', publicKey: pub(adminSk) }],
+        chains: { 'ethereum-local': { family: 'ethereum', chainId: 31337, maxFee: '10000000000000000' } },
       };
       // the key, as a master key ceremony leaves it (test-only fixture shares)
       const store = await SecureStore.open(join(s.dataDir, 'db'), PASS, SCRYPT);
