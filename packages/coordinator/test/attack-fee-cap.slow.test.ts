@@ -207,7 +207,7 @@ beforeAll(async () => {
       trustedAdminKeys: [hexPub(adminDevice)],
       pipeline: { pollMs: 200, confirmationRecheckMs: 200, signDeadlineMs: 180_000 },
     },
-  } as Parameters<typeof createCoordinator>[0]);
+  });
   coord.transfers.service.notifier = { notifyApprovalRequest: (_devices, r) => void pushed.push(r) };
   url = await coord.start();
   const init = await req('POST', '/admin/v1/init', {

@@ -222,7 +222,12 @@ describe('transfers', () => {
   });
 
   it('operator fee caps are checked at start: an unknown blockchain or a value that is not base units is refused', async () => {
-    for (const feeCaps of [{ 'ethereum-nowhere': '1' }, { 'ethereum-local': '0.01' }, { 'ethereum-local': '-5' }]) {
+    const bad: Record<string, string>[] = [
+      { 'ethereum-nowhere': '1' },
+      { 'ethereum-local': '0.01' },
+      { 'ethereum-local': '-5' },
+    ];
+    for (const feeCaps of bad) {
       await expect(
         createCoordinator({ mode: 'development', mailboxDir: join(h.dir, 'unused'), transfers: { feeCaps } }),
       ).rejects.toThrow(/transfers\.feeCaps\./);
