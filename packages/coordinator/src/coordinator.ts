@@ -12,7 +12,7 @@ import type { CeremonyClient } from './ceremony.js';
 import { type Db, openPglite, openPostgres } from './db/db.js';
 import { migrate } from './db/migrations.js';
 import { API_DECISIONS } from './decisions.js';
-import { syncDirectory } from './directory.js';
+import { resolveFeeCaps, syncDirectory } from './directory.js';
 import { createMailer, type Mailer } from './mailer.js';
 import { createServer, type RateLimitOptions } from './server.js';
 import type { SignerGateway } from './signing/gateway.js';
@@ -93,6 +93,15 @@ export interface CoordinatorOptions {
   transfers?: {
     /** Approval window, ms (default 24 h). */
     approvalWindowMs?: number;
+    /**
+     * Fee cap of new transfers per blockchain: blockchain key → base units of its native asset
+     * (decimal integer string: wei, satoshi/litoshi, sun), e.g. `{ "ethereum-mainnet":
+     * "5000000000000000" }` (0.005 ETH). Goes into every new transfer's intent (`max_fee`), which
+     * the approvers sign; a blockchain not listed keeps the directory default (0.01 ETH, 0.001 BTC,
+     * 0.01 LTC, 50 TRX). Transfers created earlier keep the cap they were approved with.
+     * @throws RangeError (at creation) naming `transfers.feeCaps.<key>` for an unknown key or a bad value
+     */
+    feeCaps?: Record<string, string>;
     /** Admin device keys (compressed P-256 hex) allowed to sign policies; mirror of the signers' `trustedAdminDevices`. */
     trustedAdminKeys?: string[];
     /** Signing deadline, lease, poll intervals. */
@@ -154,6 +163,8 @@ export async function runMigrations(opts: {
 /** Build a coordinator: database (migrated, directory synced), services and routes. */
 export async function createCoordinator(opts: CoordinatorOptions): Promise<Coordinator> {
   const clock = opts.clock ?? systemClock;
+  // configuration errors before anything is opened
+  const feeCaps = resolveFeeCaps(opts.transfers?.feeCaps);
   const mailboxDir = opts.mailboxDir ?? (opts.dataDir !== undefined ? join(opts.dataDir, 'mailbox') : undefined);
   if (opts.mailer === undefined && opts.smtpUrl === undefined && mailboxDir === undefined) {
     throw new Error(
@@ -220,6 +231,7 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
   const policies = new PolicyService(db, clock, { trustedAdminKeys: opts.transfers?.trustedAdminKeys ?? [] });
   const transferService = new TransferService(db, clock, policies, chains, {
     approvalWindowMs: opts.transfers?.approvalWindowMs ?? 24 * 3600_000,
+    feeCaps,
   });
   const pipeline = new TransferPipeline(
     db,

@@ -58,6 +58,13 @@ export const API_DECISIONS = `Custody REST API of a Custodian instance (client i
   and docs/transfers.md. The daily limit counts every transfer of the wallet and asset on the UTC day of its creation
   whose status is not REJECTED, REJECTED_BY_POLICY, NO_POLICY_FOUND, EXPIRED or FAILED. Approving, cancelling, fee bumps and
   policies are not in this API (seed §4 rules 3, 4): devices approve through the device hub, the rest is the admin API.
+- **Fee cap.** Every transfer carries \`max_fee\`: the fee cap its approvers sign with the amount (part of the transfer
+  intent), a decimal string in units of the blockchain's NATIVE asset \`fee_currency\` (ETH, BTC, LTC, TRX, also for token
+  transfers), with \`max_fee_base_units\` the integer in base units — the same convention as \`amount\` /
+  \`amount_base_units\`. It is the operator's cap for the blockchain at creation (config \`transfers.feeCaps\`, default
+  0.01 ETH, 0.001 BTC, 0.01 LTC, 50 TRX). The coordinator never builds a transaction that can pay more; when none fits the
+  transfer ends \`FAILED\` / \`FEE_CAP_EXCEEDED\` before any signer is asked. A fee bump above the cap is approved as a new
+  intent with the raised cap (admin API, \`fee_bump.cap_raised\`).
 - **Rate limits.** Per credential (API key, admin session) or per client IP without one: 600 requests per minute by default
   (configurable); over the limit → 429 \`RATE_LIMITED\` with \`Retry-After\` (seconds) and \`x-ratelimit-*\` headers. Counters are
   per coordinator process.

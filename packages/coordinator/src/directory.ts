@@ -184,6 +184,38 @@ export function blockchainByKey(key: string): BlockchainDef | undefined {
 }
 
 /**
+ * The native asset of a blockchain (the asset fees are paid in: ETH, BTC, LTC, TRX).
+ * @throws RangeError for a key that is not in the directory
+ */
+export function nativeAssetOf(key: string): AssetDef {
+  const a = ASSETS.find((x) => x.blockchain === key && x.kind === 'native');
+  if (a === undefined) throw new RangeError(`${key}: not a blockchain of the directory`);
+  return a;
+}
+
+/**
+ * Resolve the operator's fee caps (`CoordinatorOptions.transfers.feeCaps`): blockchain key →
+ * cap in base units of the native asset (decimal integer string), every other blockchain keeping
+ * its {@link BlockchainDef.defaultMaxFee}. The cap goes into every new transfer's intent
+ * (`TransferIntent.max_fee`), which the approvers sign.
+ * @returns blockchain key → cap (base units) for every blockchain of the directory
+ * @throws RangeError naming `transfers.feeCaps.<key>` for an unknown blockchain or a value that is
+ *   not a decimal integer string (no sign, no decimals, at most 78 digits)
+ */
+export function resolveFeeCaps(feeCaps: Readonly<Record<string, string>> = {}): ReadonlyMap<string, bigint> {
+  const out = new Map(BLOCKCHAINS.map((b) => [b.key, BigInt(b.defaultMaxFee)] as const));
+  for (const [key, v] of Object.entries(feeCaps)) {
+    if (!out.has(key)) throw new RangeError(`transfers.feeCaps.${key}: not a blockchain of the directory`);
+    if (typeof v !== 'string' || !/^(0|[1-9][0-9]{0,77})$/.test(v))
+      throw new RangeError(
+        `transfers.feeCaps.${key}: expected a decimal integer string of base units of the native asset, e.g. "10000000000000000"`,
+      );
+    out.set(key, BigInt(v));
+  }
+  return out;
+}
+
+/**
  * Upsert the built-in directory into the store (idempotent; run at every start after migrations).
  * @param development whether development networks are enabled by default on this instance
  */

@@ -168,6 +168,8 @@ beforeAll(async () => {
     chains: { 'tron-nile': { rpcUrl: server.url, confirmations: 2, pollIntervalMs: 200 } },
     transfers: {
       gateway,
+      // 20 TRX: below the adapter's TRC-20 fee_limit (30 TRX), which the coordinator lowers to the cap
+      feeCaps: { 'tron-nile': '20000000' },
       trustedAdminKeys: [hexPub(adminDevice)],
       pipeline: { pollMs: 200, confirmationRecheckMs: 200, signDeadlineMs: 60_000 },
     },
@@ -305,7 +307,12 @@ describe('TRON transfers through the pipeline (signer processes, TRON-shaped mod
       idem: true,
       body: { wallet_id: walletId, asset_id: usdtAsset, destination_address: DEST, amount: '7.5' },
     });
-    expect(c.body, JSON.stringify(c.body)).toMatchObject({ status: 'PENDING_APPROVAL', approvals_required: 2 });
+    expect(c.body, JSON.stringify(c.body)).toMatchObject({
+      status: 'PENDING_APPROVAL',
+      approvals_required: 2,
+      max_fee: '20',
+      fee_currency: 'TRX',
+    });
     expect((await approveAs(c.body.transfer_id, dev1, dev1Id)).status).toBe('PENDING_APPROVAL');
     expect((await approveAs(c.body.transfer_id, dev2, dev2Id)).status).toBe('PENDING_SIGNATURE');
     const sent = await waitFor('SENT', async () => {
@@ -324,6 +331,15 @@ describe('TRON transfers through the pipeline (signer processes, TRON-shaped mod
     });
     expect(done.tx_hash).toBe(sent.tx_hash);
     expect(model.tokenAt(USDT, DEST)).toBe(7_500_000n);
+    // the fee cap the approvers signed bounds the call's fee_limit (lowered from the adapter's 30 TRX)
+    const stored = (
+      await coord.db.query<{ unsigned: { context: TronContext; maxFee: string } }>(
+        'SELECT unsigned FROM transfers WHERE transfer_id = $1',
+        [c.body.transfer_id],
+      )
+    )[0]!.unsigned;
+    expect(stored.context.feeLimit).toBe('20000000');
+    expect(stored.maxFee).toBe('20000000');
     expect((await eventsOf(c.body.transfer_id)).at(-1)).toBe('TRANSFER_DELIVERED');
   }, 60_000);
 

@@ -17,6 +17,7 @@ import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CliIo, registerAdminCommands } from '../src/cli.js';
+import { createCoordinator } from '../src/coordinator.js';
 import { type Harness, type Json, startHarness } from './helpers.js';
 
 let h: Harness;
@@ -202,6 +203,35 @@ describe('transfers', () => {
       body: { wallet_id: walletId, asset_id: assetId, destination_address: DEST, amount: '1' },
     });
     expect(missing.status).toBe(400);
+  });
+
+  it('fee cap: the intent carries the blockchain default (no operator cap here), the API shows it in native units', async () => {
+    const r = await transfer('0.5');
+    expect(r.status).toBe(201);
+    expect(r.body).toMatchObject({ max_fee: '0.01', max_fee_base_units: '10000000000000000', fee_currency: 'ETH' });
+    const row = (
+      await h.c.db.query<{ intent: TransferIntent }>('SELECT intent FROM transfers WHERE transfer_id = $1', [
+        r.body.transfer_id,
+      ])
+    )[0]!;
+    expect(row.intent.max_fee).toBe('10000000000000000');
+    if (r.body.status === 'PENDING_APPROVAL')
+      expect((await h.req('POST', `${P()}/transfers/${r.body.transfer_id}/cancel`, { token: fmToken })).status).toBe(
+        200,
+      );
+  });
+
+  it('operator fee caps are checked at start: an unknown blockchain or a value that is not base units is refused', async () => {
+    const bad: Record<string, string>[] = [
+      { 'ethereum-nowhere': '1' },
+      { 'ethereum-local': '0.01' },
+      { 'ethereum-local': '-5' },
+    ];
+    for (const feeCaps of bad) {
+      await expect(
+        createCoordinator({ mode: 'development', mailboxDir: join(h.dir, 'unused'), transfers: { feeCaps } }),
+      ).rejects.toThrow(/transfers\.feeCaps\./);
+    }
   });
 
   it('whitelist and per-transaction limit → REJECTED_BY_POLICY; dry run predicts without creating', async () => {

@@ -14,6 +14,7 @@ import { parseChainsConfig } from '@custodian/signer';
 import type { TransferIntent } from '@custodian/wire';
 import type { Command } from 'commander';
 import { pino } from 'pino';
+import { approvalEventFields, describeApproval } from './approval-display.js';
 import { type ApprovalDecision, MobileSigner } from './device.js';
 import { enrollDevice, enrollmentStatus } from './enroll.js';
 import { PolicySignCancelled, signPolicyWithDevice } from './policy.js';
@@ -60,17 +61,6 @@ async function readPin(pinFile: string | undefined, confirm = false, env = proce
 
 function event(io: MobileCliIo, e: Record<string, unknown>): void {
   io.out(`${JSON.stringify({ at: new Date().toISOString(), ...e })}\n`);
-}
-
-function describe(i: TransferIntent): string {
-  const whole = BigInt(i.amount);
-  const d = BigInt(10) ** BigInt(i.asset_decimals);
-  const frac = (whole % d).toString().padStart(i.asset_decimals, '0').replace(/0+$/, '');
-  const amount = `${whole / d}${frac ? `.${frac}` : ''}`;
-  return (
-    `Transfer ${i.transfer_id}\n  ${amount} ${i.asset_symbol} on ${i.blockchain}\n` +
-    `  from ${i.source_address}\n  to   ${i.destination_address}\n  wallet ${i.wallet_id}, created ${i.created_at}\n`
-  );
 }
 
 interface RunOptions {
@@ -180,7 +170,7 @@ export function registerMobileCommands(program: Command, io: MobileCliIo = proce
         if (scripted) return scripted;
         // Interactive: one prompt at a time; the PIN is asked again and must open the vault.
         const turn = prompting.then(async (): Promise<ApprovalDecision> => {
-          io.err(`\n${describe(intent)}`);
+          io.err(`\n${describeApproval(intent)}`);
           const a = (await ask('Approve (a), reject (r) or later (l)? ')).toLowerCase();
           if (a !== 'a' && a !== 'r') return undefined;
           const entered = await ask('PIN: ');
@@ -223,7 +213,7 @@ export function registerMobileCommands(program: Command, io: MobileCliIo = proce
         },
         {
           onConnected: (coordinator) => event(io, { event: 'connected', coordinator }),
-          onApprovalRequest: (i) => event(io, { event: 'approval_request', transfer_id: i.transfer_id }),
+          onApprovalRequest: (i) => event(io, { event: 'approval_request', ...approvalEventFields(i) }),
           onDecision: (i, decision) => event(io, { event: 'decision', transfer_id: i.transfer_id, decision }),
           onCeremony: (kind, outcome, error) =>
             event(io, { event: 'ceremony', kind, outcome, ...(error ? { error } : {}) }),

@@ -4,6 +4,7 @@
  * authentication, approvals signed with the device key, ceremonies through the coordinator relay
  * with `@custodian/signer`'s runner) and the headless simulator of the phone app (`custodian mobile`).
  */
+export * from './approval-display.js';
 export * from './cli.js';
 export * from './device.js';
 export * from './enroll.js';

@@ -276,7 +276,10 @@ export async function transferAdminRoutes(
       preParsing: auth(MANAGE),
       schema: schema(
         MANAGE,
-        'Fee bump of a SENT, unconfirmed transfer (a replacement signed after a new round of device approvals)',
+        'Fee bump of a SENT, unconfirmed transfer: the replacement transaction is built now and signed after a new ' +
+          "round of device approvals. When its maximum fee is above the fee cap the current transaction was approved under, the round's " +
+          'approvers sign the same intent with `max_fee` raised to exactly that fee (`fee_bump.cap_raised`, `fee_bump.max_fee`). ' +
+          '409 when the chain cannot replace the transaction (TRON) or the change cannot pay more; 503 when its node does not answer.',
         200,
         {
           params: params({ transfer_id: UUID }),
@@ -286,7 +289,7 @@ export async function transferAdminRoutes(
             properties: { priority: { type: 'string', enum: ['SLOW', 'STANDARD', 'FAST'] } },
           },
         },
-        ['TRANSFER_NOT_FOUND', 'TRANSFER_STATE_CONFLICT'],
+        ['TRANSFER_NOT_FOUND', 'TRANSFER_STATE_CONFLICT', 'CHAIN_UNAVAILABLE'],
       ),
     },
     async (req) =>

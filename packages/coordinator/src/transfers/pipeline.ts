@@ -15,22 +15,24 @@
 import {
   BroadcastError,
   type ChainSignature,
-  type DigestToSign,
   type EthereumContext,
   type FeeLevel,
-  type Json,
   recomputeEthereumDigests,
   type SignedTransfer,
   type UnsignedTransfer,
 } from '@custodian/chains';
+import type { TransferIntent } from '@custodian/wire';
 import type { Db, Queryable } from '../db/db.js';
+import { blockchainByKey } from '../directory.js';
 import type { GatewaySignResult, SignerGateway, SignParty } from '../signing/gateway.js';
 import type { Clock } from '../util.js';
 import { emitEvent } from '../webhooks/outbox.js';
 import type { ChainRegistry } from './chains.js';
+import { capFee, FEE_CAP_EXCEEDED, nativeAmount } from './fee-cap.js';
 import {
   type FeeBump,
   fieldsOf,
+  intentCap,
   loadTransfer,
   type TransferRow,
   type TransferService,
@@ -38,6 +40,7 @@ import {
   transferView,
   transition,
 } from './service.js';
+import { loadUnsigned, type StoredUnsigned, storeUnsigned } from './unsigned.js';
 
 /** Pipeline settings. */
 export interface PipelineOptions {
@@ -59,60 +62,8 @@ export const DEFAULT_PIPELINE_OPTIONS: Omit<PipelineOptions, 'log'> = {
   confirmationRecheckMs: 2000,
 };
 
-/** Stored form of an UnsignedTransfer (JSON; bytes hex, bigints decimal strings). */
-interface StoredUnsigned {
-  chain: string;
-  unsignedTx: string;
-  context: Json;
-  maxFee: string;
-  digests: {
-    digest: string;
-    scheme: 'ecdsa' | 'schnorr';
-    publicKey: string;
-    path: number[];
-    inputIndex: number;
-    taprootTweak?: string;
-  }[];
-}
-
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 const unhex = (s: string): Uint8Array => Uint8Array.from(Buffer.from(s, 'hex'));
-
-function storeUnsigned(u: UnsignedTransfer): StoredUnsigned {
-  return {
-    chain: u.chain,
-    unsignedTx: hex(u.unsignedTx),
-    context: u.context,
-    maxFee: u.maxFee.toString(),
-    digests: u.digests.map((d) => ({
-      digest: hex(d.digest),
-      scheme: d.scheme,
-      publicKey: hex(d.key.publicKey),
-      path: [...d.key.path],
-      inputIndex: d.inputIndex,
-      ...(d.taprootTweak ? { taprootTweak: hex(d.taprootTweak) } : {}),
-    })),
-  };
-}
-
-function loadUnsigned(s: StoredUnsigned, t: TransferRow): UnsignedTransfer {
-  return {
-    chain: s.chain,
-    fields: fieldsOf(t.intent),
-    unsignedTx: unhex(s.unsignedTx),
-    context: s.context,
-    maxFee: BigInt(s.maxFee),
-    digests: s.digests.map(
-      (d): DigestToSign => ({
-        digest: unhex(d.digest),
-        scheme: d.scheme,
-        key: { publicKey: unhex(d.publicKey), path: d.path },
-        inputIndex: d.inputIndex,
-        ...(d.taprootTweak ? { taprootTweak: unhex(d.taprootTweak) } : {}),
-      }),
-    ),
-  };
-}
 
 /** Parties of a signing set: the first `threshold` server signers of the key, then devices, in key order. */
 export function signingParties(parties: unknown, threshold: number): SignParty[] {
@@ -321,7 +272,17 @@ export class TransferPipeline {
     return unhex(r[0].public_key);
   }
 
-  private async sign(t: TransferRow, unsigned: UnsignedTransfer, round: number): Promise<GatewaySignResult> {
+  /**
+   * Ask the signers for the signatures of `unsigned`, with the evidence of approval round `round`:
+   * `intent` is the intent that round's approvals are over (the transfer's, or a fee bump round's
+   * raised-cap intent).
+   */
+  private async sign(
+    t: TransferRow,
+    unsigned: UnsignedTransfer,
+    round: number,
+    intent: TransferIntent,
+  ): Promise<GatewaySignResult> {
     if (!this.gateway) throw new Error('SIGNERS_UNAVAILABLE: no signer gateway configured');
     const mk = (
       await this.db.query<{
@@ -347,7 +308,7 @@ export class TransferPipeline {
       parties: signingParties(mk.parties, mk.threshold),
       derivationPath: [...t.intent.derivation_path],
       digests: unsigned.digests.map((d) => d.digest),
-      evidence: { intent: t.intent, policy, approvals, chainContext: JSON.stringify(unsigned.context) },
+      evidence: { intent, policy, approvals, chainContext: JSON.stringify(unsigned.context) },
       deadline: new Date(Date.now() + this.opts.signDeadlineMs),
       // ECDSA: the gateway combines the signers' shares itself and checks them under this key
       ...(t.intent.key_algorithm === 'SECP256K1_ECDSA' &&
@@ -396,11 +357,18 @@ export class TransferPipeline {
 
   readonly #buildLocks = new Map<string, Promise<unknown>>();
 
-  /** Build and store the unsigned transaction; null when the transfer failed (then FAILED / SIGNING_FAILED). */
+  /**
+   * Build the unsigned transaction, bring it within the intent's fee cap ({@link capFee}: the one
+   * place the cap is checked, after the build and before anything is stored), and store it.
+   * Null when the transfer failed: FAILED / SIGNING_FAILED (the chain refused the build) or FAILED /
+   * FEE_CAP_EXCEEDED (no transaction within the cap) — in both cases no signer is asked.
+   */
   private async build(t: TransferRow): Promise<StoredUnsigned | null> {
     const adapter = this.adapterOf(t);
+    const def = blockchainByKey(t.intent.blockchain);
+    if (def === undefined) throw new Error(`blockchain ${t.intent.blockchain} is not in the directory`);
     const source = { address: t.source_address, publicKey: await this.sourceKey(t), path: t.intent.derivation_path };
-    const utxo = !t.intent.blockchain.startsWith('ethereum') && !t.intent.blockchain.startsWith('tron');
+    const utxo = def.accountModel === 'utxo';
     let built: UnsignedTransfer;
     try {
       built = await adapter.buildTransfer({
@@ -420,10 +388,29 @@ export class TransferPipeline {
       }
       throw e;
     }
+    const cap = intentCap(t.intent);
+    const capped = await capFee(def, adapter, built, cap);
+    if (!capped.ok) {
+      await this.db.tx((q) =>
+        transition(q, this.clock, t.transfer_id, 'FAILED', FEE_CAP_EXCEEDED, { error: capped.message }),
+      );
+      this.opts.log('warn', 'transfer failed: no transaction within its fee cap', {
+        transfer_id: t.transfer_id,
+        err: capped.message,
+      });
+      return null;
+    }
+    if (capped.lowered)
+      this.opts.log('info', 'transfer fee lowered to its approved cap', {
+        transfer_id: t.transfer_id,
+        max_fee: nativeAmount(def, capped.unsigned.maxFee),
+      });
+    built = capped.unsigned;
     // persisted before any signer sees it: a restart signs this same transaction
     return this.db.tx(async (q) => {
-      const final = t.intent.blockchain.startsWith('ethereum') ? await this.ethereumNonce(q, t, built) : built;
-      const st = storeUnsigned(final);
+      const final = def.family === 'ethereum' ? await this.ethereumNonce(q, t, built) : built;
+      if (final.maxFee > cap) throw new Error('the nonce step raised the fee above the cap'); // never: it only sets the nonce
+      const st = storeUnsigned(final, cap.toString());
       await q.query('UPDATE transfers SET unsigned = $2::jsonb, updated_at = $3 WHERE transfer_id = $1', [
         t.transfer_id,
         JSON.stringify(st),
@@ -448,8 +435,8 @@ export class TransferPipeline {
       stored = await build;
       if (stored === null) return undefined;
     }
-    const unsigned = loadUnsigned(stored, t);
-    const res = await this.sign(t, unsigned, 0);
+    const unsigned = loadUnsigned(stored, fieldsOf(t.intent));
+    const res = await this.sign(t, unsigned, 0, t.intent);
     if (res.ok)
       this.opts.log('info', 'transfer signed', {
         transfer_id: t.transfer_id,
@@ -542,23 +529,39 @@ export class TransferPipeline {
 
   private async bumpSignStep(t: TransferRow): Promise<TransferRow | undefined> {
     const adapter = this.adapterOf(t);
-    const bump = t.fee_bump as FeeBump & { unsigned?: StoredUnsigned };
+    const bump = t.fee_bump as FeeBump;
+    // the intent this round's approvals are over (a bump requested before fee caps has none: the transfer's)
+    const intent = bump.intent ?? t.intent;
     let stored = bump.unsigned ?? null;
     if (stored === null) {
-      const previous = loadUnsigned(t.unsigned as StoredUnsigned, t);
+      // a bump requested before replacements were built at request time
+      const previous = loadUnsigned(t.unsigned as StoredUnsigned, fieldsOf(t.intent));
       const replacement = await adapter.buildReplacement(previous, bump.priority as FeeLevel);
-      stored = storeUnsigned(replacement);
+      stored = storeUnsigned(replacement, intent.max_fee);
       await this.db.query('UPDATE transfers SET fee_bump = $2::jsonb WHERE transfer_id = $1', [
         t.transfer_id,
         JSON.stringify({ ...bump, unsigned: stored }),
       ]);
     }
-    const unsigned = loadUnsigned(stored, t);
-    const res = await this.sign(t, unsigned, bump.round);
+    if (BigInt(stored.maxFee) > intentCap(intent)) {
+      // approved under a lower cap than the replacement pays: never sent to the signers
+      const def = blockchainByKey(t.intent.blockchain);
+      const error = `${FEE_CAP_EXCEEDED}: the replacement can pay up to ${def ? nativeAmount(def, BigInt(stored.maxFee)) : stored.maxFee}, above the fee cap this round approved`;
+      return this.db.tx(async (q) => {
+        const cur = await loadTransfer(q, t.transfer_id, true);
+        if (cur?.fee_bump?.status !== 'PENDING_SIGNATURE') return cur;
+        await transition(q, this.clock, t.transfer_id, 'SENT', cur.sub_status, {
+          fee_bump: JSON.stringify({ ...cur.fee_bump, status: 'FAILED', sub_status: FEE_CAP_EXCEEDED, error }),
+        });
+        return loadTransfer(q, t.transfer_id);
+      });
+    }
+    const unsigned = loadUnsigned(stored, fieldsOf(t.intent));
+    const res = await this.sign(t, unsigned, bump.round, intent);
     return this.db.tx(async (q) => {
       const cur = await loadTransfer(q, t.transfer_id, true);
       if (cur?.fee_bump?.status !== 'PENDING_SIGNATURE') return cur;
-      const base = { ...(cur.fee_bump as FeeBump & { unsigned?: StoredUnsigned }) };
+      const base = { ...(cur.fee_bump as FeeBump) };
       if (!res.ok) {
         const sub = res.reason === 'REFUSED' ? res.refusal : 'SIGNING_FAILED';
         await transition(q, this.clock, t.transfer_id, 'SENT', cur.sub_status, {
@@ -574,7 +577,8 @@ export class TransferPipeline {
       // the replacement becomes the transfer's transaction; the previous hashes stay watched
       await transition(q, this.clock, t.transfer_id, 'SENT', cur.sub_status, {
         fee_bump: JSON.stringify({ ...base, status: 'SIGNED' }),
-        unsigned: JSON.stringify(stored),
+        // the cap it was approved under goes with it: the next bump starts from that intent
+        unsigned: JSON.stringify({ ...stored, approvedMaxFee: intent.max_fee }),
         signed_tx: hex(signed.rawTx),
         tx_hash: signed.txid,
         tx_hashes: JSON.stringify([...cur.tx_hashes, signed.txid]),

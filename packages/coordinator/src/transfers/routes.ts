@@ -68,10 +68,17 @@ export const TRANSFER_SCHEMAS = [
       'NO_POLICY_FOUND: NO_POLICY_FOUND; REJECTED: REJECTED_BY_APPROVER | CANCELLED_BY_USER | a signer refusal code ' +
       '(POLICY_SIGNATURE_VERIFICATION_FAILED, DESTINATION_NOT_WHITELISTED, TRANSACTION_LIMIT_EXCEEDED, DAILY_LIMIT_EXCEEDED, ' +
       'INSUFFICIENT_APPROVALS, APPROVAL_SIGNATURE_INVALID, REJECTED_BY_APPROVER, DIGEST_MISMATCH, POLICY_OUT_OF_SCOPE, ' +
-      'NO_POLICY_FOUND, EVIDENCE_MISSING, TRANSFER_ALREADY_SIGNED, POLICY_VERSION_SUPERSEDED); EXPIRED: APPROVAL_EXPIRED; FAILED: SIGNING_FAILED | BROADCAST_FAILED. ' +
+      'NO_POLICY_FOUND, EVIDENCE_MISSING, TRANSFER_ALREADY_SIGNED, POLICY_VERSION_SUPERSEDED, FEE_ABOVE_CAP, FEE_ABOVE_CEILING); EXPIRED: APPROVAL_EXPIRED; ' +
+      'FAILED: SIGNING_FAILED | BROADCAST_FAILED | FEE_CAP_EXCEEDED (no transaction could be built within `max_fee`: nothing was sent to the signers). ' +
+      '`max_fee` is the fee cap the approvers signed (part of the transfer intent): the most the transaction may pay in fees, a decimal string in ' +
+      "units of the blockchain's native asset `fee_currency` (ETH, BTC, LTC, TRX; `max_fee_base_units` the integer in its base units). " +
+      "It is the operator's cap for the blockchain when the transfer was created. The coordinator never builds a transaction above it " +
+      '(Ethereum: gas × maxFeePerGas, lowered to floor(max_fee / gas) when that still covers the base and priority fee; TRON: fee_limit; ' +
+      'Bitcoin family: inputs − outputs), and the signers refuse one (FEE_ABOVE_CAP). ' +
       'A PENDING_SIGNATURE or READY_TO_SEND transfer has `sub_status` CHAIN_UNAVAILABLE while no node is configured for its blockchain (it waits, and can still be cancelled before signing). ' +
       'SENT is terminal success; `delivered_at` is set (and TRANSFER_DELIVERED sent) once the transaction has the ' +
-      "chain's confirmations. `fee_bump` shows the latest fee bump requested in the admin API.",
+      "chain's confirmations. `fee_bump` shows the latest fee bump requested in the admin API, with the fee cap its approval round " +
+      'signs (`max_fee`, `max_fee_base_units`, `fee_currency`; `cap_raised` when it is above the cap of the transaction it replaces).',
     required: [
       'transfer_id',
       'wallet_id',
@@ -79,6 +86,9 @@ export const TRANSFER_SCHEMAS = [
       'destination_address',
       'amount',
       'amount_base_units',
+      'max_fee',
+      'max_fee_base_units',
+      'fee_currency',
       'external_id',
       'status',
       'sub_status',
@@ -95,6 +105,17 @@ export const TRANSFER_SCHEMAS = [
       destination_address: { type: 'string' },
       amount: { type: 'string', description: 'decimal string in asset units' },
       amount_base_units: { type: 'string', pattern: '^[0-9]+$' },
+      max_fee: {
+        type: 'string',
+        description:
+          "fee cap the approvers signed: decimal string in units of the blockchain's native asset (`fee_currency`)",
+      },
+      max_fee_base_units: {
+        type: 'string',
+        pattern: '^[0-9]+$',
+        description: 'the fee cap in base units of the native asset',
+      },
+      fee_currency: { type: 'string', description: 'symbol of the native asset fees are paid in (ETH, BTC, LTC, TRX)' },
       external_id: { type: ['string', 'null'] },
       status: { type: 'string', enum: TRANSFER_STATUSES },
       sub_status: { type: ['string', 'null'] },
@@ -104,7 +125,29 @@ export const TRANSFER_SCHEMAS = [
       approvals_received: { type: 'integer' },
       approval_deadline: { type: ['string', 'null'], format: 'date-time' },
       tx_hash: { type: ['string', 'null'] },
-      fee_bump: { type: ['object', 'null'], additionalProperties: true },
+      fee_bump: {
+        type: ['object', 'null'],
+        description:
+          "the latest fee bump (admin API). `max_fee` / `max_fee_base_units` / `fee_currency`: the fee cap its round's approvers sign; `cap_raised`: above the cap of the transaction it replaces (the round's intent is the transfer's with that higher `max_fee`)",
+        properties: {
+          status: {
+            type: 'string',
+            enum: ['PENDING_APPROVAL', 'PENDING_SIGNATURE', 'SIGNED', 'DONE', 'REJECTED', 'FAILED'],
+          },
+          round: { type: 'integer' },
+          priority: { type: 'string', enum: ['SLOW', 'STANDARD', 'FAST'] },
+          requested_by: { type: ['string', 'null'] },
+          requested_at: { type: 'string', format: 'date-time' },
+          deadline: { type: 'string', format: 'date-time' },
+          sub_status: { type: 'string' },
+          error: { type: 'string' },
+          max_fee: { type: 'string' },
+          max_fee_base_units: { type: 'string', pattern: '^[0-9]+$' },
+          fee_currency: { type: 'string' },
+          cap_raised: { type: 'boolean' },
+        },
+        additionalProperties: false,
+      },
       created_at: { type: 'string', format: 'date-time' },
       updated_at: { type: 'string', format: 'date-time' },
       sent_at: { type: ['string', 'null'], format: 'date-time' },

@@ -14,6 +14,7 @@
  *                               ├─ window elapsed ─────────→ EXPIRED  (APPROVAL_EXPIRED)
  *                               └→ PENDING_SIGNATURE ─┬─ a signer refuses ──→ REJECTED (<refusal code>)
  *                                                     ├─ build / MPC fails ─→ FAILED (SIGNING_FAILED)
+ *                                                     ├─ no transaction within the fee cap ─→ FAILED (FEE_CAP_EXCEEDED)
  *                                                     ├─ no node for the chain: stays, sub_status CHAIN_UNAVAILABLE
  *                                                     └→ READY_TO_SEND ─┬─ node refuses → FAILED (BROADCAST_FAILED)
  *                                                                       └→ SENT → (confirmed) TRANSFER_DELIVERED
@@ -37,13 +38,14 @@ import {
 } from '@custodian/wire';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import type { Db, Queryable } from '../db/db.js';
-import { type BlockchainDef, blockchainByKey } from '../directory.js';
+import { type BlockchainDef, blockchainByKey, nativeAssetOf } from '../directory.js';
 import { ApiError } from '../errors.js';
 import type { Page, PageRequest } from '../store.js';
 import { type Clock, iso } from '../util.js';
 import { emitEvent } from '../webhooks/outbox.js';
 import type { ChainRegistry } from './chains.js';
 import { normalisePublicKey, type PolicyService } from './policies.js';
+import { loadUnsigned, type StoredUnsigned, storeUnsigned } from './unsigned.js';
 
 /** The seed's ten transfer statuses (§3). */
 export const TRANSFER_STATUSES = [
@@ -86,7 +88,13 @@ export const FAILURE_STATUSES: readonly TransferStatus[] = [
   'FAILED',
 ];
 
-/** Fee bump state of a SENT transfer. */
+/**
+ * Fee bump state of a SENT transfer (stored as `transfers.fee_bump` JSON). The replacement
+ * transaction is built when the bump is requested (`unsigned`), so the round's approvers decide on
+ * the fee it pays: `intent` is what they sign — the intent the current transaction was signed under
+ * when the replacement's fee stays within that cap, else the same intent with `max_fee` raised to
+ * the replacement's fee (`cap_raised`). Stored with the bump, so a restart signs the same thing.
+ */
 export interface FeeBump {
   status: 'PENDING_APPROVAL' | 'PENDING_SIGNATURE' | 'SIGNED' | 'DONE' | 'REJECTED' | 'FAILED';
   round: number;
@@ -95,6 +103,32 @@ export interface FeeBump {
   requested_at: string;
   deadline: string;
   sub_status?: string;
+  error?: string;
+  /** The intent this round's approvals are over (absent on bumps requested before fee caps). */
+  intent?: TransferIntent;
+  /** Hex `transferIntentDigest(intent)`. */
+  intent_digest?: string;
+  /** Whether `intent.max_fee` is above the cap the current transaction was approved under. */
+  cap_raised?: boolean;
+  /** The replacement transaction (never shown in the API). */
+  unsigned?: StoredUnsigned;
+}
+
+/** Fee bump of the API's transfer object (the stored {@link FeeBump} without its transaction and intent). */
+export interface FeeBumpView {
+  status: FeeBump['status'];
+  round: number;
+  priority: FeeLevel;
+  requested_by: string | null;
+  requested_at: string;
+  deadline: string;
+  sub_status?: string;
+  error?: string;
+  /** The fee cap this round's approvers sign: decimal string in the native asset's units. */
+  max_fee?: string;
+  max_fee_base_units?: string;
+  fee_currency?: string;
+  cap_raised?: boolean;
 }
 
 /** Transfer object of the REST API. */
@@ -110,6 +144,15 @@ export interface TransferView {
   amount: string;
   /** Integer string in base units. */
   amount_base_units: string;
+  /**
+   * Fee cap the approvers signed (`TransferIntent.max_fee`): the most the transaction may pay in
+   * fees, decimal string in units of the blockchain's native asset (`fee_currency`), e.g. "0.01".
+   */
+  max_fee: string;
+  /** {@link max_fee} as an integer string in base units of the native asset (wei, satoshi, sun). */
+  max_fee_base_units: string;
+  /** Symbol of the native asset fees are paid in: ETH, BTC, LTC, TRX. */
+  fee_currency: string;
   external_id: string | null;
   status: TransferStatus;
   sub_status: string | null;
@@ -119,7 +162,7 @@ export interface TransferView {
   approvals_received: number;
   approval_deadline: string | null;
   tx_hash: string | null;
-  fee_bump: FeeBump | null;
+  fee_bump: FeeBumpView | null;
   created_at: string;
   updated_at: string;
   sent_at: string | null;
@@ -146,8 +189,19 @@ export interface ApprovalRequest {
   intent_digest: string;
   approvals_required: number;
   deadline: string;
-  /** Human summary for the phone screen. */
-  summary: { amount: string; symbol: string; destination_address: string; blockchain: string; fee_bump: boolean };
+  /**
+   * Human summary for the phone screen (a convenience: a phone presents and signs `intent`).
+   * `max_fee`: the round's fee cap, decimal string in the native asset's units (`fee_currency`).
+   */
+  summary: {
+    amount: string;
+    symbol: string;
+    destination_address: string;
+    blockchain: string;
+    fee_bump: boolean;
+    max_fee: string;
+    fee_currency: string;
+  };
 }
 
 /** Pushes approval requests to devices (Engineer M's device hub implements it). */
@@ -162,6 +216,12 @@ export interface ApprovalNotifier {
 export interface TransferServiceOptions {
   /** How long approvals are awaited (ms). Default 24 h. */
   approvalWindowMs: number;
+  /**
+   * Fee cap of new transfers per blockchain key, base units of the native asset
+   * (`resolveFeeCaps` of directory.ts: the operator's `transfers.feeCaps`, else the directory
+   * default). A blockchain missing here gets its directory default.
+   */
+  feeCaps?: ReadonlyMap<string, bigint>;
 }
 
 interface TransferRow {
@@ -210,6 +270,46 @@ const SELECT = `SELECT t.transfer_id, t.profile_id, t.wallet_id, t.asset_id, t.b
      AND ta.decision = 'APPROVE') AS approvals_received
   FROM transfers t JOIN assets a ON a.asset_id = t.asset_id`;
 
+/** The fee cap of an intent, base units (an intent stored before fee caps: its blockchain's directory default). */
+export function intentCap(i: TransferIntent): bigint {
+  if (typeof i.max_fee === 'string') return BigInt(i.max_fee);
+  return BigInt(blockchainByKey(i.blockchain)?.defaultMaxFee ?? '0');
+}
+
+/** `base` units of the native asset of `blockchain` as the API shows fees. */
+function feeFields(blockchain: string, base: bigint) {
+  const a = nativeAssetOf(blockchain);
+  return { max_fee: formatUnits(base, a.decimals), max_fee_base_units: base.toString(), fee_currency: a.symbol };
+}
+
+/** The fee cap of an approval request's summary: native units and symbol. */
+function summaryFee(i: TransferIntent): { max_fee: string; fee_currency: string } {
+  const f = feeFields(i.blockchain, intentCap(i));
+  return { max_fee: f.max_fee, fee_currency: f.fee_currency };
+}
+
+/** The API form of a stored fee bump: no transaction, no intent; the round's fee cap in native units. */
+export function feeBumpView(b: FeeBump, blockchain: string): FeeBumpView {
+  const { unsigned: _u, intent, intent_digest: _d, cap_raised, ...rest } = b;
+  return {
+    ...rest,
+    ...(intent !== undefined ? { ...feeFields(blockchain, intentCap(intent)), cap_raised: cap_raised === true } : {}),
+  };
+}
+
+/**
+ * The intent the approvals of the transfer's current round are over, and its digest: a fee bump
+ * round's own intent (possibly with a raised cap), else the transfer's.
+ */
+export function roundIntent(r: Pick<TransferRow, 'intent' | 'intent_digest' | 'approval_round' | 'fee_bump'>): {
+  intent: TransferIntent;
+  digest: string;
+} {
+  if (r.approval_round > 0 && r.fee_bump?.intent !== undefined && r.fee_bump.intent_digest !== undefined)
+    return { intent: r.fee_bump.intent, digest: r.fee_bump.intent_digest };
+  return { intent: r.intent, digest: r.intent_digest };
+}
+
 /** Project a row to the API object. */
 export function transferView(r: TransferRow): TransferView {
   return {
@@ -222,6 +322,7 @@ export function transferView(r: TransferRow): TransferView {
     destination_address: r.destination_address,
     amount: formatUnits(BigInt(r.amount), r.decimals),
     amount_base_units: r.amount,
+    ...feeFields(r.intent.blockchain, intentCap(r.intent)),
     external_id: r.external_id,
     status: r.status,
     sub_status: r.sub_status,
@@ -231,7 +332,7 @@ export function transferView(r: TransferRow): TransferView {
     approvals_received: r.approvals_received,
     approval_deadline: iso(r.approval_deadline),
     tx_hash: r.tx_hash,
-    fee_bump: r.fee_bump,
+    fee_bump: r.fee_bump === null ? null : feeBumpView(r.fee_bump, r.intent.blockchain),
     created_at: iso(r.created_at)!,
     updated_at: iso(r.updated_at)!,
     sent_at: iso(r.sent_at),
@@ -443,7 +544,7 @@ export class TransferService {
         derivation_path: parsePath(src.derivation_path),
         key_algorithm: src.address_type === 'p2tr' ? 'SECP256K1_TAPROOT' : 'SECP256K1_ECDSA',
         key_id: transferKeyId({ ceremony_id: w.ceremony_id, master_key_id: w.master_key_id }),
-        max_fee: def.defaultMaxFee,
+        max_fee: (this.opts.feeCaps?.get(def.key) ?? BigInt(def.defaultMaxFee)).toString(),
       },
     };
   }
@@ -566,6 +667,7 @@ export class TransferService {
         destination_address: v.destination_address,
         blockchain: intent.blockchain,
         fee_bump: round > 0,
+        ...summaryFee(intent),
       },
     });
   }
@@ -718,7 +820,9 @@ export class TransferService {
       if (normalisePublicKey(dev.public_key) !== String(approval.device_public_key).toLowerCase()) {
         throw field('approval.device_public_key', "not the device's enrolled key");
       }
-      if (approval.intent_digest !== t.intent_digest) throw field('approval.intent_digest', 'not this transfer');
+      // a fee bump round's approvals are over that round's intent (its raised cap included)
+      if (approval.intent_digest !== roundIntent(t).digest)
+        throw field('approval.intent_digest', 'not the intent of this transfer and approval round');
       if (approval.decision !== 'APPROVE' && approval.decision !== 'REJECT')
         throw field('approval.decision', 'APPROVE or REJECT');
       if (!deviceVerify(approval.signature, approvalDigest(approval), normalisePublicKey(dev.public_key))) {
@@ -785,12 +889,13 @@ export class TransferService {
       .filter((r) => approverDeviceIds(r.parties).includes(deviceId.toLowerCase()))
       .map((r) => {
         const v = transferView(r);
+        const { intent, digest } = roundIntent(r);
         return {
           transfer_id: v.transfer_id,
           profile_id: v.profile_id,
           round: r.approval_round,
-          intent: r.intent,
-          intent_digest: r.intent_digest,
+          intent,
+          intent_digest: digest,
           approvals_required: r.approvals_required,
           deadline: r.approval_round > 0 ? (r.fee_bump?.deadline ?? '') : (v.approval_deadline ?? ''),
           summary: {
@@ -799,6 +904,7 @@ export class TransferService {
             destination_address: v.destination_address,
             blockchain: r.intent.blockchain,
             fee_bump: r.approval_round > 0,
+            ...summaryFee(intent),
           },
         };
       });
@@ -840,7 +946,15 @@ export class TransferService {
    * Request a fee bump of a SENT, unconfirmed transfer (admin API): a replacement transaction with
    * higher fees (same nonce / RBF), signed anew — so it needs a new round of device approvals (the
    * policy's quorum), pushed like the first ones; signers accept only approvals not used before.
-   * @throws ApiError TRANSFER_NOT_FOUND, TRANSFER_STATE_CONFLICT
+   *
+   * The replacement is built now (fee estimate at `priority`) and stored with the bump, so the
+   * approvers decide on the fee it pays. Its fee cap: when the replacement's maximum fee stays
+   * within the cap the current transaction was approved under, the round approves that same
+   * intent; above it, the round's intent is that intent with `max_fee` raised to exactly the
+   * replacement's maximum fee (`fee_bump.cap_raised`) — approvers see and sign the raised cap, and
+   * the signers get that intent with the round's approvals.
+   * @throws ApiError TRANSFER_NOT_FOUND, TRANSFER_STATE_CONFLICT (not SENT, a bump under way, or the
+   *   chain cannot replace: e.g. TRON, or the change cannot pay the higher fee), CHAIN_UNAVAILABLE (503)
    */
   async requestFeeBump(
     actor: string,
@@ -848,15 +962,42 @@ export class TransferService {
     transferId: string,
     priority: FeeLevel,
   ): Promise<TransferView> {
-    const out = await this.db.tx(async (q) => {
-      const t = await loadTransfer(q, transferId, true, profileId);
+    const check = (t: TransferRow | undefined): TransferRow => {
       if (t === undefined) throw new ApiError('TRANSFER_NOT_FOUND', `no transfer ${transferId} in this profile`);
-      if (t.status !== 'SENT' || t.delivered_at !== null) {
+      if (t.status !== 'SENT' || t.delivered_at !== null || t.unsigned === null) {
         throw new ApiError('TRANSFER_STATE_CONFLICT', 'only a SENT transfer not yet confirmed can be fee-bumped');
       }
       if (t.fee_bump !== null && !['DONE', 'REJECTED', 'FAILED'].includes(t.fee_bump.status)) {
         throw new ApiError('TRANSFER_STATE_CONFLICT', `a fee bump is already ${t.fee_bump.status}`);
       }
+      return t;
+    };
+    const before = check(await loadTransfer(this.db, transferId, false, profileId));
+    const adapter = this.chains.adapter(before.intent.blockchain);
+    if (adapter === undefined)
+      throw new ApiError('CHAIN_UNAVAILABLE', `no node is configured for ${before.intent.blockchain}`);
+    const current = before.unsigned as StoredUnsigned;
+    let replacement: Awaited<ReturnType<typeof adapter.buildReplacement>>;
+    try {
+      replacement = await adapter.buildReplacement(loadUnsigned(current, fieldsOf(before.intent)), priority);
+    } catch (e) {
+      const code = (e as { code?: string }).code;
+      if (code === 'NODE_RPC_ERROR') throw new ApiError('CHAIN_UNAVAILABLE', 'the blockchain node did not answer');
+      if (typeof code === 'string')
+        throw new ApiError('TRANSFER_STATE_CONFLICT', `no replacement: ${(e as Error).message}`);
+      throw e;
+    }
+    // the intent the current transaction was signed under (a previous bump may have raised its cap)
+    const base: TransferIntent = {
+      ...before.intent,
+      max_fee: current.approvedMaxFee ?? intentCap(before.intent).toString(),
+    };
+    const capRaised = replacement.maxFee > BigInt(base.max_fee);
+    const intent: TransferIntent = capRaised ? { ...base, max_fee: replacement.maxFee.toString() } : base;
+    const out = await this.db.tx(async (q) => {
+      const t = check(await loadTransfer(q, transferId, true, profileId));
+      if (t.tx_hash !== before.tx_hash)
+        throw new ApiError('TRANSFER_STATE_CONFLICT', 'the transaction changed meanwhile');
       const round = t.approval_round + 1;
       const now = this.clock();
       const bump: FeeBump = {
@@ -866,6 +1007,10 @@ export class TransferService {
         requested_by: actor,
         requested_at: now.toISOString(),
         deadline: new Date(now.getTime() + this.opts.approvalWindowMs).toISOString(),
+        intent,
+        intent_digest: bytesToHex(transferIntentDigest(intent)),
+        cap_raised: capRaised,
+        unsigned: storeUnsigned(replacement, intent.max_fee),
       };
       const v = await transition(q, this.clock, t.transfer_id, 'SENT', t.sub_status, {
         fee_bump: JSON.stringify(bump),
@@ -879,11 +1024,17 @@ export class TransferService {
       await q.query(
         `INSERT INTO audit_log (audit_id, at, actor_user_id, action, target_type, target_id, details)
          VALUES ($1,$2,$3,'transfer.fee_bump_requested','transfer',$4,$5::jsonb)`,
-        [randomUUID(), now, actor, t.transfer_id, JSON.stringify({ priority, round })],
+        [
+          randomUUID(),
+          now,
+          actor,
+          t.transfer_id,
+          JSON.stringify({ priority, round, max_fee: intent.max_fee, cap_raised: capRaised }),
+        ],
       );
-      return { v, intent: t.intent, approvers: approverDeviceIds(mk?.parties), bump };
+      return { v, approvers: approverDeviceIds(mk?.parties), bump };
     });
-    this.notify(out.approvers, out.v, out.intent, out.bump.round, out.bump.deadline);
+    this.notify(out.approvers, out.v, intent, out.bump.round, out.bump.deadline);
     return out.v;
   }
 
