@@ -24,8 +24,8 @@
  * signature share made from it leaves the process (the signer's rule, DESIGN §3), and a restored or
  * rolled-back store must not bring a used one back (the signer's store generation, issue #20 item 8).
  *
- * Cost: one SHA-256 per handle made; ≈ 80 bytes of tombstone per presignature used, for the life of
- * the process (a million signatures ≈ 80 MB; restart a signer that signs that much).
+ * Cost: one SHA-256 per handle made; ≈ 60 bytes of tombstone per presignature used, for the life of
+ * the process (a million signatures ≈ 60 MB).
  */
 import {
   bigintToMinimalBytes,
@@ -87,17 +87,18 @@ export class PresignatureSpentError extends PresignatureUseError {
 }
 
 /** Registry of this process: nonce-share fingerprints with a live handle, and of every one that signed. */
-const held = new Set<string>();
-const spent = new Set<string>();
+const held = new Set<bigint>();
+const spent = new Set<bigint>();
 /** A live handle collected unused can no longer sign: its presignature may be imported again. */
-const collected = new FinalizationRegistry<string>((fp) => held.delete(fp));
+const collected = new FinalizationRegistry<bigint>((fp) => held.delete(fp));
 /** Only this module makes handles. */
 const MINT = Symbol('custodian.cggmp.presignature');
 /** Set by {@link Presignature}'s static block (it reads private fields); see {@link consumePresignature}. */
 let consume: (p: Presignature) => { k: bigint; chi: bigint };
 
-function fingerprint(k: bigint): string {
-  return bytesToHex(sha256(canonicalEncode([FINGERPRINT_TAG, G.encodeScalar(k)])).subarray(0, 16));
+/** The registry's key of a nonce share: 128 bits of a tagged SHA-256 of k_i, as a bigint (≈ 60 bytes in a Set; a hex string from noble's `bytesToHex` is a rope of ≈ 380). */
+function fingerprint(k: bigint): bigint {
+  return bytesToBigint(sha256(canonicalEncode([FINGERPRINT_TAG, G.encodeScalar(k)])).subarray(0, 16));
 }
 
 /**
@@ -111,7 +112,7 @@ export class Presignature {
   /** This party's position in `signers`. */
   readonly i: number;
   #secret: { k: bigint; chi: bigint } | undefined;
-  readonly #fingerprint: string;
+  readonly #fingerprint: bigint;
   #id: string | undefined;
 
   /** @internal Not callable from outside this module: presigning and {@link Presignature.import} make handles. */
