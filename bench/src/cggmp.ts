@@ -13,8 +13,7 @@ import {
   type CoreKeyShare,
   type KeyShare,
   keygenProtocol,
-  Presignature,
-  type PresignatureData,
+  type Presignature,
   presignProtocol,
   refreshProtocol,
   signProtocol,
@@ -69,14 +68,14 @@ for (const level of levels) {
       { n: N, warmup: 1 },
     );
     const digest = systemRandom(32);
-    const pool: PresignatureData[][] = [];
+    const pool: Presignature[][] = [];
     for (let k = 0; k < N + 1; k++)
       pool.push(run((j) => presignProtocol({ share: shares[j] as KeyShare, signers }), t));
     await bench(
       `cggmp.sign.online.${tag}.${t}of${n}`,
       () => {
-        const pre = pool.pop() as PresignatureData[];
-        return run((j) => signProtocol({ presignature: new Presignature(pre[j] as PresignatureData), digest }), t);
+        const pre = pool.pop() as Presignature[];
+        return run((j) => signProtocol({ presignature: pre[j] as Presignature, digest }), t);
       },
       { n: N, warmup: 1 },
     );

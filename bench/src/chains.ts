@@ -11,14 +11,7 @@
  * Run: `npx tsc -b && node bench/dist/chains.js` — one JSON figure per line (ms).
  */
 import { readFileSync } from 'node:fs';
-import {
-  type KeyShare,
-  keyShareFromJson,
-  Presignature,
-  type PresignatureData,
-  presignProtocol,
-  signProtocol,
-} from '@custodian/cggmp';
+import { type KeyShare, keyShareFromJson, type Presignature, presignProtocol, signProtocol } from '@custodian/cggmp';
 import {
   BitcoinAdapter,
   type BitcoinContext,
@@ -84,9 +77,9 @@ function thresholdEcdsa(d: DigestToSign): ChainSignature {
   if (pre.aborted.some((a) => a !== undefined)) throw new Error('presigning aborted');
   const signSid = sid();
   const res = simulate(
-    (pre.outputs as PresignatureData[]).map(
+    (pre.outputs as Presignature[]).map(
       (p, pos) =>
-        new Party(signProtocol({ presignature: new Presignature(p), digest: d.digest, tweak: child.tweak }), {
+        new Party(signProtocol({ presignature: p, digest: d.digest, tweak: child.tweak }), {
           self: pos,
           n: SIGNERS.length,
           sessionId: signSid,

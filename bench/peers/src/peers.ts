@@ -30,8 +30,7 @@ import {
   type KeyShare,
   keygenProtocol,
   keyShareFromJson,
-  Presignature,
-  type PresignatureData,
+  type Presignature,
   prepareSigning,
   presignProtocol,
   signProtocol,
@@ -156,11 +155,11 @@ for (const { t, n, label } of shapes) {
     // presigning); one used at once (full) does not need it
     const pooled = () => {
       const pre = presign();
-      for (const p of pre) prepareSigning(p);
+      for (const p of pre) prepareSigning(p.public);
       return pre;
     };
-    const online = (pre: PresignatureData[]) =>
-      run((j) => signProtocol({ presignature: new Presignature(pre[j] as PresignatureData), digest }), t);
+    const online = (pre: Presignature[]) =>
+      run((j) => signProtocol({ presignature: pre[j] as Presignature, digest }), t);
     {
       const [sig] = online(presign());
       if (!sig) throw new Error('cggmp: no signature');

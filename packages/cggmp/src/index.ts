@@ -8,5 +8,14 @@ export * from './aux-info.js';
 export * from './key-share.js';
 export * from './keygen.js';
 export * from './presign.js';
+// the handle, its errors and format; not the package-internal mint/consume functions
+export {
+  PRESIGNATURE_FORMAT,
+  Presignature,
+  type PresignaturePublic,
+  PresignatureSpentError,
+  type PresignatureUseCode,
+  PresignatureUseError,
+} from './presignature.js';
 export * from './refresh.js';
 export * from './sign.js';

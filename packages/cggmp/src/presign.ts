@@ -12,7 +12,8 @@
  *  1 → broadcast Γ_i; p2p (D_{j,i}, F_{j,i}, D̂_{j,i}, F̂_{j,i}, ψ_{j,i} = Πaff-g(γ_i), ψ̂_{j,i} = Πaff-g(x_i),
  *      ψ'_{j,i} = Πlog*(γ_i; G_i, Γ_i))
  *  2 → broadcast (δ_i, Δ_i = k_i·Γ, S_i = χ_i·Γ); p2p ψ''_{j,i} = Πlog*(k_i; K_i, Δ_i, base Γ)
- *  output (after the runtime's echo): the presignature (R = δ⁻¹·Γ, k_i, χ_i, and the public Δ_j, S_j).
+ *  output (after the runtime's echo): the presignature as a one-shot `Presignature` handle
+ *      (presignature.ts): public R = δ⁻¹·Γ, Γ, Δ_j, S_j; k_i and χ_i in private fields only.
  *
  * Identifiable abort: malformed messages, ciphertexts not in Z*_{N_j²}, and every failed Πenc,
  * Πaff-g (both), Πlog* (both) name their prover; broadcast equivocation is named by the echo.
@@ -54,6 +55,7 @@ import {
 } from '@custodian/paillier';
 import { bigintField, pointField, record, scalarField } from './codec.js';
 import { identifiers, type KeyShare } from './key-share.js';
+import { mintPresignature, type Presignature } from './presignature.js';
 
 export const PRESIGN_TAG = 'custodian.cggmp.presign.v1';
 
@@ -66,28 +68,6 @@ export interface PresignParams {
    * party signers[j]. This party's runtime index must be signers.indexOf(share.core.i).
    */
   readonly signers: readonly number[];
-}
-
-/** A presignature held by one party. `k` and `chi` are SECRET and single-use. */
-export interface PresignatureData {
-  /** Key indices of the signing set (ascending). */
-  readonly signers: readonly number[];
-  /** This party's position in `signers`. */
-  readonly i: number;
-  /** Master public key Y of the key the presignature was made for. */
-  readonly publicKey: Secp256k1Point;
-  /** R = δ⁻¹·Γ = k⁻¹·G. */
-  readonly R: Secp256k1Point;
-  /** Γ = Σ Γ_j. */
-  readonly Gamma: Secp256k1Point;
-  /** Δ_j = k_j·Γ for each signer position j. */
-  readonly Delta: readonly Secp256k1Point[];
-  /** S_j = χ_j·Γ for each signer position j. */
-  readonly S: readonly Secp256k1Point[];
-  /** SECRET k_i. */
-  readonly k: bigint;
-  /** SECRET χ_i (share of k·x). */
-  readonly chi: bigint;
 }
 
 interface P2P1 {
@@ -195,7 +175,7 @@ export function signerPosition(share: KeyShare, signers: readonly number[]): num
  * signers.indexOf(share.core.i), n: signers.length, sessionId, rng })`.
  * @throws RangeError at start when the signing set or runtime index does not match the share
  */
-export function presignProtocol(params: PresignParams): ProtocolSpec<PresignState, PresignatureData> {
+export function presignProtocol(params: PresignParams): ProtocolSpec<PresignState, Presignature> {
   const { share, signers } = params;
   return {
     name: PRESIGN_TAG,
@@ -511,18 +491,14 @@ export function presignProtocol(params: PresignParams): ProtocolSpec<PresignStat
           // no fixed-base table here: a pool builds it (`prepareSigning`) for presignatures kept for
           // later; a presignature used at once (cold signing) is cheaper without (GLV, ≈ 0.64 ms)
           const R = G.mulPublic(Gamma, G.inv(delta));
+          // the output is an opaque one-shot handle (presignature.ts): (k_i, χ_i) only in its private fields
           return {
-            output: {
-              signers: state.signers,
-              i: ctx.self,
-              publicKey: state.publicKey,
-              R,
-              Gamma,
-              Delta: Deltas,
-              S: Ss,
-              k: state.k,
-              chi: state.chi as bigint,
-            },
+            output: mintPresignature(
+              { signers: state.signers, publicKey: state.publicKey, R, Gamma, Delta: Deltas, S: Ss },
+              ctx.self,
+              state.k,
+              state.chi as bigint,
+            ),
           };
         },
       },

@@ -17,6 +17,9 @@
  *    share that fails names its sender. If every share passes, ρ⁻¹·Σ σ_j is a valid signature (the
  *    presigning checked Σ Δ_j = δ·G and Σ S_j = δ·Y), so a failure is always attributable.
  *
+ * Single use: a presignature is an opaque one-shot `Presignature` handle (presignature.ts) that
+ * signing consumes; no public function takes its secret in any other form.
+ *
  * Messages are raw 32-byte digests (callers hash: keccak-256 for Ethereum, BIP143/341 sighash for
  * Bitcoin, sha256 for TRON); m = int(digest) mod q (SEC 1 §4.1.3 step 5 for a 256-bit order).
  */
@@ -35,51 +38,9 @@ import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { equalBytes } from '@noble/curves/utils.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { record, scalarField } from './codec.js';
-import type { PresignatureData } from './presign.js';
+import { consumePresignature, type Presignature, type PresignaturePublic } from './presignature.js';
 
 export const SIGN_TAG = 'custodian.cggmp.sign.v1';
-
-/** Public part of a presignature (what every signer and a combiner know). */
-export type PresignaturePublic = Omit<PresignatureData, 'k' | 'chi' | 'i'>;
-
-/** Thrown on any second use of a presignature. */
-export class PresignatureSpentError extends Error {
-  constructor() {
-    super('presignature already used: a presignature signs at most once');
-    this.name = 'PresignatureSpentError';
-  }
-}
-
-/**
- * A single-use presignature. {@link Presignature.take} returns the secret (k_i, χ_i) exactly once
- * and wipes it; any later use throws {@link PresignatureSpentError}. A persistent store must delete
- * its copy in the same write that releases the signature share (the signer does this).
- */
-export class Presignature {
-  readonly public: PresignaturePublic;
-  /** This party's position in `signers`. */
-  readonly i: number;
-  private secret: { k: bigint; chi: bigint } | undefined;
-
-  constructor(data: PresignatureData) {
-    const { k, chi, i, ...pub } = data;
-    this.public = pub;
-    this.i = i;
-    this.secret = { k, chi };
-  }
-
-  get spent(): boolean {
-    return this.secret === undefined;
-  }
-
-  /** Take the secret once. @throws PresignatureSpentError on reuse */
-  take(): { k: bigint; chi: bigint } {
-    const s = this.secret;
-    if (!s) throw new PresignatureSpentError();
-    this.secret = undefined;
-    return s;
-  }
-}
 
 /** Options of signing. */
 export interface SignOptions {
@@ -204,7 +165,7 @@ function encodeOnce(P: Secp256k1Point): Uint8Array {
  * Call it for presignatures kept for later (a pool), ahead of the request; a presignature used at
  * once is cheaper without it. Optional: signing without it is correct, only slower (≈ 0.5 ms).
  */
-export function prepareSigning(pub: Pick<PresignatureData, 'R' | 'publicKey'>): void {
+export function prepareSigning(pub: Pick<PresignaturePublic, 'R' | 'publicKey'>): void {
   G.withTable(pub.R, PRESIGNATURE_WINDOW);
   encodeOnce(pub.R);
   keyEntry(pub.publicKey);
@@ -276,8 +237,12 @@ function verifyWithInverse(
 }
 
 /**
- * This party's signature share σ_i. Consumes the presignature (single use) before computing.
- * @throws PresignatureSpentError on reuse; RangeError for a bad digest or tweak
+ * This party's signature share σ_i = k_i·m + r·(χ_i + δ·k_i) (spec §4.4, Fig. 8, with R' = ρ·R).
+ * Consumes the presignature before computing: the process registry marks it spent (presignature.ts),
+ * so no handle of it signs again in this process.
+ * @throws PresignatureSpentError on reuse; PresignatureUseError `PRESIGNATURE_SEALED` for an
+ *   exported or discarded handle; TypeError for anything but a `Presignature` handle (a copy);
+ *   RangeError for a bad digest or tweak (checked before the presignature is consumed)
  */
 export function signShare(
   presignature: Presignature,
@@ -285,7 +250,7 @@ export function signShare(
   opts: SignOptions = {},
   ctx: SigningContext = signingContext(presignature.public, digest, opts),
 ): bigint {
-  const { k, chi } = presignature.take();
+  const { k, chi } = consumePresignature(presignature);
   return G.mod(k * ctx.m + ctx.r * (chi + ctx.delta * k));
 }
 

@@ -12,8 +12,7 @@ import {
   type KeyShare,
   keygenProtocol,
   keyShareFromJson,
-  Presignature,
-  type PresignatureData,
+  type Presignature,
   presignProtocol,
   type SignOptions,
   signingContext,
@@ -97,13 +96,12 @@ export function runPresign(shares: readonly KeyShare[], signers: number[], label
  * with the {@link CombinerShare} each hands a combiner without presigning values (the coordinator).
  */
 export function signersShares(
-  presigs: readonly PresignatureData[],
+  presigs: readonly Presignature[],
   digest: Uint8Array,
   tweak: bigint,
 ): { sigmas: Map<number, bigint>; given: CombinerShare[] } {
   const sigmas = new Map<number, bigint>();
-  const given = presigs.map((d) => {
-    const p = new Presignature(d);
+  const given = presigs.map((p) => {
     const ctx = signingContext(p.public, digest, { tweak });
     const sigma = signShare(p, digest, { tweak }, ctx);
     sigmas.set(p.i, sigma);
@@ -112,9 +110,9 @@ export function signersShares(
   return { sigmas, given };
 }
 
-/** Run signing from presignature data (one Presignature per position). */
+/** Run signing with one presignature handle per position (each is consumed). */
 export function runSign(
-  presigs: readonly PresignatureData[],
+  presigs: readonly Presignature[],
   digest: Uint8Array,
   label: string,
   /** `derived` (the child key of `tweak`) is given to the even positions only: both ways must agree on ρ. */
@@ -125,7 +123,7 @@ export function runSign(
     (p, pos) =>
       new Party(
         signProtocol({
-          presignature: new Presignature(p),
+          presignature: p,
           digest,
           tweak: opts.tweak ?? 0n,
           ...(opts.derived && pos % 2 === 0 ? { derived: opts.derived } : {}),
@@ -140,3 +138,6 @@ export function runSign(
   );
   return simulate(parties, opts.intercept ? { intercept: opts.intercept } : {});
 }
+
+/** The handle type of these helpers (the package's source: a class with private fields is nominal, so a test elsewhere names this one, not the built package's). */
+export type { Presignature } from '../src/index.js';

@@ -9,7 +9,7 @@ import {
   auxInfoProtocol,
   type CoreKeyShare,
   type KeyShare,
-  type PresignatureData,
+  type Presignature,
   validateKeyShare,
 } from '../src/index.js';
 import { runKeygen, runParties, runPresign, runSign, testPrimes } from './helpers.js';
@@ -45,7 +45,7 @@ describe('CGGMP21 5-of-9 (slow suite)', () => {
     const pre = runPresign(shares, signers, 'slow-pre');
     expect(pre.aborted.every((a) => a === undefined)).toBe(true);
     const digest = new Uint8Array(createHash('sha256').update('5-of-9').digest());
-    const res = runSign(pre.outputs as PresignatureData[], digest, 'slow-sign');
+    const res = runSign(pre.outputs as Presignature[], digest, 'slow-sign');
     const sig = res.outputs[0]!;
     expect(secp256k1.verify(sig.compact, digest, G.encodePoint(cores[0]!.publicKey), { prehash: false })).toBe(true);
   });

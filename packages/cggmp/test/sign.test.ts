@@ -9,10 +9,11 @@ import {
   combineSignerShares,
   type EcdsaSignature,
   Presignature,
-  type PresignatureData,
   PresignatureSpentError,
   prepareSigning,
   SignatureShareError,
+  signingContext,
+  signProtocol,
   signShare,
   verifyEcdsa,
 } from '../src/index.js';
@@ -38,10 +39,10 @@ function expectValid(sig: EcdsaSignature, publicKey: Uint8Array, preimage: Uint8
   expect(recovered.toBytes(true)).toEqual(publicKey);
 }
 
-function presigs(set: '2of2' | '2of3' | '3of5', signers: number[], label: string): PresignatureData[] {
+function presigs(set: '2of2' | '2of3' | '3of5', signers: number[], label: string): Presignature[] {
   const res = runPresign(fixtureShares(set), signers, label);
   expect(res.aborted.every((a) => a === undefined)).toBe(true);
-  return res.outputs as PresignatureData[];
+  return res.outputs as Presignature[];
 }
 
 describe('CGGMP21 signing matrix (two independent verifiers: noble and OpenSSL)', () => {
@@ -82,7 +83,7 @@ describe('HD wallets: signing under derived child keys', () => {
 describe('presignature safety', () => {
   it('a presignature is consumed before the share leaves and reuse throws', () => {
     const pre = presigs('2of3', [0, 1], 'reuse');
-    const p = new Presignature(pre[0]!);
+    const p = pre[0]!;
     const digest = sha256('a');
     signShare(p, digest);
     expect(p.spent).toBe(true);
@@ -93,12 +94,20 @@ describe('presignature safety', () => {
   it('a presignature made for one party set cannot be used with another', () => {
     const pre = presigs('2of3', [0, 1], 'wrongset');
     const digest = sha256('x');
-    // run it as if the set were 3 parties: the protocol refuses at start
-    const three = [pre[0]!, pre[1]!, { ...pre[1]!, i: 2 }];
-    expect(() => runSign(three, digest, 'wrongset-sign')).toThrow(/another party set/);
+    // run it as if the set were 3 parties, or at another position: the protocol refuses at start,
+    // before the presignature is consumed
+    const start = (self: number, n: number) =>
+      signProtocol({ presignature: pre[0]!, digest }).start({
+        self,
+        n,
+        sessionId: sha256('ws'),
+        rng: () => new Uint8Array(0),
+      });
+    expect(() => start(0, 3)).toThrow(/another party set/);
+    expect(() => start(1, 2)).toThrow(/another party set/);
+    expect(pre[0]!.spent).toBe(false);
     // a share from outside the set is refused by the combiner
-    const p0 = new Presignature(pre[0]!);
-    const p1 = new Presignature(pre[1]!);
+    const [p0, p1] = pre as [Presignature, Presignature];
     const shares = new Map([
       [0, signShare(p0, digest)],
       [1, signShare(p1, digest)],
@@ -108,18 +117,20 @@ describe('presignature safety', () => {
   });
 
   it('re-randomisation: the same presignature gives different R for different messages or tweaks', () => {
-    const pre = presigs('2of2', [0, 1], 'rerand');
-    const sigs = [
+    // (public values only: the presignature itself signs once)
+    const pub = presigs('2of2', [0, 1], 'rerand')[0]!.public;
+    const rs = [
       [sha256('m1'), 0n],
       [sha256('m2'), 0n],
       [sha256('m1'), 5n],
-    ].map(([d, tweak], k) => runSign(pre, d as Uint8Array, `rr-${k}`, { tweak: tweak as bigint }).outputs[0]!.r);
-    expect(new Set(sigs).size).toBe(3);
+    ].map(([d, tweak]) => signingContext(pub, d as Uint8Array, { tweak: tweak as bigint }).r);
+    expect(new Set([...rs, G.mod(pub.R.toAffine().x)]).size).toBe(4);
   });
 
   it('digests must be 32 bytes', () => {
     const pre = presigs('2of2', [0, 1], 'len');
-    expect(() => signShare(new Presignature(pre[0]!), new Uint8Array(31))).toThrow(RangeError);
+    expect(() => signShare(pre[0]!, new Uint8Array(31))).toThrow(RangeError);
+    expect(pre[0]!.spent).toBe(false); // checked before the presignature is consumed
   });
 
   it('random messages and tweaks always give valid signatures, with or without the derived child key (fast-check)', () => {
@@ -157,8 +168,8 @@ describe('combination by a party without presigning values (the coordinator)', (
   const Y = G.encodePoint(core.publicKey);
 
   /** σ_j of every signer of `pre` and what each hands the coordinator. */
-  function signAll(pre: PresignatureData[], digest: Uint8Array, tweak: bigint) {
-    return { ...signersShares(pre, digest, tweak), pub: new Presignature(pre[0]!).public };
+  function signAll(pre: Presignature[], digest: Uint8Array, tweak: bigint) {
+    return { ...signersShares(pre, digest, tweak), pub: pre[0]!.public };
   }
 
   it('gives the signature the signers combine, valid for noble and OpenSSL, master and child keys', () => {
@@ -248,17 +259,13 @@ describe('online signing with fixed-base tables', () => {
 
   it('a presignature decoded from storage (no tables) signs, with or without prepareSigning', () => {
     // fresh point instances, as after decoding from the signer's store
-    const fresh = (d: PresignatureData): PresignatureData => ({
-      ...d,
-      R: G.decodePoint(G.encodePoint(d.R), 'R'),
-      publicKey: G.decodePoint(G.encodePoint(d.publicKey), 'Y'),
-    });
+    const fresh = (p: Presignature): Presignature => Presignature.import(p.export());
     const Y = G.encodePoint(fixtureShares('2of3')[0]!.core.publicKey);
     const plain = presigs('2of3', [1, 2], 'untabled').map(fresh);
     const a = runSign(plain, sha256('stored a'), 'untabled-a');
     expectValid(a.outputs[0]!, Y, new TextEncoder().encode('stored a'));
     const prepared = presigs('2of3', [1, 2], 'prepared').map(fresh);
-    for (const d of prepared) prepareSigning(d);
+    for (const p of prepared) prepareSigning(p.public);
     const b = runSign(prepared, sha256('stored b'), 'untabled-b');
     expectValid(b.outputs[0]!, Y, new TextEncoder().encode('stored b'));
   });

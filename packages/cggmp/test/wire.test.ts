@@ -7,7 +7,7 @@ import { type Canonical, canonicalEncode, type Delivery, equalBytes, secp256k1Gr
 import { bytesToCanonical, CGGMP_SIGN_SCHEMA, canonicalToBytes, PROTOCOL_SCHEMAS, roundType } from '@custodian/wire';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { describe, expect, it } from 'vitest';
-import { type EcdsaSignature, type KeyShare, type PresignatureData, refreshProtocol } from '../src/index.js';
+import { type EcdsaSignature, type KeyShare, type Presignature, refreshProtocol } from '../src/index.js';
 import {
   fixtureShares,
   runAux,
@@ -83,7 +83,7 @@ describe('CGGMP21 round messages over the wire (typed protobuf, proto/custodian/
 
     const digest = new Uint8Array(32).fill(9);
     const sg = overTheWire('custodian.cggmp.sign.v1');
-    const sigs = runSign(presigs.outputs as PresignatureData[], digest, 'wire-sign', { intercept: sg.intercept });
+    const sigs = runSign(presigs.outputs as Presignature[], digest, 'wire-sign', { intercept: sg.intercept });
     expect(sigs.aborted).toEqual([undefined, undefined]);
     expect([...sg.used].sort()).toEqual(expected('custodian.cggmp.sign.v1'));
     const sig = sigs.outputs[0] as EcdsaSignature;
@@ -91,8 +91,10 @@ describe('CGGMP21 round messages over the wire (typed protobuf, proto/custodian/
     expect(secp256k1.verify(sig.compact, digest, sig.publicKey, { prehash: false })).toBe(true);
 
     // a wrong σ_i that still fits SignRound0Broadcast reaches the protocol and is blamed on its sender
+    // (a presignature signs once: a fresh one)
+    const presigs2 = runPresign(shares, [0, 2], 'wire-pre-2');
     const bad = overTheWire('custodian.cggmp.sign.v1');
-    const blamed = runSign(presigs.outputs as PresignatureData[], digest, 'wire-sign-bad', {
+    const blamed = runSign(presigs2.outputs as Presignature[], digest, 'wire-sign-bad', {
       intercept: (d) =>
         bad.intercept(
           d.message.from === 1 ? { ...d, message: { ...d.message, body: { sigma: G.encodeScalar(5n) } } } : d,

@@ -25,8 +25,7 @@ import {
   keygenProtocol,
   keyShareFromJson,
   keyShareToJson,
-  Presignature,
-  type PresignatureData,
+  type Presignature,
   presignProtocol,
   validateKeyShare as validateEcdsaKeyShare,
 } from '@custodian/cggmp';
@@ -896,21 +895,21 @@ async function ecdsaSign(
   let deleted: Promise<void> | undefined;
   const outs = await Promise.all(
     digests.map(async (digest, i): Promise<SessionOutcome<EcdsaSignature>> => {
-      let data: PresignatureData;
+      let presignature: Presignature;
       if (taking) {
         const taken = await taking;
         if (!taken) throw new Refused(`presignature ${pooled} unknown or already used`);
-        data = taken.data;
+        presignature = taken.presignature;
         deleted = taken.deleted;
       } else {
-        const pre = await ctx.runner.run<PresignatureData>({
+        const pre = await ctx.runner.run<Presignature>({
           ...common,
           sessionId: sessionId(ceremonyId, `cggmp.presign.${i}`),
           spec: presignProtocol({ share, signers }),
           label: `cggmp.presign.${i}`,
         });
         if (pre.status !== 'ok') return pre;
-        data = pre.output;
+        presignature = pre.output;
         await gate.commit();
       }
       // σ_i leaves for the co-signers once this resolves (the runner holds it until then)
@@ -921,7 +920,7 @@ async function ecdsaSign(
         ...common,
         sessionId: sessionId(ceremonyId, `cggmp.sign.${i}`),
         spec: ecdsaSignProtocol({
-          presignature: new Presignature(data),
+          presignature,
           digest: Uint8Array.from(digest),
           tweak,
           ...(derived ? { derived } : {}),
@@ -999,7 +998,7 @@ async function presign(
   const cid = bytesToHex(ceremonyId);
   const outs = await Promise.all(
     Array.from({ length: count }, (_, i) =>
-      ctx.runner.run<PresignatureData>({
+      ctx.runner.run<Presignature>({
         parties: ordered,
         self,
         secretKey: ctx.secretKey,
@@ -1012,10 +1011,12 @@ async function presign(
     ),
   );
   if (!outs.every((o) => o.status === 'ok')) return { result: failure(ceremonyId, outs, ordered), ops: [] };
-  const items = outs.map((o, i) => ({ id: `${cid}.${i}`, data: (o as { output: PresignatureData }).output }));
+  const items = outs.map((o, i) => ({ id: `${cid}.${i}`, presignature: (o as { output: Presignature }).output }));
+  // exporting seals the handles: the stored bytes are the presignatures from here on
+  const ops = presignaturePuts(keyId, items);
   return {
     // held in memory only once durably stored (PreparedPresignatures' invariant)
-    stored: () => ctx.prepared?.add(keyId, items),
+    stored: () => ctx.prepared?.add(ops),
     result: {
       ceremonyId,
       outcome: Outcome.OK,
@@ -1023,7 +1024,7 @@ async function presign(
       presignatureIds: items.map((x) => x.id),
       transcriptHash: combinedTranscript(ceremonyId, outs),
     },
-    ops: presignaturePuts(keyId, items),
+    ops,
   };
 }
 

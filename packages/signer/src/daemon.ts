@@ -245,6 +245,16 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
     return encodeControlResponse({ version: CONTROL_VERSION, result });
   };
 
+  // Pooled presignatures left from before the restart are loaded and prepared BEFORE the host
+  // exists, so no control request can take one while the pre-loading runs (issue #20 item 6; the
+  // pool also tombstones every key taken, whatever the order). Costs ≈ 30 ms per stored
+  // presignature (up to the pool's limit) plus ≈ 85 ms once, at start.
+  try {
+    const n = (await ctx.prepared?.warm(store, log)) ?? 0;
+    if (n > 0) log.info({ presignatures: n }, 'pooled presignatures prepared for signing');
+  } catch (e) {
+    log.warn({ err: e instanceof Error ? e.message : String(e) }, 'pooled presignatures not prepared');
+  }
   const peers = new Map<string, readonly string[]>(config.peers.map((p) => [p.peerId, p.addrs]));
   if (!peers.has(config.coordinator.peerId)) peers.set(config.coordinator.peerId, []);
   try {
@@ -274,12 +284,6 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
   h.node.addEventListener('peer:disconnect', onPeers);
   await writeStatus();
   log.info({ listen: h.addrs(), peers: config.peers.length }, 'signer started');
-  // prepare pooled presignatures left from before the restart (background, yields between entries)
-  const warming = new AbortController();
-  ctx.prepared
-    ?.warm(store, log, warming.signal)
-    .then((n) => n > 0 && log.info({ presignatures: n }, 'pooled presignatures prepared for signing'))
-    .catch(() => undefined);
   let stopped = false;
   return {
     identity,
@@ -289,7 +293,6 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
     async stop() {
       if (stopped) return;
       stopped = true;
-      warming.abort();
       if (statusTimer) clearTimeout(statusTimer);
       runner.cancelAll('shutting down');
       primePool?.stop();

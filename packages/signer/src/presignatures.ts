@@ -1,189 +1,174 @@
 /**
  * Stored CGGMP21 presignatures (sublevel `presignatures`, encrypted at rest). Key:
  * `<keyId>/<signing set>/<presignature id>` where the signing set is the ascending key indices
- * joined by "-" and the id is `<ceremony id hex>.<index>`. Value: JSON format v1 with points in
- * SEC1-compressed hex and scalars in hex; validated when read (points decode, 0 < k, χ < q).
- * A presignature is deleted from the store in a batch that completes BEFORE the signature share
- * that uses it leaves the process (DESIGN §3), so it can never sign twice, even across a crash.
+ * joined by "-" and the id is `<ceremony id hex>.<index>`. Value: the `@custodian/cggmp` export of
+ * the presignature (`Presignature.export`, JSON format `custodian.cggmp.presignature` v1; records
+ * written before the format moved to the package are the same JSON under the name
+ * `custodian.signer.presignature` v1 and still read), validated when read.
+ *
+ * Single use, in three layers:
+ * - the package: a presignature is an opaque one-shot handle; in one process no handle of it signs
+ *   twice, however it was copied, exported or imported (its registry is keyed by k_i);
+ * - this store: a presignature is deleted in a batch that completes BEFORE the signature share that
+ *   uses it leaves the process (DESIGN §3), so it can never sign twice across a crash or restart;
+ * - the pool in memory ({@link PreparedPresignatures}): every storage key taken in this process is
+ *   tombstoned for the process's lifetime and never put back into memory.
  */
-import { type PresignatureData, prepareSigning } from '@custodian/cggmp';
-import { bigintToMinimalBytes, bytesToBigint, bytesToHex, hexToBytes, secp256k1Group } from '@custodian/crypto';
+import { Presignature, PresignatureUseError, prepareSigning } from '@custodian/cggmp';
+import { bytesToBigint, secp256k1Group } from '@custodian/crypto';
+import { sha256 } from '@noble/hashes/sha2.js';
 import type { Logger } from 'pino';
 import type { SecureStore, StoreOp } from './store.js';
-
-const FORMAT = 'custodian.signer.presignature';
-const enc = new TextEncoder();
-const dec = new TextDecoder();
 
 /** Storage key prefix of a key's signing set. */
 export function presignPrefix(keyId: string, signers: readonly number[]): string {
   return `${keyId}/${signers.join('-')}/`;
 }
 
-const ph = (p: Parameters<typeof secp256k1Group.encodePoint>[0]) => bytesToHex(secp256k1Group.encodePoint(p));
-const bh = (v: bigint) => bytesToHex(bigintToMinimalBytes(v));
-
-function publicFields(p: Omit<PresignatureData, 'k' | 'chi'>) {
-  return {
-    format: FORMAT,
-    version: 1,
-    signers: p.signers,
-    i: p.i,
-    publicKey: ph(p.publicKey),
-    R: ph(p.R),
-    Gamma: ph(p.Gamma),
-    Delta: p.Delta.map(ph),
-    S: p.S.map(ph),
-  };
-}
-
-/** Serialise a presignature (SECRET: holds k_i and χ_i). */
-export function encodePresignature(p: PresignatureData): Uint8Array {
-  return enc.encode(JSON.stringify({ ...publicFields(p), k: bh(p.k), chi: bh(p.chi) }));
+/**
+ * Serialise a presignature for the store and SEAL the handle (it can no longer sign; see
+ * `Presignature.export`). SECRET bytes: holds k_i and χ_i.
+ * @throws PresignatureUseError when the handle cannot sign any more (signed, exported, discarded)
+ */
+export function encodePresignature(p: Presignature): Uint8Array {
+  return p.export();
 }
 
 /**
- * Parse and validate a stored presignature.
- * @throws RangeError / TypeError naming the field (never a secret value)
+ * Parse and validate a stored presignature into a live one-shot handle (`Presignature.import`).
+ * @throws RangeError / TypeError naming the field (never a secret value); PresignatureUseError
+ *   when this process used it already (`PRESIGNATURE_SPENT`) or holds a live handle of it (`PRESIGNATURE_HELD`)
  */
-export function decodePresignature(bytes: Uint8Array): PresignatureData {
-  const o = JSON.parse(dec.decode(bytes)) as Record<string, unknown>;
-  if (o.format !== FORMAT || o.version !== 1) throw new RangeError('presignature: unknown format');
-  const signers = o.signers;
-  if (
-    !Array.isArray(signers) ||
-    !signers.every((x, j) => Number.isSafeInteger(x) && x >= 0 && (j === 0 || x > signers[j - 1]))
-  ) {
-    throw new RangeError('presignature: signers must be ascending indices');
-  }
-  const m = signers.length;
-  const i = o.i;
-  if (!Number.isSafeInteger(i) || (i as number) < 0 || (i as number) >= m)
-    throw new RangeError('presignature: i out of range');
-  const pt = (v: unknown, f: string) => {
-    if (typeof v !== 'string') throw new TypeError(`presignature: ${f}`);
-    return secp256k1Group.decodePoint(hexToBytes(v), f);
-  };
-  const sc = (v: unknown, f: string) => {
-    if (typeof v !== 'string') throw new TypeError(`presignature: ${f}`);
-    const x = bytesToBigint(hexToBytes(v.length % 2 ? `0${v}` : v));
-    if (x <= 0n || x >= secp256k1Group.order) throw new RangeError(`presignature: ${f} out of range`);
-    return x;
-  };
-  const list = (v: unknown, f: string) => {
-    if (!Array.isArray(v) || v.length !== m) throw new RangeError(`presignature: ${f} must have ${m} points`);
-    return v.map((x, j) => pt(x, `${f}[${j}]`));
-  };
-  return {
-    signers: signers as number[],
-    i: i as number,
-    publicKey: pt(o.publicKey, 'publicKey'),
-    R: pt(o.R, 'R'),
-    Gamma: pt(o.Gamma, 'Gamma'),
-    Delta: list(o.Delta, 'Delta'),
-    S: list(o.S, 'S'),
-    k: sc(o.k, 'k'),
-    chi: sc(o.chi, 'chi'),
-  };
+export function decodePresignature(bytes: Uint8Array): Presignature {
+  return Presignature.import(bytes);
 }
 
-/** Store ops putting presignatures under their ids. */
-export function presignaturePuts(keyId: string, items: readonly { id: string; data: PresignatureData }[]): StoreOp[] {
-  return items.map(({ id, data }) => ({
+/** Store ops putting presignatures under their ids; each handle is exported, hence sealed. */
+export function presignaturePuts(
+  keyId: string,
+  items: readonly { id: string; presignature: Presignature }[],
+): StoreOp[] {
+  return items.map(({ id, presignature }) => ({
     type: 'put',
     sublevel: 'presignatures',
-    key: `${presignPrefix(keyId, data.signers)}${id}`,
-    value: encodePresignature(data),
+    key: `${presignPrefix(keyId, presignature.public.signers)}${id}`,
+    value: encodePresignature(presignature),
   }));
 }
 
+/** Tombstone form of a storage key: 128 bits of its SHA-256 as a bigint (≈ 60 bytes in a Set). */
+const tombstone = (key: string) => bytesToBigint(sha256(new TextEncoder().encode(key)).subarray(0, 16));
+
 /**
- * Pooled presignatures held decoded in memory, with R's fixed-base table (`prepareSigning`), by
- * storage key: a pooled signature then reads nothing from the store and decodes no point, so the
- * synced write that must precede its share (the presignature's deletion with the ceremony's pending
- * record) starts as soon as the request is checked. SECRET: entries hold k_i and χ_i, as the key
- * share cache holds the key share; memory only, never logged. At most `limit` entries (≈ 0.45 MB
- * each, most of it R's table); the oldest go first and are then read from the store when used.
+ * Pooled presignatures held decoded in memory as one-shot handles, with R's fixed-base table
+ * (`prepareSigning`), by storage key: a pooled signature then reads nothing from the store and
+ * decodes no point, so the synced write that must precede its share (the presignature's deletion
+ * with the ceremony's pending record) starts as soon as the request is checked. SECRET: entries
+ * hold k_i and χ_i (in the handles' private fields), as the key share cache holds the key share;
+ * memory only, never logged. At most `limit` entries (≈ 0.45 MB each, most of it R's table); the
+ * oldest go first (their handles are discarded) and are then read from the store when used.
  *
- * Invariant: every entry is in the store (the store stays the record across restarts). Entries are
- * added only once their presignatures are durably stored ({@link add}, after the PRESIGN batch) or
- * read from the store ({@link warm}); {@link take} removes an entry before its deletion is
- * written, and a presignature taken while {@link warm} runs is never put back by it.
+ * Invariants: every entry is in the store (the store stays the record across restarts): entries
+ * are added only once their presignatures are durably stored ({@link add}, after the PRESIGN
+ * batch) or read from the store ({@link warm}). A storage key once {@link take}n is tombstoned for
+ * the life of this object (one per process: the daemon's), and nothing with a tombstoned key is
+ * ever put into memory again, whatever the interleaving of a take with {@link warm} (issue #20
+ * item 6). Cost: ≈ 60 bytes per pooled signature for the life of the process.
  */
 export class PreparedPresignatures {
-  readonly #entries = new Map<string, PresignatureData>();
-  /** Storage keys taken while a {@link warm} runs (warm may have read them before the deletion). */
-  readonly #takenWhileWarming = new Set<string>();
-  #warming = 0;
+  readonly #entries = new Map<string, Presignature>();
+  /** Every storage key taken in this process (its tombstone form). */
+  readonly #taken = new Set<bigint>();
   constructor(readonly limit = 64) {}
 
   get size(): number {
     return this.#entries.size;
   }
 
-  /** Remember presignatures of `keyId` under their ids, once stored (as by {@link presignaturePuts}). */
-  add(keyId: string, items: readonly { id: string; data: PresignatureData }[]): void {
-    for (const { id, data } of items) {
-      prepareSigning(data);
-      this.#put(`${presignPrefix(keyId, data.signers)}${id}`, data);
+  /**
+   * Remember the presignatures of `puts` (as made by {@link presignaturePuts}) once that batch is
+   * durably written: each is imported again from its stored bytes (the export sealed the
+   * presigning's handle) and prepared. A key already taken is not added.
+   */
+  add(puts: readonly StoreOp[]): void {
+    for (const op of puts) {
+      if (op.type !== 'put' || op.sublevel !== 'presignatures' || this.#taken.has(tombstone(op.key))) continue;
+      try {
+        const p = decodePresignature(op.value);
+        prepareSigning(p.public);
+        this.#put(op.key, p);
+      } catch {
+        // not held in memory: it is read from the store when taken (slower, never unsafe)
+      }
     }
   }
 
-  /** Remove and return the presignature of a storage key, if held. */
-  take(key: string): PresignatureData | undefined {
+  /** Remove and return the presignature of a storage key, if held; the key is tombstoned either way. */
+  take(key: string): Presignature | undefined {
+    this.#taken.add(tombstone(key));
     const e = this.#entries.get(key);
     this.#entries.delete(key);
-    if (this.#warming > 0) this.#takenWhileWarming.add(key);
     return e;
+  }
+
+  /** True when `key` was taken in this process (it never comes back into memory). */
+  taken(key: string): boolean {
+    return this.#taken.has(tombstone(key));
   }
 
   /** Forget every entry of a key (its presignatures are being deleted, e.g. by a refresh). */
   forgetKey(keyId: string): void {
-    for (const k of [...this.#entries.keys()]) if (k.startsWith(`${keyId}/`)) this.take(k);
+    for (const k of [...this.#entries.keys()]) if (k.startsWith(`${keyId}/`)) this.take(k)?.discard();
   }
 
   /**
-   * Prepare the stored presignatures not yet here (after a restart), up to `limit`, yielding to
-   * the event loop between entries (≈ 30 ms of CPU each), after the generator's table that every
-   * ECDSA verification and HD derivation uses (`prepareBase`, ≈ 85 ms once), so the first
-   * signature after a start does not pay for it. Entries that no longer exist or do not
-   * decode are skipped (a bad one is reported when it is taken).
+   * Load and prepare the stored presignatures not yet here (after a restart), up to `limit`,
+   * yielding to the event loop between entries (≈ 30 ms of CPU each), after the generator's table
+   * that every ECDSA verification and HD derivation uses (`prepareBase`, ≈ 85 ms once), so the
+   * first signature after a start does not pay for it. The daemon runs it before its host accepts
+   * control requests. Keys taken in this process are skipped (before the read and again before
+   * the insert); entries that no longer exist, do not decode, or whose presignature this process
+   * used or holds already are skipped (a bad one is reported when it is taken).
    */
   async warm(store: SecureStore, log?: Logger, signal?: AbortSignal): Promise<number> {
-    this.#warming++;
-    try {
+    await new Promise((r) => setImmediate(r));
+    if (signal?.aborted) return 0;
+    secp256k1Group.prepareBase();
+    let n = 0;
+    for (const key of await store.keys('presignatures')) {
+      if (this.#entries.size >= this.limit || signal?.aborted) break;
+      if (this.#entries.has(key) || this.taken(key)) continue;
       await new Promise((r) => setImmediate(r));
-      if (signal?.aborted) return 0;
-      secp256k1Group.prepareBase();
-      let n = 0;
-      for (const key of await store.keys('presignatures')) {
-        if (this.#entries.size >= this.limit || signal?.aborted) break;
-        if (this.#entries.has(key)) continue;
-        await new Promise((r) => setImmediate(r));
-        if (signal?.aborted) break;
-        try {
-          const bytes = await store.get('presignatures', key);
-          if (!bytes) continue;
-          const data = decodePresignature(bytes);
-          prepareSigning(data);
-          // taken since the read (its deletion may be written already): never back in
-          if (this.#takenWhileWarming.has(key)) continue;
-          this.#put(key, data);
-          n++;
-        } catch (e) {
-          log?.warn({ err: e instanceof Error ? e.message : String(e) }, 'stored presignature not prepared');
-        }
+      if (signal?.aborted) break;
+      try {
+        const bytes = await store.get('presignatures', key);
+        if (!bytes || this.taken(key)) continue;
+        const p = decodePresignature(bytes);
+        prepareSigning(p.public);
+        if (this.#put(key, p)) n++;
+      } catch (e) {
+        if (e instanceof PresignatureUseError) continue; // used or held in this process: not ours to hold
+        log?.warn({ err: e instanceof Error ? e.message : String(e) }, 'stored presignature not prepared');
       }
-      return n;
-    } finally {
-      if (--this.#warming === 0) this.#takenWhileWarming.clear();
     }
+    return n;
   }
 
-  #put(key: string, data: PresignatureData): void {
+  /** Insert unless tombstoned (then the handle is discarded). @returns whether it was inserted */
+  #put(key: string, p: Presignature): boolean {
+    if (this.#taken.has(tombstone(key))) {
+      p.discard();
+      return false;
+    }
+    this.#entries.get(key)?.discard();
     this.#entries.delete(key);
-    if (this.#entries.size >= this.limit) this.#entries.delete(this.#entries.keys().next().value as string);
-    this.#entries.set(key, data);
+    if (this.#entries.size >= this.limit) {
+      const oldest = this.#entries.keys().next().value as string;
+      this.#entries.get(oldest)?.discard();
+      this.#entries.delete(oldest);
+    }
+    this.#entries.set(key, p);
+    return true;
   }
 }
 
@@ -199,11 +184,14 @@ const taking = new WeakMap<SecureStore, Set<string>>();
  * both get it: the key is claimed in memory before anything else (until the deletion is written),
  * and a second taker gets undefined, as for a used one. A prepared presignature's deletion starts
  * before this returns (synchronously).
- * @param prepared the node's prepared presignatures (the entry is used and dropped)
+ * @param prepared the node's prepared presignatures (the entry is used and dropped; the key is
+ *   tombstoned there, so it never comes back into memory)
  * @param commit writes the deletion instead of a plain synced batch, e.g. together with what else
  *   must be durable before the share leaves (the ceremony's pending record and ledger entry)
- * @returns the presignature and its durable deletion; undefined when no such presignature exists
- *   (never made, already used, being used)
+ * @returns the presignature (a live one-shot handle) and its durable deletion; undefined when no
+ *   such presignature exists (never made, already used, being used). If the deletion fails, the
+ *   handle is discarded (it must not sign: the store still holds the presignature, which may be
+ *   taken again unless this process signed with it)
  * @throws RangeError / TypeError for a stored presignature that does not decode (nothing deleted)
  */
 export async function takePresignature(
@@ -213,7 +201,7 @@ export async function takePresignature(
   id: string,
   prepared?: PreparedPresignatures,
   commit: (ops: StoreOp[]) => Promise<void> = (ops) => store.batch(ops),
-): Promise<{ data: PresignatureData; deleted: Promise<void> } | undefined> {
+): Promise<{ presignature: Presignature; deleted: Promise<void> } | undefined> {
   const key = `${presignPrefix(keyId, signers)}${id}`;
   let claimed = taking.get(store);
   if (!claimed) taking.set(store, (claimed = new Set()));
@@ -221,23 +209,31 @@ export async function takePresignature(
   claimed.add(key);
   const unclaim = () => claimed.delete(key);
   // a prepared one is in the store (see PreparedPresignatures): its deletion starts at once
-  let data = prepared?.take(key);
-  if (!data) {
+  let presignature = prepared?.take(key);
+  if (!presignature) {
     try {
       const bytes = await store.get('presignatures', key);
       if (!bytes) {
         unclaim();
         return undefined;
       }
-      data = decodePresignature(bytes);
+      presignature = decodePresignature(bytes);
     } catch (e) {
       unclaim();
+      // this process signed with it (its deletion failed then) or holds it: as used
+      if (e instanceof PresignatureUseError) return undefined;
       throw e;
     }
   }
-  const deleted = commit([{ type: 'del', sublevel: 'presignatures', key }]).finally(unclaim);
+  const p = presignature;
+  const deleted = commit([{ type: 'del', sublevel: 'presignatures', key }])
+    .catch((e) => {
+      p.discard();
+      throw e;
+    })
+    .finally(unclaim);
   deleted.catch(() => undefined);
-  return { data, deleted };
+  return { presignature: p, deleted };
 }
 
 /** Pool sizes: `<keyId>/<signing set>` → count. */

@@ -4,8 +4,8 @@ import {
   combineSignature,
   type KeyShare,
   keyShareFromJson,
-  Presignature,
-  type PresignatureData,
+  type Presignature,
+  PresignatureSpentError,
   presignProtocol,
   signShare,
 } from '@custodian/cggmp';
@@ -16,7 +16,6 @@ import { afterAll, describe, expect, it } from 'vitest';
 import {
   decodePresignature,
   derivedChild,
-  encodePresignature,
   PreparedPresignatures,
   presignaturePuts,
   presignPrefix,
@@ -32,7 +31,8 @@ const fixture = JSON.parse(
 const shares = (fixture.sets['2of3'] as unknown[]).map((j) => keyShareFromJson(j)) as KeyShare[];
 const signers = [0, 1];
 
-function presign(): PresignatureData[] {
+/** One presigning of signers [0, 1]: each party's one-shot handle, by position. */
+function presign(): [Presignature, Presignature] {
   const sessionId = systemRandom(32);
   const res = simulate(
     signers.map(
@@ -46,11 +46,21 @@ function presign(): PresignatureData[] {
     ),
   );
   expect(res.aborted.every((a) => a === undefined)).toBe(true);
-  return res.outputs as PresignatureData[];
+  return res.outputs as [Presignature, Presignature];
 }
 
-/** Fresh point instances, as decoded from storage (no fixed-base tables). */
-const fromStorage = (d: PresignatureData) => decodePresignature(encodePresignature(d));
+/** A valid signature of both parties' handles (party 0's from the store, party 1's as made). */
+function signsValidly(p0: Presignature, p1: Presignature, digest: Uint8Array): boolean {
+  const sig = combineSignature(
+    p0.public,
+    digest,
+    new Map([
+      [0, signShare(p0, digest)],
+      [1, signShare(p1, digest)],
+    ]),
+  );
+  return secp256k1.verify(sig.compact, digest, sig.publicKey, { prehash: false });
+}
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -62,18 +72,19 @@ describe('prepared presignatures (decoded, with R’s table, in memory)', () => 
     const dir = makeTemp('prepared');
     dirs.push(dir);
     const store = await SecureStore.open(join(dir, 'db'), 'pass', { N: 1 << 10, r: 8, p: 1 });
-    const [a, b] = [presign(), presign()] as [PresignatureData[], PresignatureData[]];
+    const [a, b] = [presign(), presign()];
     const prepared = new PreparedPresignatures(1);
-    // party 0's copies, stored and then remembered, as a PRESIGN ceremony does
-    const items = [
-      { id: 'c1.0', data: fromStorage(a[0] as PresignatureData) },
-      { id: 'c1.1', data: fromStorage(b[0] as PresignatureData) },
-    ];
-    await store.batch(presignaturePuts('key1', items));
-    prepared.add('key1', items);
+    // party 0's handles, stored (exported: sealed) and then remembered, as a PRESIGN ceremony does
+    const puts = presignaturePuts('key1', [
+      { id: 'c1.0', presignature: a[0] },
+      { id: 'c1.1', presignature: b[0] },
+    ]);
+    expect(a[0].spent && b[0].spent).toBe(true);
+    await store.batch(puts);
+    prepared.add(puts);
     expect(prepared.size).toBe(1); // limit 1: c1.0 went first, c1.1 is held
 
-    // held: the very instance (with R's table), its deletion started before takePresignature returned
+    // held: its deletion started before takePresignature returned
     let committed: StoreOp[] | undefined;
     const taken1 = await takePresignature(store, 'key1', signers, 'c1.1', prepared, (ops) => {
       committed = ops;
@@ -82,34 +93,23 @@ describe('prepared presignatures (decoded, with R’s table, in memory)', () => 
     expect(committed).toEqual([
       { type: 'del', sublevel: 'presignatures', key: `${presignPrefix('key1', signers)}c1.1` },
     ]);
-    expect(taken1?.data).toBe(items[1]?.data);
+    expect(taken1?.presignature.id).toBe(b[0].id);
     await taken1?.deleted;
     expect(prepared.size).toBe(0);
-    // not held (evicted): read and decoded from the store
+    // not held (evicted, its handle discarded): read and decoded from the store
     const taken0 = await takePresignature(store, 'key1', signers, 'c1.0', prepared);
     await taken0?.deleted;
-    expect(taken0?.data.R).not.toBe(items[0]?.data.R);
-    expect(taken0?.data.R.equals(a[0]?.R as never)).toBe(true);
-    expect(taken0?.data.k).toBe(a[0]?.k);
+    expect(taken0?.presignature.public.R).not.toBe(a[0].public.R);
+    expect(taken0?.presignature.public.R.equals(a[0].public.R)).toBe(true);
     // taken means gone, from the store and from memory
     for (const id of ['c1.0', 'c1.1']) {
       expect(await takePresignature(store, 'key1', signers, id, prepared)).toBeUndefined();
       expect(await store.get('presignatures', `${presignPrefix('key1', signers)}${id}`)).toBeUndefined();
     }
 
-    // a signature from a prepared presignature and one from a plain decoded one both verify
-    const digest = new Uint8Array(32).fill(3);
-    const p0 = new Presignature(taken1?.data as PresignatureData);
-    const p1 = new Presignature(fromStorage(b[1] as PresignatureData));
-    const sig = combineSignature(
-      p0.public,
-      digest,
-      new Map([
-        [0, signShare(p0, digest)],
-        [1, signShare(p1, digest)],
-      ]),
-    );
-    expect(secp256k1.verify(sig.compact, digest, sig.publicKey, { prehash: false })).toBe(true);
+    // a signature from a prepared presignature and one read from the store both verify
+    expect(signsValidly(taken1?.presignature as Presignature, b[1], new Uint8Array(32).fill(3))).toBe(true);
+    expect(signsValidly(taken0?.presignature as Presignature, a[1], new Uint8Array(32).fill(4))).toBe(true);
     await store.close();
   });
 
@@ -118,7 +118,7 @@ describe('prepared presignatures (decoded, with R’s table, in memory)', () => 
     dirs.push(dir);
     const store = await SecureStore.open(join(dir, 'db'), 'pass', { N: 1 << 10, r: 8, p: 1 });
     const made = presign();
-    await store.batch(presignaturePuts('key4', [{ id: 'c4.0', data: made[0] as PresignatureData }]));
+    await store.batch(presignaturePuts('key4', [{ id: 'c4.0', presignature: made[0] }]));
     const key = `${presignPrefix('key4', signers)}c4.0`;
     // warm()'s read of c4.0 returns only once the presignature has been taken (read, deleted)
     let release!: () => void;
@@ -139,7 +139,7 @@ describe('prepared presignatures (decoded, with R’s table, in memory)', () => 
     const warming = prepared.warm(store);
     while (!warmRead) await new Promise((r) => setImmediate(r));
     const taken = await takePresignature(store, 'key4', signers, 'c4.0', prepared);
-    expect(taken?.data.k).toBe(made[0]?.k);
+    expect(taken?.presignature.id).toBe(made[0].id);
     await taken?.deleted;
     release();
     expect(await warming).toBe(0);
@@ -156,7 +156,7 @@ describe('prepared presignatures (decoded, with R’s table, in memory)', () => 
     await store.batch(
       presignaturePuts(
         'key2',
-        made.map((m, i) => ({ id: `c2.${i}`, data: m[0] as PresignatureData })),
+        made.map((m, i) => ({ id: `c2.${i}`, presignature: m[0] })),
       ),
     );
     await store.put('presignatures', `${presignPrefix('key2', signers)}broken`, new TextEncoder().encode('{}'));
@@ -173,7 +173,7 @@ describe('prepared presignatures (decoded, with R’s table, in memory)', () => 
     dirs.push(dir);
     const store = await SecureStore.open(join(dir, 'db'), 'pass', { N: 1 << 10, r: 8, p: 1 });
     const made = presign();
-    await store.batch(presignaturePuts('key3', [{ id: 'c3.0', data: made[0] as PresignatureData }]));
+    await store.batch(presignaturePuts('key3', [{ id: 'c3.0', presignature: made[0] }]));
     // both start before either has read: only one may get the secret (k_i, χ_i)
     const both = await Promise.all([
       takePresignature(store, 'key3', signers, 'c3.0'),
@@ -183,16 +183,58 @@ describe('prepared presignatures (decoded, with R’s table, in memory)', () => 
     await both.find((t) => t !== undefined)?.deleted;
     expect(await takePresignature(store, 'key3', signers, 'c3.0')).toBeUndefined();
 
-    // the deletion's batch fails (e.g. the ceremony id was used): the presignature stays, unclaimed
-    await store.batch(presignaturePuts('key3', [{ id: 'c3.1', data: made[0] as PresignatureData }]));
+    // the deletion's batch fails (e.g. the ceremony id was used): the presignature stays, unclaimed,
+    // and the handle that was given out is sealed (it must not sign: the store still holds it)
+    const other = presign();
+    await store.batch(presignaturePuts('key3', [{ id: 'c3.1', presignature: other[0] }]));
     const failing = await takePresignature(store, 'key3', signers, 'c3.1', undefined, () =>
       Promise.reject(new Error('ceremony id already used')),
     );
     await expect(failing?.deleted).rejects.toThrow(/already used/);
+    expect(failing?.presignature.spent).toBe(true);
     const again = await takePresignature(store, 'key3', signers, 'c3.1');
-    expect(again?.data.k).toBe(made[0]?.k);
+    expect(again?.presignature.id).toBe(other[0].id);
     await again?.deleted;
     await store.close();
+  });
+
+  it('a presignature that signed in this process cannot be taken again, even if its deletion failed', async () => {
+    const dir = makeTemp('take-signed');
+    dirs.push(dir);
+    const store = await SecureStore.open(join(dir, 'db'), 'pass', { N: 1 << 10, r: 8, p: 1 });
+    const made = presign();
+    const puts = presignaturePuts('key5', [{ id: 'c5.0', presignature: made[0] }]);
+    await store.batch(puts);
+    // signed while its deletion was being written, and the deletion then failed (the share never left)
+    let fail!: (e: Error) => void;
+    const taken = await takePresignature(
+      store,
+      'key5',
+      signers,
+      'c5.0',
+      undefined,
+      () =>
+        new Promise<void>((_, reject) => {
+          fail = reject;
+        }),
+    );
+    signShare(taken?.presignature as Presignature, new Uint8Array(32).fill(5));
+    fail(new Error('disk full'));
+    await expect(taken?.deleted).rejects.toThrow(/disk full/);
+    expect(await store.get('presignatures', puts[0]?.key as string)).toBeDefined();
+    expect(await takePresignature(store, 'key5', signers, 'c5.0')).toBeUndefined();
+    expect(() => decodePresignature((puts[0] as { value: Uint8Array }).value)).toThrow(PresignatureSpentError);
+    await store.close();
+  });
+
+  it('reads records of the released storage format (custodian.signer.presignature v1)', async () => {
+    const made = presign();
+    const o = JSON.parse(new TextDecoder().decode(made[0].export())) as Record<string, unknown>;
+    expect(o.format).toBe('custodian.cggmp.presignature');
+    const legacy = new TextEncoder().encode(JSON.stringify({ ...o, format: 'custodian.signer.presignature' }));
+    const p = decodePresignature(legacy);
+    expect(p.id).toBe(made[1].id);
+    expect(signsValidly(p, made[1], new Uint8Array(32).fill(6))).toBe(true);
   });
 });
 

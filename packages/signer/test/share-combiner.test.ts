@@ -5,13 +5,12 @@
  * and frames; a wrong share, a duplicate, an unknown digest index or a sender out of range only
  * turn the fast path off (undefined), never yield a signature.
  */
-import type { PresignatureData } from '@custodian/cggmp';
 import { deriveSecp256k1, secp256k1Group as G } from '@custodian/crypto';
 import type { SignatureSharesWire } from '@custodian/wire';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { describe, expect, it } from 'vitest';
-import { fixtureShares, runPresign, signersShares } from '../../cggmp/test/helpers.js';
+import { fixtureShares, type Presignature, runPresign, signersShares } from '../../cggmp/test/helpers.js';
 import { EcdsaShareCombiner } from '../src/share-combiner.js';
 
 const shares = fixtureShares('2of3');
@@ -24,7 +23,7 @@ const tweak = deriveSecp256k1(master.publicKey, master.chainCode, path).tweak;
 function interims(digests: Uint8Array[], label: string): SignatureSharesWire[] {
   const out: SignatureSharesWire[] = [0, 1].map(() => ({ ceremonyId: new Uint8Array(24), shares: [] }));
   digests.forEach((digest, d) => {
-    const pre = runPresign(shares, [0, 2], `${label}-${d}`).outputs as PresignatureData[];
+    const pre = runPresign(shares, [0, 2], `${label}-${d}`).outputs as Presignature[];
     signersShares(pre, digest, tweak).given.forEach((given, pos) => {
       out[pos]?.shares.push({ digestIndex: d, rPoint: given.Rp, s: G.encodeScalar(given.s) });
     });

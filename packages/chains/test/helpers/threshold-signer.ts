@@ -19,7 +19,7 @@
  * keys here: {@link ThresholdKeyHolder.source} picks the one of the scheme an address needs.
  */
 
-import type { EcdsaSignature, PresignatureData } from '@custodian/cggmp';
+import type { EcdsaSignature } from '@custodian/cggmp';
 import {
   bytesToHex,
   deriveSecp256k1,
@@ -40,7 +40,7 @@ import {
 } from '@custodian/frost';
 import { schnorr } from '@noble/curves/secp256k1.js';
 import { bytesToNumberBE } from '@noble/curves/utils.js';
-import { fixtureShares, runPresign, runSign } from '../../../cggmp/test/helpers.js';
+import { fixtureShares, type Presignature, runPresign, runSign } from '../../../cggmp/test/helpers.js';
 import type { ChainSignature, DigestSigner, DigestToSign, SignatureScheme, SourceAddress } from '../../src/index.js';
 
 /** What the end-to-end suites need from a key holder: a signer and derived source addresses. */
@@ -123,7 +123,7 @@ export function thresholdKeyHolder(label: string): ThresholdKeyHolder {
     const n = counts.ecdsa++;
     const pre = runPresign(shares, ECDSA_SIGNERS, `chains-${label}-presign-${n}`);
     if (pre.aborted.some((a) => a !== undefined)) throw new Error('CGGMP21 presigning aborted');
-    const res = runSign(pre.outputs as PresignatureData[], d.digest, `chains-${label}-sign-${n}`, {
+    const res = runSign(pre.outputs as Presignature[], d.digest, `chains-${label}-sign-${n}`, {
       tweak: child.tweak,
     });
     if (res.aborted.some((a) => a !== undefined)) throw new Error('CGGMP21 signing aborted');
