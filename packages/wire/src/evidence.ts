@@ -179,6 +179,13 @@ export function signApproval(
   return { ...body, signature: bytesToHex(deviceSign(approvalDigest(body), secretKey)) };
 }
 
+/**
+ * A device signature as it must travel: 64-byte r‖s as exactly 128 lower-case hex digits. Hex
+ * decoding also accepts upper case, so without this one approval would have several encodings, and
+ * a used approval re-encoded would look fresh to a ledger that remembers signatures as strings.
+ */
+const CANONICAL_SIGNATURE = /^[0-9a-f]{128}$/;
+
 /** Why evidence was refused (stable codes; the transfer's sub_status). */
 export type EvidenceRefusal =
   | 'POLICY_SIGNATURE_VERIFICATION_FAILED'
@@ -235,7 +242,9 @@ export function evaluatePolicy(
  * the policy is signed by a trusted Admin device; the policy covers and allows the intent given the
  * signer's own `spentToday`; at least the required number of distinct approver devices (from
  * `approverKeys`: device id → public key hex, the key's mobile signers) approved exactly this
- * intent, with valid signatures, and none rejected it.
+ * intent, with valid signatures, and none rejected it. Signatures must be 128 lower-case hex
+ * digits and device keys exactly the enrolled (lower-case hex) keys: anything else is refused as
+ * APPROVAL_SIGNATURE_INVALID / POLICY_SIGNATURE_VERIFICATION_FAILED.
  */
 export function verifyTransferEvidence(args: {
   readonly intent: TransferIntent;
@@ -250,6 +259,7 @@ export function verifyTransferEvidence(args: {
   const { intent, policy } = args;
   if (!policy) return { ok: false, refusal: 'NO_POLICY_FOUND' };
   if (
+    !CANONICAL_SIGNATURE.test(String(policy.signature)) ||
     !args.trustedAdminKeys.includes(policy.device_public_key) ||
     !deviceVerify(policy.signature, policyDigest(policy.document), policy.device_public_key)
   ) {
@@ -261,7 +271,14 @@ export function verifyTransferEvidence(args: {
   const approvers = new Set<string>();
   for (const a of args.approvals) {
     const key = args.approverKeys.get(a.device_id);
-    if (!key || key !== a.device_public_key || a.transfer_id !== intent.transfer_id || a.intent_digest !== digestHex) {
+    // one encoding per approval: callers remember used approvals by their signature string
+    if (
+      !key ||
+      key !== a.device_public_key ||
+      !CANONICAL_SIGNATURE.test(String(a.signature)) ||
+      a.transfer_id !== intent.transfer_id ||
+      a.intent_digest !== digestHex
+    ) {
       return { ok: false, refusal: 'APPROVAL_SIGNATURE_INVALID' };
     }
     if (!deviceVerify(a.signature, approvalDigest(a), key)) return { ok: false, refusal: 'APPROVAL_SIGNATURE_INVALID' };

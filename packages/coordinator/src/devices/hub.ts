@@ -460,6 +460,8 @@ export class DeviceHub implements DeviceCeremonyPort {
     try {
       const expected = this.knownKeys.get(c.deviceId);
       if (expected && expected !== a.device_public_key) return 'device_public_key differs from the enrolled key';
+      // one encoding per approval (signers remember used approvals by their signature string)
+      if (!/^[0-9a-f]{128}$/.test(String(signature))) return 'signature: 128 lower-case hex digits';
       if (!deviceVerify(signature, approvalDigest(body), a.device_public_key)) return 'bad signature';
     } catch {
       return 'bad signature';

@@ -817,7 +817,7 @@ export class TransferService {
         )
       )[0];
       if (dev === undefined || dev.status !== 'APPROVED') throw field('approval.device_id', 'not an approved device');
-      if (normalisePublicKey(dev.public_key) !== String(approval.device_public_key).toLowerCase()) {
+      if (normalisePublicKey(dev.public_key) !== approval.device_public_key) {
         throw field('approval.device_public_key', "not the device's enrolled key");
       }
       // a fee bump round's approvals are over that round's intent (its raised cap included)
@@ -825,7 +825,10 @@ export class TransferService {
         throw field('approval.intent_digest', 'not the intent of this transfer and approval round');
       if (approval.decision !== 'APPROVE' && approval.decision !== 'REJECT')
         throw field('approval.decision', 'APPROVE or REJECT');
-      if (!deviceVerify(approval.signature, approvalDigest(approval), normalisePublicKey(dev.public_key))) {
+      if (
+        !/^[0-9a-f]{128}$/.test(String(approval.signature)) ||
+        !deviceVerify(approval.signature, approvalDigest(approval), normalisePublicKey(dev.public_key))
+      ) {
         throw field('approval.signature', 'does not verify');
       }
       const ins = await q.query(
