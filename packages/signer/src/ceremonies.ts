@@ -761,6 +761,9 @@ async function sign(
   const share = await loadShare(ctx, req.keyId, entry.suite as SuiteName);
   const merkleRoot = req.taprootMerkleRoot ?? new Uint8Array(0);
   if (merkleRoot.length !== 0 && merkleRoot.length !== 32) throw new Refused('taprootMerkleRoot: empty or 32 bytes');
+  // wallet P2TR outputs are BIP86 (key path, no script tree): an enforcing signer tweaks with nothing else
+  if (ctx.enforcement && merkleRoot.length !== 0)
+    throw new Refused('DIGEST_MISMATCH: taprootMerkleRoot: wallet P2TR outputs have no script tree (BIP86)');
   await gate.commit();
   const outs = await Promise.all(
     digests.map((digest, i) =>
