@@ -164,7 +164,7 @@ afterAll(async () => {
 });
 
 const ETH = [44, 60, 0, 0, 0];
-const TRX = [44, 195, 0, 0, 0];
+const TRX = [44, 1, 0, 0, 0]; // Nile: a test network, coin type 1
 const LTC = [44, 1, 0, 0, 0];
 const COIN = 100_000_000n;
 
@@ -246,8 +246,8 @@ describe('a compromised coordinator against real signer processes', () => {
     await expectRefused(i, request(i, tronContext(TRX, { network: 'mainnet' })), 'CHAIN_MISMATCH');
     i = tronIntent({ asset_symbol: 'USDT', asset_contract: TRON_USDT, max_fee: '30000000' });
     await expectRefused(i, request(i, tronContext(TRX, { feeLimit: '90000000' })), 'FEE_ABOVE_CAP');
-    i = tronIntent({ derivation_path: [44, 195, 1, 0, 0] });
-    await expectRefused(i, request(i, { ...tronContext(TRX), fromPath: [44, 195, 1, 0, 0] }), 'SENDER_MISMATCH');
+    i = tronIntent({ derivation_path: [44, 1, 1, 0, 0] });
+    await expectRefused(i, request(i, { ...tronContext(TRX), fromPath: [44, 1, 1, 0, 0] }), 'SENDER_MISMATCH');
   }, 120_000);
 
   it('a pooled request naming a presignature already consumed is refused', async () => {
