@@ -157,8 +157,10 @@ function parseAssets(
   const out: Record<string, AssetConfig> = {};
   for (const [symbol, v] of Object.entries(raw as Record<string, unknown>)) {
     const af = `${f}.${symbol}`;
-    if (!/^[A-Za-z0-9]{1,16}$/.test(symbol)) throw new ConfigError(`${af}: not a token symbol (1 to 16 letters or digits)`);
-    if (symbol === (family === 'ethereum' ? 'ETH' : 'TRX')) throw new ConfigError(`${af}: the native asset is implied, not a token`);
+    if (!/^[A-Za-z0-9]{1,16}$/.test(symbol))
+      throw new ConfigError(`${af}: not a token symbol (1 to 16 letters or digits)`);
+    if (symbol === (family === 'ethereum' ? 'ETH' : 'TRX'))
+      throw new ConfigError(`${af}: the native asset is implied, not a token`);
     if (typeof v !== 'object' || v === null) throw new ConfigError(`${af}: expected { "contract", "decimals" }`);
     const r = v as Record<string, unknown>;
     if (typeof r.contract !== 'string') throw new ConfigError(`${af}.contract: expected a contract address string`);
