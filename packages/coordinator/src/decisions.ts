@@ -36,7 +36,8 @@ export const API_DECISIONS = `Custody REST API of a Custodian instance (client i
 - **Derivation.** Address keys are BIP32 CKDpub children of the master secp256k1 public key and chain code at
   \`m/44/{coin_type}/{wallet_index}/0/{address_index}\` — every level non-hardened (unlike BIP44), because the coordinator
   only has public keys; signers apply the additive tweak. \`coin_type\` per SLIP-0044 (60 Ethereum, 0 Bitcoin, 2 Litecoin,
-  195 TRON, 1 Bitcoin-family test networks). Wallet indices are allocated sequentially per master key.
+  195 TRON, 1 on every Bitcoin-family and TRON test network: a TRON transaction has no chain id, so a test-network
+  key must not be a mainnet key). Wallet indices are allocated sequentially per master key.
 - **Addresses.** Object fields: \`address_id, wallet_id, blockchain_id, address, address_type, address_index,
   derivation_path, public_key, created_at\`. POST body \`{ blockchain_id, address_type? }\` → 201. UTXO chains (Bitcoin,
   Litecoin) allow several addresses (types \`p2wpkh\` default, \`p2tr\`); account-based chains (Ethereum, TRON) exactly one:

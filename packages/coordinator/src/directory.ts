@@ -4,16 +4,17 @@
  * Identifiers are UUIDv5 (RFC 9562 §5.5) of a stable name under {@link DIRECTORY_NAMESPACE}, so
  * every instance gives the same blockchain or asset the same `blockchain_id` / `asset_id`:
  * `blockchain_id = v5("blockchain:<key>")`, `asset_id = v5("asset:<blockchain key>:<symbol>")`.
+ * The namespace and both functions are defined once in `@custodian/wire` (signers and phones check
+ * an intent's `asset_id` with the same function) and re-exported here.
  *
  * Which entries a profile sees: an entry is enabled for a profile unless an admin disabled it
  * there; by default, mainnets and public testnets are enabled, and the local development
  * networks (`development: true`) are enabled only on instances in development mode.
  */
-import { v5 as uuidv5 } from 'uuid';
+import { assetId, blockchainId } from '@custodian/wire';
 import type { Queryable } from './db/db.js';
 
-/** Namespace UUID of directory identifiers (itself v5 of the DNS name `directory.custodian.dev`). */
-export const DIRECTORY_NAMESPACE = uuidv5('directory.custodian.dev', uuidv5.DNS);
+export { assetId, blockchainId, DIRECTORY_NAMESPACE } from '@custodian/wire';
 
 /** Chain family: selects the address codec and, later, the chain adapter. */
 export type ChainFamily = 'ethereum' | 'bitcoin' | 'litecoin' | 'tron';
@@ -28,7 +29,12 @@ export interface BlockchainDef {
   readonly network: string;
   /** EIP-155 chain id (Ethereum, decimal) or TRON genesis-derived id (hex); null for Bitcoin-family. */
   readonly chainId: string | null;
-  /** SLIP-0044 coin type used at path level 2: `m/44/{coin_type}/{wallet_index}/0/{address_index}`. */
+  /**
+   * SLIP-0044 coin type used at path level 2: `m/44/{coin_type}/{wallet_index}/0/{address_index}`.
+   * Every test network of the Bitcoin family and of TRON uses 1 (so a test-network approval never
+   * signs with a mainnet key: a TRON transaction has no chain id); Ethereum test networks keep 60
+   * (EIP-155 chain ids separate them).
+   */
   readonly coinType: number;
   readonly accountModel: 'account' | 'utxo';
   readonly curve: 'secp256k1' | 'ed25519';
@@ -121,7 +127,7 @@ export const BLOCKCHAINS: readonly BlockchainDef[] = [
     family: 'tron',
     network: 'nile',
     chainId: '0xcd8690dc',
-    coinType: 195,
+    coinType: 1, // a test network: not the mainnet key (195)
     accountModel: 'account',
     curve: 'secp256k1',
     testnet: true,
@@ -167,16 +173,6 @@ export const ASSETS: readonly AssetDef[] = [
   native('tron-nile', 'TRX', 'TRON (Nile)', 6),
   token('tron-nile', 'trc20', 'USDT', 'Tether USD (Nile)', 6, 'TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf'),
 ];
-
-/** The `blockchain_id` of a blockchain key. */
-export function blockchainId(key: string): string {
-  return uuidv5(`blockchain:${key}`, DIRECTORY_NAMESPACE);
-}
-
-/** The `asset_id` of an asset (blockchain key + symbol). */
-export function assetId(blockchain: string, symbol: string): string {
-  return uuidv5(`asset:${blockchain}:${symbol}`, DIRECTORY_NAMESPACE);
-}
 
 /** Look a built-in blockchain up by key. */
 export function blockchainByKey(key: string): BlockchainDef | undefined {

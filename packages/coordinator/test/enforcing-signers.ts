@@ -19,12 +19,20 @@ import type { Coordinator } from '../src/coordinator.js';
 import { createSignerGateway, type SignerGateway } from '../src/signing/gateway.js';
 import { evidenceSignFields } from '../src/transfers/evidence.js';
 
-/** The blockchains the test signers sign for (config `chains`): the directory's chain ids / networks and default fee caps. */
+/**
+ * The blockchains the test signers sign for (config `chains`): the directory's chain ids / networks
+ * and default fee caps, and the directory's tokens the tests move (TRC-20 USDT on Nile).
+ */
 export const TEST_CHAINS = {
   'ethereum-local': { family: 'ethereum', chainId: 31337, maxFee: '10000000000000000' },
   'litecoin-regtest': { family: 'bitcoin', network: 'litecoin-regtest', maxFee: '1000000' },
   'bitcoin-regtest': { family: 'bitcoin', network: 'bitcoin-regtest', maxFee: '100000' },
-  'tron-nile': { family: 'tron', network: 'nile', maxFee: '50000000' },
+  'tron-nile': {
+    family: 'tron',
+    network: 'nile',
+    maxFee: '50000000',
+    assets: { USDT: { contract: 'TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf', decimals: 6 } },
+  },
 } as const;
 
 export interface EnforcingSigners {

@@ -5,8 +5,14 @@
  * something other than what the approval binds.
  *
  * The fee cap (`TransferIntent.max_fee`) is in base units of the blockchain's NATIVE asset; it is
- * shown in that asset's units with its symbol ("max fee 0.01 ETH"), next to the amount.
+ * shown in that asset's units with its symbol ("max fee 0.01 ETH"), next to the amount. A token
+ * transfer shows the token's contract with its symbol (the symbol alone is the coordinator's word).
+ *
+ * Before any of it is shown, {@link approvalRefusal} checks the asset against the phone's own
+ * `--chains` configuration exactly as a signer does (`@custodian/signer` assetMismatch): a request
+ * the signers would refuse (`ASSET_MISMATCH`, `CHAIN_NOT_CONFIGURED`) is never shown or approved.
  */
+import { assetMismatch, type ChainsConfig } from '@custodian/signer';
 import type { TransferIntent } from '@custodian/wire';
 
 /** Native asset (symbol, decimals) of a blockchain key's family, as the coordinator's directory names them. */
@@ -41,12 +47,40 @@ export function formatAmount(i: Pick<TransferIntent, 'amount' | 'asset_decimals'
   return `${units(i.amount, i.asset_decimals)} ${i.asset_symbol}`;
 }
 
+/** The token line of a token transfer ("  token USDT, contract 0xdAC1…"), empty for the native coin. */
+function tokenLine(i: TransferIntent): string {
+  return i.asset_contract === null ? '' : `  token ${i.asset_symbol}, contract ${i.asset_contract}\n`;
+}
+
 /** The screen of an approval request (multi-line text, ends with a newline). */
 export function describeApproval(i: TransferIntent): string {
   return (
     `Transfer ${i.transfer_id}\n  ${formatAmount(i)} on ${i.blockchain}, max fee ${formatMaxFee(i)}\n` +
+    tokenLine(i) +
     `  from ${i.source_address}\n  to   ${i.destination_address}\n  wallet ${i.wallet_id}, created ${i.created_at}\n`
   );
+}
+
+/** Why the phone refuses to show an approval request: a stable code (the signers' own) and a one-line reason. */
+export interface ApprovalRefusal {
+  readonly code: 'CHAIN_NOT_CONFIGURED' | 'ASSET_MISMATCH';
+  readonly reason: string;
+}
+
+/**
+ * Check an approval request against the phone's own `chains` configuration before it is shown:
+ * the blockchain must be configured (`CHAIN_NOT_CONFIGURED`) and the asset must be its native coin
+ * or a configured token, with the directory's asset id (`ASSET_MISMATCH`, same rules as a signer's
+ * enforcement). Without a configuration (`chains` undefined) nothing can be checked: undefined.
+ * @returns the refusal, or undefined when the request may be shown
+ */
+export function approvalRefusal(i: TransferIntent, chains: ChainsConfig | undefined): ApprovalRefusal | undefined {
+  if (chains === undefined) return undefined;
+  const chain =
+    typeof i.blockchain === 'string' && Object.hasOwn(chains, i.blockchain) ? chains[i.blockchain] : undefined;
+  if (!chain) return { code: 'CHAIN_NOT_CONFIGURED', reason: `blockchain ${String(i.blockchain)} is not configured` };
+  const reason = assetMismatch(i, chain);
+  return reason === undefined ? undefined : { code: 'ASSET_MISMATCH', reason };
 }
 
 /** Fields of the simulator's `approval_request` event line (what was presented, machine-readable). */
@@ -55,6 +89,7 @@ export function approvalEventFields(i: TransferIntent): Record<string, string> {
     transfer_id: i.transfer_id,
     blockchain: i.blockchain,
     amount: formatAmount(i),
+    ...(i.asset_contract === null ? {} : { asset_contract: i.asset_contract }),
     max_fee: formatMaxFee(i),
     destination_address: i.destination_address,
   };

@@ -6,7 +6,8 @@
  * The PIN comes from `--pin-file` (scripted mode, tests) or an interactive prompt; it is never a
  * command-line argument, nor is the Admin session token of `sign-policy` (environment variable
  * `CUSTODIAN_ADMIN_TOKEN`). `run` prints one JSON line per event on stdout (`connected`,
- * `approval_request`, `decision`, `ceremony`); logs (pino JSON) go to stderr.
+ * `approval_request`, `approval_refused` — checked against `--chains` before it is shown, then
+ * rejected —, `decision`, `ceremony`); logs (pino JSON) go to stderr.
  */
 import { readFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline/promises';
@@ -151,7 +152,7 @@ export function registerMobileCommands(program: Command, io: MobileCliIo = proce
     )
     .option(
       '--chains <file>',
-      'JSON file of the blockchains this phone signs for: { "<blockchain key>": { "family", "chainId" | "network", "maxFee" } } (as a server signer\'s "chains")',
+      'JSON file of the blockchains this phone signs for: { "<blockchain key>": { "family", "chainId" | "network", "maxFee", "assets"? } } (as a server signer\'s "chains"); approval requests of other blockchains or assets are rejected unseen',
     )
     .option(
       '--allow-unenforced-signing',
@@ -215,6 +216,8 @@ export function registerMobileCommands(program: Command, io: MobileCliIo = proce
           onConnected: (coordinator) => event(io, { event: 'connected', coordinator }),
           onApprovalRequest: (i) => event(io, { event: 'approval_request', ...approvalEventFields(i) }),
           onDecision: (i, decision) => event(io, { event: 'decision', transfer_id: i.transfer_id, decision }),
+          onApprovalRefused: (i, r) =>
+            event(io, { event: 'approval_refused', transfer_id: i.transfer_id, code: r.code, reason: r.reason }),
           onCeremony: (kind, outcome, error) =>
             event(io, { event: 'ceremony', kind, outcome, ...(error ? { error } : {}) }),
         },

@@ -45,6 +45,7 @@ import { peerIdFromString } from '@libp2p/peer-id';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { type Logger, pino } from 'pino';
 import WebSocket from 'ws';
+import { type ApprovalRefusal, approvalRefusal } from './approval-display.js';
 import { type UnlockedVault, unlockVault, writeVaultInfo } from './vault.js';
 
 /** Path of the coordinator's device endpoint. */
@@ -77,6 +78,9 @@ export interface MobileSignerOptions {
    * Blockchains this phone signs transfers for, with their chain id / network and fee ceiling
    * (`@custodian/signer` ChainsConfig, the `chains` object of a server signer's config). With
    * {@link trustedAdminKeys}, a transfer of a blockchain absent here is refused (`CHAIN_NOT_CONFIGURED`).
+   * When given, approval requests are checked against it before {@link decide} sees them
+   * (approval-display.ts `approvalRefusal`): one of an unconfigured blockchain or of an asset the
+   * signers would refuse (`ASSET_MISMATCH`) is never shown, and is answered with a REJECT.
    */
   chains?: ChainsConfig;
   /**
@@ -92,6 +96,8 @@ export interface MobileSignerEvents {
   onConnected?(coordinatorPeerId: string): void;
   onApprovalRequest?(intent: TransferIntent): void;
   onDecision?(intent: TransferIntent, decision: 'APPROVE' | 'REJECT'): void;
+  /** An approval request refused before it was shown (then rejected): code `CHAIN_NOT_CONFIGURED` or `ASSET_MISMATCH`. */
+  onApprovalRefused?(intent: TransferIntent, refusal: ApprovalRefusal): void;
   onCeremony?(kind: number, outcome: number, error?: string): void;
 }
 
@@ -332,8 +338,20 @@ export class MobileSigner {
     }
     this.inflightApprovals.add(requestId);
     try {
-      this.events.onApprovalRequest?.(intent);
-      const decision = await this.opts.decide(intent);
+      // checked against this phone's own configuration before anything is shown (never approved)
+      const refusal = approvalRefusal(intent, this.opts.chains);
+      let decision: ApprovalDecision;
+      if (refusal) {
+        this.log.warn(
+          { transfer: intent.transfer_id, code: refusal.code },
+          `approval request refused: ${refusal.reason}`,
+        );
+        this.events.onApprovalRefused?.(intent, refusal);
+        decision = 'REJECT';
+      } else {
+        this.events.onApprovalRequest?.(intent);
+        decision = await this.opts.decide(intent);
+      }
       if (!decision) return;
       const approval = signApproval(
         intent,

@@ -3,9 +3,10 @@
  * approval binds (`TransferIntent.max_fee`, native base units) in the native asset's units with its
  * symbol, next to the amount — read from the intent the device signs, nothing else.
  */
-import type { TransferIntent } from '@custodian/wire';
+import { parseChainsConfig } from '@custodian/signer';
+import { assetId, type TransferIntent } from '@custodian/wire';
 import { describe, expect, it } from 'vitest';
-import { approvalEventFields, describeApproval, formatMaxFee } from '../src/approval-display.js';
+import { approvalEventFields, approvalRefusal, describeApproval, formatMaxFee } from '../src/approval-display.js';
 
 function intent(over: Partial<TransferIntent> = {}): TransferIntent {
   return {
@@ -13,7 +14,7 @@ function intent(over: Partial<TransferIntent> = {}): TransferIntent {
     profile_id: '00000000-0000-4000-8000-000000000001',
     wallet_id: '00000000-0000-4000-8000-000000000002',
     blockchain: 'ethereum-mainnet',
-    asset_id: '00000000-0000-4000-8000-000000000003',
+    asset_id: assetId('ethereum-mainnet', 'USDT'),
     asset_symbol: 'USDT',
     asset_decimals: 6,
     asset_contract: '0xdAC17F958D2ee523a2206206994597C13D831ec7',
@@ -52,5 +53,50 @@ describe('approval request display (mobile simulator)', () => {
       'none stated',
     );
     expect(formatMaxFee({ blockchain: 'ethereum-mainnet', max_fee: '-1' })).toBe('none stated');
+  });
+});
+
+describe("approval request check against the phone's own chains (before anything is shown)", () => {
+  const USDT = '0xdAC17F958D2ee523a2206206994597C13D831ec7';
+  const chains = parseChainsConfig({
+    'ethereum-mainnet': {
+      family: 'ethereum',
+      chainId: 1,
+      maxFee: '1',
+      assets: { USDT: { contract: USDT, decimals: 6 } },
+    },
+  });
+
+  it('shows a token transfer with its contract; the configured token passes the check', () => {
+    expect(approvalRefusal(intent(), chains)).toBeUndefined();
+    expect(describeApproval(intent())).toContain(`  token USDT, contract ${USDT}\n`);
+    expect(approvalEventFields(intent())).toMatchObject({ asset_contract: USDT });
+    const eth = intent({
+      asset_id: assetId('ethereum-mainnet', 'ETH'),
+      asset_symbol: 'ETH',
+      asset_decimals: 18,
+      asset_contract: null,
+    });
+    expect(approvalRefusal(eth, chains)).toBeUndefined();
+    expect(describeApproval(eth)).not.toContain('token');
+    expect(approvalEventFields(eth)).not.toHaveProperty('asset_contract');
+  });
+
+  it("refuses what the signers would refuse: another token's contract, other decimals, another asset id, an unknown chain", () => {
+    const refused = (over: Partial<TransferIntent>) => approvalRefusal(intent(over), chains)?.code;
+    expect(refused({ asset_contract: '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48' })).toBe('ASSET_MISMATCH');
+    expect(refused({ asset_decimals: 18 })).toBe('ASSET_MISMATCH');
+    expect(refused({ asset_id: assetId('ethereum-mainnet', 'USDC') })).toBe('ASSET_MISMATCH');
+    expect(
+      refused({
+        asset_contract: null,
+        asset_symbol: 'ETH',
+        asset_decimals: 30,
+        asset_id: assetId('ethereum-mainnet', 'ETH'),
+      }),
+    ).toBe('ASSET_MISMATCH');
+    expect(refused({ blockchain: 'ethereum-sepolia' })).toBe('CHAIN_NOT_CONFIGURED');
+    // without a configuration the phone cannot check (and signs nothing enforced)
+    expect(approvalRefusal(intent({ asset_decimals: 18 }), undefined)).toBeUndefined();
   });
 });

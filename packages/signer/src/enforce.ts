@@ -12,11 +12,13 @@
  *    the signer's configuration, the key's approver devices (stored with the key at the master key
  *    ceremony) and the spent amount of the intent's wallet, asset and UTC day taken from the
  *    signer's OWN ledger (never from the coordinator);
- * 1b. the chain context binds nothing the signer cannot check on its own (issue #20): the blockchain
+ * 1b. the chain context binds nothing the signer cannot check on its own (issue #20): the intent's
+ *    asset is the chain's native asset or a token of the signer's `chains.<key>.assets`, with the
+ *    directory's asset id (`ASSET_MISMATCH`, assets.ts); the blockchain
  *    is in the signer's own `chains` configuration (`CHAIN_NOT_CONFIGURED`) and the context's EIP-155
  *    chain id / TRON network / Bitcoin-family network is the configured one (`CHAIN_MISMATCH`); the
  *    intent's derivation path is a wallet path `m/44/{coin_type}/{wallet}/{0|1}/{index}` of the
- *    configured coin type, and the signer derives the sender key for it from the master public key
+ *    configured coin type (TRON: 195 on mainnet, 1 on test networks), and the signer derives the sender key for it from the master public key
  *    and chain code of ITS OWN key record — the context's sender (`from`, `fromPublicKey`) and the
  *    intent's `source_address` must be that key's (`SENDER_MISMATCH`); Bitcoin family: every
  *    input's and the change's key is derived from its path, a path of the same wallet in branch 0
@@ -24,8 +26,10 @@
  *    intent's `max_fee` that the approvers signed (`FEE_ABOVE_CAP`) and the configured ceiling
  *    (`FEE_ABOVE_CEILING`). A TRON transaction carries no chain id: it is bound to its network by
  *    its reference block, which the signer CANNOT verify offline — the signer only checks the
- *    network the context names (a coordinator could still pick a reference block of another
- *    network; such a transaction is valid only there, for the same key, amount and destination);
+ *    network the context names. A coordinator can still pick a reference block of another network,
+ *    but the key differs between mainnet (coin type 195) and the test networks (coin type 1): a
+ *    test-network approval yields at most a mainnet transaction from the test-network key's
+ *    address, never from a mainnet wallet (test networks share coin type 1 among themselves);
  * 3. the ledger rules of re-signing one transfer (see {@link LedgerEntry}), and policy versions
  *    only moving forward (a version older than one already signed under is refused).
  *
@@ -59,6 +63,7 @@ import {
   transferIntentDigest,
   verifyTransferEvidence,
 } from '@custodian/wire';
+import { assetMismatch } from './assets.js';
 import type { ChainConfig, ChainsConfig } from './config.js';
 import type { SecureStore, StoreOp } from './store.js';
 
@@ -92,7 +97,13 @@ export type SignerRefusal =
   /** A Bitcoin-family input's path is not a path of the intent's wallet, or its key/address is not the derived one. */
   | 'INPUT_KEY_MISMATCH'
   /** The change output's path is not a path of the intent's wallet, or its key/address is not the derived one. */
-  | 'CHANGE_MISMATCH';
+  | 'CHANGE_MISMATCH'
+  /**
+   * The intent's asset is not one this signer knows for the blockchain: a native transfer whose
+   * symbol/decimals are not the chain's, a token absent from `chains.<key>.assets` or with another
+   * contract/decimals, or an `asset_id` that is not the directory id of (blockchain, symbol).
+   */
+  | 'ASSET_MISMATCH';
 
 /** A refusal raised by {@link enforceTransferEvidence}; `code` travels back as the CeremonyResult's error. */
 export class EvidenceRefused extends Error {
@@ -317,10 +328,14 @@ export function recomputeIntentDigests(
   throw new EvidenceRefused('DIGEST_MISMATCH', `unsupported blockchain ${key}`);
 }
 
-/** Coin type of wallet paths on a configured chain (SLIP-0044; 1 on every Bitcoin-family test network). */
+/**
+ * Coin type of wallet paths on a configured chain (SLIP-0044): 60 on every EVM chain (EIP-155
+ * chain ids separate them), 195 on TRON mainnet, 1 on every TRON and Bitcoin-family test network
+ * (a TRON transaction has no chain id: a test-network approval must never sign with the mainnet key).
+ */
 function coinTypeOf(chain: ChainConfig): number {
   if (chain.family === 'ethereum') return 60;
-  if (chain.family === 'tron') return 195;
+  if (chain.family === 'tron') return chain.network === 'mainnet' ? 195 : 1;
   const n = UTXO_NETWORKS.find((x) => x.id === chain.network);
   if (!n) throw new EvidenceRefused('CHAIN_NOT_CONFIGURED', `unknown network ${chain.network}`);
   return n.coinType;
@@ -375,14 +390,17 @@ function big(v: unknown, what: string): bigint {
 }
 
 /**
- * Issue #20 items 1–4 on the signer side: chain id / network, wallet path and sender, Bitcoin-family
- * inputs and change, and the fee bound, each against the signer's own configuration and key record.
+ * Issue #20 items 1–4 on the signer side: the asset (review finding 3: {@link assetMismatch}), chain
+ * id / network, wallet path and sender, Bitcoin-family inputs and change, and the fee bound, each
+ * against the signer's own configuration and key record.
  * Called after the digests were recomputed from the same context (so the context's shapes are the
  * adapters' and every address matches its public key).
- * @throws EvidenceRefused CHAIN_MISMATCH, SENDER_MISMATCH, INPUT_KEY_MISMATCH, CHANGE_MISMATCH,
- *   FEE_ABOVE_CAP, FEE_ABOVE_CEILING
+ * @throws EvidenceRefused ASSET_MISMATCH, CHAIN_MISMATCH, SENDER_MISMATCH, INPUT_KEY_MISMATCH,
+ *   CHANGE_MISMATCH, FEE_ABOVE_CAP, FEE_ABOVE_CEILING
  */
 function checkChainContext(intent: TransferIntent, context: Json, chain: ChainConfig, trust: EnforcementTrust): void {
+  const asset = assetMismatch(intent, chain);
+  if (asset !== undefined) throw new EvidenceRefused('ASSET_MISMATCH', asset);
   const coinType = coinTypeOf(chain);
   const path = intent.derivation_path;
   if (!isWalletPath(path, coinType)) {

@@ -7,6 +7,7 @@
  */
 import './polyfills.js';
 
+export * from './assets.js';
 export * from './ceremonies.js';
 export * from './cli.js';
 export * from './config.js';

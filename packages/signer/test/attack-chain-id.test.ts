@@ -39,7 +39,7 @@ afterAll(async () => {
 });
 
 const ETH = [44, 60, 0, 0, 0];
-const TRX = [44, 195, 0, 0, 0];
+const TRX = [44, 1, 0, 0, 0]; // Nile: a test network, coin type 1
 
 function tronIntent() {
   return intent({

@@ -42,7 +42,7 @@ afterAll(async () => {
 });
 
 const ETH = [44, 60, 0, 0, 0];
-const TRX = [44, 195, 0, 0, 0];
+const TRX = [44, 1, 0, 0, 0]; // Nile: a test network, coin type 1
 
 describe('attack: fees above the approved cap or the signer ceiling', () => {
   it('EVM: gas × maxFeePerGas above intent.max_fee is FEE_ABOVE_CAP, above the ceiling FEE_ABOVE_CEILING', async () => {

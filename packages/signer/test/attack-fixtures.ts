@@ -23,6 +23,7 @@ import {
 import { bytesToHex, deriveSecp256k1 } from '@custodian/crypto';
 import {
   type Approval,
+  assetId,
   KeyAlgorithm,
   type PolicyDocument,
   type SignRequest,
@@ -58,12 +59,6 @@ export function useMasterKey(m: ReturnType<typeof masterKey>): void {
 /** Another master key (the coordinator's own, or another customer's). */
 export const foreignMk = masterKey();
 
-export const CHAINS = {
-  'ethereum-local': { family: 'ethereum', chainId: 31337, maxFee: '10000000000000000' },
-  'litecoin-regtest': { family: 'bitcoin', network: 'litecoin-regtest', maxFee: '1000000' },
-  'tron-nile': { family: 'tron', network: 'nile', maxFee: '100000000' },
-} as const;
-
 export function trustOf(m = mk, chains: Record<string, unknown> = CHAINS): EnforcementTrust {
   return {
     trustedAdminKeys: [pub(adminSk)],
@@ -98,6 +93,18 @@ export const LTC_DEST = utxoAddress(
   'p2wpkh',
 );
 
+/** The signers' `chains`: native coins implied; TRC-20 USDT (the fixtures' contract) on Nile. */
+export const CHAINS = {
+  'ethereum-local': { family: 'ethereum', chainId: 31337, maxFee: '10000000000000000' },
+  'litecoin-regtest': { family: 'bitcoin', network: 'litecoin-regtest', maxFee: '1000000' },
+  'tron-nile': {
+    family: 'tron',
+    network: 'nile',
+    maxFee: '100000000',
+    assets: { USDT: { contract: TRON_USDT, decimals: 6 } },
+  },
+} as const;
+
 const profile = '11111111-1111-4111-8111-111111111111';
 export const WALLET = '22222222-2222-4222-8222-222222222222';
 const policyDoc: PolicyDocument = {
@@ -121,7 +128,10 @@ export const p2wpkhOf = (pk: Uint8Array) => utxoAddress(LITECOIN_REGTEST, pk, 'p
 export const p2trOf = (pk: Uint8Array) => utxoAddress(LITECOIN_REGTEST, pk, 'p2tr');
 
 let n = 0;
-/** A fresh transfer intent (unique transfer id). */
+/**
+ * A fresh transfer intent (unique transfer id); its `asset_id` is the directory id of its blockchain
+ * and symbol unless `over` names one.
+ */
 export function intent(over: Partial<TransferIntent> = {}): TransferIntent {
   n++;
   return {
@@ -129,7 +139,7 @@ export function intent(over: Partial<TransferIntent> = {}): TransferIntent {
     profile_id: profile,
     wallet_id: WALLET,
     blockchain: 'ethereum-local',
-    asset_id: '33333333-3333-4333-8333-333333333333',
+    asset_id: assetId(over.blockchain ?? 'ethereum-local', over.asset_symbol ?? 'ETH'),
     asset_symbol: 'ETH',
     asset_decimals: 18,
     asset_contract: null,

@@ -19,6 +19,7 @@ import { type KeyShare as EcdsaKeyShare, keyShareFromJson, keyShareToJson } from
 import { type EthereumContext, ethereumAddress, recomputeEthereumDigests } from '@custodian/chains';
 import { bytesToHex, secp256k1Group } from '@custodian/crypto';
 import {
+  assetId,
   CeremonyKind,
   type CeremonyResult,
   KeyAlgorithm,
@@ -74,7 +75,8 @@ const from = ethereumAddress(child.publicKey);
 const dest = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
 const profile = '11111111-1111-4111-8111-111111111111';
 const wallet = '22222222-2222-4222-8222-222222222222';
-const asset = '33333333-3333-4333-8333-333333333333';
+// the directory id of ETH on ethereum-local (signers check it: ASSET_MISMATCH)
+const asset = assetId('ethereum-local', 'ETH');
 
 function policy(dailyLimit: string | null) {
   const doc: PolicyDocument = {

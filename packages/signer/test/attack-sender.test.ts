@@ -72,8 +72,8 @@ describe("attack: another wallet's key signs what the approvers saw as this wall
   });
 
   it("TRON: approvers see wallet 0's address, wallet 1's key signs (SENDER_MISMATCH)", async () => {
-    const t0 = [44, 195, 0, 0, 0];
-    const t1 = [44, 195, 1, 0, 0];
+    const t0 = [44, 1, 0, 0, 0];
+    const t1 = [44, 1, 1, 0, 0];
     const i = intent({
       blockchain: 'tron-nile',
       asset_symbol: 'TRX',

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { type EthereumContext, ethereumAddress, recomputeEthereumDigests } from '@custodian/chains';
 import { bytesToHex, deriveSecp256k1 } from '@custodian/crypto';
 import {
+  assetId,
   KeyAlgorithm,
   type PolicyDocument,
   type SignedPolicy,
@@ -50,7 +51,8 @@ const dest = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
 const other = '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC';
 const profile = '11111111-1111-4111-8111-111111111111';
 const wallet = '22222222-2222-4222-8222-222222222222';
-const asset = '33333333-3333-4333-8333-333333333333';
+// the directory id of ETH on ethereum-local (signers check it: ASSET_MISMATCH)
+const asset = assetId('ethereum-local', 'ETH');
 
 const policyDoc: PolicyDocument = {
   policy_id: '44444444-4444-4444-8444-444444444444',

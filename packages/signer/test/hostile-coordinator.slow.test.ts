@@ -164,7 +164,7 @@ afterAll(async () => {
 });
 
 const ETH = [44, 60, 0, 0, 0];
-const TRX = [44, 195, 0, 0, 0];
+const TRX = [44, 1, 0, 0, 0]; // Nile: a test network, coin type 1
 const LTC = [44, 1, 0, 0, 0];
 const COIN = 100_000_000n;
 
@@ -190,7 +190,7 @@ function litecoinIntent(over: Partial<TransferIntent> = {}): TransferIntent {
 }
 
 describe('a compromised coordinator against real signer processes', () => {
-  it('EVM: other chain id, fee over the cap, another wallet as sender — refused', async () => {
+  it("EVM: other chain id, fee over the cap, another wallet as sender, native decimals not the chain's — refused", async () => {
     let i = ethIntent();
     await expectRefused(i, request(i, ethContext(ETH, { chainId: 1 })), 'CHAIN_MISMATCH');
     i = ethIntent({ max_fee: '1000000000000000' });
@@ -198,6 +198,9 @@ describe('a compromised coordinator against real signer processes', () => {
     // approvers saw wallet 0's address; the path (the signing key) is wallet 1's
     i = ethIntent({ derivation_path: [44, 60, 1, 0, 0] });
     await expectRefused(i, request(i, { ...ethContext(ETH), fromPath: [44, 60, 1, 0, 0] }), 'SENDER_MISMATCH');
+    // the phone would show 10⁻¹² of the amount
+    i = ethIntent({ asset_decimals: 30 });
+    await expectRefused(i, request(i, ethContext(ETH)), 'ASSET_MISMATCH');
   }, 120_000);
 
   it('Bitcoin family: wrong change key, foreign input key, fee over the cap, another wallet as sender — refused', async () => {
@@ -241,13 +244,20 @@ describe('a compromised coordinator against real signer processes', () => {
     );
   }, 120_000);
 
-  it('TRON: other network, TRC-20 fee limit over the cap, another wallet as sender — refused', async () => {
+  it('TRON: other network, TRC-20 fee limit over the cap, another wallet as sender, another token, the mainnet key — refused', async () => {
     let i = tronIntent();
     await expectRefused(i, request(i, tronContext(TRX, { network: 'mainnet' })), 'CHAIN_MISMATCH');
     i = tronIntent({ asset_symbol: 'USDT', asset_contract: TRON_USDT, max_fee: '30000000' });
     await expectRefused(i, request(i, tronContext(TRX, { feeLimit: '90000000' })), 'FEE_ABOVE_CAP');
-    i = tronIntent({ derivation_path: [44, 195, 1, 0, 0] });
-    await expectRefused(i, request(i, { ...tronContext(TRX), fromPath: [44, 195, 1, 0, 0] }), 'SENDER_MISMATCH');
+    i = tronIntent({ derivation_path: [44, 1, 1, 0, 0] });
+    await expectRefused(i, request(i, { ...tronContext(TRX), fromPath: [44, 1, 1, 0, 0] }), 'SENDER_MISMATCH');
+    // "USDT" (its id, symbol, decimals) with a contract that is not the configured USDT
+    i = tronIntent({ asset_symbol: 'USDT', asset_contract: TRON_DEST, max_fee: '30000000' });
+    await expectRefused(i, request(i, tronContext(TRX, { feeLimit: '30000000' })), 'ASSET_MISMATCH');
+    // a Nile approval signed with the mainnet key (coin type 195)
+    const mainnet = [44, 195, 0, 0, 0];
+    i = tronIntent({ derivation_path: mainnet, source_address: tronAddress(child(mk.ecdsa, mainnet)) });
+    await expectRefused(i, request(i, tronContext(mainnet)), 'SENDER_MISMATCH');
   }, 120_000);
 
   it('a pooled request naming a presignature already consumed is refused', async () => {

@@ -134,6 +134,61 @@ describe('config', () => {
     expect(bad({ 'tron-nile': { family: 'solana', maxFee: '1' } })).toThrow(/chains\.tron-nile\.family/);
   });
 
+  it('chains.<key>.assets: the tokens signed for (contract, decimals); errors name the field', () => {
+    const base = { dataDir: 'd', peers: [], coordinator: { peerId: peer }, passphrase: { env: 'X' } };
+    const chains = {
+      'ethereum-sepolia': {
+        family: 'ethereum',
+        chainId: 11155111,
+        maxFee: '1',
+        assets: { USDC: { contract: '0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238', decimals: 6 } },
+      },
+      'tron-nile': {
+        family: 'tron',
+        network: 'nile',
+        maxFee: '1',
+        assets: { USDT: { contract: 'TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf', decimals: 6 } },
+      },
+    };
+    expect(parseConfig({ ...base, chains }, '/').chains).toEqual(chains);
+    const tron = (assets: unknown) => () =>
+      parseConfig({ ...base, chains: { 'tron-nile': { family: 'tron', network: 'nile', maxFee: '1', assets } } }, '/');
+    const eth = (assets: unknown) => () =>
+      parseConfig(
+        { ...base, chains: { 'ethereum-local': { family: 'ethereum', chainId: 1, maxFee: '1', assets } } },
+        '/',
+      );
+    expect(tron({ USDT: { contract: 'TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBg', decimals: 6 } })).toThrow(
+      /^chains\.tron-nile\.assets\.USDT\.contract: not a TRON base58check address$/,
+    );
+    expect(tron({ USDT: { contract: '0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238', decimals: 6 } })).toThrow(
+      /chains\.tron-nile\.assets\.USDT\.contract/,
+    );
+    expect(tron({ USDT: { contract: 'TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf', decimals: 6.5 } })).toThrow(
+      /chains\.tron-nile\.assets\.USDT\.decimals/,
+    );
+    expect(tron({ TRX: { contract: 'TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf', decimals: 6 } })).toThrow(
+      /chains\.tron-nile\.assets\.TRX: the native asset is implied/,
+    );
+    expect(tron([])).toThrow(/^chains\.tron-nile\.assets: /);
+    // a mixed-case EVM contract must carry its EIP-55 checksum (one letter's case flipped here)
+    expect(eth({ USDC: { contract: '0x1C7D4B196Cb0C7B01d743Fbc6116a902379C7238', decimals: 6 } })).toThrow(
+      /chains\.ethereum-local\.assets\.USDC\.contract/,
+    );
+    expect(eth({ 'US DC': { contract: '0x1c7d4b196cb0c7b01d743fbc6116a902379c7238', decimals: 6 } })).toThrow(
+      /chains\.ethereum-local\.assets\.US DC: not a token symbol/,
+    );
+    expect(() =>
+      parseConfig(
+        {
+          ...base,
+          chains: { 'bitcoin-regtest': { family: 'bitcoin', network: 'bitcoin-regtest', maxFee: '1', assets: {} } },
+        },
+        '/',
+      ),
+    ).toThrow(/chains\.bitcoin-regtest\.assets: the Bitcoin family has no tokens/);
+  });
+
   it('generationFile: outside dataDir (default beside it), resolved from the config directory', () => {
     const base = { dataDir: 'd', peers: [], coordinator: { peerId: peer }, passphrase: { env: 'X' } };
     expect(parseConfig(base, '/base').generationFile).toBeUndefined();

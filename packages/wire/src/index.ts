@@ -6,6 +6,7 @@
  */
 export * from './codec.js';
 export * from './control.js';
+export * from './directory.js';
 export * from './envelope.js';
 export * from './errors.js';
 export * from './evidence.js';

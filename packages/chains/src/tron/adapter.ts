@@ -27,7 +27,7 @@ import {
   TriggerSmartContractType,
 } from './proto.js';
 
-/** SLIP-0044 coin type of TRX. */
+/** SLIP-0044 coin type of TRX (TRON mainnet; every TRON test network uses 1, as Bitcoin-family test networks do). */
 export const TRX_COIN_TYPE = 195;
 
 /** Rebuild data of a TRON transfer (JSON). */
@@ -206,19 +206,21 @@ export class TronAdapter implements ChainAdapter<TronContext> {
   readonly network: string;
 
   constructor(o: TronAdapterOptions) {
+    const id = o.id ?? 'tron';
+    this.network = o.network ?? (id.replace(/^tron-?/, '') || 'mainnet');
     this.chain = {
-      id: o.id ?? 'tron',
+      id,
       family: 'tron',
       nativeSymbol: 'TRX',
       nativeDecimals: 6,
-      coinType: TRX_COIN_TYPE,
+      // a TRON transaction has no chain id: test networks must not share the mainnet key
+      coinType: this.network === 'mainnet' ? TRX_COIN_TYPE : 1,
     };
     this.client = o.client;
     this.#prices = o.prices ?? new StaticPriceSource();
     this.#expirationMs = o.expirationMs ?? 10 * 60_000;
     this.#feeLimit = o.feeLimit ?? 30_000_000n;
     this.#now = o.now ?? Date.now;
-    this.network = o.network ?? (this.chain.id.replace(/^tron-?/, '') || 'mainnet');
   }
 
   addressFromPublicKey(publicKey: Uint8Array): string {

@@ -130,6 +130,8 @@ const ETH = 10n ** 18n;
 /**
  * The blockchains the dev instance's signers and phones sign for (signer config `chains`, phone
  * `--chains`): the local anvil chain only, with the directory's default fee cap as the ceiling.
+ * The demo moves ETH only (implied as the native asset), so no `assets` are listed: a token
+ * transfer would be refused by the signers and phones (`ASSET_MISMATCH`).
  */
 const DEV_CHAINS = {
   'ethereum-local': { family: 'ethereum', chainId: 31337, maxFee: '10000000000000000' },
