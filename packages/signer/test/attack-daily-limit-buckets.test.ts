@@ -34,7 +34,8 @@ async function freshStore(label: string): Promise<SecureStore> {
 const W0 = [44, 60, 0, 0, 0];
 const NOW = new Date('2026-03-04T12:00:00.000Z');
 const limited = { daily_limit: '1000', approvals: { quorum: 2, above_amount: '1000' } };
-const req = (over: Parameters<typeof intent>[0]) => withPolicy(request(intent({ amount: '1000', ...over }), ethContext(W0)), limited);
+const req = (over: Parameters<typeof intent>[0]) =>
+  withPolicy(request(intent({ amount: '1000', ...over }), ethContext(W0)), limited);
 
 describe('attack: a fresh daily-limit bucket from coordinator-chosen strings', () => {
   it('a second full-limit transfer of the same source key is refused under another asset_id, wallet_id or created_at', async () => {

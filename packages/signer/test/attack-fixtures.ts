@@ -309,7 +309,12 @@ export async function verdict(store: SecureStore, req: SignRequest, trust = trus
 }
 
 /** Accept and commit the ledger entry, as the ceremony does once the signature is produced. */
-export async function signAndCommit(store: SecureStore, req: SignRequest, trust = trustOf(), now?: Date): Promise<void> {
+export async function signAndCommit(
+  store: SecureStore,
+  req: SignRequest,
+  trust = trustOf(),
+  now?: Date,
+): Promise<void> {
   const v = await enforceTransferEvidence(store, req, trust, now);
   await store.batch(v.ledgerOps);
   v.release();

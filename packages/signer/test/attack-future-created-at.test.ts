@@ -43,7 +43,13 @@ const at = (ms: number) => new Date(T0 + ms);
 const MIN = 60_000;
 
 /** What the ceremony does with a sign request after a restore: enforce, then the rollback rule. */
-async function signerVerdict(store: SecureStore, i: TransferIntent, nonce: number, rollback: RollbackRecord, now: Date) {
+async function signerVerdict(
+  store: SecureStore,
+  i: TransferIntent,
+  nonce: number,
+  rollback: RollbackRecord,
+  now: Date,
+) {
   const a = [signApproval(i, 'APPROVE', 'dev-1', dev1, '2026-03-04T10:00:01.000Z')];
   let v: Awaited<ReturnType<typeof enforceTransferEvidence>>;
   try {
@@ -62,7 +68,8 @@ describe('attack: a future created_at', () => {
     dirs.push(dir);
     const store = await SecureStore.open(join(dir, 'db'), 'pass', SCRYPT);
     open.push(store);
-    const check = (created_at: string) => verdict(store, request(intent({ created_at }), ethContext(W0)), trustOf(), at(0));
+    const check = (created_at: string) =>
+      verdict(store, request(intent({ created_at }), ethContext(W0)), trustOf(), at(0));
     expect(await check(at(36 * 60 * MIN).toISOString())).toBe('INTENT_TIME_INVALID');
     expect(await check(at(5 * MIN + 1).toISOString())).toBe('INTENT_TIME_INVALID');
     expect(await check('not a time')).toBe('INTENT_TIME_INVALID');
@@ -89,7 +96,12 @@ describe('attack: a future created_at', () => {
     const tomorrow = intent({ created_at: at(24 * 60 * MIN).toISOString() });
     const approve = (i: TransferIntent) => [signApproval(i, 'APPROVE', 'dev-1', dev1, '2026-03-04T10:00:01.000Z')];
     await signAndCommit(store, request(soon, ethContext(W0, { nonce: 1 }), approve(soon)), trustOf(), at(0));
-    await signAndCommit(store, request(tomorrow, ethContext(W0, { nonce: 2 }), approve(tomorrow)), trustOf(), at(0)).catch(
+    await signAndCommit(
+      store,
+      request(tomorrow, ethContext(W0, { nonce: 2 }), approve(tomorrow)),
+      trustOf(),
+      at(0),
+    ).catch(
       () => undefined, // refused outright once the clock check exists
     );
     await stopGeneration(store, file);
