@@ -12,9 +12,20 @@
  */
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { ethereumAddress } from '@custodian/chains';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SecureStore } from '../src/index.js';
-import { ethContext, intent, request, signAndCommit, trustOf, verdict, withPolicy } from './attack-fixtures.js';
+import {
+  child,
+  ethContext,
+  intent,
+  mk,
+  request,
+  signAndCommit,
+  trustOf,
+  verdict,
+  withPolicy,
+} from './attack-fixtures.js';
 import { tempDir } from './cluster.js';
 
 const dirs: string[] = [];
@@ -55,5 +66,14 @@ describe('attack: a fresh daily-limit bucket from coordinator-chosen strings', (
     );
     // only a fresh wallet_id string (path and source address still wallet 0's)
     expect(await verdict(store, req({ wallet_id: 'fresh-wallet-id-1' }), trustOf(), NOW)).toBe('WALLET_MISMATCH');
+  });
+
+  it("another wallet of the key (its own path and derived id) has its own sum; the next UTC day of the signer's clock starts afresh", async () => {
+    const store = await freshStore('attack-daily-buckets-own');
+    await signAndCommit(store, req({}), trustOf(), NOW);
+    const W1 = [44, 60, 1, 0, 0];
+    const other = intent({ amount: '1000', derivation_path: W1, source_address: ethereumAddress(child(mk.ecdsa, W1)) });
+    expect(await verdict(store, withPolicy(request(other, ethContext(W1)), limited), trustOf(), NOW)).toBe('ACCEPTED');
+    expect(await verdict(store, req({}), trustOf(), new Date('2026-03-05T00:00:00.000Z'))).toBe('ACCEPTED');
   });
 });
