@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Bip32InvalidChildError, deriveSecp256k1, ed25519Group, secp256k1Group } from '@custodian/crypto';
+import { walletIdOf } from '@custodian/wire';
 import { formatUnits } from 'viem';
 import { ADDRESS_CODECS, type AddressType, addressPath } from './addresses.js';
 import type { Db, Queryable } from './db/db.js';
@@ -14,6 +15,15 @@ import { type Clock, iso, randomToken, sha256Hex } from './util.js';
 import { emitEvent } from './webhooks/outbox.js';
 
 /** Page request: `page` ≥ 1, `page_size` in [1, 200]. */
+
+/**
+ * The key id the signers know a master key by: hex of the 16 bytes of the master key ceremony's
+ * UUID (the ceremony id the coordinator sends in StartCeremony), else of the master key id.
+ */
+export function transferKeyId(mk: { ceremony_id: string | null; master_key_id: string }): string {
+  return (mk.ceremony_id ?? mk.master_key_id).replaceAll('-', '').toLowerCase();
+}
+
 export interface PageRequest {
   readonly page: number;
   readonly page_size: number;
@@ -448,7 +458,9 @@ export class Store {
 
   /**
    * Create a wallet: allocate the next wallet index of the newest master key, record its
-   * blockchains and derive the first deposit address of each (no ceremony).
+   * blockchains and derive the first deposit address of each (no ceremony). The wallet id is
+   * derived, `walletIdOf(transferKeyId(master key), wallet index)` (@custodian/wire): signers
+   * recompute it from a transfer intent's key id and path and refuse any other (`WALLET_MISMATCH`).
    * @param within optional extra work in the same transaction (audit entry, webhook outbox row)
    * @throws ApiError UNKNOWN_BLOCKCHAIN (422) naming the field; NO_MASTER_KEY (409)
    */
@@ -463,11 +475,12 @@ export class Store {
       const mk = (
         await q.query<{
           master_key_id: string;
+          ceremony_id: string | null;
           next_wallet_index: number;
           secp256k1_public_key: string;
           secp256k1_chain_code: string;
         }>(
-          `SELECT master_key_id, next_wallet_index, secp256k1_public_key, secp256k1_chain_code FROM master_keys
+          `SELECT master_key_id, ceremony_id, next_wallet_index, secp256k1_public_key, secp256k1_chain_code FROM master_keys
            ORDER BY created_at DESC, master_key_id LIMIT 1 FOR UPDATE`,
         )
       )[0];
@@ -490,7 +503,7 @@ export class Store {
         mk.master_key_id,
         walletIndex + 1,
       ]);
-      const walletId = randomUUID();
+      const walletId = walletIdOf(transferKeyId(mk), walletIndex);
       const now = this.clock();
       const name = input.name ?? null;
       await q.query(

@@ -547,13 +547,19 @@ async function enforce(ctx: CeremonyContext, start: StartCeremony): Promise<Enfo
   if (!rec) throw new Refused(`unknown key ${req.keyId}`);
   const approverKeys = new Map((rec.approverDevices ?? []).map((d) => [d.deviceId, d.publicKey]));
   let verdict: EnforcementVerdict;
+  const now = new Date(); // one clock reading for both rules
   try {
-    verdict = await enforceTransferEvidence(ctx.store, req, {
-      trustedAdminKeys: ctx.enforcement.trustedAdminKeys,
-      approverKeys,
-      chains: ctx.enforcement.chains ?? {},
-      keys: rec.keys,
-    });
+    verdict = await enforceTransferEvidence(
+      ctx.store,
+      req,
+      {
+        trustedAdminKeys: ctx.enforcement.trustedAdminKeys,
+        approverKeys,
+        chains: ctx.enforcement.chains ?? {},
+        keys: rec.keys,
+      },
+      now,
+    );
   } catch (e) {
     if (e instanceof EvidenceRefused) throw new Refused(e.message);
     throw e;
@@ -567,7 +573,7 @@ async function enforce(ctx: CeremonyContext, start: StartCeremony): Promise<Enfo
     } catch {
       dailyLimit = undefined; // enforce accepted the request: a policy it parsed is there
     }
-    const refusal = rollbackRefusal(ctx.rollback, verdict.intent, dailyLimit);
+    const refusal = rollbackRefusal(ctx.rollback, verdict.intent, dailyLimit, now);
     if (refusal) {
       verdict.release();
       throw new Refused(refusal);

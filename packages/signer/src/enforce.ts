@@ -8,18 +8,14 @@
  *    recomputes from the intent's fields (asset, destination, amount) and the chain context
  *    (`recomputeEthereumDigests` / `recomputeBitcoinDigests` / `recomputeTronDigests`); any
  *    difference → `DIGEST_MISMATCH`;
- * 2. `verifyTransferEvidence` (packages/wire/src/evidence.ts) with the Admin device keys pinned in
- *    the signer's configuration, the key's approver devices (stored with the key at the master key
- *    ceremony) and the spent amount of the intent's wallet, asset and UTC day taken from the
- *    signer's OWN ledger (never from the coordinator);
  * 1b. the chain context binds nothing the signer cannot check on its own (issue #20): the intent's
  *    asset is the chain's native asset or a token of the signer's `chains.<key>.assets`, with the
  *    directory's asset id (`ASSET_MISMATCH`, assets.ts); the blockchain
  *    is in the signer's own `chains` configuration (`CHAIN_NOT_CONFIGURED`) and the context's EIP-155
  *    chain id / TRON network / Bitcoin-family network is the configured one (`CHAIN_MISMATCH`); the
  *    intent's derivation path is a wallet path `m/44/{coin_type}/{wallet}/{0|1}/{index}` of the
- *    configured coin type (TRON: 195 on mainnet, 1 on test networks), and the signer derives the sender key for it from the master public key
- *    and chain code of ITS OWN key record — the context's sender (`from`, `fromPublicKey`) and the
+ *    configured coin type (TRON: 195 on mainnet, 1 on test networks), and the signer derives the
+ *    sender key for it from the master public key and chain code of ITS OWN key record — the context's sender (`from`, `fromPublicKey`) and the
  *    intent's `source_address` must be that key's (`SENDER_MISMATCH`); Bitcoin family: every
  *    input's and the change's key is derived from its path, a path of the same wallet in branch 0
  *    or 1 (`INPUT_KEY_MISMATCH`, `CHANGE_MISMATCH`); the transaction's maximum fee is at most the
@@ -30,11 +26,34 @@
  *    but the key differs between mainnet (coin type 195) and the test networks (coin type 1): a
  *    test-network approval yields at most a mainnet transaction from the test-network key's
  *    address, never from a mainnet wallet (test networks share coin type 1 among themselves);
+ * 1c. the intent's `wallet_id` is the wallet of its path: `walletIdOf(key_id, derivation_path[2])`
+ *    (@custodian/wire), else `WALLET_MISMATCH` — so a policy scoped to one wallet, and its daily
+ *    limit, cannot be applied to another wallet's funds; the intent's `created_at` is an ISO 8601
+ *    time no later than the signer's clock + {@link CREATED_AT_SKEW_MS}, else `INTENT_TIME_INVALID`
+ *    (the rollback rule of generation.ts compares it with the detection time);
+ * 2. `verifyTransferEvidence` (packages/wire/src/evidence.ts) with the Admin device keys pinned in
+ *    the signer's configuration, the key's approver devices (stored with the key at the master key
+ *    ceremony) and the amount already spent today taken from the signer's OWN ledger (never from
+ *    the coordinator), see "Daily limit" below;
  * 3. the ledger rules of re-signing one transfer (see {@link LedgerEntry}), and policy versions
  *    only moving forward (a version older than one already signed under is refused).
  *
- * The ledger lives in the signer's encrypted LevelDB store (sublevel `ledger`) and its entry is
- * written in the same batch as the ceremony's audit record, only when the signature was produced.
+ * The ledger lives in the signer's encrypted LevelDB store (sublevel `ledger`) and its entries are
+ * written in the same batch as the ceremony's audit record, only when the signature was produced:
+ * - `t/<transfer_id>` → {@link LedgerEntry} (JSON): what was signed for the transfer (re-signing rules);
+ * - `d/<key_id>/<blockchain>/<wallet index>/<asset>/<YYYY-MM-DD>/<transfer_id>` → amount (base
+ *   units, decimal string): the daily sums, see below;
+ * - `policy/<policy_id>` → the newest policy version signed under (decimal string).
+ *
+ * Daily limit. The sums are keyed only by what the signer derives or checks itself — the key id
+ * (the key record the request signs with), the configured blockchain, the wallet index of the
+ * derivation path, the asset identity ({@link assetIdentity}: `native`, or the token contract the
+ * digests bind, lowercased on EVM chains) — and by the UTC day of the signer's OWN clock when it
+ * FIRST signs the transfer: a transfer counts on that day, once; a retry or fee replacement of an
+ * already signed transfer adds nothing, even on a later day. The coordinator's `wallet_id`,
+ * `asset_id` and `created_at` choose no bucket. The coordinator counts a transfer on the UTC day it
+ * was created, so near midnight a signer may refuse (`DAILY_LIMIT_EXCEEDED`) what the coordinator
+ * allowed, never the reverse.
  */
 
 import {
@@ -62,6 +81,7 @@ import {
   type TransferIntent,
   transferIntentDigest,
   verifyTransferEvidence,
+  walletIdOf,
 } from '@custodian/wire';
 import { assetMismatch } from './assets.js';
 import type { ChainConfig, ChainsConfig } from './config.js';
@@ -103,7 +123,11 @@ export type SignerRefusal =
    * symbol/decimals are not the chain's, a token absent from `chains.<key>.assets` or with another
    * contract/decimals, or an `asset_id` that is not the directory id of (blockchain, symbol).
    */
-  | 'ASSET_MISMATCH';
+  | 'ASSET_MISMATCH'
+  /** The intent's `wallet_id` is not `walletIdOf(key_id, derivation_path[2])`: the label of another wallet. */
+  | 'WALLET_MISMATCH'
+  /** The intent's `created_at` is not an ISO 8601 time, or is later than the signer's clock + {@link CREATED_AT_SKEW_MS}. */
+  | 'INTENT_TIME_INVALID';
 
 /** A refusal raised by {@link enforceTransferEvidence}; `code` travels back as the CeremonyResult's error. */
 export class EvidenceRefused extends Error {
@@ -142,8 +166,7 @@ export interface EnforcementTrust {
 }
 
 /**
- * One signed transfer in a signer's ledger (JSON in sublevel `ledger`, key
- * `<wallet_id>/<asset_id>/<YYYY-MM-DD>/<transfer_id>`).
+ * One signed transfer in a signer's ledger (JSON in sublevel `ledger`, key `t/<transfer_id>`).
  *
  * Re-signing the same `transfer_id` is allowed only (a) for the very same digests (a retry after
  * the coordinator lost the result: no second transaction can come out of it), or (b) for a fee
@@ -151,13 +174,17 @@ export interface EnforcementTrust {
  * outpoints) — and then only with approvals not used for an earlier signature of the transfer.
  * The intent must be the one already signed, or differ from it ONLY in a higher `max_fee` (a
  * "raised cap" intent for a bump above the approved cap, whose approvals are necessarily fresh).
+ * Neither adds to the daily sums: the transfer counts once, under {@link LedgerEntry.sum_key}.
  */
 export interface LedgerEntry {
   readonly transfer_id: string;
+  /** The intent's labels (informational: no ledger key is formed from them). */
   readonly wallet_id: string;
   readonly asset_id: string;
-  /** UTC day of the intent's `created_at`. */
+  /** UTC day (YYYY-MM-DD, signer clock) of the transfer's first signature: the day it counts on. */
   readonly day: string;
+  /** Ledger key of the transfer's amount in the daily sums (`d/…/<day>/<transfer_id>`). */
+  readonly sum_key: string;
   /** Base units, decimal string. */
   readonly amount: string;
   readonly intent_digest: string;
@@ -165,42 +192,96 @@ export interface LedgerEntry {
   readonly digests: readonly string[];
   readonly replacement_key: string;
   /**
-   * Hex digest of the intent without `max_fee` (entries written since issue #20): a later intent
-   * differing only in a higher `max_fee` (a fee bump above the approved cap, approved afresh) is
-   * the same transfer. Then `intent_digest` and `max_fee` become the raised intent's.
+   * Hex digest of the intent without `max_fee`: a later intent differing only in a higher
+   * `max_fee` (a fee bump above the approved cap, approved afresh) is the same transfer. Then
+   * `intent_digest` and `max_fee` become the raised intent's.
    */
-  readonly transfer_digest?: string;
-  /** The intent's fee cap, base units of the native asset (entries written since issue #20). */
-  readonly max_fee?: string;
+  readonly transfer_digest: string;
+  /** The intent's fee cap, base units of the native asset. */
+  readonly max_fee: string;
   /** Signatures (hex) of the approvals already used. */
   readonly approvals_used: readonly string[];
+  /** Time of the first signature (ISO 8601, signer clock). */
   readonly signed_at: string;
+}
+
+/** Identity of a daily-limit bucket: everything but the day, each derived or checked by the signer. */
+export interface SpendIdentity {
+  /** The key id the request signs with (the signer's key record). */
+  readonly keyId: string;
+  /** The blockchain key, present in the signer's `chains` configuration. */
+  readonly blockchain: string;
+  /** The wallet index, element 2 of the wallet path `m/44/{coin}/{wallet}/{0|1}/{index}`. */
+  readonly walletIndex: number;
+  /** {@link assetIdentity}. */
+  readonly asset: string;
+}
+
+/**
+ * How long an intent's `created_at` may lie ahead of the signer's clock (milliseconds): 5 minutes
+ * of clock skew between the coordinator and the signer. Later: `INTENT_TIME_INVALID`. The rollback
+ * rule (generation.ts `rollbackRefusal`) refuses intents created before a detected restore plus
+ * this skew.
+ */
+export const CREATED_AT_SKEW_MS = 5 * 60_000;
+
+/** ISO 8601 date-time with seconds and an explicit zone (what `Date.prototype.toISOString` writes). */
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
+
+/**
+ * The time of an intent's `created_at`, checked against the signer's clock.
+ * @param createdAt ISO 8601 date-time with seconds and zone, e.g. `2026-03-04T10:00:00.000Z`
+ * @param now the signer's clock
+ * @returns milliseconds since the epoch
+ * @throws EvidenceRefused INTENT_TIME_INVALID when it is not such a time, or later than `now` + {@link CREATED_AT_SKEW_MS}
+ */
+export function intentTime(createdAt: unknown, now: Date): number {
+  const t = typeof createdAt === 'string' && ISO_TIME.test(createdAt) ? Date.parse(createdAt) : Number.NaN;
+  if (!Number.isFinite(t))
+    throw new EvidenceRefused('INTENT_TIME_INVALID', 'intent.created_at is not an ISO 8601 time');
+  if (t > now.getTime() + CREATED_AT_SKEW_MS)
+    throw new EvidenceRefused('INTENT_TIME_INVALID', 'intent.created_at is later than the signer clock allows');
+  return t;
 }
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
-/** UTC day (YYYY-MM-DD) of an ISO 8601 time. @throws EvidenceRefused DIGEST_MISMATCH when unparsable */
-export function utcDay(iso: string): string {
-  const t = Date.parse(iso);
-  if (!Number.isFinite(t)) throw new EvidenceRefused('DIGEST_MISMATCH', 'intent.created_at is not a date');
-  return new Date(t).toISOString().slice(0, 10);
-}
-
-function ledgerPrefix(walletId: string, assetId: string, day: string): string {
-  return `${walletId}/${assetId}/${day}/`;
+/** UTC day (YYYY-MM-DD) of a time (the signer's clock). @throws RangeError for an invalid date */
+export function utcDay(t: Date): string {
+  return t.toISOString().slice(0, 10);
 }
 
 /**
- * In-flight reservations per store: a transfer accepted by {@link enforceTransferEvidence} counts
- * towards its day's limit from the check until its ceremony ends (then the ledger entry, written
- * only with a produced signature, takes over). Checks are serialised per store, so concurrent sign
- * requests cannot both pass a daily limit only one of them fits in.
+ * Asset identity of an intent in the daily sums: `native` for the chain's coin, else the token
+ * contract as the digests bind it — lowercased on EVM chains (whose adapter takes a contract in
+ * lower, upper or EIP-55 case: three spellings of one contract), verbatim elsewhere (TRON base58check
+ * has one spelling per contract).
  */
-const reservations = new WeakMap<SecureStore, Map<string, bigint>>();
+export function assetIdentity(intent: TransferIntent, family: ChainConfig['family']): string {
+  if (intent.asset_contract === null) return 'native';
+  return family === 'ethereum' ? intent.asset_contract.toLowerCase() : intent.asset_contract;
+}
+
+/** Key prefix of a bucket of the daily sums (`d/<key_id>/<blockchain>/<wallet>/<asset>/<day>/`). */
+function sumPrefix(id: SpendIdentity, day: string): string {
+  const e = encodeURIComponent;
+  return `d/${e(id.keyId)}/${e(id.blockchain)}/${id.walletIndex}/${e(id.asset)}/${day}/`;
+}
+
+const transferKey = (transferId: string) => `t/${transferId}`;
+
+/**
+ * In-flight reservations per store: a transfer accepted by {@link enforceTransferEvidence} is held
+ * (transfer id → its sum key and amount; no sum key for a re-signature, which adds nothing) from
+ * the check until its ceremony ends, and its amount counts towards its day's sum meanwhile (then
+ * the ledger entry, written only with a produced signature, takes over). Checks are serialised per
+ * store, so concurrent sign requests cannot both pass a daily limit only one of them fits in.
+ */
+const reservations = new WeakMap<SecureStore, Map<string, { sumKey?: string; amount: bigint }>>();
 const checkLocks = new WeakMap<SecureStore, Promise<unknown>>();
 
-function reserved(store: SecureStore): Map<string, bigint> {
+function reserved(store: SecureStore): Map<string, { sumKey?: string; amount: bigint }> {
   let m = reservations.get(store);
   if (!m) {
     m = new Map();
@@ -209,33 +290,36 @@ function reserved(store: SecureStore): Map<string, bigint> {
   return m;
 }
 
-/** Sum (base units) of the ledger's transfers of a wallet and asset on a UTC day, except `exceptTransferId`. */
+/**
+ * Sum (base units) of a daily-limit bucket: the transfers first signed on `day` (signer clock)
+ * under `id`, plus in-flight reservations of the same bucket, except `exceptTransferId`.
+ */
 export async function ledgerSpent(
   store: SecureStore,
-  walletId: string,
-  assetId: string,
+  id: SpendIdentity,
   day: string,
   exceptTransferId?: string,
 ): Promise<bigint> {
   let sum = 0n;
-  const prefix = ledgerPrefix(walletId, assetId, day);
+  const prefix = sumPrefix(id, day);
+  const except = exceptTransferId === undefined ? undefined : `${prefix}${exceptTransferId}`;
   for (const k of await store.keys('ledger', prefix)) {
-    if (exceptTransferId !== undefined && k === `${prefix}${exceptTransferId}`) continue;
+    if (k === except) continue;
     const v = await store.get('ledger', k);
-    if (v) sum += BigInt((JSON.parse(dec.decode(v)) as LedgerEntry).amount);
+    if (v) sum += BigInt(dec.decode(v));
   }
-  for (const [k, amount] of reserved(store)) {
-    if (k.startsWith(prefix) && k !== `${prefix}${exceptTransferId}` && !(await store.get('ledger', k))) sum += amount;
+  for (const { sumKey, amount } of reserved(store).values()) {
+    if (sumKey?.startsWith(prefix) && sumKey !== except && !(await store.get('ledger', sumKey))) sum += amount;
   }
   return sum;
 }
 
-/** The ledger entry of a transfer, if it was signed before. */
-export async function ledgerEntry(store: SecureStore, intent: TransferIntent): Promise<LedgerEntry | undefined> {
-  const v = await store.get(
-    'ledger',
-    `${ledgerPrefix(intent.wallet_id, intent.asset_id, utcDay(intent.created_at))}${intent.transfer_id}`,
-  );
+/** The ledger entry of a transfer (by its transfer id alone), if it was signed before. */
+export async function ledgerEntry(
+  store: SecureStore,
+  transfer: { readonly transfer_id: string },
+): Promise<LedgerEntry | undefined> {
+  const v = await store.get('ledger', transferKey(transfer.transfer_id));
   return v ? (JSON.parse(dec.decode(v)) as LedgerEntry) : undefined;
 }
 
@@ -482,10 +566,13 @@ function samePath(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
-/** What an accepted request leaves to persist: the ledger entry to put in the ceremony's batch. */
+/** What an accepted request leaves to persist: the ledger entries to put in the ceremony's batch. */
 export interface EnforcementVerdict {
   readonly intent: TransferIntent;
-  /** Ledger writes: the transfer's entry and the newest policy version seen (`policy/<policy_id>`). */
+  /**
+   * Ledger writes: the transfer's entry (`t/<transfer_id>`), at its first signature its amount in
+   * the daily sums (`d/…`), and the newest policy version seen (`policy/<policy_id>`).
+   */
   readonly ledgerOps: StoreOp[];
   /** End the in-flight reservation (call once the ceremony's batch is written or the ceremony failed). */
   release(): void;
@@ -496,7 +583,7 @@ export interface EnforcementVerdict {
  * @param store the signer's store (ledger reads)
  * @param req the SignRequest as received
  * @param trust pinned admin device keys and the key's approver devices
- * @param now time of the check (ISO 8601 of the ledger entry)
+ * @param now the signer's clock: the day a first signature counts on, the bound of `created_at`
  * @returns the ledger write to commit together with the produced signature
  * @throws EvidenceRefused with the refusal code; nothing is written
  */
@@ -556,6 +643,17 @@ async function enforceLocked(
     throw new EvidenceRefused('CHAIN_MISMATCH', `context network is not ${chain.network}`);
   const { digests, replacementKey } = recomputeIntentDigests(intent, context, chain);
   checkChainContext(intent, context, chain, trust);
+  // 1c. the wallet label is the path's wallet, the creation time is not in the future
+  const walletIndex = intent.derivation_path[2] as number; // a wallet path: checkChainContext
+  let walletId: string;
+  try {
+    walletId = walletIdOf(intent.key_id, walletIndex);
+  } catch {
+    throw new EvidenceRefused('WALLET_MISMATCH', 'no wallet id derives from intent.key_id and the path');
+  }
+  if (intent.wallet_id !== walletId)
+    throw new EvidenceRefused('WALLET_MISMATCH', 'intent.wallet_id is not the wallet of the derivation path');
+  intentTime(intent.created_at, now);
   const asked = (req.digests ?? []).map((d) => bytesToHex(d));
   const expected = digests.map((d) => bytesToHex(d.digest));
   if (asked.length !== expected.length || asked.some((d, i) => d !== expected[i])) {
@@ -565,9 +663,8 @@ async function enforceLocked(
     throw new EvidenceRefused('DIGEST_MISMATCH', 'a digest is for another key path than the intent');
   }
   // 3. ledger: a transfer is signed once, or re-signed identically, or replaced with fresh approvals
-  const day = utcDay(intent.created_at);
-  const key = `${ledgerPrefix(intent.wallet_id, intent.asset_id, day)}${intent.transfer_id}`;
-  if (reserved(store).has(key)) {
+  const key = transferKey(intent.transfer_id);
+  if (reserved(store).has(intent.transfer_id)) {
     throw new EvidenceRefused('TRANSFER_ALREADY_SIGNED', 'a signature of this transfer is already in progress');
   }
   const previous = await ledgerEntry(store, intent);
@@ -589,7 +686,17 @@ async function enforceLocked(
     }
   }
   // 2. policy, limits from the own ledger, approvals of the key's devices
-  const spentToday = await ledgerSpent(store, intent.wallet_id, intent.asset_id, day, intent.transfer_id);
+  // the bucket: signer-derived identity, UTC day of the FIRST signature on the signer's clock (a
+  // re-signature is checked against the day it counts on, and adds nothing)
+  const identity: SpendIdentity = {
+    keyId: intent.key_id,
+    blockchain: intent.blockchain,
+    walletIndex,
+    asset: assetIdentity(intent, chain.family),
+  };
+  const day = previous?.day ?? utcDay(now);
+  const sumKey = previous?.sum_key ?? `${sumPrefix(identity, day)}${intent.transfer_id}`;
+  const spentToday = await ledgerSpent(store, identity, day, intent.transfer_id);
   const verdict = verifyTransferEvidence({
     intent,
     policy,
@@ -616,6 +723,7 @@ async function enforceLocked(
     wallet_id: intent.wallet_id,
     asset_id: intent.asset_id,
     day,
+    sum_key: sumKey,
     amount: intent.amount,
     intent_digest: intentDigest,
     digests: [...new Set([...(previous?.digests ?? []), ...asked])],
@@ -623,15 +731,20 @@ async function enforceLocked(
     transfer_digest: sansCap,
     max_fee: intent.max_fee,
     approvals_used: [...new Set([...(previous?.approvals_used ?? []), ...approvals.map((a) => a.signature)])],
-    signed_at: now.toISOString(),
+    signed_at: previous?.signed_at ?? now.toISOString(),
   };
   const held = reserved(store);
-  held.set(key, BigInt(intent.amount));
+  const amount = BigInt(intent.amount);
+  held.set(intent.transfer_id, previous ? { amount } : { sumKey, amount });
   let released = false;
   return {
     intent,
     ledgerOps: [
       { type: 'put', sublevel: 'ledger', key, value: enc.encode(JSON.stringify(entry)) },
+      // the amount counts once, on the day of the first signature
+      ...(previous
+        ? []
+        : [{ type: 'put' as const, sublevel: 'ledger' as const, key: sumKey, value: enc.encode(intent.amount) }]),
       {
         type: 'put',
         sublevel: 'ledger',
@@ -640,7 +753,7 @@ async function enforceLocked(
       },
     ],
     release() {
-      if (!released) held.delete(key);
+      if (!released) held.delete(intent.transfer_id);
       released = true;
     },
   };

@@ -23,8 +23,11 @@
  * lifetime are ever used). On a detected rollback the same batch records it (`state/rollback`, see
  * {@link RollbackRecord}) — so a restart cannot forget it — and from then on the signer refuses
  * with `STORE_ROLLED_BACK` ({@link rollbackRefusal}): every transfer whose intent was created
- * before the detection, and, for the rest of the detection's UTC day, every transfer under a
- * policy with a daily limit (the day's spent amount is not known any more).
+ * before the detection plus the allowed clock skew (`CREATED_AT_SKEW_MS`, 5 minutes: a signer
+ * refuses any intent created later than its clock + that skew, so a transfer it signed before the
+ * restore was created before then), and, for the rest of the detection's UTC day on the signer's
+ * clock (the day a signature is counted on), every transfer under a policy with a daily limit (the
+ * day's spent amount is not known any more).
  *
  * Also treated as a rollback (conservatively): the state file is missing while the store has
  * started before (generation ≥ 1), or the file belongs to another store (a different store id,
@@ -37,6 +40,7 @@
 import { open as openFile, readFile, rename } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
+import { CREATED_AT_SKEW_MS } from './enforce.js';
 import { presignatureDiscards } from './presignatures.js';
 import type { SecureStore, StoreOp } from './store.js';
 
@@ -231,7 +235,7 @@ export async function startGeneration(
         detectedAt: rollback.detectedAt,
         discardedPresignatures: discards.length,
       },
-      `!!! ${STORE_ROLLED_BACK}: this signer's store is older than the last one it ran with (restored from a backup or copy). Every presignature is discarded; transfers created before ${rollback.detectedAt} are refused, and transfers under a daily limit are refused until the end of that UTC day !!!`,
+      `!!! ${STORE_ROLLED_BACK}: this signer's store is older than the last one it ran with (restored from a backup or copy). Every presignature is discarded; transfers created before ${rollback.detectedAt} + ${CREATED_AT_SKEW_MS / 60_000} minutes are refused, and transfers under a daily limit are refused until the end of that UTC day !!!`,
     );
   } else {
     opts.log?.info(
@@ -265,31 +269,34 @@ const DAY_MS = 86_400_000;
 /**
  * Whether a transfer may be signed by a signer that detected a rollback (none: undefined).
  * Refused, with a message starting `STORE_ROLLED_BACK:`, when
- * (a) the intent was created before the detection (`created_at` < `detectedAt`): it may have been
- *     signed after the copy, and the ledger that would say so was rolled back; or
- * (b) the intent was created on the detection's UTC day and its policy has a daily limit: that
- *     day's ledger may miss transfers signed after the copy. From 00:00 UTC the next day the
- *     limits count from the signer's ledger again.
+ * (a) the intent was created before the detection plus `CREATED_AT_SKEW_MS` (5 minutes): it may
+ *     have been signed after the copy (a signer signs intents created up to that skew ahead of its
+ *     clock, enforce.ts `intentTime`), and the ledger that would say so was rolled back; or
+ * (b) the policy has a daily limit and `now` (the signer's clock: the day this signature would be
+ *     counted on) is on the detection's UTC day: that day's sums may miss transfers signed after
+ *     the copy. From 00:00 UTC the next day the limits count from the signer's ledger again.
  * @param rollback the signer's latest detected rollback
  * @param intent the approved intent (`created_at`, ISO 8601)
  * @param dailyLimit the policy's `daily_limit` (null/undefined: no daily limit)
+ * @param now the signer's clock (default: now)
  */
 export function rollbackRefusal(
   rollback: RollbackRecord | undefined,
   intent: { readonly created_at: string },
   dailyLimit: string | null | undefined,
+  now: Date = new Date(),
 ): string | undefined {
   if (!rollback) return undefined;
   const created = Date.parse(intent.created_at);
   const detected = Date.parse(rollback.detectedAt);
   if (!Number.isFinite(created)) return `${STORE_ROLLED_BACK}: intent.created_at is not a date`;
-  if (created < detected) {
-    return `${STORE_ROLLED_BACK}: this signer's store was restored from an earlier copy (detected ${rollback.detectedAt}); a transfer created before then may have been signed after the copy and is not signed by this signer`;
+  if (created < detected + CREATED_AT_SKEW_MS) {
+    return `${STORE_ROLLED_BACK}: this signer's store was restored from an earlier copy (detected ${rollback.detectedAt}); a transfer created before then (or within the clock skew after it) may have been signed after the copy and is not signed by this signer`;
   }
   const day = Math.floor(detected / DAY_MS);
-  if (dailyLimit !== null && dailyLimit !== undefined && Math.floor(created / DAY_MS) === day) {
+  if (dailyLimit !== null && dailyLimit !== undefined && Math.floor(now.getTime() / DAY_MS) === day) {
     const next = new Date((day + 1) * DAY_MS).toISOString();
-    return `${STORE_ROLLED_BACK}: this signer's store was restored from an earlier copy (detected ${rollback.detectedAt}); its daily limits of that UTC day are not known, transfers under a daily limit are signed again for intents created from ${next}`;
+    return `${STORE_ROLLED_BACK}: this signer's store was restored from an earlier copy (detected ${rollback.detectedAt}); its daily sums of that UTC day are not known, transfers under a daily limit are signed again from ${next}`;
   }
   return undefined;
 }

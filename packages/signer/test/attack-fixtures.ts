@@ -30,6 +30,7 @@ import {
   signApproval,
   signPolicy,
   type TransferIntent,
+  walletIdOf,
 } from '@custodian/wire';
 import { p256 } from '@noble/curves/nist.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
@@ -127,17 +128,23 @@ export function child(key: { publicKey: Uint8Array; chainCode: Uint8Array }, pat
 export const p2wpkhOf = (pk: Uint8Array) => utxoAddress(LITECOIN_REGTEST, pk, 'p2wpkh');
 export const p2trOf = (pk: Uint8Array) => utxoAddress(LITECOIN_REGTEST, pk, 'p2tr');
 
+/** The derived wallet id of a key id and a wallet path (`walletIdOf(keyId, path[2])`), {@link WALLET} for a path without a wallet index. */
+export function walletOf(keyId: string, path: readonly number[]): string {
+  const w = path[2];
+  return typeof w === 'number' && Number.isSafeInteger(w) && w >= 0 && w < 0x8000_0000 ? walletIdOf(keyId, w) : WALLET;
+}
+
 let n = 0;
 /**
  * A fresh transfer intent (unique transfer id); its `asset_id` is the directory id of its blockchain
- * and symbol unless `over` names one.
+ * and symbol, and its wallet id the derived one of its key id and path, unless `over` names them.
  */
 export function intent(over: Partial<TransferIntent> = {}): TransferIntent {
   n++;
   return {
     transfer_id: `55555555-5555-4555-8555-${String(n).padStart(12, '0')}`,
     profile_id: profile,
-    wallet_id: WALLET,
+    wallet_id: walletOf(over.key_id ?? 'key-1', over.derivation_path ?? [44, 60, 0, 0, 0]),
     blockchain: 'ethereum-local',
     asset_id: assetId(over.blockchain ?? 'ethereum-local', over.asset_symbol ?? 'ETH'),
     asset_symbol: 'ETH',
@@ -287,14 +294,21 @@ export function ltcContext(
   };
 }
 
+/** A request with its policy replaced by one with `doc`'s fields, signed by the pinned Admin device. */
+export function withPolicy(req: SignRequest, doc: Partial<PolicyDocument>): SignRequest {
+  const base = (JSON.parse(req.evidence?.policyJson ?? '{}') as { document: PolicyDocument }).document;
+  const p = signPolicy({ ...base, ...doc }, 'admin-phone', adminSk);
+  return { ...req, evidence: { ...req.evidence, policyJson: JSON.stringify(p) } } as SignRequest;
+}
+
 /**
  * Run the real check; 'ACCEPTED' or the refusal code. A refusal must leave nothing in the ledger:
- * asserted here for every refused request.
+ * asserted here for every refused request. `now`: the signer's clock (default: the real one).
  */
-export async function verdict(store: SecureStore, req: SignRequest, trust = trustOf()): Promise<string> {
+export async function verdict(store: SecureStore, req: SignRequest, trust = trustOf(), now?: Date): Promise<string> {
   const before = (await store.keys('ledger')).length;
   try {
-    const v = await enforceTransferEvidence(store, req, trust);
+    const v = await enforceTransferEvidence(store, req, trust, now);
     v.release();
     return 'ACCEPTED';
   } catch (e) {
@@ -305,8 +319,13 @@ export async function verdict(store: SecureStore, req: SignRequest, trust = trus
 }
 
 /** Accept and commit the ledger entry, as the ceremony does once the signature is produced. */
-export async function signAndCommit(store: SecureStore, req: SignRequest, trust = trustOf()): Promise<void> {
-  const v = await enforceTransferEvidence(store, req, trust);
+export async function signAndCommit(
+  store: SecureStore,
+  req: SignRequest,
+  trust = trustOf(),
+  now?: Date,
+): Promise<void> {
+  const v = await enforceTransferEvidence(store, req, trust, now);
   await store.batch(v.ledgerOps);
   v.release();
 }

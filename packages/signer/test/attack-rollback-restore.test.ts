@@ -30,6 +30,7 @@ import {
   signApproval,
   signPolicy,
   type TransferIntent,
+  walletIdOf,
 } from '@custodian/wire';
 import { generateKeyPair } from '@libp2p/crypto/keys';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
@@ -38,6 +39,7 @@ import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   ControlClient,
+  CREATED_AT_SKEW_MS,
   createHost,
   createIdentity,
   derivedChild,
@@ -74,7 +76,7 @@ const child = derivedChild(
 const from = ethereumAddress(child.publicKey);
 const dest = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
 const profile = '11111111-1111-4111-8111-111111111111';
-const wallet = '22222222-2222-4222-8222-222222222222';
+const wallet = walletIdOf(keyId, 0); // the wallet of `path`
 // the directory id of ETH on ethereum-local (signers check it: ASSET_MISMATCH)
 const asset = assetId('ethereum-local', 'ETH');
 
@@ -93,8 +95,15 @@ function policy(dailyLimit: string | null) {
   return signPolicy(doc, 'admin-phone', adminSk);
 }
 
+/**
+ * A creation time no signer restored before it can have seen: now + the allowed skew (a signer
+ * signs intents created up to 5 minutes ahead of its clock, and after a detected restore refuses
+ * those created before the detection + that skew).
+ */
+const afterRestore = () => new Date(Date.now() + CREATED_AT_SKEW_MS).toISOString();
+
 let serial = 0;
-function intent(amount: string): TransferIntent {
+function intent(amount: string, createdAt = new Date().toISOString()): TransferIntent {
   serial++;
   return {
     transfer_id: `55555555-5555-4555-8555-${String(serial).padStart(12, '0')}`,
@@ -111,7 +120,7 @@ function intent(amount: string): TransferIntent {
     derivation_path: path,
     key_algorithm: 'SECP256K1_ECDSA',
     key_id: keyId,
-    created_at: new Date().toISOString(),
+    created_at: createdAt,
     max_fee: '10000000000000000',
   };
 }
@@ -326,7 +335,7 @@ describe('attack: restoring a signer data folder from a copy', () => {
     await c.start();
     // the restored presignature p2 (used for t2) cannot sign another message: its nonce k_i, only
     // re-randomised by the message, would be used twice with a known offset — the key follows
-    const again = await c.sign(request(intent('100'), 3, null, p2));
+    const again = await c.sign(request(intent('100', afterRestore()), 3, null, p2));
     expect(refusals(again), 'a used presignature signed a second message').toEqual([
       expect.stringContaining(`presignature ${p2} unknown`),
       expect.stringContaining(`presignature ${p2} unknown`),
@@ -356,7 +365,7 @@ describe('attack: restoring a signer data folder from a copy', () => {
     ]);
     expect(c.signers.every((s) => s.logs.some((l) => l.includes('STORE_ROLLED_BACK')))).toBe(true);
     expect(await c.pool(), 'presignatures of the backup still pooled').toBe(0);
-    expect(refusals(await c.sign(request(intent('900'), 3, '1000')))).toEqual([
+    expect(refusals(await c.sign(request(intent('900', afterRestore()), 3, '1000')))).toEqual([
       expect.stringMatching(/^STORE_ROLLED_BACK/),
       expect.stringMatching(/^STORE_ROLLED_BACK/),
     ]);
@@ -368,7 +377,7 @@ describe('attack: restoring a signer data folder from a copy', () => {
       expect.stringMatching(/^STORE_ROLLED_BACK/),
     ]);
     // a transfer created after the restore under a policy without a daily limit is signed
-    ok(await c.sign(request(intent('100'), 4, null)));
+    ok(await c.sign(request(intent('100', afterRestore()), 4, null)));
   }, 240_000);
 
   it('a normal restart (no restore) keeps working: no rollback, earlier presignatures discarded, ledger kept', async () => {

@@ -18,6 +18,7 @@ import {
   signApproval,
   signPolicy,
   type TransferIntent,
+  walletIdOf,
 } from '@custodian/wire';
 import { p256 } from '@noble/curves/nist.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
@@ -50,7 +51,7 @@ const from = ethereumAddress(fromPub);
 const dest = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
 const other = '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC';
 const profile = '11111111-1111-4111-8111-111111111111';
-const wallet = '22222222-2222-4222-8222-222222222222';
+const wallet = walletIdOf('key-1', 0); // the wallet of `path`
 // the directory id of ETH on ethereum-local (signers check it: ASSET_MISMATCH)
 const asset = assetId('ethereum-local', 'ETH');
 
@@ -148,9 +149,10 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function refusal(req: SignRequest): Promise<string> {
+/** The real check; 'ACCEPTED' or the refusal code. `now`: the signer's clock (default: the real one). */
+async function refusal(req: SignRequest, now?: Date): Promise<string> {
   try {
-    const v = await enforceTransferEvidence(store, req, trust);
+    const v = await enforceTransferEvidence(store, req, trust, now);
     v.release();
     return 'ACCEPTED';
   } catch (e) {
@@ -160,8 +162,8 @@ async function refusal(req: SignRequest): Promise<string> {
 }
 
 /** Accept and commit (as the ceremony does after a produced signature). */
-async function signAndCommit(req: SignRequest): Promise<void> {
-  const v = await enforceTransferEvidence(store, req, trust);
+async function signAndCommit(req: SignRequest, now?: Date): Promise<void> {
+  const v = await enforceTransferEvidence(store, req, trust, now);
   await store.batch(v.ledgerOps);
   v.release();
 }
@@ -244,25 +246,43 @@ describe('signer-side enforcement (coordinator-compromise cases)', () => {
   });
 });
 
-describe('daily limit from the signer ledger', () => {
-  const day = '2026-05-06T12:00:00.000Z';
-  it('counts what this signer signed, per wallet, asset and UTC day', async () => {
-    await signAndCommit(request(intent({ amount: '1000', created_at: day })));
-    expect(await refusal(request(intent({ amount: '501', created_at: day })))).toBe('DAILY_LIMIT_EXCEEDED');
-    expect(await refusal(request(intent({ amount: '500', created_at: day })))).toBe('ACCEPTED');
-    // another UTC day, another wallet
-    expect(await refusal(request(intent({ amount: '1000', created_at: '2026-05-07T00:00:00.000Z' })))).toBe('ACCEPTED');
-    expect(
-      await refusal(
-        request(intent({ amount: '1000', created_at: day, wallet_id: '66666666-6666-4666-8666-666666666666' })),
-      ),
-    ).toBe('ACCEPTED');
+describe('daily limit from the signer ledger (signer clock)', () => {
+  it('counts what this signer signed on the UTC day of its own clock, whatever the created_at', async () => {
+    const at = new Date('2026-05-06T12:00:00.000Z');
+    await signAndCommit(request(intent({ amount: '1000', created_at: '2026-05-06T11:59:00.000Z' })), at);
+    expect(await refusal(request(intent({ amount: '501' })), at)).toBe('DAILY_LIMIT_EXCEEDED');
+    expect(await refusal(request(intent({ amount: '500' })), at)).toBe('ACCEPTED');
+    // created on another day: counted on the day the signer signs it
+    expect(await refusal(request(intent({ amount: '501', created_at: '2026-05-05T23:00:00.000Z' })), at)).toBe(
+      'DAILY_LIMIT_EXCEEDED',
+    );
+    // the next UTC day on the signer's clock: a fresh sum
+    expect(await refusal(request(intent({ amount: '1000' })), new Date('2026-05-07T00:00:00.000Z'))).toBe('ACCEPTED');
+  });
+
+  it('a transfer counts once, on the day of its first signature: a retry or a replacement the next day adds nothing', async () => {
+    const d1 = new Date('2026-05-20T23:59:00.000Z');
+    const d2 = new Date('2026-05-21T00:01:00.000Z');
+    const i = intent({ amount: '1000', created_at: '2026-05-20T23:58:00.000Z' });
+    const first = request(i, { ctx: context(3) });
+    await signAndCommit(first, d1);
+    await signAndCommit(first, d2); // a retry after midnight
+    const fresh = [
+      signApproval(i, 'APPROVE', 'dev-1', dev1, '2026-05-21T00:00:30.000Z'),
+      signApproval(i, 'APPROVE', 'dev-2', dev2, '2026-05-21T00:00:31.000Z'),
+    ];
+    await signAndCommit(request(i, { ctx: context(3, '3000000000'), approvals: fresh }), d2); // a fee bump
+    expect(await refusal(request(intent({ amount: '1000' })), d2)).toBe('ACCEPTED');
+    expect(await refusal(request(intent({ amount: '501' })), d1)).toBe('DAILY_LIMIT_EXCEEDED');
+    const sums = (await store.keys('ledger', 'd/')).filter((k) => k.endsWith(`/${i.transfer_id}`));
+    expect(sums).toHaveLength(1);
+    expect(sums[0]).toContain('/2026-05-20/');
   });
 
   it('serialises concurrent requests: 20 parallel transfers never exceed the limit', async () => {
-    const d = '2026-06-01T08:00:00.000Z';
-    const reqs = Array.from({ length: 20 }, () => request(intent({ amount: '100', created_at: d })));
-    const verdicts = await Promise.allSettled(reqs.map((r) => enforceTransferEvidence(store, r, trust)));
+    const at = new Date('2026-06-01T08:00:00.000Z');
+    const reqs = Array.from({ length: 20 }, () => request(intent({ amount: '100' })));
+    const verdicts = await Promise.allSettled(reqs.map((r) => enforceTransferEvidence(store, r, trust, at)));
     const ok = verdicts.filter((v) => v.status === 'fulfilled');
     expect(ok.length).toBe(15); // 1500 / 100
     for (const v of verdicts) {
@@ -270,28 +290,34 @@ describe('daily limit from the signer ledger', () => {
     }
     for (const v of ok) await store.batch(v.value.ledgerOps);
     for (const v of ok) v.value.release();
-    expect(await refusal(request(intent({ amount: '1', created_at: d })))).toBe('DAILY_LIMIT_EXCEEDED');
+    expect(await refusal(request(intent({ amount: '1' })), at)).toBe('DAILY_LIMIT_EXCEEDED');
   });
 });
 
 describe('re-signing one transfer', () => {
   it('allows the identical request again, a fee replacement only with fresh approvals, nothing else', async () => {
+    const at = new Date('2026-07-01T01:00:00.000Z');
     const i = intent({ created_at: '2026-07-01T00:00:00.000Z' });
     const first = request(i, { ctx: context(7) });
-    await signAndCommit(first);
+    await signAndCommit(first, at);
     // retry of the same digests (the coordinator lost the result): accepted
-    expect(await refusal(first)).toBe('ACCEPTED');
+    expect(await refusal(first, at)).toBe('ACCEPTED');
     // another nonce: a second transaction for the same transfer
-    expect(await refusal(request(i, { ctx: context(8) }))).toBe('TRANSFER_ALREADY_SIGNED');
+    expect(await refusal(request(i, { ctx: context(8) }), at)).toBe('TRANSFER_ALREADY_SIGNED');
     // fee bump (same nonce, higher fee) with the approvals already used: refused
     const bumpCtx = context(7, '3000000000');
-    expect(await refusal(request(i, { ctx: bumpCtx }))).toBe('INSUFFICIENT_APPROVALS');
+    expect(await refusal(request(i, { ctx: bumpCtx }), at)).toBe('INSUFFICIENT_APPROVALS');
     // with a fresh approval: accepted, and the amount is still counted once
     const fresh = signApproval(i, 'APPROVE', 'dev-2', dev2, '2026-07-01T00:05:00.000Z');
-    await signAndCommit(request(i, { ctx: bumpCtx, approvals: [fresh] }));
-    expect(await refusal(request(intent({ amount: '1000', created_at: '2026-07-01T01:00:00.000Z' })))).toBe('ACCEPTED');
-    // another intent under the same transfer id
-    expect(await refusal(request({ ...i, amount: '101' }, { ctx: context(7) }))).toBe('TRANSFER_ALREADY_SIGNED');
+    await signAndCommit(request(i, { ctx: bumpCtx, approvals: [fresh] }), at);
+    expect(await refusal(request(intent({ amount: '1000', created_at: '2026-07-01T01:00:00.000Z' })), at)).toBe(
+      'ACCEPTED',
+    );
+    // another intent under the same transfer id, also with other labels or another creation time
+    expect(await refusal(request({ ...i, amount: '101' }, { ctx: context(7) }), at)).toBe('TRANSFER_ALREADY_SIGNED');
+    expect(await refusal(request({ ...i, created_at: '2026-06-30T00:00:00.000Z' }, { ctx: context(9) }), at)).toBe(
+      'TRANSFER_ALREADY_SIGNED',
+    );
   });
 });
 
@@ -300,7 +326,7 @@ describe('policy versions only move forward', () => {
     const v2 = signPolicy({ ...policyDoc, version: 2, daily_limit: '100000' }, 'admin-phone', adminSk);
     const d = '2026-08-01T00:00:00.000Z';
     expect(await refusal(request(intent({ created_at: d }), { policy }))).toBe('ACCEPTED');
-    await signAndCommit(request(intent({ created_at: d }), { policy: v2 }));
+    await signAndCommit(request(intent({ created_at: d }), { policy: v2 }), new Date('2026-08-01T00:01:00.000Z'));
     expect(await refusal(request(intent({ created_at: d }), { policy }))).toBe('POLICY_VERSION_SUPERSEDED');
     expect(await refusal(request(intent({ created_at: d }), { policy: v2 }))).toBe('ACCEPTED');
     // an unsigned "version 9" does not move the signer's view forward

@@ -135,14 +135,27 @@ describe('STORE_ROLLED_BACK', () => {
     fileGeneration: 2,
     reason: 'older-generation' as const,
   };
-  it('refuses intents created before the detection, and under a daily limit for the rest of that UTC day', () => {
-    expect(rollbackRefusal(undefined, { created_at: '2020-01-01T00:00:00Z' }, '1')).toBeUndefined();
-    expect(rollbackRefusal(rollback, { created_at: '2026-05-06T07:08:08.999Z' }, null)).toMatch(/^STORE_ROLLED_BACK: /);
-    expect(rollbackRefusal(rollback, { created_at: '2026-05-06T07:08:09.000Z' }, null)).toBeUndefined();
-    expect(rollbackRefusal(rollback, { created_at: '2026-05-06T23:59:59.999Z' }, '1000')).toMatch(
+  it('refuses intents created before the detection + 5 minutes of skew, and under a daily limit for the rest of that UTC day (signer clock)', () => {
+    const at = (iso: string) => new Date(iso);
+    const sameDay = at('2026-05-06T23:59:59.999Z');
+    const nextDay = at('2026-05-07T00:00:00.000Z');
+    expect(rollbackRefusal(undefined, { created_at: '2020-01-01T00:00:00Z' }, '1', sameDay)).toBeUndefined();
+    // (a) created before the detection, or within the skew after it (a signer signs up to 5 minutes ahead)
+    expect(rollbackRefusal(rollback, { created_at: '2026-05-06T07:08:08.999Z' }, null, nextDay)).toMatch(
+      /^STORE_ROLLED_BACK: /,
+    );
+    expect(rollbackRefusal(rollback, { created_at: '2026-05-06T07:13:08.999Z' }, null, nextDay)).toMatch(
+      /^STORE_ROLLED_BACK: /,
+    );
+    expect(rollbackRefusal(rollback, { created_at: '2026-05-06T07:13:09.000Z' }, null, sameDay)).toBeUndefined();
+    // (b) under a daily limit: refused while the signer's clock is on the detection's UTC day, whatever created_at says
+    expect(rollbackRefusal(rollback, { created_at: '2026-05-06T23:59:59.999Z' }, '1000', sameDay)).toMatch(
       /^STORE_ROLLED_BACK: .*2026-05-07T00:00:00.000Z/,
     );
-    expect(rollbackRefusal(rollback, { created_at: '2026-05-07T00:00:00.000Z' }, '1000')).toBeUndefined();
-    expect(rollbackRefusal(rollback, { created_at: 'yesterday' }, null)).toMatch(/^STORE_ROLLED_BACK: /);
+    expect(rollbackRefusal(rollback, { created_at: '2026-05-07T00:00:00.000Z' }, '1000', sameDay)).toMatch(
+      /^STORE_ROLLED_BACK: /,
+    );
+    expect(rollbackRefusal(rollback, { created_at: '2026-05-06T23:59:59.999Z' }, '1000', nextDay)).toBeUndefined();
+    expect(rollbackRefusal(rollback, { created_at: 'yesterday' }, null, nextDay)).toMatch(/^STORE_ROLLED_BACK: /);
   });
 });

@@ -293,13 +293,15 @@ describe('a compromised coordinator against real signer processes', () => {
       const store = await SecureStore.open(join(n.dataDir, 'db'), PASS, { N: 1 << 14, r: 8, p: 1 });
       try {
         const entries: LedgerEntry[] = [];
-        for (const k of await store.keys('ledger')) {
-          if (k.startsWith('policy/')) continue;
+        // per-transfer entries (t/<transfer_id>); d/… are the daily sums, policy/… the version floors
+        for (const k of await store.keys('ledger', 't/')) {
           const v = await store.get('ledger', k);
           if (v) entries.push(JSON.parse(new TextDecoder().decode(v)) as LedgerEntry);
         }
         // only the honest pooled transfer (when that test ran) was signed
         expect(entries.map((e) => e.transfer_id)).toEqual(signedTransfer ? [signedTransfer] : []);
+        const sums = await store.keys('ledger', 'd/');
+        expect(sums.map((k) => k.slice(k.lastIndexOf('/') + 1))).toEqual(signedTransfer ? [signedTransfer] : []);
         for (const t of refusedTransfers) expect(entries.some((e) => e.transfer_id === t)).toBe(false);
       } finally {
         await store.close();

@@ -13,6 +13,7 @@
 import { bytesToHex, type Canonical, canonicalEncode, hexToBytes } from '@custodian/crypto';
 import { p256 } from '@noble/curves/nist.js';
 import { sha256 } from '@noble/hashes/sha2.js';
+import { v5 as uuidv5 } from 'uuid';
 
 /** Algorithm of the key that signs a transfer (same names as `KeyAlgorithm` in control.proto). */
 export type TransferKeyAlgorithm = 'SECP256K1_ECDSA' | 'SECP256K1_TAPROOT' | 'ED25519';
@@ -49,6 +50,31 @@ export interface TransferIntent {
    * higher `max_fee`) that needs fresh approvals.
    */
   readonly max_fee: string;
+}
+
+/**
+ * Namespace UUID of wallet ids: UUIDv5 (RFC 9562 §5.5) of the name `wallets.custodian.dev` under
+ * the DNS namespace, fixed here so that every coordinator and signer derives the same ids.
+ */
+export const WALLET_ID_NAMESPACE = 'd2c9f834-0b39-5d4a-b9cf-014bc5f91934';
+
+/**
+ * The id of a wallet, derivable by anyone holding the key id (issue #20 review, finding 1): a
+ * signer recomputes it from the intent's `key_id` and the wallet index of its `derivation_path`
+ * (`m/44/{coin}/{wallet}/…`, element 2), so the coordinator cannot label one wallet's transfer with
+ * another wallet's id (and so its policy scope and daily limit).
+ * @param keyId the master key id as signers know it (32 lowercase hex digits: the key ceremony id
+ *   without dashes; the coordinator's `transferKeyId`)
+ * @param walletIndex the wallet's index, a non-hardened BIP32 index (integer in [0, 2^31))
+ * @returns UUIDv5 of `custodian.wallet:<keyId>:<walletIndex>` under {@link WALLET_ID_NAMESPACE}
+ *   (lowercase, 36 characters)
+ * @throws TypeError when keyId is not a non-empty string; RangeError when walletIndex is not such an index
+ */
+export function walletIdOf(keyId: string, walletIndex: number): string {
+  if (typeof keyId !== 'string' || keyId === '') throw new TypeError('keyId: expected a non-empty string');
+  if (!Number.isSafeInteger(walletIndex) || walletIndex < 0 || walletIndex >= 0x8000_0000)
+    throw new RangeError('walletIndex: expected an integer in [0, 2^31)');
+  return uuidv5(`custodian.wallet:${keyId}:${walletIndex}`, WALLET_ID_NAMESPACE);
 }
 
 /** A policy version. Default deny: a transfer matching no policy is refused. */

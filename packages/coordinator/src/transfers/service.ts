@@ -40,7 +40,7 @@ import { bytesToHex } from '@noble/hashes/utils.js';
 import type { Db, Queryable } from '../db/db.js';
 import { type BlockchainDef, blockchainByKey, nativeAssetOf } from '../directory.js';
 import { ApiError } from '../errors.js';
-import type { Page, PageRequest } from '../store.js';
+import { type Page, type PageRequest, transferKeyId } from '../store.js';
 import { type Clock, iso } from '../util.js';
 import { emitEvent } from '../webhooks/outbox.js';
 import type { ChainRegistry } from './chains.js';
@@ -414,13 +414,8 @@ export function parsePath(path: string): number[] {
   });
 }
 
-/**
- * The key id the signers know a master key by: hex of the 16 bytes of the master key ceremony's
- * UUID (the ceremony id the coordinator sends in StartCeremony), else of the master key id.
- */
-export function transferKeyId(mk: { ceremony_id: string | null; master_key_id: string }): string {
-  return (mk.ceremony_id ?? mk.master_key_id).replaceAll('-', '').toLowerCase();
-}
+/** The key id the signers know a master key by (store.ts; re-exported for the transfer pipeline's callers). */
+export { transferKeyId };
 
 /** Device parties of a master key (the approver devices its signers learnt at the ceremony). */
 export function approverDeviceIds(parties: unknown): string[] {
