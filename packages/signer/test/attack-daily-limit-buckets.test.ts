@@ -55,7 +55,10 @@ describe('attack: a fresh daily-limit bucket from coordinator-chosen strings', (
     // control: the same labels → refused
     expect(await verdict(store, req({}), trustOf(), NOW)).toBe('DAILY_LIMIT_EXCEEDED');
     // the same key, chain and native asset, only a fresh asset_id string
-    expect(await verdict(store, req({ asset_id: 'fresh-asset-id-1' }), trustOf(), NOW)).toBe('DAILY_LIMIT_EXCEEDED');
+    // (refused twice over: the asset id is bound to (blockchain, symbol), and the sums ignore it)
+    expect(await verdict(store, req({ asset_id: 'fresh-asset-id-1' }), trustOf(), NOW)).toMatch(
+      /^(ASSET_MISMATCH|DAILY_LIMIT_EXCEEDED)$/,
+    );
     // created "yesterday": the signer counts it on the day it signs it
     expect(await verdict(store, req({ created_at: '2026-03-03T23:59:59.000Z' }), trustOf(), NOW)).toBe(
       'DAILY_LIMIT_EXCEEDED',

@@ -331,6 +331,7 @@ export async function startInstance(opts: InstanceOptions): Promise<Instance> {
       state.signers[k] = { name: `signer-${k + 1}`, peer_id: String(r.peerId), fingerprint: String(r.fingerprint) };
       await save();
     }
+    const signerProcs: Managed[] = [];
     for (const k of [0, 1]) {
       const other = 1 - k;
       const config = {
@@ -346,7 +347,14 @@ export async function startInstance(opts: InstanceOptions): Promise<Instance> {
       };
       const cfgPath = join(dir, `signer-${k + 1}.json`);
       await writeFile(cfgPath, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
-      sup.spawn(`signer-${k + 1}`, process.execPath, [BIN, 'signer', 'start', '-c', cfgPath], { quiet: !verbose });
+      signerProcs.push(
+        sup.spawn(`signer-${k + 1}`, process.execPath, [BIN, 'signer', 'start', '-c', cfgPath], {
+          // listening (after its store generation and presignature pool are loaded): dialable
+          ready: /signer started/,
+          timeoutMs: 120_000,
+          quiet: !verbose,
+        }),
+      );
     }
     const registered = list<{ signer_id: string; peer_id: string }>(await admin('GET', '/admin/v1/signers'));
     for (const [k, s] of state.signers.entries()) {
@@ -364,6 +372,7 @@ export async function startInstance(opts: InstanceOptions): Promise<Instance> {
       }
     }
     await save();
+    await Promise.all(signerProcs.map((p) => p.ready));
 
     // ---- mobile simulators (they dial out to the coordinator) ----
     const chainsFile = join(dir, 'chains.json');
