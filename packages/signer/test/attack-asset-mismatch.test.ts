@@ -8,12 +8,9 @@
  * asset from the chain's family / network, and the asset id from the directory's UUIDv5: anything
  * else is ASSET_MISMATCH, and nothing is written to the ledger (`verdict` asserts it).
  */
-import { rmSync } from 'node:fs';
-import { join } from 'node:path';
 import { tronAddress } from '@custodian/chains';
 import { type PolicyDocument, type SignRequest, signPolicy, type TransferIntent } from '@custodian/wire';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SecureStore } from '../src/index.js';
+import { describe, expect, it } from 'vitest';
 import {
   adminSk,
   CHAINS,
@@ -24,22 +21,13 @@ import {
   request,
   TRON_DEST,
   TRON_USDT,
+  tempStore,
   tronContext,
   trustOf,
   verdict,
 } from './attack-fixtures.js';
-import { tempDir } from './cluster.js';
 
-let store: SecureStore;
-let dir = '';
-beforeAll(async () => {
-  dir = tempDir('attack-asset');
-  store = await SecureStore.open(join(dir, 'db'), 'pass', { N: 1 << 10, r: 8, p: 1 });
-});
-afterAll(async () => {
-  await store?.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+const store = tempStore('attack-asset');
 
 /** Directory ids (UUIDv5 of `asset:<blockchain>:<symbol>`), pinned: they are the same on every instance. */
 const ID = {
@@ -96,55 +84,55 @@ function scopedTo(req: SignRequest, assetId: string): SignRequest {
 
 describe('attack: asset identity and display data of the coordinator', () => {
   it('accepts the native coins and the configured tokens with their directory ids', async () => {
-    expect(await verdict(store, request(ethIntent(), ethContext(ETH)), trust())).toBe('ACCEPTED');
-    expect(await verdict(store, scopedTo(request(usdcIntent(), tokenCtx()), ID.USDC), trust())).toBe('ACCEPTED');
+    expect(await verdict(store(), request(ethIntent(), ethContext(ETH)), trust())).toBe('ACCEPTED');
+    expect(await verdict(store(), scopedTo(request(usdcIntent(), tokenCtx()), ID.USDC), trust())).toBe('ACCEPTED');
     // EVM contracts compare case-insensitively (the address is the same 20 bytes)
     const lower = usdcIntent({ asset_contract: USDC.toLowerCase() });
-    expect(await verdict(store, request(lower, tokenCtx()), trust())).toBe('ACCEPTED');
-    expect(await verdict(store, request(tronIntent(), tronContext(TRX)), trust())).toBe('ACCEPTED');
-    expect(await verdict(store, request(tronIntent(usdtOver), trc20Ctx()), trust())).toBe('ACCEPTED');
+    expect(await verdict(store(), request(lower, tokenCtx()), trust())).toBe('ACCEPTED');
+    expect(await verdict(store(), request(tronIntent(), tronContext(TRX)), trust())).toBe('ACCEPTED');
+    expect(await verdict(store(), request(tronIntent(usdtOver), trc20Ctx()), trust())).toBe('ACCEPTED');
   });
 
   it("refuses an intent naming USDC (id, symbol, decimals) with another token's contract under a USDC policy (ASSET_MISMATCH)", async () => {
     const i = usdcIntent({ asset_contract: WBTC, amount: '1000' });
-    expect(await verdict(store, scopedTo(request(i, tokenCtx()), ID.USDC), trust())).toBe('ASSET_MISMATCH');
+    expect(await verdict(store(), scopedTo(request(i, tokenCtx()), ID.USDC), trust())).toBe('ASSET_MISMATCH');
   });
 
   it('refuses a native coin with other decimals or another symbol (ASSET_MISMATCH)', async () => {
     // decimals 30: the phone would show 10⁻¹² of the real amount
-    expect(await verdict(store, request(ethIntent({ asset_decimals: 30 }), ethContext(ETH)), trust())).toBe(
+    expect(await verdict(store(), request(ethIntent({ asset_decimals: 30 }), ethContext(ETH)), trust())).toBe(
       'ASSET_MISMATCH',
     );
     const asUsdc = ethIntent({ asset_id: ID.USDC, asset_symbol: 'USDC', asset_decimals: 6 });
-    expect(await verdict(store, request(asUsdc, ethContext(ETH)), trust())).toBe('ASSET_MISMATCH');
-    expect(await verdict(store, request(tronIntent({ asset_decimals: 18 }), tronContext(TRX)), trust())).toBe(
+    expect(await verdict(store(), request(asUsdc, ethContext(ETH)), trust())).toBe('ASSET_MISMATCH');
+    expect(await verdict(store(), request(tronIntent({ asset_decimals: 18 }), tronContext(TRX)), trust())).toBe(
       'ASSET_MISMATCH',
     );
   });
 
   it('refuses an asset_id that is not the directory id of (blockchain, symbol) (ASSET_MISMATCH)', async () => {
     const i = usdcIntent({ asset_id: 'usdc-asset-id' });
-    expect(await verdict(store, scopedTo(request(i, tokenCtx()), 'usdc-asset-id'), trust())).toBe('ASSET_MISMATCH');
-    expect(await verdict(store, request(ethIntent({ asset_id: ID.USDC }), ethContext(ETH)), trust())).toBe(
+    expect(await verdict(store(), scopedTo(request(i, tokenCtx()), 'usdc-asset-id'), trust())).toBe('ASSET_MISMATCH');
+    expect(await verdict(store(), request(ethIntent({ asset_id: ID.USDC }), ethContext(ETH)), trust())).toBe(
       'ASSET_MISMATCH',
     );
     // the id of the same symbol on another blockchain
     const nileUsdt = tronIntent({ ...usdtOver, asset_id: 'b91f8d56-5785-5ec2-b638-0e422af073b5' });
-    expect(await verdict(store, request(nileUsdt, trc20Ctx()), trust())).toBe('ASSET_MISMATCH');
+    expect(await verdict(store(), request(nileUsdt, trc20Ctx()), trust())).toBe('ASSET_MISMATCH');
   });
 
   it('refuses a token absent from the configuration, or with other decimals (ASSET_MISMATCH)', async () => {
     const dai = ethIntent({ asset_id: ID.USDC, asset_symbol: 'DAI', asset_decimals: 18, asset_contract: WBTC });
-    expect(await verdict(store, request(dai, tokenCtx()), trust())).toBe('ASSET_MISMATCH');
-    expect(await verdict(store, request(usdcIntent({ asset_decimals: 18 }), tokenCtx()), trust())).toBe(
+    expect(await verdict(store(), request(dai, tokenCtx()), trust())).toBe('ASSET_MISMATCH');
+    expect(await verdict(store(), request(usdcIntent({ asset_decimals: 18 }), tokenCtx()), trust())).toBe(
       'ASSET_MISMATCH',
     );
     // a signer without `assets` signs no token at all
-    expect(await verdict(store, request(usdcIntent(), tokenCtx()), trustOf(mk, CHAINS))).toBe('ASSET_MISMATCH');
+    expect(await verdict(store(), request(usdcIntent(), tokenCtx()), trustOf(mk, CHAINS))).toBe('ASSET_MISMATCH');
   });
 
   it('refuses a TRC-20 intent naming USDT with another contract (ASSET_MISMATCH)', async () => {
     const i = tronIntent({ ...usdtOver, asset_contract: OTHER_TRC20 });
-    expect(await verdict(store, request(i, trc20Ctx()), trust())).toBe('ASSET_MISMATCH');
+    expect(await verdict(store(), request(i, trc20Ctx()), trust())).toBe('ASSET_MISMATCH');
   });
 });

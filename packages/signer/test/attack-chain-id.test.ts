@@ -5,11 +5,8 @@
  * configuration: a mismatch is CHAIN_MISMATCH, a blockchain absent from it CHAIN_NOT_CONFIGURED;
  * nothing is written to the ledger.
  */
-import { rmSync } from 'node:fs';
-import { join } from 'node:path';
 import { tronAddress } from '@custodian/chains';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SecureStore } from '../src/index.js';
+import { describe, expect, it } from 'vitest';
 import {
   CHAINS,
   child,
@@ -20,23 +17,14 @@ import {
   mk,
   request,
   TRON_DEST,
+  tempStore,
   tronContext,
   trustOf,
   utxoInput,
   verdict,
 } from './attack-fixtures.js';
-import { tempDir } from './cluster.js';
 
-let store: SecureStore;
-let dir = '';
-beforeAll(async () => {
-  dir = tempDir('attack-chain');
-  store = await SecureStore.open(join(dir, 'db'), 'pass', { N: 1 << 10, r: 8, p: 1 });
-});
-afterAll(async () => {
-  await store?.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+const store = tempStore('attack-chain');
 
 const ETH = [44, 60, 0, 0, 0];
 const TRX = [44, 1, 0, 0, 0]; // Nile: a test network, coin type 1
@@ -55,30 +43,30 @@ function tronIntent() {
 
 describe('attack: chain id / network of the coordinator', () => {
   it('accepts the configured chain id and networks', async () => {
-    expect(await verdict(store, request(intent(), ethContext(ETH)))).toBe('ACCEPTED');
+    expect(await verdict(store(), request(intent(), ethContext(ETH)))).toBe('ACCEPTED');
     const t = tronIntent();
-    expect(await verdict(store, request(t, tronContext(TRX)))).toBe('ACCEPTED');
+    expect(await verdict(store(), request(t, tronContext(TRX)))).toBe('ACCEPTED');
     const l = ltcIntent();
     const src = [...l.derivation_path];
     expect(
-      await verdict(store, request(l, ltcContext(l, [utxoInput(child(mk.ecdsa, src), src, 1_000_000n)], null))),
+      await verdict(store(), request(l, ltcContext(l, [utxoInput(child(mk.ecdsa, src), src, 1_000_000n)], null))),
     ).toBe('ACCEPTED');
   });
 
   it('refuses an ethereum-local approval signed as a mainnet (chain id 1) transaction (CHAIN_MISMATCH)', async () => {
-    expect(await verdict(store, request(intent(), ethContext(ETH, { chainId: 1 })))).toBe('CHAIN_MISMATCH');
+    expect(await verdict(store(), request(intent(), ethContext(ETH, { chainId: 1 })))).toBe('CHAIN_MISMATCH');
   });
 
   it('refuses a blockchain absent from the signer configuration (CHAIN_NOT_CONFIGURED)', async () => {
     const i = intent({ blockchain: 'ethereum-mainnet' });
-    expect(await verdict(store, request(i, ethContext(ETH, { chainId: 1 })))).toBe('CHAIN_NOT_CONFIGURED');
+    expect(await verdict(store(), request(i, ethContext(ETH, { chainId: 1 })))).toBe('CHAIN_NOT_CONFIGURED');
     // a signer configured for ethereum only refuses litecoin
     const l = ltcIntent();
     const src = [...l.derivation_path];
     const ethOnly = trustOf(mk, { 'ethereum-local': CHAINS['ethereum-local'] });
     expect(
       await verdict(
-        store,
+        store(),
         request(l, ltcContext(l, [utxoInput(child(mk.ecdsa, src), src, 1_000_000n)], null)),
         ethOnly,
       ),
@@ -86,11 +74,13 @@ describe('attack: chain id / network of the coordinator', () => {
   });
 
   it('refuses a TRON transaction of another network, or naming none (CHAIN_MISMATCH)', async () => {
-    expect(await verdict(store, request(tronIntent(), tronContext(TRX, { network: 'mainnet' })))).toBe(
+    expect(await verdict(store(), request(tronIntent(), tronContext(TRX, { network: 'mainnet' })))).toBe(
       'CHAIN_MISMATCH',
     );
     const { network: _, ...none } = tronContext(TRX);
-    expect(await verdict(store, request(tronIntent(), none as ReturnType<typeof tronContext>))).toBe('CHAIN_MISMATCH');
+    expect(await verdict(store(), request(tronIntent(), none as ReturnType<typeof tronContext>))).toBe(
+      'CHAIN_MISMATCH',
+    );
   });
 
   it('refuses a Bitcoin-family context of another network than the configured one (CHAIN_MISMATCH)', async () => {
@@ -103,7 +93,7 @@ describe('attack: chain id / network of the coordinator', () => {
     });
     expect(
       await verdict(
-        store,
+        store(),
         request(l, ltcContext(l, [utxoInput(child(mk.ecdsa, src), src, 1_000_000n)], null)),
         testnet,
       ),

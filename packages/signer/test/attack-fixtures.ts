@@ -7,6 +7,8 @@
  * `enforceTransferEvidence` on a real encrypted store.
  */
 import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import {
   type BitcoinContext,
   type EthereumContext,
@@ -34,8 +36,30 @@ import {
 } from '@custodian/wire';
 import { p256 } from '@noble/curves/nist.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
-import { expect } from 'vitest';
-import { type EnforcementTrust, EvidenceRefused, enforceTransferEvidence, type SecureStore } from '../src/index.js';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { type EnforcementTrust, EvidenceRefused, enforceTransferEvidence, SecureStore } from '../src/index.js';
+import { tempDir } from './cluster.js';
+
+/**
+ * A fresh encrypted store in a temporary folder (`custodian-<label>-…`), opened before the file's
+ * tests (`beforeAll`) and closed and deleted after them (`afterAll`); returns its getter.
+ */
+export function tempStore(label: string): () => SecureStore {
+  let store: SecureStore | undefined;
+  let dir = '';
+  beforeAll(async () => {
+    dir = tempDir(label);
+    store = await SecureStore.open(join(dir, 'db'), 'pass', { N: 1 << 10, r: 8, p: 1 });
+  });
+  afterAll(async () => {
+    await store?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+  return () => {
+    if (store === undefined) throw new Error(`the ${label} store is opened in beforeAll`);
+    return store;
+  };
+}
 
 export const adminSk = p256.utils.randomSecretKey();
 export const dev1 = p256.utils.randomSecretKey();

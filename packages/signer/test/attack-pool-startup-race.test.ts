@@ -6,36 +6,15 @@
  * signature shares with one nonce share k_i. Must hold: a taken presignature never comes back.
  * The interleaving is forced with a deletion write that the test releases.
  */
-import { readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { type KeyShare, keyShareFromJson, type Presignature, presignProtocol } from '@custodian/cggmp';
-import { Party, simulate, systemRandom } from '@custodian/crypto';
+import type { Presignature } from '@custodian/cggmp';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PreparedPresignatures, presignaturePuts, SecureStore, takePresignature } from '../src/index.js';
 import { tempDir as makeTemp } from './cluster.js';
+import { presignFixture as presign } from './in-process.js';
 
-const fixture = JSON.parse(
-  readFileSync(new URL('../../cggmp/test/fixtures/test-only-key-shares.json', import.meta.url), 'utf8'),
-) as { sets: Record<string, unknown[]> };
-const shares = (fixture.sets['2of3'] as unknown[]).map((j) => keyShareFromJson(j)) as KeyShare[];
 const signers = [0, 1];
-
-function presign(): Presignature[] {
-  const sessionId = systemRandom(32);
-  const res = simulate(
-    signers.map(
-      (_, j) =>
-        new Party(presignProtocol({ share: shares[j] as KeyShare, signers }), {
-          self: j,
-          n: signers.length,
-          sessionId,
-          rng: systemRandom,
-        }),
-    ),
-  );
-  expect(res.aborted.every((a) => a === undefined)).toBe(true);
-  return res.outputs as Presignature[];
-}
 
 const dirs: string[] = [];
 afterAll(() => {

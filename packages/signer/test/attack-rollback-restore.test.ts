@@ -12,10 +12,10 @@
  * signed by a pinned Admin device, device approvals) checked by `enforce`. The data folders are
  * copied and restored on disk; each restart is the daemon's start.
  */
-import { cpSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { type KeyShare as EcdsaKeyShare, keyShareFromJson, keyShareToJson } from '@custodian/cggmp';
+import { type KeyShare as EcdsaKeyShare, keyShareToJson } from '@custodian/cggmp';
 import { type EthereumContext, ethereumAddress, recomputeEthereumDigests } from '@custodian/chains';
 import { bytesToHex, secp256k1Group } from '@custodian/crypto';
 import {
@@ -52,16 +52,14 @@ import {
   startSigner,
 } from '../src/index.js';
 import { freePort, tempDir } from './cluster.js';
+import { fixtureShares2of3 } from './in-process.js';
 
 const PASS_ENV = 'CUSTODIAN_ROLLBACK_TEST_PASS';
 const PASS = 'rollback test passphrase';
 process.env[PASS_ENV] = PASS;
 const SCRYPT = { N: 1 << 10, r: 8, p: 1 };
 
-const fixture = JSON.parse(
-  readFileSync(new URL('../../cggmp/test/fixtures/test-only-key-shares.json', import.meta.url), 'utf8'),
-) as { sets: Record<string, unknown[]> };
-const shares = (fixture.sets['2of3'] as unknown[]).map((j) => keyShareFromJson(j)) as EcdsaKeyShare[];
+const shares = fixtureShares2of3;
 
 const adminSk = p256.utils.randomSecretKey();
 const deviceSk = p256.utils.randomSecretKey();

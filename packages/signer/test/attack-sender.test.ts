@@ -5,13 +5,10 @@
  * `fromPublicKey`) or the intent's `source_address` is not that key's address, or when the path is
  * not a wallet path `m/44/{coin_type}/{wallet}/{0|1}/{index}` of the configured coin type.
  */
-import { rmSync } from 'node:fs';
-import { join } from 'node:path';
 import { ethereumAddress, tronAddress } from '@custodian/chains';
 import { bytesToHex } from '@custodian/crypto';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SecureStore } from '../src/index.js';
+import { describe, expect, it } from 'vitest';
 import {
   child,
   ethContext,
@@ -23,22 +20,13 @@ import {
   p2wpkhOf,
   request,
   TRON_DEST,
+  tempStore,
   tronContext,
   utxoInput,
   verdict,
 } from './attack-fixtures.js';
-import { tempDir } from './cluster.js';
 
-let store: SecureStore;
-let dir = '';
-beforeAll(async () => {
-  dir = tempDir('attack-sender');
-  store = await SecureStore.open(join(dir, 'db'), 'pass', { N: 1 << 10, r: 8, p: 1 });
-});
-afterAll(async () => {
-  await store?.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+const store = tempStore('attack-sender');
 
 const W0 = [44, 60, 0, 0, 0];
 const W1 = [44, 60, 1, 0, 0];
@@ -48,14 +36,14 @@ describe("attack: another wallet's key signs what the approvers saw as this wall
     // the signature would be made by wallet 1's key: wallet 1's funds move
     const i = intent({ derivation_path: W1 }); // source_address stays wallet 0's
     const ctx = { ...ethContext(W0), fromPath: W1 };
-    expect(await verdict(store, request(i, ctx))).toBe('SENDER_MISMATCH');
+    expect(await verdict(store(), request(i, ctx))).toBe('SENDER_MISMATCH');
   });
 
   it('EVM: a context sender key that is not derived from the key record (SENDER_MISMATCH)', async () => {
     const foreign = secp256k1.getPublicKey(secp256k1.utils.randomSecretKey(), true);
     const i = intent({ source_address: ethereumAddress(foreign) });
     const ctx = ethContext(W0, { from: ethereumAddress(foreign), fromPublicKey: bytesToHex(foreign) });
-    expect(await verdict(store, request(i, ctx))).toBe('SENDER_MISMATCH');
+    expect(await verdict(store(), request(i, ctx))).toBe('SENDER_MISMATCH');
   });
 
   it('EVM: a derivation path that is not a wallet path of the chain (SENDER_MISMATCH)', async () => {
@@ -67,7 +55,7 @@ describe("attack: another wallet's key signs what the approvers saw as this wall
     ]) {
       const pk = child(mk.ecdsa, path);
       const i = intent({ derivation_path: path, source_address: ethereumAddress(pk) });
-      expect(await verdict(store, request(i, ethContext(path))), path.join('/')).toBe('SENDER_MISMATCH');
+      expect(await verdict(store(), request(i, ethContext(path))), path.join('/')).toBe('SENDER_MISMATCH');
     }
   });
 
@@ -83,7 +71,7 @@ describe("attack: another wallet's key signs what the approvers saw as this wall
       derivation_path: t1,
       max_fee: '50000000',
     });
-    expect(await verdict(store, request(i, { ...tronContext(t0), fromPath: t1 }))).toBe('SENDER_MISMATCH');
+    expect(await verdict(store(), request(i, { ...tronContext(t0), fromPath: t1 }))).toBe('SENDER_MISMATCH');
   });
 
   it("UTXO: the intent's source address is wallet 0's, the inputs are wallet 1's (SENDER_MISMATCH)", async () => {
@@ -94,7 +82,7 @@ describe("attack: another wallet's key signs what the approvers saw as this wall
       path: l1,
       value: 1_000_000n - 100_000n - 5_000n,
     });
-    expect(await verdict(store, request(i, ctx))).toBe('SENDER_MISMATCH');
+    expect(await verdict(store(), request(i, ctx))).toBe('SENDER_MISMATCH');
     // honest: wallet 1's own address as the source
     const j = ltcIntent({ derivation_path: l1, source_address: p2wpkhOf(child(mk.ecdsa, l1)) });
     const ok = ltcContext(j, [utxoInput(child(mk.ecdsa, l1), l1, 1_000_000n)], {
@@ -102,7 +90,7 @@ describe("attack: another wallet's key signs what the approvers saw as this wall
       path: l1,
       value: 1_000_000n - 100_000n - 5_000n,
     });
-    expect(await verdict(store, request(j, ok))).toBe('ACCEPTED');
+    expect(await verdict(store(), request(j, ok))).toBe('ACCEPTED');
   });
 
   it('UTXO Taproot: the P2TR sender is the Taproot key of the record, not the ECDSA key (SENDER_MISMATCH)', async () => {
@@ -115,7 +103,7 @@ describe("attack: another wallet's key signs what the approvers saw as this wall
       value: 1_000_000n - 100_000n - 5_000n,
       kind: 'p2tr',
     });
-    expect(await verdict(store, request(j, ok))).toBe('ACCEPTED');
+    expect(await verdict(store(), request(j, ok))).toBe('ACCEPTED');
     const wrong = child(mk.ecdsa, p);
     const k = ltcIntent({ key_algorithm: 'SECP256K1_TAPROOT', source_address: p2trOf(wrong) });
     const bad = ltcContext(k, [utxoInput(wrong, p, 1_000_000n, 'p2tr')], {
@@ -124,6 +112,6 @@ describe("attack: another wallet's key signs what the approvers saw as this wall
       value: 1_000_000n - 100_000n - 5_000n,
       kind: 'p2tr',
     });
-    expect(await verdict(store, request(k, bad))).toBe('SENDER_MISMATCH');
+    expect(await verdict(store(), request(k, bad))).toBe('SENDER_MISMATCH');
   });
 });

@@ -8,25 +8,23 @@
  * ever be made with a test-network key (SENDER_MISMATCH for a 195 path on Nile; 195 stays mainnet's).
  * Nothing is written to the ledger (`verdict` asserts it).
  */
-import { rmSync } from 'node:fs';
-import { join } from 'node:path';
 import { tronAddress } from '@custodian/chains';
 import type { TransferIntent } from '@custodian/wire';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SecureStore } from '../src/index.js';
-import { CHAINS, child, intent, mk, request, TRON_DEST, tronContext, trustOf, verdict } from './attack-fixtures.js';
-import { tempDir } from './cluster.js';
+import { describe, expect, it } from 'vitest';
+import {
+  CHAINS,
+  child,
+  intent,
+  mk,
+  request,
+  TRON_DEST,
+  tempStore,
+  tronContext,
+  trustOf,
+  verdict,
+} from './attack-fixtures.js';
 
-let store: SecureStore;
-let dir = '';
-beforeAll(async () => {
-  dir = tempDir('attack-tron-coin');
-  store = await SecureStore.open(join(dir, 'db'), 'pass', { N: 1 << 10, r: 8, p: 1 });
-});
-afterAll(async () => {
-  await store?.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+const store = tempStore('attack-tron-coin');
 
 const MAINNET_PATH = [44, 195, 0, 0, 0];
 const TESTNET_PATH = [44, 1, 0, 0, 0];
@@ -54,20 +52,20 @@ const both = () =>
 describe('attack: a TRON test-network approval signed with the mainnet key', () => {
   it('refuses a Nile transfer from a coin type 195 (mainnet) path (SENDER_MISMATCH)', async () => {
     const i = trx('tron-nile', MAINNET_PATH, NILE_TRX);
-    expect(await verdict(store, request(i, tronContext(MAINNET_PATH)), both())).toBe('SENDER_MISMATCH');
+    expect(await verdict(store(), request(i, tronContext(MAINNET_PATH)), both())).toBe('SENDER_MISMATCH');
   });
 
   it('signs Nile transfers from coin type 1 paths: the test-network key is not the mainnet key', async () => {
     const i = trx('tron-nile', TESTNET_PATH, NILE_TRX);
-    expect(await verdict(store, request(i, tronContext(TESTNET_PATH)), both())).toBe('ACCEPTED');
+    expect(await verdict(store(), request(i, tronContext(TESTNET_PATH)), both())).toBe('ACCEPTED');
     expect(tronAddress(child(mk.ecdsa, TESTNET_PATH))).not.toBe(tronAddress(child(mk.ecdsa, MAINNET_PATH)));
   });
 
   it('keeps coin type 195 on TRON mainnet, and refuses coin type 1 there (SENDER_MISMATCH)', async () => {
     const ok = trx('tron-mainnet', MAINNET_PATH, MAINNET_TRX);
     const mainnetCtx = (p: number[]) => tronContext(p, { network: 'mainnet' });
-    expect(await verdict(store, request(ok, mainnetCtx(MAINNET_PATH)), both())).toBe('ACCEPTED');
+    expect(await verdict(store(), request(ok, mainnetCtx(MAINNET_PATH)), both())).toBe('ACCEPTED');
     const testKey = trx('tron-mainnet', TESTNET_PATH, MAINNET_TRX);
-    expect(await verdict(store, request(testKey, mainnetCtx(TESTNET_PATH)), both())).toBe('SENDER_MISMATCH');
+    expect(await verdict(store(), request(testKey, mainnetCtx(TESTNET_PATH)), both())).toBe('SENDER_MISMATCH');
   });
 });

@@ -5,24 +5,21 @@
  * (a path of the same wallet, branch 0 or 1) from its OWN key record, and refuse anything else
  * with INPUT_KEY_MISMATCH / CHANGE_MISMATCH; a refusal writes nothing to the ledger.
  */
-import { rmSync } from 'node:fs';
-import { join } from 'node:path';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SecureStore } from '../src/index.js';
-import { child, foreignMk, ltcContext, ltcIntent, mk, request, utxoInput, verdict } from './attack-fixtures.js';
-import { tempDir } from './cluster.js';
+import { describe, expect, it } from 'vitest';
+import {
+  child,
+  foreignMk,
+  ltcContext,
+  ltcIntent,
+  mk,
+  request,
+  tempStore,
+  utxoInput,
+  verdict,
+} from './attack-fixtures.js';
 
-let store: SecureStore;
-let dir = '';
-beforeAll(async () => {
-  dir = tempDir('attack-utxo');
-  store = await SecureStore.open(join(dir, 'db'), 'pass', { N: 1 << 10, r: 8, p: 1 });
-});
-afterAll(async () => {
-  await store?.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+const store = tempStore('attack-utxo');
 
 const SRC = [44, 1, 0, 0, 0];
 const COIN = 100_000_000n; // 1 LTC
@@ -35,7 +32,7 @@ describe('attack: UTXO change and input keys chosen by the coordinator', () => {
       path: SRC,
       value: COIN - 100_000n - 5_000n,
     });
-    expect(await verdict(store, request(i, ctx))).toBe('ACCEPTED');
+    expect(await verdict(store(), request(i, ctx))).toBe('ACCEPTED');
   });
 
   it('accepts change to a change address of the same wallet (branch 1)', async () => {
@@ -46,7 +43,7 @@ describe('attack: UTXO change and input keys chosen by the coordinator', () => {
       path: changePath,
       value: COIN - 100_000n - 5_000n,
     });
-    expect(await verdict(store, request(i, ctx))).toBe('ACCEPTED');
+    expect(await verdict(store(), request(i, ctx))).toBe('ACCEPTED');
   });
 
   it('refuses change paid to a key the coordinator holds (CHANGE_MISMATCH)', async () => {
@@ -57,7 +54,7 @@ describe('attack: UTXO change and input keys chosen by the coordinator', () => {
       path: [44, 1, 0, 1, 0], // claims a change path of the wallet
       value: COIN - 100_000n - 5_000n,
     });
-    expect(await verdict(store, request(i, ctx))).toBe('CHANGE_MISMATCH');
+    expect(await verdict(store(), request(i, ctx))).toBe('CHANGE_MISMATCH');
   });
 
   it("refuses change to another wallet's address, to another master key, and outside branches 0/1 (CHANGE_MISMATCH)", async () => {
@@ -67,24 +64,27 @@ describe('attack: UTXO change and input keys chosen by the coordinator', () => {
     let i = ltcIntent();
     expect(
       await verdict(
-        store,
+        store(),
         request(i, ltcContext(i, input(), { pk: child(mk.ecdsa, otherWallet), path: otherWallet, value })),
       ),
     ).toBe('CHANGE_MISMATCH');
     i = ltcIntent();
     expect(
-      await verdict(store, request(i, ltcContext(i, input(), { pk: child(foreignMk.ecdsa, SRC), path: SRC, value }))),
+      await verdict(store(), request(i, ltcContext(i, input(), { pk: child(foreignMk.ecdsa, SRC), path: SRC, value }))),
     ).toBe('CHANGE_MISMATCH');
     const branch2 = [44, 1, 0, 2, 0];
     i = ltcIntent();
     expect(
-      await verdict(store, request(i, ltcContext(i, input(), { pk: child(mk.ecdsa, branch2), path: branch2, value }))),
+      await verdict(
+        store(),
+        request(i, ltcContext(i, input(), { pk: child(mk.ecdsa, branch2), path: branch2, value })),
+      ),
     ).toBe('CHANGE_MISMATCH');
     // P2TR change of the ECDSA key: no signer key can spend it (Taproot signs with the Taproot key)
     i = ltcIntent();
     expect(
       await verdict(
-        store,
+        store(),
         request(i, ltcContext(i, input(), { pk: child(mk.ecdsa, SRC), path: SRC, value, kind: 'p2tr' })),
       ),
     ).toBe('CHANGE_MISMATCH');
@@ -98,7 +98,7 @@ describe('attack: UTXO change and input keys chosen by the coordinator', () => {
       path: SRC,
       value: 11n * COIN - 100_000n - 5_000n,
     });
-    expect(await verdict(store, request(i, ctx))).toBe('INPUT_KEY_MISMATCH');
+    expect(await verdict(store(), request(i, ctx))).toBe('INPUT_KEY_MISMATCH');
   });
 
   it("refuses an input of another wallet's path or of another coin type (INPUT_KEY_MISMATCH)", async () => {
@@ -113,7 +113,7 @@ describe('attack: UTXO change and input keys chosen by the coordinator', () => {
         path: SRC,
         value: COIN - 100_000n - 5_000n,
       });
-      expect(await verdict(store, request(i, ctx)), path.join('/')).toBe('INPUT_KEY_MISMATCH');
+      expect(await verdict(store(), request(i, ctx)), path.join('/')).toBe('INPUT_KEY_MISMATCH');
     }
   });
 });

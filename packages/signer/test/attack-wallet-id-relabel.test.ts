@@ -9,12 +9,9 @@
  * `walletIdOf(intent.key_id, derivation_path[2])`. Real path: `enforceTransferEvidence` on a real
  * encrypted store (attack-fixtures.ts).
  */
-import { rmSync } from 'node:fs';
-import { join } from 'node:path';
 import { ethereumAddress } from '@custodian/chains';
 import { signApproval, walletIdOf } from '@custodian/wire';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SecureStore } from '../src/index.js';
+import { describe, expect, it } from 'vitest';
 import {
   child,
   dev1,
@@ -25,22 +22,13 @@ import {
   mk,
   p2wpkhOf,
   request,
+  tempStore,
   utxoInput,
   verdict,
   withPolicy,
 } from './attack-fixtures.js';
-import { tempDir } from './cluster.js';
 
-let store: SecureStore;
-let dir = '';
-beforeAll(async () => {
-  dir = tempDir('attack-wallet-id');
-  store = await SecureStore.open(join(dir, 'db'), 'pass', { N: 1 << 10, r: 8, p: 1 });
-});
-afterAll(async () => {
-  await store?.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+const store = tempStore('attack-wallet-id');
 
 const W7 = [44, 60, 7, 0, 0];
 /** The hot wallet: wallet 0 of the key, with its real (derived) id. */
@@ -66,16 +54,16 @@ function wallet7Transfer(walletId: string) {
 
 describe('attack: a transfer of wallet 7 labelled with the hot wallet id', () => {
   it("the hot wallet's policy does not move wallet 7's funds (WALLET_MISMATCH)", async () => {
-    expect(await verdict(store, wallet7Transfer(HOT))).toBe('WALLET_MISMATCH');
+    expect(await verdict(store(), wallet7Transfer(HOT))).toBe('WALLET_MISMATCH');
   });
 
   it("with its own id, wallet 7 is outside the hot wallet's policy (POLICY_OUT_OF_SCOPE)", async () => {
-    expect(await verdict(store, wallet7Transfer(walletIdOf('key-1', 7)))).toBe('POLICY_OUT_OF_SCOPE');
+    expect(await verdict(store(), wallet7Transfer(walletIdOf('key-1', 7)))).toBe('POLICY_OUT_OF_SCOPE');
   });
 
   it("another key's wallet id, or an id that is no wallet's, is refused (WALLET_MISMATCH)", async () => {
-    expect(await verdict(store, wallet7Transfer(walletIdOf('key-2', 7)))).toBe('WALLET_MISMATCH');
-    expect(await verdict(store, wallet7Transfer('22222222-2222-4222-8222-222222222222'))).toBe('WALLET_MISMATCH');
+    expect(await verdict(store(), wallet7Transfer(walletIdOf('key-2', 7)))).toBe('WALLET_MISMATCH');
+    expect(await verdict(store(), wallet7Transfer('22222222-2222-4222-8222-222222222222'))).toBe('WALLET_MISMATCH');
   });
 
   it("Bitcoin family: wallet 3's coins labelled with the hot wallet id are refused (WALLET_MISMATCH)", async () => {
@@ -83,9 +71,11 @@ describe('attack: a transfer of wallet 7 labelled with the hot wallet id', () =>
     const pk = child(mk.ecdsa, path);
     const i = ltcIntent({ wallet_id: HOT, derivation_path: path, source_address: p2wpkhOf(pk) });
     const req = request(i, ltcContext(i, [utxoInput(pk, path, 200000n)], null));
-    expect(await verdict(store, req)).toBe('WALLET_MISMATCH');
+    expect(await verdict(store(), req)).toBe('WALLET_MISMATCH');
     const own = ltcIntent({ derivation_path: path, source_address: p2wpkhOf(pk) });
     expect(own.wallet_id).toBe(walletIdOf('key-1', 3));
-    expect(await verdict(store, request(own, ltcContext(own, [utxoInput(pk, path, 200000n)], null)))).toBe('ACCEPTED');
+    expect(await verdict(store(), request(own, ltcContext(own, [utxoInput(pk, path, 200000n)], null)))).toBe(
+      'ACCEPTED',
+    );
   });
 });

@@ -4,9 +4,13 @@
  * `runCeremony` runs exactly as in the daemon, without sockets. `onSend` sees every envelope as it
  * is handed to the transport (the moment it leaves the sending process).
  */
+import { readFileSync } from 'node:fs';
+import { type KeyShare, keyShareFromJson, type Presignature, presignProtocol } from '@custodian/cggmp';
+import { Party, simulate, systemRandom } from '@custodian/crypto';
 import { generateKeyPair } from '@libp2p/crypto/keys';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import { pino } from 'pino';
+import { expect } from 'vitest';
 import { type CeremonyContext, CeremonyRunner, SecureStore, StoredNonceLedger } from '../src/index.js';
 
 export const TEST_SCRYPT = { N: 1 << 10, r: 8, p: 1 } as const;
@@ -68,4 +72,30 @@ export async function openContext(
     recordCache: new Map(),
     ...extra,
   };
+}
+
+/** The 2-of-3 CGGMP21 key shares of the TEST-ONLY fixture of packages/cggmp, by party index. */
+export const fixtureShares2of3: KeyShare[] = (
+  JSON.parse(readFileSync(new URL('../../cggmp/test/fixtures/test-only-key-shares.json', import.meta.url), 'utf8')) as {
+    sets: Record<string, unknown[]>;
+  }
+).sets['2of3']!.map((j) => keyShareFromJson(j) as KeyShare);
+
+/** One presigning of signers [0, 1] of {@link fixtureShares2of3} (simulated): each party's one-shot handle, by position. */
+export function presignFixture(): [Presignature, Presignature] {
+  const signers = [0, 1];
+  const sessionId = systemRandom(32);
+  const res = simulate(
+    signers.map(
+      (_, j) =>
+        new Party(presignProtocol({ share: fixtureShares2of3[j] as KeyShare, signers }), {
+          self: j,
+          n: signers.length,
+          sessionId,
+          rng: systemRandom,
+        }),
+    ),
+  );
+  expect(res.aborted.every((a) => a === undefined)).toBe(true);
+  return res.outputs as [Presignature, Presignature];
 }

@@ -1,15 +1,13 @@
-import { readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   combineSignature,
   type KeyShare,
-  keyShareFromJson,
   type Presignature,
   PresignatureSpentError,
-  presignProtocol,
   signShare,
 } from '@custodian/cggmp';
-import { bytesToHex, deriveSecp256k1, secp256k1Group as G, Party, simulate, systemRandom } from '@custodian/crypto';
+import { bytesToHex, deriveSecp256k1, secp256k1Group as G } from '@custodian/crypto';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -24,30 +22,10 @@ import {
   takePresignature,
 } from '../src/index.js';
 import { tempDir as makeTemp } from './cluster.js';
+import { fixtureShares2of3, presignFixture as presign } from './in-process.js';
 
-const fixture = JSON.parse(
-  readFileSync(new URL('../../cggmp/test/fixtures/test-only-key-shares.json', import.meta.url), 'utf8'),
-) as { sets: Record<string, unknown[]> };
-const shares = (fixture.sets['2of3'] as unknown[]).map((j) => keyShareFromJson(j)) as KeyShare[];
+const shares = fixtureShares2of3;
 const signers = [0, 1];
-
-/** One presigning of signers [0, 1]: each party's one-shot handle, by position. */
-function presign(): [Presignature, Presignature] {
-  const sessionId = systemRandom(32);
-  const res = simulate(
-    signers.map(
-      (_, j) =>
-        new Party(presignProtocol({ share: shares[j] as KeyShare, signers }), {
-          self: j,
-          n: signers.length,
-          sessionId,
-          rng: systemRandom,
-        }),
-    ),
-  );
-  expect(res.aborted.every((a) => a === undefined)).toBe(true);
-  return res.outputs as [Presignature, Presignature];
-}
 
 /** A valid signature of both parties' handles (party 0's from the store, party 1's as made). */
 function signsValidly(p0: Presignature, p1: Presignature, digest: Uint8Array): boolean {
