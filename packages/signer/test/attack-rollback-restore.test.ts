@@ -51,6 +51,7 @@ import {
   type SignerDaemon,
   startSigner,
 } from '../src/index.js';
+import { intent as fixtureIntent } from './attack-fixtures.js';
 import { freePort, tempDir } from './cluster.js';
 import { fixtureShares2of3 } from './in-process.js';
 
@@ -100,27 +101,19 @@ function policy(dailyLimit: string | null) {
  */
 const afterRestore = () => new Date(Date.now() + CREATED_AT_SKEW_MS).toISOString();
 
-let serial = 0;
+/** A fresh intent (attack-fixtures' builder) of `amount` wei from `from` at `path` to `dest`. */
 function intent(amount: string, createdAt = new Date().toISOString()): TransferIntent {
-  serial++;
-  return {
-    transfer_id: `55555555-5555-4555-8555-${String(serial).padStart(12, '0')}`,
+  return fixtureIntent({
     profile_id: profile,
     wallet_id: wallet,
-    blockchain: 'ethereum-local',
     asset_id: asset,
-    asset_symbol: 'ETH',
-    asset_decimals: 18,
-    asset_contract: null,
     source_address: from,
     destination_address: dest,
     amount,
     derivation_path: path,
-    key_algorithm: 'SECP256K1_ECDSA',
     key_id: keyId,
     created_at: createdAt,
-    max_fee: '10000000000000000',
-  };
+  });
 }
 
 function request(i: TransferIntent, nonce: number, dailyLimit: string | null, presignatureId?: string): SignRequest {

@@ -24,6 +24,7 @@ import { p256 } from '@noble/curves/nist.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EnforcementTrust, EvidenceRefused, enforceTransferEvidence, SecureStore } from '../src/index.js';
+import { intent as fixtureIntent } from './attack-fixtures.js';
 import { tempDir } from './cluster.js';
 
 const adminSk = p256.utils.randomSecretKey();
@@ -69,27 +70,18 @@ const policyDoc: PolicyDocument = {
 const policy = signPolicy(policyDoc, 'admin-phone', adminSk);
 
 let n = 0;
+/** A fresh intent (attack-fixtures' builder) from `from` at `path` to `dest`, in `wallet` and `asset`, unless `over` names them. */
 function intent(over: Partial<TransferIntent> = {}): TransferIntent {
   n++;
-  return {
-    transfer_id: `55555555-5555-4555-8555-${String(n).padStart(12, '0')}`,
+  return fixtureIntent({
     profile_id: profile,
     wallet_id: wallet,
-    blockchain: 'ethereum-local',
     asset_id: asset,
-    asset_symbol: 'ETH',
-    asset_decimals: 18,
-    asset_contract: null,
     source_address: from,
     destination_address: dest,
-    amount: '100',
     derivation_path: path,
-    key_algorithm: 'SECP256K1_ECDSA',
-    key_id: 'key-1',
-    created_at: '2026-03-04T10:00:00.000Z',
-    max_fee: '10000000000000000',
     ...over,
-  };
+  });
 }
 
 function context(nonce: number, fee = '2000000000'): EthereumContext {
