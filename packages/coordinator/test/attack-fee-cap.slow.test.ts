@@ -21,25 +21,18 @@ import { join } from 'node:path';
 import type { EthereumContext } from '@custodian/chains';
 import { bytesToHex } from '@custodian/crypto';
 import type { ControlClient } from '@custodian/signer';
-import {
-  type SignedPolicy,
-  signApproval,
-  signPolicy,
-  type TransferIntent,
-  transferIntentDigest,
-} from '@custodian/wire';
+import { type SignedPolicy, signApproval, type TransferIntent, transferIntentDigest } from '@custodian/wire';
 import { p256 } from '@noble/curves/nist.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AnvilNode, startAnvil } from '../../chains/test/helpers/anvil.js';
 import { type LitecoindNode, startLitecoind } from '../../chains/test/helpers/litecoind.js';
 import { buildSigner, type NodeSpec, stopNode, tempDir } from '../../signer/test/cluster.js';
-import { type Coordinator, createCoordinator } from '../src/coordinator.js';
-import { openPglite } from '../src/db/db.js';
-import { readMailbox } from '../src/mailer.js';
+import type { Coordinator } from '../src/coordinator.js';
 import type { GatewaySignRequest, SignerGateway } from '../src/signing/gateway.js';
 import type { ApprovalRequest } from '../src/transfers/service.js';
 import { createEcdsaMasterKey, startEnforcingSigners } from './enforcing-signers.js';
 import type { Json } from './helpers.js';
+import { CoordinatorApi, hexPub, jsonRpc, localChains, pipelineCoordinator } from './pipeline-harness.js';
 
 const DEST = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
 const ETH = 10n ** 18n;
@@ -48,7 +41,6 @@ const GWEI = 10n ** 9n;
 const ETH_CAP = 5_000_000_000_000_000n;
 const adminDevice = p256.utils.randomSecretKey();
 const dev1 = p256.utils.randomSecretKey();
-const hexPub = (sk: Uint8Array) => bytesToHex(p256.getPublicKey(sk, true));
 
 let dir = '';
 let anvil: AnvilNode;
@@ -61,7 +53,8 @@ const signRequests: GatewaySignRequest[] = [];
 /** Approval requests pushed to devices (the coordinator's notifier), in order. */
 const pushed: ApprovalRequest[] = [];
 let coord: Coordinator;
-let url = '';
+const api = new CoordinatorApi();
+const { req, waitStatus, enroll } = api;
 let token = '';
 let apiKey = '';
 let profileId = '';
@@ -77,48 +70,10 @@ const serverIds = [
   '22222222-0000-4000-8000-000000000003',
 ];
 
-async function rpc(method: string, params: unknown[] = []): Promise<Json> {
-  const r = await fetch(anvil.url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-  });
-  const b = (await r.json()) as Json;
-  if (b.error) throw new Error(`${method}: ${JSON.stringify(b.error)}`);
-  return b.result;
-}
+const rpc = (method: string, params: unknown[] = []) => jsonRpc(anvil.url, method, params);
 
 /** The base fee of the next block (what the coordinator's fee estimate reads), wei per gas. */
 const setNextBaseFee = (wei: bigint) => rpc('anvil_setNextBlockBaseFeePerGas', [`0x${wei.toString(16)}`]);
-
-async function req(
-  method: string,
-  path: string,
-  o: { body?: unknown; key?: string; token?: string; idem?: boolean } = {},
-) {
-  const headers: Record<string, string> = {};
-  if (o.key) headers['x-api-key'] = o.key;
-  if (o.token) headers.authorization = `Bearer ${o.token}`;
-  if (o.idem) headers['idempotency-key'] = crypto.randomUUID();
-  if (o.body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(url + path, {
-    method,
-    headers,
-    ...(o.body !== undefined ? { body: JSON.stringify(o.body) } : {}),
-  });
-  const text = await res.text();
-  return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Json };
-}
-
-async function waitStatus(transferId: string, pred: (t: Json) => boolean, ms = 240_000): Promise<Json> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const t = await req('GET', `/api/v1/profiles/${profileId}/transfers/${transferId}`, { key: apiKey });
-    if (pred(t.body)) return t.body;
-    if (Date.now() > end) throw new Error(`timeout; transfer is ${JSON.stringify(t.body)}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 async function row(transferId: string) {
   return (
@@ -152,29 +107,9 @@ async function createTransfer(amount: string, wallet = walletId, asset = assetId
   return r.body;
 }
 
-async function enroll(sk: Uint8Array, name: string): Promise<string> {
-  const e = await req('POST', '/devices/v1/enrollments', {
-    body: { name, platform: 'ios', os_version: '17.2', hardware_backed_keystore: true, public_key: hexPub(sk) },
-  });
-  const a = await req('POST', `/admin/v1/devices/${e.body.device_id}/approve`, {
-    token,
-    body: { fingerprint: e.body.fingerprint },
-  });
-  expect(a.status).toBe(200);
-  return e.body.device_id;
-}
-
-async function signedPolicy(name: string, body: Record<string, unknown>): Promise<SignedPolicy> {
-  const p = await req('POST', `/admin/v1/profiles/${profileId}/policies`, { token, body: { name, ...body } });
-  expect(p.status, JSON.stringify(p.body)).toBe(201);
-  const signed = signPolicy(p.body.versions[0].document, adminDeviceId, adminDevice);
-  const s = await req('POST', `/admin/v1/profiles/${profileId}/policies/${p.body.policy_id}/versions/1/signature`, {
-    token,
-    body: { device_id: adminDeviceId, signature: signed.signature },
-  });
-  expect(s.status).toBe(200);
-  return signed;
-}
+/** A policy (`body` as POSTed, named `name`) signed by the Admin device. */
+const signedPolicy = (name: string, body: Record<string, unknown>): Promise<SignedPolicy> =>
+  api.signedPolicy({ name, ...body }, { deviceId: adminDeviceId, secretKey: adminDevice });
 
 const requestsFor = (transferId: string) => signRequests.filter((r) => r.evidence.intent.transfer_id === transferId);
 
@@ -184,18 +119,8 @@ beforeAll(async () => {
   anvil = await startAnvil();
   ltc = await startLitecoind();
   ({ nodes, control, gateway } = await startEnforcingSigners(dir, hexPub(adminDevice), serverIds));
-  coord = await createCoordinator({
-    db: await openPglite(join(dir, 'coord', 'pgdata')),
-    mode: 'development',
-    mailboxDir: join(dir, 'coord', 'mailbox'),
-    listen: { port: 0 },
-    logger: false,
-    admin: { scrypt: { N: 1 << 10, r: 8, p: 1 } },
-    webhooks: { keyEncryptionKey: new Uint8Array(32).fill(7), runWorker: false },
-    chains: {
-      'ethereum-local': { rpcUrl: anvil.url, pollIntervalMs: 300 },
-      'litecoin-regtest': { rpcUrl: ltc.url, rpcUsername: 'test', rpcPassword: 'regtest-only', pollIntervalMs: 300 },
-    },
+  coord = await pipelineCoordinator(join(dir, 'coord'), {
+    chains: localChains(anvil.url, ltc.url),
     transfers: {
       feeCaps: { 'ethereum-local': ETH_CAP.toString(), 'litecoin-regtest': '100' },
       gateway: {
@@ -209,32 +134,15 @@ beforeAll(async () => {
     },
   });
   coord.transfers.service.notifier = { notifyApprovalRequest: (_devices, r) => void pushed.push(r) };
-  url = await coord.start();
-  const init = await req('POST', '/admin/v1/init', {
-    body: { email: 'a@example.com', name: 'Admin', password: 'correct horse battery staple', profile_name: 'main' },
-  });
-  profileId = init.body.profile.profile_id;
-  const l = await req('POST', '/admin/v1/login', {
-    body: { email: 'a@example.com', password: 'correct horse battery staple' },
-  });
-  const code = /code is (\d{6})/.exec((await readMailbox(join(dir, 'coord', 'mailbox'))).at(-1)?.text ?? '')?.[1];
-  token = (await req('POST', '/admin/v1/login/verify', { body: { challenge_id: l.body.challenge_id, code } })).body
-    .token;
-  apiKey = (await req('POST', '/admin/v1/api-keys', { token, body: { profile_id: profileId, name: 'fees' } })).body
-    .api_key;
+  api.url = await coord.start();
+  await api.signIn(join(dir, 'coord', 'mailbox'), 'fees');
+  ({ token, apiKey, profileId } = api);
   adminDeviceId = await enroll(adminDevice, 'admin phone');
   dev1Id = await enroll(dev1, 'approver 1');
   await createEcdsaMasterKey({ nodes, control, gateway }, coord, serverIds, [{ id: dev1Id, secretKey: dev1 }], 300_000);
 
-  const chains = await req('GET', `/api/v1/profiles/${profileId}/blockchains?page_size=200`, { key: apiKey });
-  const chain = chains.body.data.find((b: Json) => b.key === 'ethereum-local');
-  const assets = await req('GET', `/api/v1/profiles/${profileId}/assets?page_size=200`, { key: apiKey });
-  assetId = assets.body.data.find((a: Json) => a.blockchain === 'ethereum-local' && a.kind === 'native').asset_id;
-  const w = await req('POST', `/api/v1/profiles/${profileId}/wallets`, {
-    key: apiKey,
-    idem: true,
-    body: { blockchain_ids: [chain.blockchain_id] },
-  });
+  assetId = await api.assetId((a) => a.blockchain === 'ethereum-local' && a.kind === 'native');
+  const w = await api.createWallet('ethereum-local');
   walletId = w.body.wallet_id;
   source = w.body.addresses[0].address;
   await rpc('anvil_setBalance', [source, `0x${(100n * ETH).toString(16)}`]);
@@ -323,27 +231,12 @@ describe('attack: a fee above the approved cap (issue #20 item 3, coordinator si
   }, 300_000);
 
   it('Bitcoin family: a UTXO fee above the cap fails the transfer FEE_CAP_EXCEEDED; nothing reaches the signers', async () => {
-    const chains = await req('GET', `/api/v1/profiles/${profileId}/blockchains?page_size=200`, { key: apiKey });
-    const chain = chains.body.data.find((b: Json) => b.key === 'litecoin-regtest');
-    const assets = await req('GET', `/api/v1/profiles/${profileId}/assets?page_size=200`, { key: apiKey });
-    const ltcAsset = assets.body.data.find((a: Json) => a.blockchain === 'litecoin-regtest').asset_id;
-    const w = await req('POST', `/api/v1/profiles/${profileId}/wallets`, {
-      key: apiKey,
-      idem: true,
-      body: { blockchain_ids: [chain.blockchain_id] },
-    });
+    const ltcAsset = await api.assetId((a) => a.blockchain === 'litecoin-regtest');
+    const w = await api.createWallet('litecoin-regtest');
     const ltcWallet = w.body.wallet_id;
     await ltc.walletCall('sendtoaddress', [w.body.addresses[0].address, 2]);
     await ltc.mine(1);
-    const end = Date.now() + 60_000;
-    for (;;) {
-      const b = await req('GET', `/api/v1/profiles/${profileId}/wallets/${ltcWallet}/balances/${ltcAsset}`, {
-        key: apiKey,
-      });
-      if (b.body.amount === '2') break;
-      if (Date.now() > end) throw new Error(`LTC balance not updated: ${JSON.stringify(b.body)}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    await api.waitBalance(ltcWallet, ltcAsset, '2', 60_000, 'LTC balance');
     const dest = await ltc.walletCall<string>('getnewaddress', ['', 'bech32']);
     await signedPolicy('ltc', { scope: { asset_id: ltcAsset }, whitelist: [dest], daily_limit: '1000000000' });
     const t = await createTransfer('0.5', ltcWallet, ltcAsset, dest);

@@ -33,12 +33,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AnvilNode, startAnvil } from '../../chains/test/helpers/anvil.js';
 import { type LitecoindNode, startLitecoind } from '../../chains/test/helpers/litecoind.js';
 import { buildSigner, type NodeSpec, stopNode, tempDir } from '../../signer/test/cluster.js';
-import { type Coordinator, createCoordinator } from '../src/coordinator.js';
-import { openPglite } from '../src/db/db.js';
-import { readMailbox } from '../src/mailer.js';
+import type { Coordinator } from '../src/coordinator.js';
 import type { GatewaySignResult, SignerGateway } from '../src/signing/gateway.js';
 import { createEcdsaMasterKey, startEnforcingSigners } from './enforcing-signers.js';
 import type { Json } from './helpers.js';
+import { approveAs, CoordinatorApi, hexPub, jsonRpc, localChains, pipelineCoordinator } from './pipeline-harness.js';
 
 const DEST = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
 const OTHER = '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC';
@@ -47,7 +46,6 @@ const ETH = 10n ** 18n;
 const adminDevice = p256.utils.randomSecretKey();
 const dev1 = p256.utils.randomSecretKey();
 const dev2 = p256.utils.randomSecretKey();
-const hexPub = (sk: Uint8Array) => bytesToHex(p256.getPublicKey(sk, true));
 
 let dir = '';
 let anvil: AnvilNode;
@@ -58,7 +56,8 @@ let gateway: SignerGateway;
 /** What the gateway answered the pipeline, in order (the pipeline's signing requests). */
 const signResults: GatewaySignResult[] = [];
 let coord: Coordinator;
-let url = '';
+const api = new CoordinatorApi();
+const { req, waitStatus, enroll } = api;
 let token = '';
 let apiKey = '';
 let profileId = '';
@@ -77,49 +76,11 @@ const serverIds = [
   '11111111-0000-4000-8000-000000000003',
 ];
 
-async function rpc(method: string, params: unknown[] = []): Promise<Json> {
-  const r = await fetch(anvil.url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-  });
-  const b = (await r.json()) as Json;
-  if (b.error) throw new Error(`${method}: ${JSON.stringify(b.error)}`);
-  return b.result;
-}
-
-async function req(
-  method: string,
-  path: string,
-  o: { body?: unknown; key?: string; token?: string; idem?: boolean } = {},
-) {
-  const headers: Record<string, string> = {};
-  if (o.key) headers['x-api-key'] = o.key;
-  if (o.token) headers.authorization = `Bearer ${o.token}`;
-  if (o.idem) headers['idempotency-key'] = crypto.randomUUID();
-  if (o.body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(url + path, {
-    method,
-    headers,
-    ...(o.body !== undefined ? { body: JSON.stringify(o.body) } : {}),
-  });
-  const text = await res.text();
-  return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Json };
-}
+const rpc = (method: string, params: unknown[] = []) => jsonRpc(anvil.url, method, params);
 
 async function startCoordinator(dataDir: string): Promise<Coordinator> {
-  const c = await createCoordinator({
-    db: await openPglite(join(dataDir, 'pgdata')),
-    mode: 'development',
-    mailboxDir: join(dataDir, 'mailbox'),
-    listen: { port: 0 },
-    logger: false,
-    admin: { scrypt: { N: 1 << 10, r: 8, p: 1 } },
-    webhooks: { keyEncryptionKey: new Uint8Array(32).fill(7), runWorker: false },
-    chains: {
-      'ethereum-local': { rpcUrl: anvil.url, pollIntervalMs: 300 },
-      'litecoin-regtest': { rpcUrl: ltc.url, rpcUsername: 'test', rpcPassword: 'regtest-only', pollIntervalMs: 300 },
-    },
+  const c = await pipelineCoordinator(dataDir, {
+    chains: localChains(anvil.url, ltc.url),
     transfers: {
       gateway: {
         sign: async (r) => {
@@ -132,32 +93,8 @@ async function startCoordinator(dataDir: string): Promise<Coordinator> {
       pipeline: { pollMs: 200, confirmationRecheckMs: 200, signDeadlineMs: 180_000 },
     },
   });
-  url = await c.start();
+  api.url = await c.start();
   return c;
-}
-
-async function waitStatus(transferId: string, pred: (t: Json) => boolean, ms = 240_000): Promise<Json> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const t = await req('GET', `/api/v1/profiles/${profileId}/transfers/${transferId}`, { key: apiKey });
-    if (pred(t.body)) return t.body;
-    if (Date.now() > end) throw new Error(`timeout; transfer is ${JSON.stringify(t.body)}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
-async function intentOf(transferId: string): Promise<TransferIntent> {
-  return (
-    await coord.db.query<{ intent: TransferIntent }>('SELECT intent FROM transfers WHERE transfer_id = $1', [
-      transferId,
-    ])
-  )[0]!.intent;
-}
-
-async function approveAs(transferId: string, sk: Uint8Array, deviceId: string) {
-  return coord.transfers.service.submitApproval(
-    signApproval(await intentOf(transferId), 'APPROVE', deviceId, sk, new Date().toISOString()),
-  );
 }
 
 async function createTransfer(amount: string, dest = DEST): Promise<Json> {
@@ -170,18 +107,6 @@ async function createTransfer(amount: string, dest = DEST): Promise<Json> {
   return r.body;
 }
 
-async function enroll(sk: Uint8Array, name: string): Promise<string> {
-  const e = await req('POST', '/devices/v1/enrollments', {
-    body: { name, platform: 'ios', os_version: '17.2', hardware_backed_keystore: true, public_key: hexPub(sk) },
-  });
-  const a = await req('POST', `/admin/v1/devices/${e.body.device_id}/approve`, {
-    token,
-    body: { fingerprint: e.body.fingerprint },
-  });
-  expect(a.status).toBe(200);
-  return e.body.device_id;
-}
-
 beforeAll(async () => {
   buildSigner();
   dir = tempDir('pipeline-e2e');
@@ -191,18 +116,8 @@ beforeAll(async () => {
   ({ nodes, control, gateway } = await startEnforcingSigners(dir, hexPub(adminDevice), serverIds));
 
   coord = await startCoordinator(join(dir, 'coord'));
-  const init = await req('POST', '/admin/v1/init', {
-    body: { email: 'a@example.com', name: 'Admin', password: 'correct horse battery staple', profile_name: 'main' },
-  });
-  profileId = init.body.profile.profile_id;
-  const l = await req('POST', '/admin/v1/login', {
-    body: { email: 'a@example.com', password: 'correct horse battery staple' },
-  });
-  const code = /code is (\d{6})/.exec((await readMailbox(join(dir, 'coord', 'mailbox'))).at(-1)?.text ?? '')?.[1];
-  token = (await req('POST', '/admin/v1/login/verify', { body: { challenge_id: l.body.challenge_id, code } })).body
-    .token;
-  apiKey = (await req('POST', '/admin/v1/api-keys', { token, body: { profile_id: profileId, name: 'e2e' } })).body
-    .api_key;
+  await api.signIn(join(dir, 'coord', 'mailbox'), 'e2e');
+  ({ token, apiKey, profileId } = api);
   adminDeviceId = await enroll(adminDevice, 'admin phone');
   dev1Id = await enroll(dev1, 'approver 1');
   dev2Id = await enroll(dev2, 'approver 2');
@@ -221,15 +136,8 @@ beforeAll(async () => {
   ({ keyId, masterKeyId } = created);
   const { ek } = created;
 
-  const chains = await req('GET', `/api/v1/profiles/${profileId}/blockchains?page_size=200`, { key: apiKey });
-  const chain = chains.body.data.find((b: Json) => b.key === 'ethereum-local');
-  const assets = await req('GET', `/api/v1/profiles/${profileId}/assets?page_size=200`, { key: apiKey });
-  assetId = assets.body.data.find((a: Json) => a.blockchain === 'ethereum-local' && a.kind === 'native').asset_id;
-  const w = await req('POST', `/api/v1/profiles/${profileId}/wallets`, {
-    key: apiKey,
-    idem: true,
-    body: { blockchain_ids: [chain.blockchain_id] },
-  });
+  assetId = await api.assetId((a) => a.blockchain === 'ethereum-local' && a.kind === 'native');
+  const w = await api.createWallet('ethereum-local');
   walletId = w.body.wallet_id;
   source = w.body.addresses[0].address;
   // the address is the derived key of the threshold key
@@ -237,9 +145,8 @@ beforeAll(async () => {
   expect(bytesToHex(deriveSecp256k1(ek.publicKey, ek.chainCode, path).publicKey)).toBe(w.body.addresses[0].public_key);
 
   // policy: whitelist DEST, ≤ 5 ETH per transfer, 8 ETH a day, 2 approvals above 2 ETH
-  const p = await req('POST', `/admin/v1/profiles/${profileId}/policies`, {
-    token,
-    body: {
+  policy = await api.signedPolicy(
+    {
       name: 'eth',
       scope: { blockchain: 'ethereum-local', asset_id: assetId },
       whitelist: [DEST],
@@ -247,14 +154,8 @@ beforeAll(async () => {
       daily_limit: (8n * ETH).toString(),
       approvals: { quorum: 2, above_amount: (2n * ETH).toString() },
     },
-  });
-  const doc = p.body.versions[0].document;
-  policy = signPolicy(doc, adminDeviceId, adminDevice);
-  const s = await req('POST', `/admin/v1/profiles/${profileId}/policies/${p.body.policy_id}/versions/1/signature`, {
-    token,
-    body: { device_id: adminDeviceId, signature: policy.signature },
-  });
-  expect(s.status).toBe(200);
+    { deviceId: adminDeviceId, secretKey: adminDevice },
+  );
 }, 600_000);
 
 afterAll(async () => {
@@ -269,15 +170,7 @@ afterAll(async () => {
 describe('transfers end to end (signer processes, anvil)', () => {
   it('a deposit is detected and confirmed by the watcher into the wallet balance', async () => {
     await rpc('eth_sendTransaction', [{ from: FUNDER, to: source, value: `0x${(20n * ETH).toString(16)}` }]);
-    const end = Date.now() + 30_000;
-    for (;;) {
-      const b = await req('GET', `/api/v1/profiles/${profileId}/wallets/${walletId}/balances/${assetId}`, {
-        key: apiKey,
-      });
-      if (b.body.amount === '20') break;
-      if (Date.now() > end) throw new Error(`balance not updated: ${JSON.stringify(b.body)}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    await api.waitBalance(walletId, assetId, '20', 30_000);
     const ev = await coord.db.query<{ event_type: string }>(
       `SELECT DISTINCT event_type FROM webhook_events WHERE event_type IN ('TRANSACTION_DETECTED','BALANCE_UPDATED')`,
     );
@@ -307,8 +200,8 @@ describe('transfers end to end (signer processes, anvil)', () => {
     const t = await createTransfer('3');
     expect(t).toMatchObject({ status: 'PENDING_APPROVAL', approvals_required: 2 });
     // quorum of 2 distinct devices: one approval is not enough
-    expect((await approveAs(t.transfer_id, dev1, dev1Id)).status).toBe('PENDING_APPROVAL');
-    expect((await approveAs(t.transfer_id, dev2, dev2Id)).status).toBe('PENDING_SIGNATURE');
+    expect((await approveAs(coord, t.transfer_id, dev1, dev1Id)).status).toBe('PENDING_APPROVAL');
+    expect((await approveAs(coord, t.transfer_id, dev2, dev2Id)).status).toBe('PENDING_SIGNATURE');
     const done = await waitStatus(
       t.transfer_id,
       (x) => x.delivered_at !== null || ['FAILED', 'REJECTED'].includes(x.status),
@@ -337,7 +230,7 @@ describe('transfers end to end (signer processes, anvil)', () => {
     );
     const t = await createTransfer('1', OTHER);
     expect(t.status).toBe('PENDING_APPROVAL');
-    await approveAs(t.transfer_id, dev1, dev1Id);
+    await approveAs(coord, t.transfer_id, dev1, dev1Id);
     const done = await waitStatus(t.transfer_id, (x) => !['PENDING_APPROVAL', 'PENDING_SIGNATURE'].includes(x.status));
     expect(done).toMatchObject({ status: 'REJECTED', sub_status: 'POLICY_SIGNATURE_VERIFICATION_FAILED' });
     const sec = await coord.db.query(
@@ -353,7 +246,7 @@ describe('transfers end to end (signer processes, anvil)', () => {
     // 1. stop the pipeline with a transfer in PENDING_SIGNATURE, restart, it completes
     await coord.transfers.pipeline.stop();
     const t = await createTransfer('0.25');
-    await approveAs(t.transfer_id, dev2, dev2Id);
+    await approveAs(coord, t.transfer_id, dev2, dev2Id);
     expect(
       (await req('GET', `/api/v1/profiles/${profileId}/transfers/${t.transfer_id}`, { key: apiKey })).body.status,
     ).toBe('PENDING_SIGNATURE');
@@ -388,7 +281,7 @@ describe('transfers end to end (signer processes, anvil)', () => {
     await rpc('evm_setAutomine', [false]);
     try {
       const t = await createTransfer('0.5');
-      await approveAs(t.transfer_id, dev1, dev1Id);
+      await approveAs(coord, t.transfer_id, dev1, dev1Id);
       const sent = await waitStatus(t.transfer_id, (x) => x.status === 'SENT' || x.status === 'FAILED');
       expect(sent.status).toBe('SENT');
       const bump = await req('POST', `/admin/v1/profiles/${profileId}/transfers/${t.transfer_id}/fee-bump`, {
@@ -398,7 +291,7 @@ describe('transfers end to end (signer processes, anvil)', () => {
       expect(bump.status, JSON.stringify(bump.body)).toBe(200);
       expect(bump.body.fee_bump.status).toBe('PENDING_APPROVAL');
       // the bump needs its own approval: a fresh decision of a device
-      await approveAs(t.transfer_id, dev2, dev2Id);
+      await approveAs(coord, t.transfer_id, dev2, dev2Id);
       const bumped = await waitStatus(t.transfer_id, (x) =>
         ['DONE', 'FAILED', 'REJECTED'].includes(x.fee_bump?.status),
       );
@@ -414,29 +307,14 @@ describe('transfers end to end (signer processes, anvil)', () => {
   }, 400_000);
 
   it('Litecoin regtest: deposit (UTXO watcher), P2WPKH transfer signed by the threshold key, confirmed', async () => {
-    const chains = await req('GET', `/api/v1/profiles/${profileId}/blockchains?page_size=200`, { key: apiKey });
-    const chain = chains.body.data.find((b: Json) => b.key === 'litecoin-regtest');
-    const assets = await req('GET', `/api/v1/profiles/${profileId}/assets?page_size=200`, { key: apiKey });
-    const ltcAsset = assets.body.data.find((a: Json) => a.blockchain === 'litecoin-regtest').asset_id;
-    const w = await req('POST', `/api/v1/profiles/${profileId}/wallets`, {
-      key: apiKey,
-      idem: true,
-      body: { blockchain_ids: [chain.blockchain_id] },
-    });
+    const ltcAsset = await api.assetId((a) => a.blockchain === 'litecoin-regtest');
+    const w = await api.createWallet('litecoin-regtest');
     const ltcWallet = w.body.wallet_id;
     const addr = w.body.addresses[0].address as string;
     expect(addr.startsWith('rltc1q')).toBe(true);
     await ltc.walletCall('sendtoaddress', [addr, 5]);
     await ltc.mine(1);
-    const end = Date.now() + 60_000;
-    for (;;) {
-      const b = await req('GET', `/api/v1/profiles/${profileId}/wallets/${ltcWallet}/balances/${ltcAsset}`, {
-        key: apiKey,
-      });
-      if (b.body.amount === '5') break;
-      if (Date.now() > end) throw new Error(`LTC balance not updated: ${JSON.stringify(b.body)}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    await api.waitBalance(ltcWallet, ltcAsset, '5', 60_000, 'LTC balance');
     const dest = await ltc.walletCall<string>('getnewaddress', ['', 'bech32']);
     const p = await req('POST', `/admin/v1/profiles/${profileId}/policies`, {
       token,
@@ -453,7 +331,7 @@ describe('transfers end to end (signer processes, anvil)', () => {
       body: { wallet_id: ltcWallet, asset_id: ltcAsset, destination_address: dest, amount: '1.25' },
     });
     expect(c.body.status, JSON.stringify(c.body)).toBe('PENDING_APPROVAL');
-    await approveAs(c.body.transfer_id, dev1, dev1Id);
+    await approveAs(coord, c.body.transfer_id, dev1, dev1Id);
     const sent = await waitStatus(c.body.transfer_id, (x) => ['SENT', 'FAILED', 'REJECTED'].includes(x.status));
     expect(sent.status, JSON.stringify(sent)).toBe('SENT');
     await ltc.mine(1);

@@ -16,20 +16,19 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { recomputeTronDigests, type TronContext, tronAddress } from '@custodian/chains';
-import { bytesToHex, hexToBytes } from '@custodian/crypto';
+import { hexToBytes } from '@custodian/crypto';
 import type { ControlClient } from '@custodian/signer';
-import { type SignedPolicy, signApproval, signPolicy, type TransferIntent } from '@custodian/wire';
+import { type SignedPolicy, signApproval, type TransferIntent } from '@custodian/wire';
 import { p256 } from '@noble/curves/nist.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveTronModel, TronChainModel, type TronModelServer } from '../../chains/test/helpers/tron-model.js';
 import { buildSigner, type NodeSpec, stopNode, tempDir } from '../../signer/test/cluster.js';
-import { type Coordinator, createCoordinator } from '../src/coordinator.js';
-import { openPglite } from '../src/db/db.js';
-import { readMailbox } from '../src/mailer.js';
+import type { Coordinator } from '../src/coordinator.js';
 import type { SignerGateway } from '../src/signing/gateway.js';
 import { createEcdsaMasterKey, startEnforcingSigners } from './enforcing-signers.js';
 import type { Json } from './helpers.js';
+import { approveAs, CoordinatorApi, hexPub, pipelineCoordinator } from './pipeline-harness.js';
 
 const addr = (k: bigint) => tronAddress(secp256k1.Point.BASE.multiply(k).toBytes(true));
 const FUNDER = addr(11n);
@@ -41,7 +40,6 @@ const TRX = 1_000_000n;
 const adminDevice = p256.utils.randomSecretKey();
 const dev1 = p256.utils.randomSecretKey();
 const dev2 = p256.utils.randomSecretKey();
-const hexPub = (sk: Uint8Array) => bytesToHex(p256.getPublicKey(sk, true));
 const serverIds = [
   '11111111-0000-4000-8000-000000000001',
   '11111111-0000-4000-8000-000000000002',
@@ -55,8 +53,8 @@ let nodes: NodeSpec[] = [];
 let control: ControlClient;
 let gateway: SignerGateway;
 let coord: Coordinator;
-let url = '';
-let token = '';
+const api = new CoordinatorApi();
+const { req, enroll, getTransfer } = api;
 let apiKey = '';
 let profileId = '';
 let walletId = '';
@@ -69,25 +67,6 @@ let dev1Id = '';
 let dev2Id = '';
 let trxPolicy: SignedPolicy;
 
-async function req(
-  method: string,
-  path: string,
-  o: { body?: unknown; key?: string; token?: string; idem?: boolean } = {},
-) {
-  const headers: Record<string, string> = {};
-  if (o.key) headers['x-api-key'] = o.key;
-  if (o.token) headers.authorization = `Bearer ${o.token}`;
-  if (o.idem) headers['idempotency-key'] = crypto.randomUUID();
-  if (o.body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(url + path, {
-    method,
-    headers,
-    ...(o.body !== undefined ? { body: JSON.stringify(o.body) } : {}),
-  });
-  const text = await res.text();
-  return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Json };
-}
-
 async function waitFor<T>(what: string, f: () => Promise<T | undefined>, ms = 60_000): Promise<T> {
   const end = Date.now() + ms;
   for (;;) {
@@ -98,46 +77,9 @@ async function waitFor<T>(what: string, f: () => Promise<T | undefined>, ms = 60
   }
 }
 
-const getTransfer = async (id: string) =>
-  (await req('GET', `/api/v1/profiles/${profileId}/transfers/${id}`, { key: apiKey })).body;
-
-async function intentOf(transferId: string): Promise<TransferIntent> {
-  return (
-    await coord.db.query<{ intent: TransferIntent }>('SELECT intent FROM transfers WHERE transfer_id = $1', [
-      transferId,
-    ])
-  )[0]!.intent;
-}
-
-async function approveAs(transferId: string, sk: Uint8Array, deviceId: string) {
-  return coord.transfers.service.submitApproval(
-    signApproval(await intentOf(transferId), 'APPROVE', deviceId, sk, new Date().toISOString()),
-  );
-}
-
-async function enroll(sk: Uint8Array, name: string): Promise<string> {
-  const e = await req('POST', '/devices/v1/enrollments', {
-    body: { name, platform: 'ios', os_version: '17.2', hardware_backed_keystore: true, public_key: hexPub(sk) },
-  });
-  const a = await req('POST', `/admin/v1/devices/${e.body.device_id}/approve`, {
-    token,
-    body: { fingerprint: e.body.fingerprint },
-  });
-  expect(a.status).toBe(200);
-  return e.body.device_id;
-}
-
-async function signedPolicy(body: Json): Promise<SignedPolicy> {
-  const p = await req('POST', `/admin/v1/profiles/${profileId}/policies`, { token, body });
-  expect(p.status, JSON.stringify(p.body)).toBe(201);
-  const signed = signPolicy(p.body.versions[0].document, adminDeviceId, adminDevice);
-  const s = await req('POST', `/admin/v1/profiles/${profileId}/policies/${p.body.policy_id}/versions/1/signature`, {
-    token,
-    body: { device_id: adminDeviceId, signature: signed.signature },
-  });
-  expect(s.status).toBe(200);
-  return signed;
-}
+/** A policy (`body` as POSTed) signed by the Admin device. */
+const signedPolicy = (body: Json): Promise<SignedPolicy> =>
+  api.signedPolicy(body, { deviceId: adminDeviceId, secretKey: adminDevice });
 
 async function eventsOf(transferId: string): Promise<string[]> {
   const r = await coord.db.query<{ event_type: string }>(
@@ -157,14 +99,7 @@ beforeAll(async () => {
   ({ nodes, control, gateway } = await startEnforcingSigners(dir, hexPub(adminDevice), serverIds));
 
   const dataDir = join(dir, 'coord');
-  coord = await createCoordinator({
-    db: await openPglite(join(dataDir, 'pgdata')),
-    mode: 'development',
-    mailboxDir: join(dataDir, 'mailbox'),
-    listen: { port: 0 },
-    logger: false,
-    admin: { scrypt: { N: 1 << 10, r: 8, p: 1 } },
-    webhooks: { keyEncryptionKey: new Uint8Array(32).fill(7), runWorker: false },
+  coord = await pipelineCoordinator(dataDir, {
     chains: { 'tron-nile': { rpcUrl: server.url, confirmations: 2, pollIntervalMs: 200 } },
     transfers: {
       gateway,
@@ -174,19 +109,9 @@ beforeAll(async () => {
       pipeline: { pollMs: 200, confirmationRecheckMs: 200, signDeadlineMs: 60_000 },
     },
   });
-  url = await coord.start();
-  const init = await req('POST', '/admin/v1/init', {
-    body: { email: 'a@example.com', name: 'Admin', password: 'correct horse battery staple', profile_name: 'main' },
-  });
-  profileId = init.body.profile.profile_id;
-  const l = await req('POST', '/admin/v1/login', {
-    body: { email: 'a@example.com', password: 'correct horse battery staple' },
-  });
-  const code = /code is (\d{6})/.exec((await readMailbox(join(dataDir, 'mailbox'))).at(-1)?.text ?? '')?.[1];
-  token = (await req('POST', '/admin/v1/login/verify', { body: { challenge_id: l.body.challenge_id, code } })).body
-    .token;
-  apiKey = (await req('POST', '/admin/v1/api-keys', { token, body: { profile_id: profileId, name: 'tron' } })).body
-    .api_key;
+  api.url = await coord.start();
+  await api.signIn(join(dataDir, 'mailbox'), 'tron');
+  ({ apiKey, profileId } = api);
   adminDeviceId = await enroll(adminDevice, 'admin phone');
   dev1Id = await enroll(dev1, 'approver 1');
   dev2Id = await enroll(dev2, 'approver 2');
@@ -203,16 +128,9 @@ beforeAll(async () => {
     120_000,
   ));
 
-  const chains = await req('GET', `/api/v1/profiles/${profileId}/blockchains?page_size=200`, { key: apiKey });
-  const chain = chains.body.data.find((b: Json) => b.key === 'tron-nile');
-  const assets = await req('GET', `/api/v1/profiles/${profileId}/assets?page_size=200`, { key: apiKey });
-  trxAsset = assets.body.data.find((a: Json) => a.blockchain === 'tron-nile' && a.kind === 'native').asset_id;
-  usdtAsset = assets.body.data.find((a: Json) => a.blockchain === 'tron-nile' && a.symbol === 'USDT').asset_id;
-  const w = await req('POST', `/api/v1/profiles/${profileId}/wallets`, {
-    key: apiKey,
-    idem: true,
-    body: { blockchain_ids: [chain.blockchain_id] },
-  });
+  trxAsset = await api.assetId((a) => a.blockchain === 'tron-nile' && a.kind === 'native');
+  usdtAsset = await api.assetId((a) => a.blockchain === 'tron-nile' && a.symbol === 'USDT');
+  const w = await api.createWallet('tron-nile');
   expect(w.status, JSON.stringify(w.body)).toBe(201);
   walletId = w.body.wallet_id;
   source = w.body.addresses[0].address;
@@ -268,7 +186,7 @@ describe('TRON transfers through the pipeline (signer processes, TRON-shaped mod
       body: { wallet_id: walletId, asset_id: trxAsset, destination_address: DEST, amount: '3' },
     });
     expect(c.body, JSON.stringify(c.body)).toMatchObject({ status: 'PENDING_APPROVAL', approvals_required: 1 });
-    expect((await approveAs(c.body.transfer_id, dev1, dev1Id)).status).toBe('PENDING_SIGNATURE');
+    expect((await approveAs(coord, c.body.transfer_id, dev1, dev1Id)).status).toBe('PENDING_SIGNATURE');
     const sent = await waitFor('SENT', async () => {
       const t = await getTransfer(c.body.transfer_id);
       return ['SENT', 'FAILED', 'REJECTED'].includes(t.status) ? t : undefined;
@@ -313,8 +231,8 @@ describe('TRON transfers through the pipeline (signer processes, TRON-shaped mod
       max_fee: '20',
       fee_currency: 'TRX',
     });
-    expect((await approveAs(c.body.transfer_id, dev1, dev1Id)).status).toBe('PENDING_APPROVAL');
-    expect((await approveAs(c.body.transfer_id, dev2, dev2Id)).status).toBe('PENDING_SIGNATURE');
+    expect((await approveAs(coord, c.body.transfer_id, dev1, dev1Id)).status).toBe('PENDING_APPROVAL');
+    expect((await approveAs(coord, c.body.transfer_id, dev2, dev2Id)).status).toBe('PENDING_SIGNATURE');
     const sent = await waitFor('SENT', async () => {
       const t = await getTransfer(c.body.transfer_id);
       return ['SENT', 'FAILED', 'REJECTED'].includes(t.status) ? t : undefined;
