@@ -4,8 +4,6 @@
  * TEST-ONLY safe primes (two per signer), a control client holding a fresh coordinator identity,
  * and the signer gateway over it (server parties only, `serverIds[i]` ↔ signer i).
  */
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { hexToBytes } from '@custodian/crypto';
 import { ControlClient } from '@custodian/signer';
 import { CeremonyKind, type CeremonyResult, KeyAlgorithm, Outcome } from '@custodian/wire';
@@ -14,7 +12,7 @@ import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { p256 } from '@noble/curves/nist.js';
 import { expect } from 'vitest';
-import { freePort, initNode, type NodeSpec, ROOT, startNode, writeConfig } from '../../signer/test/cluster.js';
+import { type NodeSpec, startSeededNodes } from '../../signer/test/cluster.js';
 import type { Coordinator } from '../src/coordinator.js';
 import { createSignerGateway, type SignerGateway } from '../src/signing/gateway.js';
 import { evidenceSignFields } from '../src/transfers/evidence.js';
@@ -47,27 +45,11 @@ export async function startEnforcingSigners(
   adminDevicePublicKey: string,
   serverIds: readonly string[],
 ): Promise<EnforcingSigners> {
-  const fixture = JSON.parse(
-    readFileSync(join(ROOT, 'packages/paillier/test/fixtures/test-only-safe-primes.json'), 'utf8'),
-  ) as { safePrimes1024: string[] };
   const coordKey = await generateKeyPair('Ed25519');
-  const ports = [await freePort(), await freePort(), await freePort()];
-  const nodes = ports.map((p, i) => initNode(dir, `signer${i}`, p));
-  nodes.forEach((n, i) => {
-    const seed = join(dir, `primes${i}.json`);
-    writeFileSync(seed, JSON.stringify({ safePrimes: fixture.safePrimes1024.slice(2 * i, 2 * i + 2) }));
-    writeConfig(
-      n,
-      nodes,
-      { peerId: peerIdFromPrivateKey(coordKey).toString() },
-      {
-        ecdsa: { level: 'SECURITY_112', primePool: 0, primeSeedFile: seed },
-        trustedAdminDevices: [{ deviceId: 'admin-phone', publicKey: adminDevicePublicKey }],
-        chains: TEST_CHAINS,
-      },
-    );
+  const nodes = await startSeededNodes(dir, 3, peerIdFromPrivateKey(coordKey).toString(), {
+    trustedAdminDevices: [{ deviceId: 'admin-phone', publicKey: adminDevicePublicKey }],
+    chains: TEST_CHAINS,
   });
-  await Promise.all(nodes.map((n) => startNode(n)));
   const control = await ControlClient.create(
     coordKey,
     new Map(nodes.map((n) => [n.peerId, [`/ip4/127.0.0.1/tcp/${n.port}`]])),

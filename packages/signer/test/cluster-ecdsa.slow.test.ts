@@ -4,7 +4,7 @@
  * into each signer's prime pool. Master key with every algorithm, cold ECDSA signing (presign +
  * sign) verified by noble's ECDSA verifier, restart and sign again (pooled presignatures discarded), LevelDB scan.
  */
-import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { bytesToHex, deriveSecp256k1 } from '@custodian/crypto';
 import { CeremonyKind, type CeremonyResult, KeyAlgorithm, Outcome, type StartCeremony } from '@custodian/wire';
@@ -14,17 +14,7 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import '../src/polyfills.js';
 import { ControlClient, EcdsaShareCombiner, PresignaturePoolKeeper, verifySignature } from '../src/index.js';
-import {
-  buildSigner,
-  freePort,
-  initNode,
-  type NodeSpec,
-  ROOT,
-  startNode,
-  stopNode,
-  tempDir,
-  writeConfig,
-} from './cluster.js';
+import { buildSigner, type NodeSpec, startNode, startSeededNodes, stopNode, tempDir } from './cluster.js';
 
 let nodes: NodeSpec[] = [];
 let client: ControlClient;
@@ -65,27 +55,10 @@ function ecdsaSign(
 beforeAll(async () => {
   buildSigner();
   dir = tempDir('ecdsa');
-  const fixture = JSON.parse(
-    readFileSync(join(ROOT, 'packages/paillier/test/fixtures/test-only-safe-primes.json'), 'utf8'),
-  ) as {
-    safePrimes1024: string[];
-  };
   const coordKey = await generateKeyPair('Ed25519');
   const { peerIdFromPrivateKey } = await import('@libp2p/peer-id');
-  const ports = [await freePort(), await freePort(), await freePort()];
-  nodes = ports.map((p, i) => initNode(dir, `signer${i}`, p));
-  nodes.forEach((n, i) => {
-    const seed = join(dir, `primes${i}.json`);
-    writeFileSync(seed, JSON.stringify({ safePrimes: fixture.safePrimes1024.slice(2 * i, 2 * i + 2) }));
-    writeConfig(
-      n,
-      nodes,
-      { peerId: peerIdFromPrivateKey(coordKey).toString() },
-      // raw digests, no transfer evidence: enforcement explicitly off (test only)
-      { ecdsa: { level: 'SECURITY_112', primePool: 0, primeSeedFile: seed }, allowUnenforcedSigning: true },
-    );
-  });
-  await Promise.all(nodes.map((n) => startNode(n)));
+  // raw digests, no transfer evidence: enforcement explicitly off (test only)
+  nodes = await startSeededNodes(dir, 3, peerIdFromPrivateKey(coordKey).toString(), { allowUnenforcedSigning: true });
   client = await ControlClient.create(
     coordKey,
     new Map(nodes.map((n) => [n.peerId, [`/ip4/127.0.0.1/tcp/${n.port}`]])),

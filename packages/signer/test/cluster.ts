@@ -134,3 +134,35 @@ export async function stopNode(node: NodeSpec, signal: NodeJS.Signals = 'SIGTERM
     p.kill(signal);
   });
 }
+
+/**
+ * Init `count` signers in `dir` (`signer<i>`, free ports on 127.0.0.1), each with two of the
+ * committed TEST-ONLY safe primes of packages/paillier as its prime seed (ECDSA at SECURITY_112, no
+ * prime pool), the others as peers, the coordinator `coordinatorPeerId` and the config `extra`;
+ * start them all.
+ */
+export async function startSeededNodes(
+  dir: string,
+  count: number,
+  coordinatorPeerId: string,
+  extra: Record<string, unknown> = {},
+): Promise<NodeSpec[]> {
+  const fixture = JSON.parse(
+    readFileSync(join(ROOT, 'packages/paillier/test/fixtures/test-only-safe-primes.json'), 'utf8'),
+  ) as { safePrimes1024: string[] };
+  const ports: number[] = [];
+  for (let i = 0; i < count; i++) ports.push(await freePort());
+  const nodes = ports.map((p, i) => initNode(dir, `signer${i}`, p));
+  nodes.forEach((n, i) => {
+    const seed = join(dir, `primes${i}.json`);
+    writeFileSync(seed, JSON.stringify({ safePrimes: fixture.safePrimes1024.slice(2 * i, 2 * i + 2) }));
+    writeConfig(
+      n,
+      nodes,
+      { peerId: coordinatorPeerId },
+      { ecdsa: { level: 'SECURITY_112', primePool: 0, primeSeedFile: seed }, ...extra },
+    );
+  });
+  await Promise.all(nodes.map((n) => startNode(n)));
+  return nodes;
+}

@@ -9,7 +9,7 @@
  * sender, and a reused presignature id. Every one is refused with its code; after the processes
  * stop, each signer's own encrypted store holds no ledger entry of any refused transfer.
  */
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { ethereumAddress, tronAddress } from '@custodian/chains';
 import { bytesToHex } from '@custodian/crypto';
@@ -48,18 +48,7 @@ import {
   useMasterKey,
   utxoInput,
 } from './attack-fixtures.js';
-import {
-  buildSigner,
-  freePort,
-  initNode,
-  type NodeSpec,
-  PASS,
-  ROOT,
-  startNode,
-  stopNode,
-  tempDir,
-  writeConfig,
-} from './cluster.js';
+import { buildSigner, type NodeSpec, PASS, startSeededNodes, stopNode, tempDir } from './cluster.js';
 
 let nodes: NodeSpec[] = [];
 let client: ControlClient;
@@ -106,27 +95,11 @@ async function expectRefused(i: TransferIntent, sign: SignRequest, code: string)
 beforeAll(async () => {
   buildSigner();
   dir = tempDir('hostile');
-  const fixture = JSON.parse(
-    readFileSync(join(ROOT, 'packages/paillier/test/fixtures/test-only-safe-primes.json'), 'utf8'),
-  ) as { safePrimes1024: string[] };
   const coordKey = await generateKeyPair('Ed25519');
-  const ports = [await freePort(), await freePort()];
-  nodes = ports.map((p, i) => initNode(dir, `signer${i}`, p));
-  nodes.forEach((n, i) => {
-    const seed = join(dir, `primes${i}.json`);
-    writeFileSync(seed, JSON.stringify({ safePrimes: fixture.safePrimes1024.slice(2 * i, 2 * i + 2) }));
-    writeConfig(
-      n,
-      nodes,
-      { peerId: peerIdFromPrivateKey(coordKey).toString() },
-      {
-        ecdsa: { level: 'SECURITY_112', primePool: 0, primeSeedFile: seed },
-        trustedAdminDevices: [{ deviceId: 'admin-phone', publicKey: bytesToHex(p256.getPublicKey(adminSk, true)) }],
-        chains: CHAINS,
-      },
-    );
+  nodes = await startSeededNodes(dir, 2, peerIdFromPrivateKey(coordKey).toString(), {
+    trustedAdminDevices: [{ deviceId: 'admin-phone', publicKey: bytesToHex(p256.getPublicKey(adminSk, true)) }],
+    chains: CHAINS,
   });
-  await Promise.all(nodes.map((n) => startNode(n)));
   client = await ControlClient.create(
     coordKey,
     new Map(nodes.map((n) => [n.peerId, [`/ip4/127.0.0.1/tcp/${n.port}`]])),
