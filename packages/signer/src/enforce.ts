@@ -10,13 +10,14 @@
  *    difference → `DIGEST_MISMATCH`;
  * 1b. the chain context binds nothing the signer cannot check on its own (issue #20): the intent's
  *    asset is the chain's native asset or a token of the signer's `chains.<key>.assets`, with the
- *    directory's asset id (`ASSET_MISMATCH`, assets.ts); the blockchain
- *    is in the signer's own `chains` configuration (`CHAIN_NOT_CONFIGURED`) and the context's EIP-155
+ *    directory's asset id (`ASSET_MISMATCH`, assets.ts); the blockchain is in the signer's own
+ *    `chains` configuration (`CHAIN_NOT_CONFIGURED`) and the context's EIP-155
  *    chain id / TRON network / Bitcoin-family network is the configured one (`CHAIN_MISMATCH`); the
  *    intent's derivation path is a wallet path `m/44/{coin_type}/{wallet}/{0|1}/{index}` of the
  *    configured coin type (TRON: 195 on mainnet, 1 on test networks), and the signer derives the
- *    sender key for it from the master public key and chain code of ITS OWN key record — the context's sender (`from`, `fromPublicKey`) and the
- *    intent's `source_address` must be that key's (`SENDER_MISMATCH`); Bitcoin family: every
+ *    sender key for it from the master public key and chain code of ITS OWN key record — the
+ *    context's sender (`from`, `fromPublicKey`) and the intent's `source_address` must be that
+ *    key's (`SENDER_MISMATCH`); Bitcoin family: every
  *    input's and the change's key is derived from its path, a path of the same wallet in branch 0
  *    or 1 (`INPUT_KEY_MISMATCH`, `CHANGE_MISMATCH`); the transaction's maximum fee is at most the
  *    intent's `max_fee` that the approvers signed (`FEE_ABOVE_CAP`) and the configured ceiling
