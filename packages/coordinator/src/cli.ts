@@ -302,7 +302,7 @@ export function registerAdminCommands(program: Command, io: CliIo = defaultIo): 
     .action(run(async () => print(await call('POST', '/admin/v1/me/totp'))));
   totp
     .command('confirm <code>')
-    .description('confirm enrollment with a current code')
+    .description('confirm enrollment with a current code (used up: log in with a later one)')
     .action(run(async (code: string) => print(await call('POST', '/admin/v1/me/totp/confirm', { code }))));
   totp
     .command('disable <code>')

@@ -109,7 +109,7 @@ describe('instance and login', () => {
     expectProblem(await h.req('GET', '/admin/v1/me', { token: 'nope' }), 401, 'SESSION_REQUIRED');
   });
 
-  it('TOTP (RFC 6238): enroll, confirm, log in with it, disable', async () => {
+  it('TOTP (RFC 6238): enroll, confirm, log in with it, disable; each code is accepted once', async () => {
     const u = await makeUser('VIEWER');
     const e = await h.req('POST', '/admin/v1/me/totp', { token: u.token });
     expect(e.body.otpauth_uri).toMatch(/^otpauth:\/\/totp\//);
@@ -119,27 +119,42 @@ describe('instance and login', () => {
       period: 30,
       algorithm: 'SHA1',
     });
-    expectProblem(
-      await h.req('POST', '/admin/v1/me/totp/confirm', {
-        token: u.token,
-        body: { code: '123456' === totp.generate() ? '654321' : '123456' },
-      }),
-      401,
-      'INVALID_SECOND_FACTOR',
-    );
-    const c = await h.req('POST', '/admin/v1/me/totp/confirm', { token: u.token, body: { code: totp.generate() } });
-    expect(c.body.totp_enabled).toBe(true);
-    const l = await h.req('POST', '/admin/v1/login', { body: { email: u.email, password: PW } });
-    expect(l.body.method).toBe('totp');
-    const v = await h.req('POST', '/admin/v1/login/verify', {
-      body: { challenge_id: l.body.challenge_id, code: totp.generate() },
-    });
-    expect(v.status).toBe(200);
-    const d = await h.req('POST', '/admin/v1/me/totp/disable', {
-      token: v.body.token,
-      body: { code: totp.generate() },
-    });
-    expect(d.body.totp_enabled).toBe(false);
+    // Put the coordinator's clock 3 s into a step T; the ±1 window accepts steps T-1..T+1.
+    const shift = (30_000 - ((Date.now() + h.clockOffset.ms) % 30_000) + 3_000) % 30_000;
+    h.clockOffset.ms += shift;
+    try {
+      const T = Math.floor((Date.now() + h.clockOffset.ms) / 30_000);
+      const codeAt = (step: number) => totp.generate({ timestamp: step * 30_000 });
+      expectProblem(
+        await h.req('POST', '/admin/v1/me/totp/confirm', {
+          token: u.token,
+          body: { code: '123456' === codeAt(T - 1) ? '654321' : '123456' },
+        }),
+        401,
+        'INVALID_SECOND_FACTOR',
+      );
+      const c = await h.req('POST', '/admin/v1/me/totp/confirm', { token: u.token, body: { code: codeAt(T - 1) } });
+      expect(c.body.totp_enabled).toBe(true);
+      const l = await h.req('POST', '/admin/v1/login', { body: { email: u.email, password: PW } });
+      expect(l.body.method).toBe('totp');
+      const v = await h.req('POST', '/admin/v1/login/verify', {
+        body: { challenge_id: l.body.challenge_id, code: codeAt(T) },
+      });
+      expect(v.status).toBe(200);
+      // Codes are single-use (RFC 6238 §5.2): the login code cannot disable the factor.
+      expectProblem(
+        await h.req('POST', '/admin/v1/me/totp/disable', { token: v.body.token, body: { code: codeAt(T) } }),
+        401,
+        'INVALID_SECOND_FACTOR',
+      );
+      const d = await h.req('POST', '/admin/v1/me/totp/disable', {
+        token: v.body.token,
+        body: { code: codeAt(T + 1) },
+      });
+      expect(d.body.totp_enabled).toBe(false);
+    } finally {
+      h.clockOffset.ms -= shift;
+    }
   });
 });
 

@@ -185,7 +185,8 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
     {
       roles: null,
       tags: ['Admin: session'],
-      summary: 'Login step 2: the second-factor code; returns a session token (shown once)',
+      summary:
+        'Login step 2: the second-factor code (a TOTP code is accepted once, RFC 6238 §5.2); returns a session token (shown once)',
       body: obj({ challenge_id: UUID, code }, ['challenge_id', 'code']),
       status: 200,
       response: anyObject('token, expires_at, user'),
@@ -233,7 +234,7 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
     {
       roles: ALL,
       tags: ['Admin: session'],
-      summary: 'Confirm TOTP enrollment with a current code',
+      summary: 'Confirm TOTP enrollment with a current code (consumed: it cannot also log in)',
       body: obj({ code }, ['code']),
       status: 200,
       response: anyObject('User'),
@@ -247,7 +248,7 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
     {
       roles: ALL,
       tags: ['Admin: session'],
-      summary: 'Disable TOTP (requires a current code); login falls back to email codes',
+      summary: 'Disable TOTP (requires a current code not used before); login falls back to email codes',
       body: obj({ code }, ['code']),
       status: 200,
       response: anyObject('User'),

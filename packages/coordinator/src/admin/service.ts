@@ -95,6 +95,8 @@ interface UserRow {
   password_hash: string;
   totp_secret: string | null;
   totp_pending_secret: string | null;
+  /** Last accepted TOTP time step (bigint; never read back into JS, compared in SQL only). */
+  totp_last_step: unknown;
   blocked_at: Date | null;
   created_at: Date;
 }
@@ -311,7 +313,9 @@ export class AdminService {
 
   /**
    * Second login step: verify the code of a challenge and open a session. A challenge accepts at
-   * most `maxCodeAttempts` wrong codes, expires, and is consumed by a success.
+   * most `maxCodeAttempts` wrong codes, expires, and is consumed by a success. A TOTP code is
+   * single-use (see {@link consumeTotp}): a replayed code, or one of a step not later than the last
+   * accepted one, counts as a wrong code and gets the same `INVALID_SECOND_FACTOR`.
    * @returns the bearer token (shown once; stored as SHA-256) and its expiry
    */
   async verifyLogin(challengeId: string, code: string): Promise<{ token: string; expires_at: string; user: UserView }> {
@@ -346,7 +350,7 @@ export class AdminService {
         let ok = false;
         if (c.method === 'email')
           ok = c.code_hash !== null && safeEqual(sha256Hex(`${challengeId}:${code}`), c.code_hash);
-        else if (u.totp_secret !== null) ok = this.totpValid(u.totp_secret, code, u.email);
+        else if (u.totp_secret !== null) ok = await this.consumeTotp(q, u.user_id, u.totp_secret, code);
         if (!ok || u.blocked_at !== null) {
           await q.query('UPDATE login_challenges SET attempts = attempts + 1 WHERE challenge_id = $1', [challengeId]);
           await this.audit(q, u.user_id, 'login.second_factor_failed', 'user', u.user_id, { method: c.method });
@@ -404,9 +408,41 @@ export class AdminService {
     });
   }
 
-  private totpValid(secret: string, code: string, email: string): boolean {
-    if (!/^[0-9]{6}$/.test(code)) return false;
-    return this.totp(secret, email).validate({ token: code, timestamp: this.clock().getTime(), window: 1 }) !== null;
+  /**
+   * The time step a 6-digit code belongs to, among the steps of the ±1 window around the clock
+   * (RFC 6238 §4, §5.2: step = floor(unix seconds / 30)); the latest if several match (a
+   * collision); null when none does or the code is not 6 digits. Comparison is otpauth's
+   * constant-time one. Reads the clock, nothing else.
+   */
+  private totpStep(secret: string, code: string): number | null {
+    if (!/^[0-9]{6}$/.test(code)) return null;
+    const totp = this.totp(secret, '');
+    const now = OTPAuth.TOTP.counter({ period: 30, timestamp: this.clock().getTime() });
+    let step: number | null = null;
+    for (let s = now - 1; s <= now + 1; s++) {
+      if (totp.validate({ token: code, timestamp: s * 30_000, window: 0 }) === 0) step = s;
+    }
+    return step;
+  }
+
+  /**
+   * Accept a TOTP code of the user's active secret at most once (RFC 6238 §5.2): the code's step
+   * must be later than the user's `totp_last_step`, which is advanced to it by one conditional
+   * UPDATE in the caller's transaction — so the acceptance commits with the session it opens, and
+   * of concurrent submissions of one code the row lock lets exactly one through.
+   * @returns false for a wrong code, a replayed code, or an earlier step than the last accepted
+   *   (one outcome: callers must not tell these apart)
+   */
+  private async consumeTotp(q: Queryable, userId: string, secret: string, code: string): Promise<boolean> {
+    const step = this.totpStep(secret, code);
+    if (step === null) return false;
+    const r = await q.query(
+      `UPDATE users SET totp_last_step = $3
+       WHERE user_id = $1 AND totp_secret = $2 AND (totp_last_step IS NULL OR totp_last_step < $3)
+       RETURNING user_id`,
+      [userId, secret, step],
+    );
+    return r.length === 1;
   }
 
   /** Start TOTP enrollment: a fresh 160-bit secret (base32) and its `otpauth://` URI, pending confirmation. */
@@ -417,31 +453,46 @@ export class AdminService {
     return { secret, otpauth_uri: this.totp(secret, u.email).toString() };
   }
 
-  /** Confirm TOTP enrollment with a current code; from then on login asks for TOTP. */
+  /**
+   * Confirm TOTP enrollment with a current code; from then on login asks for TOTP. The code is
+   * consumed: it cannot also open a session (RFC 6238 §5.2).
+   * @throws ApiError INVALID_SECOND_FACTOR wrong code; CONFLICT no enrollment started
+   */
   async totpConfirm(userId: string, code: string): Promise<UserView> {
     return this.db.tx(async (q) => {
       const u = await this.userById(q, userId);
       if (u.totp_pending_secret === null) throw new ApiError('CONFLICT', 'start TOTP enrollment first');
-      if (!this.totpValid(u.totp_pending_secret, code, u.email)) {
-        throw new ApiError('INVALID_SECOND_FACTOR', 'the authenticator code is wrong');
-      }
-      await q.query(
-        'UPDATE users SET totp_secret = totp_pending_secret, totp_pending_secret = NULL WHERE user_id = $1',
-        [userId],
-      );
+      const step = this.totpStep(u.totp_pending_secret, code);
+      // The confirming code is consumed: its step becomes the new secret's last accepted step.
+      // Conditional on the pending secret, so of two concurrent confirmations one wins.
+      const done =
+        step !== null &&
+        (
+          await q.query(
+            `UPDATE users SET totp_secret = totp_pending_secret, totp_pending_secret = NULL, totp_last_step = $3
+             WHERE user_id = $1 AND totp_pending_secret = $2 RETURNING user_id`,
+            [userId, u.totp_pending_secret, step],
+          )
+        ).length === 1;
+      if (!done) throw new ApiError('INVALID_SECOND_FACTOR', 'the authenticator code is wrong');
       await this.audit(q, userId, 'user.totp_enabled', 'user', userId);
       return userView({ ...u, totp_secret: u.totp_pending_secret, totp_pending_secret: null });
     });
   }
 
-  /** Remove TOTP (login falls back to email codes). Requires a current TOTP code. */
+  /**
+   * Remove TOTP (login falls back to email codes). Requires a current TOTP code not used before.
+   * @throws ApiError INVALID_SECOND_FACTOR wrong or replayed code; CONFLICT TOTP not enabled
+   */
   async totpDisable(userId: string, code: string): Promise<UserView> {
     return this.db.tx(async (q) => {
       const u = await this.userById(q, userId);
       if (u.totp_secret === null) throw new ApiError('CONFLICT', 'TOTP is not enabled');
-      if (!this.totpValid(u.totp_secret, code, u.email))
+      // The code is consumed like a login code (a replayed one is refused), then the secret and its
+      // last step go together.
+      if (!(await this.consumeTotp(q, userId, u.totp_secret, code)))
         throw new ApiError('INVALID_SECOND_FACTOR', 'the authenticator code is wrong');
-      await q.query('UPDATE users SET totp_secret = NULL WHERE user_id = $1', [userId]);
+      await q.query('UPDATE users SET totp_secret = NULL, totp_last_step = NULL WHERE user_id = $1', [userId]);
       await this.audit(q, userId, 'user.totp_disabled', 'user', userId);
       return userView({ ...u, totp_secret: null });
     });

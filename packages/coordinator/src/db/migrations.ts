@@ -266,6 +266,13 @@ CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON audit_log
   { version: 2, name: 'webhooks', sql: WEBHOOKS_MIGRATION_SQL },
   { version: 3, name: 'transfers', sql: TRANSFERS_MIGRATION_SQL },
   { version: 4, name: 'presignature_pool', sql: PRESIGNATURE_POOL_MIGRATION_SQL },
+  {
+    version: 5,
+    name: 'totp_last_step',
+    // RFC 6238 §5.2: the last accepted TOTP time step (floor(unix seconds / 30)) per user; a code
+    // of this step or an earlier one is refused. NULL: no code accepted yet for the current secret.
+    sql: 'ALTER TABLE users ADD COLUMN totp_last_step bigint',
+  },
 ];
 
 /**
