@@ -7,7 +7,7 @@
  *   within 10 s, the signature (P-256, 64-byte r‖s) over `deviceHelloDigest(...)` by the device key
  *   of an **APPROVED** enrolled device. Anything else closes the socket (code 4401). A second
  *   connection of the same device replaces the first.
- * - **Revocation**: a device whose status leaves APPROVED (removed, rejected, blocked) is cut off at
+ * - **Revocation**: a device whose status leaves APPROVED (removed, rejected) is cut off at
  *   once by {@link DeviceHub.revokeDevice} (the admin service calls it after the change commits):
  *   an `Error { code: DEVICE_REVOKED }` frame, then close code {@link DEVICE_REVOKED_CLOSE_CODE}
  *   with the reason `device is <STATUS>, not APPROVED`, and its approval queue is dropped. The
@@ -210,7 +210,7 @@ export class DeviceHub implements DeviceCeremonyPort {
   }
 
   /**
-   * Cut a device off: its status is no longer APPROVED (`REMOVED`, `REJECTED`, a blocked owner…).
+   * Cut a device off: its status is no longer APPROVED (`REMOVED`, `REJECTED`, or any other).
    * Drops its approval queue, its remembered key and MPC peer id, sends `Error { code:
    * DEVICE_REVOKED }` and closes its socket with {@link DEVICE_REVOKED_CLOSE_CODE} (a ceremony it
    * was in ends ABORTED at once). Idempotent; a device not connected only loses its queue.
