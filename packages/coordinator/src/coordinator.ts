@@ -248,6 +248,7 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
   transferService.onWork = () => pipeline.kick();
   if (signing) {
     const hub = signing.hub;
+    admin.onDeviceRevoked = (deviceId, status) => hub.revokeDevice(deviceId, status);
     transferService.notifier = {
       notifyApprovalRequest: (devices, r) => {
         for (const d of devices) hub.notifyApprovalRequest(d, r.intent, `${r.transfer_id}:${r.round}`);

@@ -169,6 +169,12 @@ export class AdminService {
   groups!: GroupService;
   /** Webhook signing keys (set by createCoordinator). */
   signingKeys!: WebhookSigningKeys;
+  /**
+   * Called after a device's status left APPROVED (removed or rejected) has committed, with the
+   * device id and the new status; set by createCoordinator to the device hub's `revokeDevice`
+   * (closes the socket, drops the approval queue). Must not throw.
+   */
+  onDeviceRevoked: ((deviceId: string, status: string) => void) | undefined;
   /** DNS resolution of webhook hosts in production mode (all addresses); injectable for tests. */
   resolveHost: ((host: string) => Promise<string[]>) | undefined;
 
@@ -838,9 +844,11 @@ export class AdminService {
   /**
    * Approve a PENDING device after the administrator compared the fingerprint shown on the phone
    * (out of band) with the one typed here; a mismatch is a 422 and the device stays PENDING.
+   * Reject (a PENDING device) and remove (any) commit the new status, then call
+   * {@link AdminService.onDeviceRevoked} so the device hub closes its socket and drops its queue.
    */
   async decideDevice(actor: string, id: string, decision: 'approve' | 'reject' | 'remove', fingerprint?: string) {
-    return this.db.tx(async (q) => {
+    const out = await this.db.tx(async (q) => {
       const d = (
         await q.query<{ status: string; fingerprint: string; name: string; platform: string }>(
           'SELECT status, fingerprint, name, platform FROM devices WHERE device_id = $1 FOR UPDATE',
@@ -889,6 +897,9 @@ export class AdminService {
       if (next === 'APPROVED') await this.emit(q, 'CERTIFICATE_READY', data);
       return { device_id: id, status: next };
     });
+    // after the commit: the device hub closes the socket and drops the queue at once
+    if (out.status !== 'APPROVED') this.onDeviceRevoked?.(out.device_id, out.status);
+    return out;
   }
 
   // ---- master keys and ceremonies -------------------------------------------------------------

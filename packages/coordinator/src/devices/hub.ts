@@ -7,6 +7,13 @@
  *   within 10 s, the signature (P-256, 64-byte r‖s) over `deviceHelloDigest(...)` by the device key
  *   of an **APPROVED** enrolled device. Anything else closes the socket (code 4401). A second
  *   connection of the same device replaces the first.
+ * - **Revocation**: a device whose status leaves APPROVED (removed, rejected) is cut off at
+ *   once by {@link DeviceHub.revokeDevice} (the admin service calls it after the change commits):
+ *   an `Error { code: DEVICE_REVOKED }` frame, then close code {@link DEVICE_REVOKED_CLOSE_CODE}
+ *   with the reason `device is <STATUS>, not APPROVED`, and its approval queue is dropped. The
+ *   status is read again from the store before every approval request, ceremony invitation and
+ *   accepted approval answer (send time, not only at hello), so a change made behind this hub
+ *   (another coordinator replica, a direct database edit) cuts the device off at its next send.
  * - **Approvals**: {@link DeviceHub.notifyApprovalRequest} pushes a transfer intent (queued while
  *   the device is offline, re-sent on every reconnect until answered); the device's signed
  *   `Approval` is verified here (device id and key of the record, intent digest, signature) before
@@ -53,6 +60,8 @@ export const DEVICE_WS_PATH = '/devices/v1/ws';
 /** Largest WebSocket message accepted, bytes (CGGMP21 aux-info envelopes are the largest). */
 export const DEVICE_MAX_FRAME_BYTES = 4 * 1024 * 1024;
 const HELLO_TIMEOUT_MS = 10_000;
+/** WebSocket close code of a device whose status left APPROVED (the reason names the status). */
+export const DEVICE_REVOKED_CLOSE_CODE = 4403;
 
 /** The enrolled device record the hub checks. */
 export interface HubDeviceRecord {
@@ -177,6 +186,7 @@ export class DeviceHub implements DeviceCeremonyPort {
    * @returns the request id (echoed in {@link ApprovalEvent})
    */
   notifyApprovalRequest(deviceId: string, intent: TransferIntent, requestId: string = intent.transfer_id): string {
+    deviceId = deviceId.toLowerCase();
     let q = this.approvalQueue.get(deviceId);
     if (!q) {
       q = new Map();
@@ -184,8 +194,52 @@ export class DeviceHub implements DeviceCeremonyPort {
     }
     q.set(requestId, intent);
     const c = this.byDevice.get(deviceId);
-    if (c) this.sendApprovalRequest(c, requestId, intent);
+    if (c) {
+      void this.ifApproved(c)
+        .then((ok) => {
+          if (ok) this.sendApprovalRequest(c, requestId, intent);
+        })
+        .catch((e: unknown) =>
+          this.log('warn', 'approval request not sent', {
+            device: deviceId,
+            err: e instanceof Error ? e.message : String(e),
+          }),
+        );
+    }
     return requestId;
+  }
+
+  /**
+   * Cut a device off: its status is no longer APPROVED (`REMOVED`, `REJECTED`, or any other).
+   * Drops its approval queue, its remembered key and MPC peer id, sends `Error { code:
+   * DEVICE_REVOKED }` and closes its socket with {@link DEVICE_REVOKED_CLOSE_CODE} (a ceremony it
+   * was in ends ABORTED at once). Idempotent; a device not connected only loses its queue.
+   * @param status the device's new status, named in the close reason (no secret)
+   */
+  revokeDevice(deviceId: string, status: string): void {
+    const id = deviceId.toLowerCase();
+    this.approvalQueue.delete(id);
+    this.knownKeys.delete(id);
+    this.knownPeer.delete(id);
+    const c = this.byDevice.get(id);
+    if (!c) return;
+    this.byDevice.delete(id);
+    if (this.byPeer.get(c.mpcPeerId) === c) this.byPeer.delete(c.mpcPeerId);
+    const reason = `device is ${status}, not APPROVED`;
+    this.send(c.ws, { error: { code: 'DEVICE_REVOKED', message: reason } });
+    c.ws.close(DEVICE_REVOKED_CLOSE_CODE, reason);
+    this.log('info', 'device revoked: connection closed, approval queue dropped', { device: id, status });
+  }
+
+  /**
+   * Read the device's status from the store now; if it is no longer APPROVED (or unknown) the
+   * device is revoked ({@link DeviceHub.revokeDevice}) and false is returned.
+   */
+  private async ifApproved(c: Conn): Promise<boolean> {
+    const rec = await this.init.lookupDevice(c.deviceId);
+    if (rec?.status === 'APPROVED') return this.byDevice.get(c.deviceId) === c;
+    this.revokeDevice(c.deviceId, rec?.status ?? 'UNKNOWN');
+    return false;
   }
 
   /** Withdraw a pending approval request (transfer cancelled, expired or decided). */
@@ -196,6 +250,10 @@ export class DeviceHub implements DeviceCeremonyPort {
   /** {@link DeviceCeremonyPort}: run a device's part of a ceremony (waits for it to connect until the deadline). */
   async startCeremony(deviceId: string, start: StartCeremony): Promise<CeremonyResult> {
     const conn = await this.waitOnline(deviceId, Number(start.deadlineUnixMs));
+    // checked at send time: an invitation goes only to a device APPROVED now
+    if (!(await this.ifApproved(conn))) {
+      return { ceremonyId: start.ceremonyId, outcome: Outcome.REFUSED, error: 'device is not APPROVED' };
+    }
     const key = `${deviceId}/${bytesToHex(start.ceremonyId)}`;
     const answer = new Promise<CeremonyResult>((resolve) => this.answers.set(key, resolve));
     // answered ABORTED if this connection closes first (the device cannot finish without it)
@@ -369,6 +427,8 @@ export class DeviceHub implements DeviceCeremonyPort {
         this.log('warn', 'pending approvals could not be read', { err: e instanceof Error ? e.message : String(e) });
       }
     }
+    // the status again, after the awaits above: a removal that committed meanwhile wins
+    if (!(await this.ifApproved(conn))) return undefined;
     for (const [id, intent] of this.approvalQueue.get(conn.deviceId) ?? []) this.sendApprovalRequest(conn, id, intent);
     for (const w of [...this.onlineWaiters]) {
       this.onlineWaiters.delete(w);
@@ -412,6 +472,7 @@ export class DeviceHub implements DeviceCeremonyPort {
       return;
     }
     if (f.approvalAnswer) {
+      if (!(await this.ifApproved(c))) return;
       this.onApprovalAnswer(c, f.approvalAnswer.requestId, f.approvalAnswer.approvalJson);
       return;
     }
