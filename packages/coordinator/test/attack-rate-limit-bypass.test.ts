@@ -15,7 +15,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { type CoordinatorOptions } from '../src/coordinator.js';
+import type { CoordinatorOptions } from '../src/coordinator.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, type Harness, type Json, startHarness } from './helpers.js';
 
 const SCRYPT = { N: 1 << 10, r: 8, p: 1 };
@@ -186,9 +186,13 @@ describe('attack: rate-limit bypass by rotating credential headers', () => {
         // The open ones expire (10 min) inside the 15-minute e-mail window: a slot is free again,
         // but harness + 3 + 1 = 5 code e-mails is the cap of the window.
         h.clockOffset.ms += 11 * 60_000;
-        const fifth = await h.req('POST', '/admin/v1/login', { body: { email: ADMIN_EMAIL, password: ADMIN_PASSWORD } });
+        const fifth = await h.req('POST', '/admin/v1/login', {
+          body: { email: ADMIN_EMAIL, password: ADMIN_PASSWORD },
+        });
         expect(fifth.status).toBe(200);
-        const sixth = await h.req('POST', '/admin/v1/login', { body: { email: ADMIN_EMAIL, password: ADMIN_PASSWORD } });
+        const sixth = await h.req('POST', '/admin/v1/login', {
+          body: { email: ADMIN_EMAIL, password: ADMIN_PASSWORD },
+        });
         expectRateLimited(sixth);
       },
     );
@@ -218,7 +222,10 @@ describe('attack: rate-limit bypass by rotating credential headers', () => {
         });
         real.push(r.status);
       }
-      expect(real.slice(0, max).every((s) => s === 200), `real-key statuses ${real.join(',')}`).toBe(true);
+      expect(
+        real.slice(0, max).every((s) => s === 200),
+        `real-key statuses ${real.join(',')}`,
+      ).toBe(true);
       expect(real.at(-1)).toBe(429);
     });
   });
@@ -248,7 +255,8 @@ describe('attack: rate-limit bypass by rotating credential headers', () => {
         expect((await guess('b@example.com', '198.51.100.2')).status).toBe(401);
         // One account guessed from ever new addresses: locked after maxFailures all the same.
         const spread: number[] = [];
-        for (let i = 0; i < maxFailures + 1; i++) spread.push((await guess(ADMIN_EMAIL, `198.51.100.${10 + i}`)).status);
+        for (let i = 0; i < maxFailures + 1; i++)
+          spread.push((await guess(ADMIN_EMAIL, `198.51.100.${10 + i}`)).status);
         expect(spread).toEqual([...Array(maxFailures).fill(401), 429]);
       },
     );
