@@ -14,7 +14,7 @@ import { migrate } from './db/migrations.js';
 import { API_DECISIONS } from './decisions.js';
 import { resolveFeeCaps, syncDirectory } from './directory.js';
 import { createMailer, type Mailer } from './mailer.js';
-import { createServer, type RateLimitOptions } from './server.js';
+import { createServer, parseTrustProxy, type RateLimitOptions } from './server.js';
 import type { SignerGateway } from './signing/gateway.js';
 import { createSigningServices, type SigningServices } from './signing/services.js';
 import { Store } from './store.js';
@@ -172,6 +172,13 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
   const clock = opts.clock ?? systemClock;
   // configuration errors before anything is opened
   const feeCaps = resolveFeeCaps(opts.transfers?.feeCaps);
+  const trustProxy = parseTrustProxy(
+    opts.trustProxy ??
+      (process.env.CUSTODIAN_TRUST_PROXY ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== ''),
+  );
   const mailboxDir = opts.mailboxDir ?? (opts.dataDir !== undefined ? join(opts.dataDir, 'mailbox') : undefined);
   if (opts.mailer === undefined && opts.smtpUrl === undefined && mailboxDir === undefined) {
     throw new Error(
@@ -222,12 +229,7 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
 
   const app = await createServer({
     rateLimit: { max: opts.rateLimit?.max ?? 600, windowMs: opts.rateLimit?.windowMs ?? 60_000 },
-    trustProxy:
-      opts.trustProxy ??
-      (process.env.CUSTODIAN_TRUST_PROXY ?? '')
-        .split(',')
-        .map((s) => s.trim())
-        .filter((s) => s !== ''),
+    trustProxy,
     resolveCredential: credentialBucket(store, admin),
     logger: opts.logger ?? true,
     description: API_DECISIONS,

@@ -15,7 +15,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import type { CoordinatorOptions } from '../src/coordinator.js';
+import { type CoordinatorOptions, createCoordinator } from '../src/coordinator.js';
+import { addressBucket } from '../src/server.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, type Harness, type Json, startHarness } from './helpers.js';
 
 const SCRYPT = { N: 1 << 10, r: 8, p: 1 };
@@ -260,5 +261,22 @@ describe('attack: rate-limit bypass by rotating credential headers', () => {
         expect(spread).toEqual([...Array(maxFailures).fill(401), 429]);
       },
     );
+  });
+});
+
+describe('trustProxy configuration', () => {
+  it('refuses an entry that is not an address or CIDR range, naming it, before opening anything', async () => {
+    for (const bad of ['proxy.internal', '10.0.0.0/33', '::1/129', '10.0.0.1/8/1', '']) {
+      await expect(
+        createCoordinator({ mode: 'development', mailboxDir: '/nonexistent', logger: false, trustProxy: ['::1', bad] }),
+      ).rejects.toThrow(/trustProxy\[1\]: expected an IP address or CIDR range/);
+    }
+  });
+
+  it('buckets IPv6 clients by /64 and IPv4-mapped addresses as IPv4', () => {
+    expect(addressBucket('2001:db8:1:2:aaaa::1')).toBe(addressBucket('2001:db8:1:2:bbbb:cccc:dddd:eeee'));
+    expect(addressBucket('2001:db8:1:2::1')).not.toBe(addressBucket('2001:db8:1:3::1'));
+    expect(addressBucket('::ffff:192.0.2.7')).toBe('192.0.2.7');
+    expect(addressBucket('192.0.2.7')).toBe('192.0.2.7');
   });
 });
