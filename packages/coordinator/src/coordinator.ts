@@ -3,7 +3,7 @@
  * one fastify app. `custodian coordinator start` calls this.
  */
 import { join } from 'node:path';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { pino } from 'pino';
 import { adminRoutes } from './admin/routes.js';
 import { type AdminOptions, AdminService, DEFAULT_ADMIN_OPTIONS } from './admin/service.js';
@@ -14,7 +14,7 @@ import { migrate } from './db/migrations.js';
 import { API_DECISIONS } from './decisions.js';
 import { resolveFeeCaps, syncDirectory } from './directory.js';
 import { createMailer, type Mailer } from './mailer.js';
-import { createServer, type RateLimitOptions } from './server.js';
+import { createServer, parseTrustProxy, type RateLimitOptions } from './server.js';
 import type { SignerGateway } from './signing/gateway.js';
 import { createSigningServices, type SigningServices } from './signing/services.js';
 import { Store } from './store.js';
@@ -67,6 +67,13 @@ export interface CoordinatorOptions {
   /** Idempotency key retention (ms). Default 24 h. */
   idempotencyRetentionMs?: number;
   rateLimit?: Partial<RateLimitOptions>;
+  /**
+   * Reverse proxies (addresses or CIDR ranges) whose `X-Forwarded-For` gives the client address
+   * for rate limits and logs. Default: env `CUSTODIAN_TRUST_PROXY` (comma-separated), else none —
+   * the socket peer is the client, so behind a proxy not listed here every client shares one
+   * bucket. @throws RangeError naming `trustProxy[i]` for an entry that is not an address or range
+   */
+  trustProxy?: string[];
   /** Outgoing mail; default: SMTP from `smtpUrl`, else the `<dataDir>/mailbox` folder. */
   mailer?: Mailer;
   /** Development mailbox folder. Default `<dataDir>/mailbox`. */
@@ -165,6 +172,13 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
   const clock = opts.clock ?? systemClock;
   // configuration errors before anything is opened
   const feeCaps = resolveFeeCaps(opts.transfers?.feeCaps);
+  const trustProxy = parseTrustProxy(
+    opts.trustProxy ??
+      (process.env.CUSTODIAN_TRUST_PROXY ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== ''),
+  );
   const mailboxDir = opts.mailboxDir ?? (opts.dataDir !== undefined ? join(opts.dataDir, 'mailbox') : undefined);
   if (opts.mailer === undefined && opts.smtpUrl === undefined && mailboxDir === undefined) {
     throw new Error(
@@ -215,6 +229,8 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
 
   const app = await createServer({
     rateLimit: { max: opts.rateLimit?.max ?? 600, windowMs: opts.rateLimit?.windowMs ?? 60_000 },
+    trustProxy,
+    resolveCredential: credentialBucket(store, admin),
     logger: opts.logger ?? true,
     description: API_DECISIONS,
     webhooks: openApiWebhooks(),
@@ -354,5 +370,31 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
       await signing?.stop();
       await db.close();
     },
+  };
+}
+
+/**
+ * Rate-limit bucket of a request's credential, only once it verifies: `key:<api_key_id>` for a
+ * valid `X-API-Key` on the REST API, `user:<user_id>` for a live admin session on the admin API.
+ * A missing or invalid credential gives `undefined` (the client address's bucket), so inventing
+ * header values buys an attacker nothing.
+ */
+function credentialBucket(store: Store, admin: AdminService) {
+  return async (req: FastifyRequest): Promise<string | undefined> => {
+    const path = req.url;
+    if (path.startsWith('/api/v1/')) {
+      const raw = req.headers['x-api-key'];
+      const secret = Array.isArray(raw) ? raw[0] : raw;
+      if (secret === undefined || secret === '' || secret.length > 256) return undefined;
+      const key = await store.authenticateApiKey(secret);
+      return key === null ? undefined : `key:${key.api_key_id}`;
+    }
+    if (path.startsWith('/admin/v1/')) {
+      const m = /^Bearer ([A-Za-z0-9_-]{1,200})$/.exec(req.headers.authorization ?? '');
+      if (m?.[1] === undefined) return undefined;
+      const user = await admin.sessionUser(m[1]);
+      return user === null ? undefined : `user:${user.user_id}`;
+    }
+    return undefined;
   };
 }

@@ -66,9 +66,13 @@ export const API_DECISIONS = `Custody REST API of a Custodian instance (client i
   0.01 ETH, 0.001 BTC, 0.01 LTC, 50 TRX). The coordinator never builds a transaction that can pay more; when none fits the
   transfer ends \`FAILED\` / \`FEE_CAP_EXCEEDED\` before any signer is asked. A fee bump above the cap is approved as a new
   intent with the raised cap (admin API, \`fee_bump.cap_raised\`).
-- **Rate limits.** Per credential (API key, admin session) or per client IP without one: 600 requests per minute by default
-  (configurable); over the limit → 429 \`RATE_LIMITED\` with \`Retry-After\` (seconds) and \`x-ratelimit-*\` headers. Counters are
-  per coordinator process.
+- **Rate limits.** Per verified credential (API key; admin session user) or, for a request without one or with one
+  that does not verify, per client address: 600 requests per minute by default (configurable). The unauthenticated
+  admin routes (init, login, login verify, device enrollment) are limited per client address only (10 per minute by
+  default), and failed logins are also counted per account across login challenges (lockout with \`Retry-After\`).
+  The client address is the socket peer, or the forwarded address behind a configured trusted proxy. Over a limit →
+  429 \`RATE_LIMITED\` with \`Retry-After\` (seconds) and, for the request limits, \`x-ratelimit-*\` headers. Request
+  counters are per coordinator process; the per-account counts are in the database.
 - **Versioning.** The major version is the path prefix \`/v1\`; additive changes (new fields, new optional parameters, new
   error codes, new webhook event types) happen without a version change; clients must ignore unknown fields.
 

@@ -1,18 +1,23 @@
 /**
  * The coordinator's HTTP server: fastify with one error path (every failure becomes an RFC 9457
  * problem from the catalogue), Ajv validation (no type coercion of JSON bodies; query strings
- * coerced), a per-credential rate limit, and the OpenAPI 3.1 document at `/api/openapi.json`.
+ * coerced), a rate limit per resolved credential or client address, and the OpenAPI 3.1 document
+ * at `/api/openapi.json`.
  */
+import { isIP } from 'node:net';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
-import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { SHARED_SCHEMAS } from './api/schemas.js';
 import { ApiError, ERROR_CATALOGUE, type FieldError, toProblem } from './errors.js';
-import { sha256Hex } from './util.js';
 
-/** Rate limit per credential (API key, admin session) or, without one, per client IP. */
+/**
+ * Rate limit of every route without its own: per resolved credential (a verified API key, a live
+ * admin session's user) or, without one — no header, or a header that does not verify — per
+ * client address ({@link clientAddressKey}).
+ */
 export interface RateLimitOptions {
   /** Requests allowed per window. Default 600. */
   max: number;
@@ -23,6 +28,18 @@ export interface RateLimitOptions {
 /** Options of {@link createServer}. */
 export interface ServerOptions {
   rateLimit: RateLimitOptions;
+  /**
+   * Proxies whose `X-Forwarded-For` is believed: addresses or CIDR ranges (`10.0.0.0/8`,
+   * `::1`), checked by {@link parseTrustProxy}. Empty (default): no proxy is trusted and the
+   * client address is the socket's peer — behind a proxy every client then shares its bucket.
+   */
+  trustProxy: readonly string[];
+  /**
+   * Resolve the request's credential to a stable bucket name (e.g. `key:<api_key_id>`), only when
+   * it verifies; `undefined` puts the request in its client address's bucket. Never return a value
+   * derived from an unverified header: the client chooses those.
+   */
+  resolveCredential?: (req: FastifyRequest) => Promise<string | undefined>;
   /** pino logger options, or false. */
   logger: boolean | Record<string, unknown>;
   /** Public base URL for the OpenAPI `servers` entry. */
@@ -71,7 +88,7 @@ export async function createServer(opts: ServerOptions): Promise<FastifyInstance
             ...(typeof opts.logger === 'object' ? opts.logger : {}),
           },
     bodyLimit: 64 * 1024,
-    trustProxy: false,
+    trustProxy: opts.trustProxy.length === 0 ? false : parseTrustProxy(opts.trustProxy),
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
     routerOptions: { maxParamLength: 200 },
@@ -150,13 +167,7 @@ export async function createServer(opts: ServerOptions): Promise<FastifyInstance
     global: true,
     max: opts.rateLimit.max,
     timeWindow: opts.rateLimit.windowMs,
-    keyGenerator: (req) => {
-      const k = req.headers['x-api-key'];
-      if (typeof k === 'string' && k !== '') return `key:${sha256Hex(k)}`;
-      const a = req.headers.authorization;
-      if (typeof a === 'string' && a !== '') return `auth:${sha256Hex(a)}`;
-      return `ip:${req.ip}`;
-    },
+    keyGenerator: async (req) => (await opts.resolveCredential?.(req)) ?? clientAddressKey(req),
     errorResponseBuilder: (_req, context) => {
       const seconds = Math.max(1, Math.ceil(context.ttl / 1000));
       return new ApiError('RATE_LIMITED', `rate limit of ${context.max} requests per window exceeded`, undefined, {
@@ -206,6 +217,49 @@ export async function createServer(opts: ServerOptions): Promise<FastifyInstance
 
   app.get('/api/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger());
   return app;
+}
+
+/**
+ * Check the `trustProxy` list: each entry an IPv4/IPv6 address or CIDR range.
+ * @returns a copy, for fastify's `trustProxy` (proxy-addr)
+ * @throws RangeError naming `trustProxy[i]` for an entry that is neither
+ */
+export function parseTrustProxy(list: readonly string[]): string[] {
+  return list.map((entry, i) => {
+    const [addr = '', prefix, ...rest] = entry.trim().split('/');
+    const family = isIP(addr);
+    const bits = family === 4 ? 32 : 128;
+    const okPrefix = prefix === undefined || (/^[0-9]{1,3}$/.test(prefix) && Number(prefix) <= bits);
+    if (family === 0 || !okPrefix || rest.length > 0) {
+      throw new RangeError(`trustProxy[${i}]: expected an IP address or CIDR range, got ${JSON.stringify(entry)}`);
+    }
+    return entry.trim();
+  });
+}
+
+/**
+ * Rate-limit bucket of the client address: `req.ip` (the socket peer, or the nearest untrusted
+ * `X-Forwarded-For` hop behind a trusted proxy). IPv6 clients are bucketed by their /64, since one
+ * host usually holds a whole /64; IPv4-mapped IPv6 addresses count as the IPv4 address. Never
+ * derived from a credential header.
+ */
+export function clientAddressKey(req: FastifyRequest): string {
+  return `ip:${addressBucket(req.ip)}`;
+}
+
+/** `a.b.c.d` for IPv4 (and `::ffff:a.b.c.d`), the first four hextets + `::/64` for IPv6. */
+export function addressBucket(ip: string): string {
+  const mapped = /^::ffff:([0-9.]+)$/i.exec(ip);
+  if (mapped?.[1] !== undefined && isIP(mapped[1]) === 4) return mapped[1];
+  if (isIP(ip) !== 6) return ip;
+  const [head = '', tail = ''] = ip.toLowerCase().split('%')[0]!.split('::');
+  const h = head === '' ? [] : head.split(':');
+  const t = ip.includes('::') ? (tail === '' ? [] : tail.split(':')) : [];
+  const full = ip.includes('::') ? [...h, ...Array(Math.max(0, 8 - h.length - t.length)).fill('0'), ...t] : h;
+  return `${full
+    .slice(0, 4)
+    .map((x) => Number.parseInt(x, 16).toString(16))
+    .join(':')}::/64`;
 }
 
 const LONE_SURROGATE = /\p{Surrogate}/u;

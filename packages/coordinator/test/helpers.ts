@@ -114,7 +114,14 @@ export async function startHarness(
     rateLimit: { max: 250 },
     logger: false,
     clock: () => new Date(Date.now() + clockOffset.ms),
-    admin: { scrypt: { N: 1 << 10, r: 8, p: 1 }, loginRateLimit: { max: 10_000, windowMs: 60_000 } },
+    // Generous login limits so suites may log users in often; attack-rate-limit-bypass tests the real ones.
+    admin: {
+      scrypt: { N: 1 << 10, r: 8, p: 1 },
+      loginRateLimit: { max: 10_000, windowMs: 60_000 },
+      accountLockout: { maxFailures: 1000, windowMs: 60_000 },
+      maxOpenChallenges: 100,
+      emailCodes: { max: 1000, windowMs: 60_000 },
+    },
     ...opts.coordinator,
   });
   const url = await c.start();

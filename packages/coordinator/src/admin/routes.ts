@@ -15,6 +15,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteShorthandOptions } from 'fastify';
 import { errorResponses, PAGE_QUERY, UUID } from '../api/schemas.js';
 import { ApiError, type ErrorCode } from '../errors.js';
+import { clientAddressKey } from '../server.js';
 import type { PageRequest } from '../store.js';
 import { type AdminService, ROLES, type Role, type UserView, WEBHOOK_EVENT_TYPES } from './service.js';
 
@@ -79,7 +80,7 @@ interface RouteSpec {
   status: number;
   response: object;
   errors?: ErrorCode[];
-  rateLimit?: { max: number; timeWindow: number };
+  rateLimit?: { max: number; timeWindow: number; keyGenerator: (req: FastifyRequest) => string };
 }
 
 /** Register the admin API routes (mount at `/admin/v1`) and the device enrollment routes. */
@@ -142,7 +143,13 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
   const actor = (req: FastifyRequest) => req.adminUser!.user_id;
   const P = <T>(req: FastifyRequest) => req.params as T;
   const B = <T>(req: FastifyRequest) => req.body as T;
-  const loginLimit = { max: svc.opts.loginRateLimit.max, timeWindow: svc.opts.loginRateLimit.windowMs };
+  // Unauthenticated routes: per client address only — never keyed by a header the client picks
+  // (#26 item 1); the per-account counts are in AdminService.login / verifyLogin.
+  const loginLimit = {
+    max: svc.opts.loginRateLimit.max,
+    timeWindow: svc.opts.loginRateLimit.windowMs,
+    keyGenerator: clientAddressKey,
+  };
 
   // ---- instance, login, session ----
   route(

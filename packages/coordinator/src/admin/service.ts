@@ -72,8 +72,23 @@ export interface AdminOptions {
   totpIssuer: string;
   /** DKG deadline (ms). Default 5 minutes (seed §1 item 4, §8). */
   dkgTimeoutMs: number;
-  /** Per-IP limit of the unauthenticated routes (init, login, verify, enrollment). Default 10 per minute. */
+  /**
+   * Per-client-address limit of each unauthenticated route (init, login, verify, enrollment),
+   * never keyed by a credential header. Default 10 per minute.
+   */
   loginRateLimit: { max: number; windowMs: number };
+  /**
+   * Per-account lockout: after `maxFailures` wrong passwords or second-factor codes for one
+   * e-mail address within `windowMs` (since its last successful login), its login and verify
+   * answer 429 `RATE_LIMITED` with `Retry-After` from any address until the oldest of those
+   * failures leaves the window; every later failure re-arms it. Counted for unknown addresses
+   * too, so the lockout does not reveal which users exist. Default 10 per 15 minutes.
+   */
+  accountLockout: { maxFailures: number; windowMs: number };
+  /** Unexpired, unconsumed, unlocked login challenges a user may hold at once. Default 3. */
+  maxOpenChallenges: number;
+  /** Login code e-mails per user per window. Default 5 per 15 minutes. */
+  emailCodes: { max: number; windowMs: number };
 }
 
 export const DEFAULT_ADMIN_OPTIONS: Omit<AdminOptions, 'mode'> = {
@@ -85,7 +100,16 @@ export const DEFAULT_ADMIN_OPTIONS: Omit<AdminOptions, 'mode'> = {
   totpIssuer: 'Custodian',
   dkgTimeoutMs: DKG_TIMEOUT_MS,
   loginRateLimit: { max: 10, windowMs: 60_000 },
+  accountLockout: { maxFailures: 10, windowMs: 15 * 60_000 },
+  maxOpenChallenges: 3,
+  emailCodes: { max: 5, windowMs: 15 * 60_000 },
 };
+
+/** 429 `RATE_LIMITED` with `Retry-After` in whole seconds (at least 1) until `until`. */
+function rateLimited(message: string, until: Date, now: Date): ApiError {
+  const seconds = Math.max(1, Math.ceil((until.getTime() - now.getTime()) / 1000));
+  return new ApiError('RATE_LIMITED', message, undefined, { 'retry-after': String(seconds) });
+}
 
 interface UserRow {
   user_id: string;
@@ -278,11 +302,16 @@ export class AdminService {
    * First login step: check the password, then open a second-factor challenge — TOTP when the
    * user enrolled an authenticator, otherwise a 6-digit code sent by email. Unknown user, wrong
    * password and blocked user are the same 401 (a dummy hash is checked so timing is similar).
+   * @throws ApiError RATE_LIMITED (429, Retry-After) while the e-mail address is locked out
+   *   ({@link AdminOptions.accountLockout}, checked before the password), or — right password —
+   *   when the user holds `maxOpenChallenges` open challenges or had `emailCodes.max` code e-mails
+   *   in the window
    */
   async login(
     email: string,
     password: string,
   ): Promise<{ challenge_id: string; method: 'email' | 'totp'; expires_at: string }> {
+    await this.checkLockout(this.db, email);
     const u = await this.userByEmail(email);
     const ok = await verifyPassword(password, u?.password_hash ?? (await this.dummyHash()));
     if (u === undefined || !ok || u.blocked_at !== null) {
@@ -290,25 +319,83 @@ export class AdminService {
       throw new ApiError('INVALID_CREDENTIALS', 'email or password is wrong, or the account is blocked');
     }
     const id = randomUUID();
-    const now = this.clock();
-    const expires = new Date(now.getTime() + this.opts.challengeTtlMs);
     const method = u.totp_secret !== null ? 'totp' : 'email';
-    let codeHash: string | null = null;
-    if (method === 'email') {
-      const code = oneTimeCode();
-      codeHash = sha256Hex(`${id}:${code}`);
+    const code = method === 'email' ? oneTimeCode() : undefined;
+    const codeHash = code === undefined ? null : sha256Hex(`${id}:${code}`);
+    const expires = await this.db.tx(async (q) => {
+      // The user row lock serialises concurrent logins of one user, so the caps cannot be raced.
+      await q.query('SELECT user_id FROM users WHERE user_id = $1 FOR UPDATE', [u.user_id]);
+      const now = this.clock();
+      const open = await q.query<{ expires_at: Date }>(
+        `SELECT expires_at FROM login_challenges
+         WHERE user_id = $1 AND consumed_at IS NULL AND expires_at > $2 AND attempts < $3
+         ORDER BY expires_at LIMIT $4`,
+        [u.user_id, now, this.opts.maxCodeAttempts, this.opts.maxOpenChallenges],
+      );
+      if (open.length >= this.opts.maxOpenChallenges) {
+        throw rateLimited('too many open login challenges; finish or wait for one', open[0]!.expires_at, now);
+      }
+      if (method === 'email') {
+        const { max, windowMs } = this.opts.emailCodes;
+        const sent = await q.query<{ created_at: Date }>(
+          `SELECT created_at FROM login_challenges WHERE user_id = $1 AND method = 'email' AND created_at > $2
+           ORDER BY created_at DESC LIMIT $3`,
+          [u.user_id, new Date(now.getTime() - windowMs), max],
+        );
+        if (sent.length >= max) {
+          const oldest = sent[sent.length - 1]!.created_at;
+          throw rateLimited(
+            'too many login codes sent; wait before asking again',
+            new Date(oldest.getTime() + windowMs),
+            now,
+          );
+        }
+      }
+      const exp = new Date(now.getTime() + this.opts.challengeTtlMs);
+      await q.query(
+        `INSERT INTO login_challenges (challenge_id, user_id, method, code_hash, created_at, expires_at)
+         VALUES ($1,$2,$3,$4,$5,$6)`,
+        [id, u.user_id, method, codeHash, now, exp],
+      );
+      return exp;
+    });
+    if (code !== undefined) {
       await this.mailer.send({
         to: u.email,
         subject: 'Your Custodian login code',
         text: `Your Custodian login code is ${code}\n\nIt expires in ${Math.round(this.opts.challengeTtlMs / 60_000)} minutes. If you did not try to log in, change your password.\n`,
       });
     }
-    await this.db.query(
-      `INSERT INTO login_challenges (challenge_id, user_id, method, code_hash, created_at, expires_at)
-       VALUES ($1,$2,$3,$4,$5,$6)`,
-      [id, u.user_id, method, codeHash, now, expires],
-    );
     return { challenge_id: id, method, expires_at: iso(expires)! };
+  }
+
+  /**
+   * Refuse while `email` (case-insensitive) has `accountLockout.maxFailures` failed logins
+   * (wrong password, or wrong second-factor code) in the window since its last successful login,
+   * counted from the audit log — durable, and shared by every coordinator replica.
+   * @throws ApiError RATE_LIMITED (429) with Retry-After: when the oldest counted failure leaves the window
+   */
+  private async checkLockout(q: Queryable, email: string): Promise<void> {
+    const { maxFailures, windowMs } = this.opts.accountLockout;
+    const now = this.clock();
+    const since = new Date(now.getTime() - windowMs);
+    const rows = await q.query<{ at: Date }>(
+      `SELECT at FROM audit_log
+       WHERE action IN ('login.failed', 'login.second_factor_failed') AND at > $2
+         AND lower(details->>'email') = lower($1)
+         AND at > COALESCE((SELECT max(at) FROM audit_log WHERE action = 'login.succeeded' AND at > $2
+                              AND lower(details->>'email') = lower($1)), $2)
+       ORDER BY at DESC LIMIT $3`,
+      [email, since, maxFailures],
+    );
+    if (rows.length >= maxFailures) {
+      const oldest = rows[rows.length - 1]!.at;
+      throw rateLimited(
+        'too many failed logins for this account; retry after the Retry-After delay',
+        new Date(oldest.getTime() + windowMs),
+        now,
+      );
+    }
   }
 
   private dummy: Promise<string> | undefined;
@@ -319,9 +406,11 @@ export class AdminService {
 
   /**
    * Second login step: verify the code of a challenge and open a session. A challenge accepts at
-   * most `maxCodeAttempts` wrong codes, expires, and is consumed by a success. A TOTP code is
-   * single-use (see {@link consumeTotp}): a replayed code, or one of a step not later than the last
-   * accepted one, counts as a wrong code and gets the same `INVALID_SECOND_FACTOR`.
+   * most `maxCodeAttempts` wrong codes, expires, and is consumed by a success; wrong codes also
+   * count towards the account lockout across challenges. A TOTP code is single-use (see
+   * {@link consumeTotp}): a replayed code, or one of a step not later than the last accepted one,
+   * counts as a wrong code and gets the same `INVALID_SECOND_FACTOR`.
+   * @throws ApiError INVALID_SECOND_FACTOR (401); RATE_LIMITED (429, Retry-After) while the account is locked out
    * @returns the bearer token (shown once; stored as SHA-256) and its expiry
    */
   async verifyLogin(challengeId: string, code: string): Promise<{ token: string; expires_at: string; user: UserView }> {
@@ -353,13 +442,17 @@ export class AdminService {
           );
         }
         const u = await this.userById(q, c.user_id);
+        await this.checkLockout(q, u.email);
         let ok = false;
         if (c.method === 'email')
           ok = c.code_hash !== null && safeEqual(sha256Hex(`${challengeId}:${code}`), c.code_hash);
         else if (u.totp_secret !== null) ok = await this.consumeTotp(q, u.user_id, u.totp_secret, code);
         if (!ok || u.blocked_at !== null) {
           await q.query('UPDATE login_challenges SET attempts = attempts + 1 WHERE challenge_id = $1', [challengeId]);
-          await this.audit(q, u.user_id, 'login.second_factor_failed', 'user', u.user_id, { method: c.method });
+          await this.audit(q, u.user_id, 'login.second_factor_failed', 'user', u.user_id, {
+            method: c.method,
+            email: u.email,
+          });
           return null;
         }
         await q.query('UPDATE login_challenges SET consumed_at = $2 WHERE challenge_id = $1', [challengeId, now]);
@@ -369,7 +462,7 @@ export class AdminService {
           'INSERT INTO sessions (session_id, user_id, token_hash, created_at, expires_at) VALUES ($1,$2,$3,$4,$5)',
           [randomUUID(), u.user_id, sha256Hex(token), now, expires],
         );
-        await this.audit(q, u.user_id, 'login.succeeded', 'user', u.user_id, { method: c.method });
+        await this.audit(q, u.user_id, 'login.succeeded', 'user', u.user_id, { method: c.method, email: u.email });
         await this.emit(q, 'ROLE_SCOPE_LOGIN', { user_id: u.user_id, email: u.email, role: u.role, method: c.method });
         return { token, expires_at: iso(expires)!, user: userView(u) };
       })
