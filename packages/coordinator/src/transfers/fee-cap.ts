@@ -71,6 +71,12 @@ export async function capFee(
       `${FEE_CAP_EXCEEDED}: the transaction can pay up to ${nativeAmount(def, unsigned.maxFee)} in fees, ` +
       `above the approved fee cap of ${nativeAmount(def, cap)}${extra}`,
   });
+  // a fee field lowered: `unsignedTx` is not kept in step (attachSignatures rebuilds from fields + context)
+  const lowered = (context: UnsignedTransfer['context'], digests: UnsignedTransfer['digests'], maxFee: bigint) => ({
+    ok: true as const,
+    lowered: true,
+    unsigned: { ...unsigned, context, unsignedTx: new Uint8Array(0), digests, maxFee },
+  });
   if (def.family === 'ethereum') {
     const ctx = unsigned.context as EthereumContext;
     const gas = BigInt(ctx.gas);
@@ -85,34 +91,13 @@ export async function capFee(
       );
     }
     const context: EthereumContext = { ...ctx, maxFeePerGas: perGas.toString() };
-    return {
-      ok: true,
-      lowered: true,
-      // `unsignedTx` is not kept in step: attachSignatures rebuilds from fields + context
-      unsigned: {
-        ...unsigned,
-        context,
-        unsignedTx: new Uint8Array(0),
-        digests: recomputeEthereumDigests(unsigned.fields, context),
-        maxFee: gas * perGas,
-      },
-    };
+    return lowered(context, recomputeEthereumDigests(unsigned.fields, context), gas * perGas);
   }
   if (def.family === 'tron') {
     const ctx = unsigned.context as TronContext;
     if (cap === 0n) return over('; a contract call needs a fee limit above 0');
     const context: TronContext = { ...ctx, feeLimit: cap.toString() };
-    return {
-      ok: true,
-      lowered: true,
-      unsigned: {
-        ...unsigned,
-        context,
-        unsignedTx: new Uint8Array(0),
-        digests: recomputeTronDigests(unsigned.fields, context),
-        maxFee: cap,
-      },
-    };
+    return lowered(context, recomputeTronDigests(unsigned.fields, context), cap);
   }
   return over();
 }

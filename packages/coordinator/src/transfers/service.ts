@@ -115,21 +115,15 @@ export interface FeeBump {
 }
 
 /** Fee bump of the API's transfer object (the stored {@link FeeBump} without its transaction and intent). */
-export interface FeeBumpView {
-  status: FeeBump['status'];
-  round: number;
-  priority: FeeLevel;
-  requested_by: string | null;
-  requested_at: string;
-  deadline: string;
-  sub_status?: string;
-  error?: string;
+export type FeeBumpView = Pick<
+  FeeBump,
+  'status' | 'round' | 'priority' | 'requested_by' | 'requested_at' | 'deadline' | 'sub_status' | 'error' | 'cap_raised'
+> & {
   /** The fee cap this round's approvers sign: decimal string in the native asset's units. */
   max_fee?: string;
   max_fee_base_units?: string;
   fee_currency?: string;
-  cap_raised?: boolean;
-}
+};
 
 /** Transfer object of the REST API. */
 export interface TransferView {
