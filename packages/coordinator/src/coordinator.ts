@@ -291,7 +291,10 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
   await app.register(
     async (api) => {
       // preParsing: after the rate limit (an onRequest hook), before body parsing and validation.
-      api.addHook('preParsing', apiKeyHook(store));
+      api.addHook(
+        'preParsing',
+        apiKeyHook(store, (id, ip) => admin.auditApiKeyAddressRefused(id, ip)),
+      );
       await walletRoutes(api, ctx);
       await webhookRoutes(api, webhookService);
       await transferRoutes(api, ctx, transferService);
@@ -375,7 +378,7 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
 
 /**
  * Rate-limit bucket of a request's credential, only once it verifies: `key:<api_key_id>` for a
- * valid `X-API-Key` on the REST API, `user:<user_id>` for a live admin session on the admin API.
+ * valid `X-API-Key` on the REST API used from an address its `allowed_cidrs` admit, `user:<user_id>` for a live admin session on the admin API.
  * A missing or invalid credential gives `undefined` (the client address's bucket), so inventing
  * header values buys an attacker nothing.
  */
@@ -386,8 +389,10 @@ function credentialBucket(store: Store, admin: AdminService) {
       const raw = req.headers['x-api-key'];
       const secret = Array.isArray(raw) ? raw[0] : raw;
       if (secret === undefined || secret === '' || secret.length > 256) return undefined;
-      const key = await store.authenticateApiKey(secret);
-      return key === null ? undefined : `key:${key.api_key_id}`;
+      // A key used from outside its allowed ranges counts against the address, not the key: a leaked
+      // key must not let its holder spend the owner's bucket.
+      const key = await store.authenticateApiKey(secret, req.ip);
+      return key === null || !key.address_allowed ? undefined : `key:${key.api_key_id}`;
     }
     if (path.startsWith('/admin/v1/')) {
       const m = /^Bearer ([A-Za-z0-9_-]{1,200})$/.exec(req.headers.authorization ?? '');

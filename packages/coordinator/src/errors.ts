@@ -33,6 +33,10 @@ export const ERROR_CATALOGUE = {
   // 403
   PROFILE_FORBIDDEN: { status: 403, title: 'The API key is not authorised for this profile' },
   ROLE_FORBIDDEN: { status: 403, title: 'Your role does not allow this action' },
+  /** Admin session lacks a fresh step-up (`POST /admin/v1/session/step-up`): prompt for the password or TOTP code. */
+  STEP_UP_REQUIRED: { status: 403, title: 'This action needs a fresh re-authentication (step-up)' },
+  /** API key with `allowed_cidrs` used from a client address outside every range. */
+  API_KEY_ADDRESS_NOT_ALLOWED: { status: 403, title: 'The API key may not be used from this address' },
   // 404
   ROUTE_NOT_FOUND: { status: 404, title: 'No such route' },
   WALLET_NOT_FOUND: { status: 404, title: 'Wallet not found' },

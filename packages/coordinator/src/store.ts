@@ -8,6 +8,7 @@ import { Bip32InvalidChildError, deriveSecp256k1, ed25519Group, secp256k1Group }
 import { walletIdOf } from '@custodian/wire';
 import { formatUnits } from 'viem';
 import { ADDRESS_CODECS, type AddressType, addressPath } from './addresses.js';
+import { addressAllowed } from './api/cidrs.js';
 import type { Db, Queryable } from './db/db.js';
 import { BLOCKCHAINS, type BlockchainDef } from './directory.js';
 import { ApiError } from './errors.js';
@@ -209,17 +210,21 @@ export class Store {
   /**
    * Create an API key for a profile. The secret `cst_<43 base64url chars>` (256 random bits) is
    * returned once; only its SHA-256 is stored (a fast hash suffices for a high-entropy token).
+   * `allowedCidrs`: canonical ranges from `normaliseAllowedCidrs` (api/cidrs.ts) the key may be used
+   * from, or null for any address.
    */
   async createApiKey(
     profileId: string,
     name: string,
     createdBy: string | null,
     q: Queryable = this.db,
+    allowedCidrs: readonly string[] | null = null,
   ): Promise<{
     api_key_id: string;
     profile_id: string;
     name: string;
     key_prefix: string;
+    allowed_cidrs: string[] | null;
     created_at: string;
     api_key: string;
   }> {
@@ -227,27 +232,50 @@ export class Store {
     const id = randomUUID();
     const now = this.clock();
     const prefix = secret.slice(0, 10);
+    const cidrs = allowedCidrs === null ? null : [...allowedCidrs];
     await q.query(
-      `INSERT INTO api_keys (api_key_id, profile_id, name, key_hash, key_prefix, created_by, created_at)
-       VALUES ($1,$2,$3,$4,$5,$6,$7)`,
-      [id, profileId, name, sha256Hex(secret), prefix, createdBy, now],
+      `INSERT INTO api_keys (api_key_id, profile_id, name, key_hash, key_prefix, created_by, created_at, allowed_cidrs)
+       VALUES ($1,$2,$3,$4,$5,$6,$7,$8::jsonb)`,
+      [id, profileId, name, sha256Hex(secret), prefix, createdBy, now, cidrs === null ? null : JSON.stringify(cidrs)],
     );
-    return { api_key_id: id, profile_id: profileId, name, key_prefix: prefix, created_at: iso(now)!, api_key: secret };
+    return {
+      api_key_id: id,
+      profile_id: profileId,
+      name,
+      key_prefix: prefix,
+      allowed_cidrs: cidrs,
+      created_at: iso(now)!,
+      api_key: secret,
+    };
   }
 
   private readonly keyTouched = new Map<string, number>();
 
   /**
-   * Resolve a presented API key to its profile; `null` when unknown or revoked. Records
-   * `last_used_at` at most once a minute per key (best effort, not awaited).
+   * Resolve a presented API key to its profile; `null` when unknown or revoked. With `clientIp`
+   * (`req.ip`), `address_allowed` tells whether the key's `allowed_cidrs` (null: any address)
+   * admit it; without, it is true only for a key without ranges. Records `last_used_at` at most
+   * once a minute per key (best effort, not awaited), and only for an admitted address.
    */
-  async authenticateApiKey(secret: string): Promise<{ api_key_id: string; profile_id: string } | null> {
-    const rows = await this.db.query<{ api_key_id: string; profile_id: string }>(
-      'SELECT api_key_id, profile_id FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL',
+  async authenticateApiKey(
+    secret: string,
+    clientIp?: string,
+  ): Promise<{
+    api_key_id: string;
+    profile_id: string;
+    allowed_cidrs: string[] | null;
+    address_allowed: boolean;
+  } | null> {
+    const rows = await this.db.query<{ api_key_id: string; profile_id: string; allowed_cidrs: string[] | null }>(
+      'SELECT api_key_id, profile_id, allowed_cidrs FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL',
       [sha256Hex(secret)],
     );
-    const key = rows[0];
-    if (key === undefined) return null;
+    const row = rows[0];
+    if (row === undefined) return null;
+    const allowed =
+      row.allowed_cidrs === null || (clientIp !== undefined && addressAllowed(row.allowed_cidrs, clientIp));
+    const key = { ...row, address_allowed: allowed };
+    if (!allowed) return key;
     const now = this.clock();
     if ((this.keyTouched.get(key.api_key_id) ?? 0) + 60_000 <= now.getTime()) {
       this.keyTouched.set(key.api_key_id, now.getTime());

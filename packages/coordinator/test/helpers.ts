@@ -93,6 +93,12 @@ export interface Harness {
   ): Promise<{ status: number; headers: Headers; body: Json }>;
   /** Log in (password + email code read from the mailbox folder); returns the session token. */
   login(email: string, password: string): Promise<string>;
+  /**
+   * Step-up re-authentication of a session of a user without TOTP (`POST /admin/v1/session/step-up`
+   * with the password), needed before sensitive admin actions; returns the token. `adminToken` is
+   * stepped up already.
+   */
+  stepUp(token: string, password: string): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -115,7 +121,11 @@ export async function startHarness(
     logger: false,
     clock: () => new Date(Date.now() + clockOffset.ms),
     // Generous login limits so suites may log users in often; attack-rate-limit-bypass tests the real ones.
+    // Step-up window and idle timeout as long as a session, so suites that move the clock keep their
+    // stepped-up admin session; attack-step-up and attack-session-idle test the real ones.
     admin: {
+      stepUpTtlMs: 8 * 3600_000,
+      sessionIdleMs: 8 * 3600_000,
       scrypt: { N: 1 << 10, r: 8, p: 1 },
       loginRateLimit: { max: 10_000, windowMs: 60_000 },
       accountLockout: { maxFailures: 1000, windowMs: 60_000 },
@@ -152,12 +162,17 @@ export async function startHarness(
     if (v.status !== 200) throw new Error(`verify failed: ${JSON.stringify(v.body)}`);
     return v.body.token as string;
   };
+  const stepUp = async (token: string, password: string) => {
+    const r = await req('POST', '/admin/v1/session/step-up', { token, body: { password } });
+    if (r.status !== 200) throw new Error(`step-up failed: ${r.body?.code}`);
+    return token;
+  };
   const init = await req('POST', '/admin/v1/init', {
     body: { email: ADMIN_EMAIL, name: 'First Admin', password: ADMIN_PASSWORD, profile_name: 'main' },
   });
   if (init.status !== 201) throw new Error(`init failed: ${JSON.stringify(init.body)}`);
   const profileId = init.body.profile.profile_id as string;
-  const adminToken = await login(ADMIN_EMAIL, ADMIN_PASSWORD);
+  const adminToken = await stepUp(await login(ADMIN_EMAIL, ADMIN_PASSWORD), ADMIN_PASSWORD);
   const k = await req('POST', '/admin/v1/api-keys', {
     token: adminToken,
     body: { profile_id: profileId, name: 'test' },
@@ -174,6 +189,7 @@ export async function startHarness(
     clockOffset,
     req,
     login,
+    stepUp,
     async close() {
       await c.stop();
       await drop();

@@ -9,20 +9,26 @@
  * | FINANCE_MANAGER | own session and TOTP; read profiles, directory, wallets, addresses, balances, master keys, ceremonies (policy management comes with the transfer pipeline) |
  * | VIEWER | the same reads (read-only) |
  *
+ * Sensitive routes also need a fresh step-up of the session (`POST /admin/v1/session/step-up`,
+ * default 5 min) and answer 403 `STEP_UP_REQUIRED` without one: TOTP enrollment start and confirm,
+ * API key create and revoke, webhook create, update and delete, user creation, and a user change
+ * of role or password. TOTP disable carries its own proof (the current code).
+ *
  * The mobile app's enrollment request is under `/devices/v1` (unauthenticated; the app only
  * knows the instance URL).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteShorthandOptions } from 'fastify';
+import { MAX_ALLOWED_CIDRS } from '../api/cidrs.js';
 import { errorResponses, PAGE_QUERY, UUID } from '../api/schemas.js';
 import { ApiError, type ErrorCode } from '../errors.js';
 import { clientAddressKey } from '../server.js';
 import type { PageRequest } from '../store.js';
-import { type AdminService, ROLES, type Role, type UserView, WEBHOOK_EVENT_TYPES } from './service.js';
+import { type AdminService, ROLES, type Role, type SessionUser, WEBHOOK_EVENT_TYPES } from './service.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** Set by the session hook. */
-    adminUser?: UserView & { session_id: string };
+    adminUser?: SessionUser;
   }
 }
 
@@ -81,6 +87,11 @@ interface RouteSpec {
   response: object;
   errors?: ErrorCode[];
   rateLimit?: { max: number; timeWindow: number; keyGenerator: (req: FastifyRequest) => string };
+  /**
+   * Needs a fresh step-up: `true` always (checked before the body is parsed), or a predicate on
+   * the validated request (checked before the handler), e.g. only when the body changes a role.
+   */
+  stepUp?: true | ((req: FastifyRequest) => boolean);
 }
 
 /** Register the admin API routes (mount at `/admin/v1`) and the device enrollment routes. */
@@ -103,6 +114,21 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
       return payload;
     };
 
+  const stepUpFresh = (req: FastifyRequest) => {
+    const until = req.adminUser!.step_up_until;
+    if (until === null || until.getTime() <= svc.clock().getTime()) {
+      throw new ApiError(
+        'STEP_UP_REQUIRED',
+        'this action needs a fresh step-up: POST /admin/v1/session/step-up with your TOTP code (or password without TOTP)',
+      );
+    }
+  };
+  const stepUpHook = async <P>(req: FastifyRequest, _reply: unknown, payload: P): Promise<P> => {
+    stepUpFresh(req);
+    return payload;
+  };
+  const stepUpMinutes = Math.round(svc.opts.stepUpTtlMs / 60_000);
+
   const route = (
     method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE',
     url: string,
@@ -112,11 +138,27 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
     const errors = [
       ...(spec.roles === null ? ['VALIDATION_FAILED', 'RATE_LIMITED', 'INTERNAL_ERROR'] : COMMON),
       ...(spec.body ? BODY : []),
+      ...(spec.stepUp ? (['STEP_UP_REQUIRED'] as ErrorCode[]) : []),
       ...(spec.errors ?? []),
     ] as ErrorCode[];
-    const roleText = spec.roles === null ? 'No session required.' : `Roles: ${spec.roles.join(', ')}.`;
+    const stepUp = spec.stepUp;
+    const roleText =
+      (spec.roles === null ? 'No session required.' : `Roles: ${spec.roles.join(', ')}.`) +
+      (stepUp === true
+        ? ` Needs a fresh step-up (POST /admin/v1/session/step-up, valid ${stepUpMinutes} min), else 403 \`STEP_UP_REQUIRED\`.`
+        : stepUp
+          ? ` The sensitive changes named above need a fresh step-up (POST /admin/v1/session/step-up, valid ${stepUpMinutes} min), else 403 \`STEP_UP_REQUIRED\`.`
+          : '');
     const opts: RouteShorthandOptions = {
-      preParsing: spec.roles === null ? [] : [sessionHook, roleHook(spec.roles)],
+      preParsing:
+        spec.roles === null ? [] : [sessionHook, roleHook(spec.roles), ...(stepUp === true ? [stepUpHook] : [])],
+      ...(typeof stepUp === 'function'
+        ? {
+            preHandler: async (req: FastifyRequest) => {
+              if (stepUp(req)) stepUpFresh(req);
+            },
+          }
+        : {}),
       ...(spec.rateLimit ? { config: { rateLimit: spec.rateLimit } } : {}),
       schema: {
         tags: spec.tags,
@@ -219,8 +261,37 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
     '/admin/v1/me',
     { roles: ALL, tags: ['Admin: session'], summary: 'The logged-in user', status: 200, response: anyObject('User') },
     async (req) => {
-      const { session_id: _s, ...u } = req.adminUser!;
-      return u;
+      const { session_id: _s, step_up_until, ...u } = req.adminUser!;
+      const fresh = step_up_until !== null && step_up_until.getTime() > svc.clock().getTime();
+      return { ...u, step_up_expires_at: fresh ? step_up_until.toISOString() : null };
+    },
+  );
+  route(
+    'POST',
+    '/admin/v1/session/step-up',
+    {
+      roles: ALL,
+      tags: ['Admin: session'],
+      summary: 'Step-up re-authentication: makes this session fresh for sensitive actions for a few minutes',
+      description:
+        `Send the current TOTP code (\`code\`) when the account has TOTP enabled (a code is accepted once), otherwise the ` +
+        `account password (\`password\`). On success this session — not the user's other sessions — may perform the ` +
+        `actions marked "Needs a fresh step-up" for ${stepUpMinutes} min (\`step_up_expires_at\`, also shown by GET /me). ` +
+        'The other proof kind → 422 naming the field. Wrong password → 401 `INVALID_CREDENTIALS`; wrong or replayed ' +
+        'code → 401 `INVALID_SECOND_FACTOR` (the session stays valid); failures count towards the per-account ' +
+        'login lockout (429 `RATE_LIMITED`).',
+      body: {
+        ...obj({ password: { type: 'string', minLength: 1, maxLength: 1024 }, code }),
+        minProperties: 1,
+        maxProperties: 1,
+      },
+      status: 200,
+      response: anyObject('method (password|totp), step_up_expires_at'),
+      errors: ['INVALID_CREDENTIALS', 'INVALID_SECOND_FACTOR'],
+    },
+    async (req) => {
+      const u = req.adminUser!;
+      return svc.stepUp(u.session_id, u.user_id, B<{ password?: string; code?: string }>(req));
     },
   );
   route(
@@ -230,6 +301,7 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
       roles: ALL,
       tags: ['Admin: session'],
       summary: 'Start TOTP enrollment (RFC 6238, SHA-1, 6 digits, 30 s)',
+      stepUp: true,
       status: 200,
       response: anyObject('secret (base32) and otpauth_uri; confirm with a code'),
     },
@@ -242,12 +314,16 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
       roles: ALL,
       tags: ['Admin: session'],
       summary: 'Confirm TOTP enrollment with a current code (consumed: it cannot also log in)',
+      description:
+        "Replaces an enabled authenticator. A factor change: the user's other sessions are revoked, and the user is " +
+        'told by e-mail.',
+      stepUp: true,
       body: obj({ code }, ['code']),
       status: 200,
       response: anyObject('User'),
       errors: ['INVALID_SECOND_FACTOR', 'CONFLICT'],
     },
-    async (req) => svc.totpConfirm(actor(req), B<{ code: string }>(req).code),
+    async (req) => svc.totpConfirm(actor(req), B<{ code: string }>(req).code, req.adminUser!.session_id),
   );
   route(
     'POST',
@@ -256,12 +332,15 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
       roles: ALL,
       tags: ['Admin: session'],
       summary: 'Disable TOTP (requires a current code not used before); login falls back to email codes',
+      description:
+        "The code is this action's step-up: a wrong one counts towards the per-account lockout. The user's other " +
+        'sessions are revoked, and the user is told by e-mail.',
       body: obj({ code }, ['code']),
       status: 200,
       response: anyObject('User'),
       errors: ['INVALID_SECOND_FACTOR', 'CONFLICT'],
     },
-    async (req) => svc.totpDisable(actor(req), B<{ code: string }>(req).code),
+    async (req) => svc.totpDisable(actor(req), B<{ code: string }>(req).code, req.adminUser!.session_id),
   );
 
   // ---- users ----
@@ -286,6 +365,7 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
       roles: ADMIN,
       tags: ['Admin: users'],
       summary: 'Create a user with a role and an initial password',
+      stepUp: true,
       body: obj({ email, name, role, password }, ['email', 'name', 'role', 'password']),
       status: 201,
       response: anyObject('User'),
@@ -314,6 +394,11 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
       roles: ADMIN,
       tags: ['Admin: users'],
       summary: 'Change role, name, blocked state or password (blocking or a new password revokes sessions)',
+      description: 'A change of `role` or `password` is sensitive.',
+      stepUp: (req) => {
+        const b = req.body as { role?: unknown; password?: unknown };
+        return b.role !== undefined || b.password !== undefined;
+      },
       params: userParams,
       body: { ...obj({ role, name, blocked: { type: 'boolean' }, password }), minProperties: 1 },
       status: 200,
@@ -489,13 +574,33 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
       roles: ADMIN,
       tags: ['Admin: API keys'],
       summary: 'Create a named API key for a profile; `api_key` is shown only in this response',
-      body: obj({ profile_id: UUID, name }, ['profile_id', 'name']),
+      description:
+        '`allowed_cidrs` (optional): IPv4/IPv6 CIDR ranges or single addresses the key may be used from, e.g. ' +
+        '`["10.0.0.0/8", "2001:db8::/32"]`; host bits must be zero; stored normalised (`192.0.2.7` → `192.0.2.7/32`, ' +
+        'IPv4-mapped IPv6 ranges as IPv4). A request from another client address (the socket peer, or the forwarded ' +
+        'client behind a trusted proxy) → 403 `API_KEY_ADDRESS_NOT_ALLOWED`. Omitted: any address.',
+      stepUp: true,
+      body: obj(
+        {
+          profile_id: UUID,
+          name,
+          allowed_cidrs: {
+            type: 'array',
+            minItems: 1,
+            maxItems: MAX_ALLOWED_CIDRS,
+            items: { type: 'string', minLength: 1, maxLength: 64 },
+          },
+        },
+        ['profile_id', 'name'],
+      ),
       status: 201,
-      response: anyObject('The key record and its secret `api_key`'),
+      response: anyObject('The key record (with `allowed_cidrs`, null when unrestricted) and its secret `api_key`'),
       errors: ['RESOURCE_NOT_FOUND'],
     },
-    async (req) =>
-      svc.createApiKey(actor(req), B<{ profile_id: string }>(req).profile_id, B<{ name: string }>(req).name),
+    async (req) => {
+      const b = B<{ profile_id: string; name: string; allowed_cidrs?: string[] }>(req);
+      return svc.createApiKey(actor(req), b.profile_id, b.name, b.allowed_cidrs);
+    },
   );
   route(
     'DELETE',
@@ -504,6 +609,7 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
       roles: ADMIN,
       tags: ['Admin: API keys'],
       summary: 'Revoke an API key (effective immediately; idempotent)',
+      stepUp: true,
       params: obj({ api_key_id: UUID }, ['api_key_id']),
       status: 204,
       response: { description: 'Revoked', type: 'null' },
@@ -762,6 +868,7 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
       roles: ADMIN,
       tags: ['Admin: webhooks'],
       summary: 'Register a webhook: URL, event types, optional description (several per profile allowed)',
+      stepUp: true,
       params: profileParams,
       body: obj({ url, event_types: eventTypes, description }, ['url', 'event_types']),
       status: 201,
@@ -794,6 +901,7 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
       roles: ADMIN,
       tags: ['Admin: webhooks'],
       summary: 'Update a webhook registration',
+      stepUp: true,
       params: webhookParams,
       body: { ...obj({ url, event_types: eventTypes, description }), minProperties: 1 },
       status: 200,
@@ -812,6 +920,7 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
       roles: ADMIN,
       tags: ['Admin: webhooks'],
       summary: 'Delete a webhook registration',
+      stepUp: true,
       params: webhookParams,
       status: 204,
       response: { description: 'Deleted', type: 'null' },

@@ -11,6 +11,7 @@ import { deviceFingerprint } from '@custodian/wire';
 import { peerIdFromString } from '@libp2p/peer-id';
 import { p256 } from '@noble/curves/nist.js';
 import * as OTPAuth from 'otpauth';
+import { normaliseAllowedCidrs } from '../api/cidrs.js';
 import {
   CeremonyAbortedError,
   type CeremonyClient,
@@ -56,11 +57,26 @@ export interface UserView {
   created_at: string;
 }
 
+/** The user of a live admin session, with the session's id and step-up window end (null: none). */
+export type SessionUser = UserView & { session_id: string; step_up_until: Date | null };
+
 /** Settings of the admin service. */
 export interface AdminOptions {
   mode: 'development' | 'production';
-  /** Session lifetime (ms). Default 8 h. */
+  /** Session lifetime (ms), counted from login whatever the use. Default 8 h. */
   sessionTtlMs: number;
+  /**
+   * Idle timeout (ms): a session not used for longer is refused (401 `SESSION_REQUIRED`) and
+   * revoked. Use is recorded in `sessions.last_seen_at` at most once a minute, so the timeout is
+   * exact to a minute. Default 30 min.
+   */
+  sessionIdleMs: number;
+  /**
+   * How long (ms) a step-up (`POST /admin/v1/session/step-up`: the current TOTP code, or the
+   * password for a user without TOTP) keeps the session fresh for sensitive actions (factor
+   * changes, API keys, webhook changes, user creation, role and password changes). Default 5 min.
+   */
+  stepUpTtlMs: number;
   /** Login challenge (email code) lifetime (ms). Default 10 min. */
   challengeTtlMs: number;
   /** Wrong codes allowed per challenge. Default 5. */
@@ -93,6 +109,8 @@ export interface AdminOptions {
 
 export const DEFAULT_ADMIN_OPTIONS: Omit<AdminOptions, 'mode'> = {
   sessionTtlMs: 8 * 3600_000,
+  sessionIdleMs: 30 * 60_000,
+  stepUpTtlMs: 5 * 60_000,
   challengeTtlMs: 10 * 60_000,
   maxCodeAttempts: 5,
   minMobileSigners: 2,
@@ -371,7 +389,8 @@ export class AdminService {
 
   /**
    * Refuse while `email` (case-insensitive) has `accountLockout.maxFailures` failed logins
-   * (wrong password, or wrong second-factor code) in the window since its last successful login,
+   * (wrong password, or wrong second-factor code) or failed step-ups (wrong password or TOTP code
+   * on `session/step-up` or TOTP disable) in the window since its last successful login,
    * counted from the audit log — durable, and shared by every coordinator replica.
    * @throws ApiError RATE_LIMITED (429) with Retry-After: when the oldest counted failure leaves the window
    */
@@ -381,7 +400,7 @@ export class AdminService {
     const since = new Date(now.getTime() - windowMs);
     const rows = await q.query<{ at: Date }>(
       `SELECT at FROM audit_log
-       WHERE action IN ('login.failed', 'login.second_factor_failed') AND at > $2
+       WHERE action IN ('login.failed', 'login.second_factor_failed', 'session.step_up_failed') AND at > $2
          AND lower(details->>'email') = lower($1)
          AND at > COALESCE((SELECT max(at) FROM audit_log WHERE action = 'login.succeeded' AND at > $2
                               AND lower(details->>'email') = lower($1)), $2)
@@ -459,7 +478,8 @@ export class AdminService {
         const token = `css_${randomToken(32)}`;
         const expires = new Date(now.getTime() + this.opts.sessionTtlMs);
         await q.query(
-          'INSERT INTO sessions (session_id, user_id, token_hash, created_at, expires_at) VALUES ($1,$2,$3,$4,$5)',
+          `INSERT INTO sessions (session_id, user_id, token_hash, created_at, expires_at, last_seen_at)
+           VALUES ($1,$2,$3,$4,$5,$4)`,
           [randomUUID(), u.user_id, sha256Hex(token), now, expires],
         );
         await this.audit(q, u.user_id, 'login.succeeded', 'user', u.user_id, { method: c.method, email: u.email });
@@ -473,18 +493,145 @@ export class AdminService {
       });
   }
 
-  /** The user of a live session token, or null. */
-  async sessionUser(token: string): Promise<(UserView & { session_id: string }) | null> {
+  /**
+   * The user of a live session token, or null: unknown, revoked, past its absolute expiry
+   * (`sessionTtlMs`), idle for longer than `sessionIdleMs` (then revoked now, audited
+   * `session.idle_revoked`), or of a deleted or blocked user. Records the use in `last_seen_at`
+   * when the stored value is a minute old or more (one conditional UPDATE, shared by replicas).
+   * `step_up_until`: end of the session's step-up window, or null.
+   */
+  async sessionUser(token: string): Promise<SessionUser | null> {
+    const now = this.clock();
     const r = (
-      await this.db.query<UserRow & { session_id: string }>(
-        `SELECT u.*, s.session_id FROM sessions s JOIN users u USING (user_id)
+      await this.db.query<UserRow & { session_id: string; last_seen_at: Date; step_up_until: Date | null }>(
+        `SELECT u.*, s.session_id, s.last_seen_at, s.step_up_until FROM sessions s JOIN users u USING (user_id)
          WHERE s.token_hash = $1 AND s.revoked_at IS NULL AND s.expires_at > $2
            AND u.deleted_at IS NULL AND u.blocked_at IS NULL`,
-        [sha256Hex(token), this.clock()],
+        [sha256Hex(token), now],
       )
     )[0];
-    return r === undefined ? null : { ...userView(r), session_id: r.session_id };
+    if (r === undefined) return null;
+    const idleMs = now.getTime() - r.last_seen_at.getTime();
+    if (idleMs > this.opts.sessionIdleMs) {
+      await this.db.tx(async (q) => {
+        const done = await q.query(
+          'UPDATE sessions SET revoked_at = $2 WHERE session_id = $1 AND revoked_at IS NULL RETURNING session_id',
+          [r.session_id, now],
+        );
+        if (done.length === 1) {
+          await this.audit(q, r.user_id, 'session.idle_revoked', 'session', r.session_id, {
+            idle_seconds: Math.floor(idleMs / 1000),
+          });
+        }
+      });
+      return null;
+    }
+    if (idleMs >= 60_000) {
+      await this.db.query('UPDATE sessions SET last_seen_at = $2 WHERE session_id = $1 AND last_seen_at < $2', [
+        r.session_id,
+        now,
+      ]);
+    }
+    return { ...userView(r), session_id: r.session_id, step_up_until: r.step_up_until };
   }
+
+  /**
+   * Step-up re-authentication of a live session: the current TOTP code (`code`, consumed like a
+   * login code, RFC 6238 §5.2) when the user has TOTP enabled, else the account password. On
+   * success the session is step-up fresh until now + `stepUpTtlMs` (audited `session.step_up`);
+   * a wrong proof is audited `session.step_up_failed` and counts towards the account lockout.
+   * @returns the method used and the end of the window (ISO 8601)
+   * @throws ApiError VALIDATION_FAILED (422) naming `body.code` / `body.password` when the proof
+   *   does not fit the account; RATE_LIMITED (429, Retry-After) while the account is locked out;
+   *   INVALID_CREDENTIALS (401, wrong password) or INVALID_SECOND_FACTOR (401, wrong or replayed code)
+   */
+  async stepUp(
+    sessionId: string,
+    userId: string,
+    proof: { password?: string; code?: string },
+  ): Promise<{ method: 'password' | 'totp'; step_up_expires_at: string }> {
+    const u = await this.userById(this.db, userId);
+    const method = u.totp_secret !== null ? 'totp' : 'password';
+    if (method === 'totp' && proof.code === undefined) {
+      throw new ApiError('VALIDATION_FAILED', 'body.code: this account uses an authenticator; send its current code', [
+        { field: 'body.code', message: 'required: the current authenticator code (this account has TOTP)' },
+      ]);
+    }
+    if (method === 'password' && proof.password === undefined) {
+      throw new ApiError('VALIDATION_FAILED', 'body.password: this account has no authenticator; send the password', [
+        { field: 'body.password', message: 'required: the account password (this account has no TOTP)' },
+      ]);
+    }
+    await this.checkLockout(this.db, u.email);
+    const passwordOk = method === 'password' ? await verifyPassword(proof.password!, u.password_hash) : false;
+    const until = await this.db.tx(async (q) => {
+      const ok = method === 'totp' ? await this.consumeTotp(q, userId, u.totp_secret!, proof.code!) : passwordOk;
+      if (!ok) {
+        await this.audit(q, userId, 'session.step_up_failed', 'user', userId, { method, email: u.email });
+        return null;
+      }
+      const now = this.clock();
+      const end = new Date(now.getTime() + this.opts.stepUpTtlMs);
+      const r = await q.query(
+        'UPDATE sessions SET step_up_until = $2 WHERE session_id = $1 AND revoked_at IS NULL RETURNING session_id',
+        [sessionId, end],
+      );
+      if (r.length === 0) throw new ApiError('SESSION_REQUIRED', 'the session was revoked');
+      await this.audit(q, userId, 'session.step_up', 'user', userId, { method, session_id: sessionId });
+      return end;
+    });
+    // The failure is committed before the 401 is raised.
+    if (until === null) {
+      throw method === 'totp'
+        ? new ApiError('INVALID_SECOND_FACTOR', 'the authenticator code is wrong or was already used')
+        : new ApiError('INVALID_CREDENTIALS', 'the password is wrong');
+    }
+    return { method, step_up_expires_at: iso(until)! };
+  }
+
+  /**
+   * After a second-factor change has committed: tell the user by e-mail (never the secret). A mail
+   * failure does not undo the change; it is audited `user.notification_failed`.
+   */
+  private async notifyFactorChange(u: UserRow, what: 'set up' | 'replaced' | 'removed'): Promise<void> {
+    const text =
+      `The authenticator app (TOTP) of your Custodian account ${u.email} was ${what} at ${iso(this.clock())}.\n\n` +
+      'Your other sessions were signed out. If this was not you, contact your administrator at once: ' +
+      'someone may hold your password or a session.\n';
+    try {
+      await this.mailer.send({ to: u.email, subject: `Your Custodian authenticator was ${what}`, text });
+    } catch {
+      await this.audit(this.db, u.user_id, 'user.notification_failed', 'user', u.user_id, { kind: 'totp_changed' });
+    }
+  }
+
+  /** Revoke every live session of a user except `keep` (caller's transaction). */
+  private async revokeOtherSessions(q: Queryable, userId: string, keep: string): Promise<number> {
+    const r = await q.query(
+      `UPDATE sessions SET revoked_at = $3 WHERE user_id = $1 AND session_id <> $2 AND revoked_at IS NULL
+       RETURNING session_id`,
+      [userId, keep, this.clock()],
+    );
+    return r.length;
+  }
+
+  /**
+   * Audit a request refused because its API key's `allowed_cidrs` do not admit the client address
+   * (`api_key.address_refused`, details `{ address }`), at most once a minute per key and address
+   * so a flood of refused requests does not flood the log. Never throws.
+   */
+  async auditApiKeyAddressRefused(apiKeyId: string, address: string): Promise<void> {
+    const now = this.clock().getTime();
+    const k = `${apiKeyId} ${address}`;
+    if ((this.refusedAudited.get(k) ?? -Infinity) + 60_000 > now) return;
+    this.refusedAudited.set(k, now);
+    if (this.refusedAudited.size > 10_000) {
+      for (const [key, at] of this.refusedAudited) if (at + 60_000 <= now) this.refusedAudited.delete(key);
+    }
+    await this.audit(this.db, null, 'api_key.address_refused', 'api_key', apiKeyId, { address }).catch(() => {});
+  }
+
+  private readonly refusedAudited = new Map<string, number>();
 
   /** Revoke one session. */
   async logout(sessionId: string): Promise<void> {
@@ -554,11 +701,14 @@ export class AdminService {
 
   /**
    * Confirm TOTP enrollment with a current code; from then on login asks for TOTP. The code is
-   * consumed: it cannot also open a session (RFC 6238 §5.2).
+   * consumed: it cannot also open a session (RFC 6238 §5.2). A second-factor change: the user's
+   * sessions other than `sessionId` are revoked, it is audited (`user.totp_enabled`, or
+   * `user.totp_replaced` when it replaces an enabled secret) and mailed to the user. The route
+   * requires a fresh step-up.
    * @throws ApiError INVALID_SECOND_FACTOR wrong code; CONFLICT no enrollment started
    */
-  async totpConfirm(userId: string, code: string): Promise<UserView> {
-    return this.db.tx(async (q) => {
+  async totpConfirm(userId: string, code: string, sessionId: string): Promise<UserView> {
+    const { view, before } = await this.db.tx(async (q) => {
       const u = await this.userById(q, userId);
       if (u.totp_pending_secret === null) throw new ApiError('CONFLICT', 'start TOTP enrollment first');
       const step = this.totpStep(u.totp_pending_secret, code);
@@ -574,27 +724,47 @@ export class AdminService {
           )
         ).length === 1;
       if (!done) throw new ApiError('INVALID_SECOND_FACTOR', 'the authenticator code is wrong');
-      await this.audit(q, userId, 'user.totp_enabled', 'user', userId);
-      return userView({ ...u, totp_secret: u.totp_pending_secret, totp_pending_secret: null });
+      const revoked = await this.revokeOtherSessions(q, userId, sessionId);
+      const replaced = u.totp_secret !== null;
+      await this.audit(q, userId, replaced ? 'user.totp_replaced' : 'user.totp_enabled', 'user', userId, {
+        sessions_revoked: revoked,
+      });
+      return { view: userView({ ...u, totp_secret: u.totp_pending_secret, totp_pending_secret: null }), before: u };
     });
+    await this.notifyFactorChange(before, before.totp_secret !== null ? 'replaced' : 'set up');
+    return view;
   }
 
   /**
-   * Remove TOTP (login falls back to email codes). Requires a current TOTP code not used before.
-   * @throws ApiError INVALID_SECOND_FACTOR wrong or replayed code; CONFLICT TOTP not enabled
+   * Remove TOTP (login falls back to email codes). Requires a current TOTP code not used before —
+   * the current factor itself, so it is its own step-up: a wrong code is audited
+   * `session.step_up_failed` and counts towards the account lockout. The user's sessions other than
+   * `sessionId` are revoked; audited `user.totp_disabled` and mailed to the user.
+   * @throws ApiError INVALID_SECOND_FACTOR wrong or replayed code; CONFLICT TOTP not enabled;
+   *   RATE_LIMITED (429, Retry-After) while the account is locked out
    */
-  async totpDisable(userId: string, code: string): Promise<UserView> {
-    return this.db.tx(async (q) => {
+  async totpDisable(userId: string, code: string, sessionId: string): Promise<UserView> {
+    const first = await this.userById(this.db, userId);
+    if (first.totp_secret === null) throw new ApiError('CONFLICT', 'TOTP is not enabled');
+    await this.checkLockout(this.db, first.email);
+    const out = await this.db.tx(async (q) => {
       const u = await this.userById(q, userId);
       if (u.totp_secret === null) throw new ApiError('CONFLICT', 'TOTP is not enabled');
       // The code is consumed like a login code (a replayed one is refused), then the secret and its
       // last step go together.
-      if (!(await this.consumeTotp(q, userId, u.totp_secret, code)))
-        throw new ApiError('INVALID_SECOND_FACTOR', 'the authenticator code is wrong');
+      if (!(await this.consumeTotp(q, userId, u.totp_secret, code))) {
+        await this.audit(q, userId, 'session.step_up_failed', 'user', userId, { method: 'totp', email: u.email });
+        return null;
+      }
       await q.query('UPDATE users SET totp_secret = NULL, totp_last_step = NULL WHERE user_id = $1', [userId]);
-      await this.audit(q, userId, 'user.totp_disabled', 'user', userId);
-      return userView({ ...u, totp_secret: null });
+      const revoked = await this.revokeOtherSessions(q, userId, sessionId);
+      await this.audit(q, userId, 'user.totp_disabled', 'user', userId, { sessions_revoked: revoked });
+      return u;
     });
+    // The failure is committed before the 401 is raised.
+    if (out === null) throw new ApiError('INVALID_SECOND_FACTOR', 'the authenticator code is wrong');
+    await this.notifyFactorChange(out, 'removed');
+    return userView({ ...out, totp_secret: null });
   }
 
   // ---- users --------------------------------------------------------------------------------
@@ -739,7 +909,7 @@ export class AdminService {
     const params: unknown[] = [p.page_size, offset(p)];
     if (profileId !== undefined) params.push(profileId);
     const rows = await this.db.query<Record<string, unknown>>(
-      `SELECT api_key_id, profile_id, name, key_prefix, created_by, created_at, revoked_at, last_used_at
+      `SELECT api_key_id, profile_id, name, key_prefix, allowed_cidrs, created_by, created_at, revoked_at, last_used_at
        FROM api_keys ${where} ORDER BY created_at, api_key_id LIMIT $1 OFFSET $2`,
       params,
     );
@@ -759,12 +929,25 @@ export class AdminService {
     return { data, page: p.page, page_size: p.page_size, total };
   }
 
-  /** Create an API key; the secret is in the result only (shown once). */
-  async createApiKey(actor: string, profileId: string, name: string) {
+  /**
+   * Create an API key; the secret is in the result only (shown once). `allowedCidrs`: IPv4/IPv6
+   * ranges or addresses the key may be used from (validated and normalised by
+   * `normaliseAllowedCidrs`, e.g. `['10.0.0.0/8']`); omitted or null: any address.
+   * @throws ApiError RESOURCE_NOT_FOUND (profile); VALIDATION_FAILED naming `body.allowed_cidrs[i]`
+   */
+  async createApiKey(actor: string, profileId: string, name: string, allowedCidrs?: readonly string[] | null) {
+    const cidrs =
+      allowedCidrs === undefined || allowedCidrs === null
+        ? null
+        : normaliseAllowedCidrs(allowedCidrs, 'body.allowed_cidrs');
     return this.db.tx(async (q) => {
       await this.requireProfile(q, profileId);
-      const k = await this.store.createApiKey(profileId, name, actor, q);
-      await this.audit(q, actor, 'api_key.created', 'api_key', k.api_key_id, { profile_id: profileId, name });
+      const k = await this.store.createApiKey(profileId, name, actor, q, cidrs);
+      await this.audit(q, actor, 'api_key.created', 'api_key', k.api_key_id, {
+        profile_id: profileId,
+        name,
+        allowed_cidrs: cidrs,
+      });
       return k;
     });
   }

@@ -56,21 +56,31 @@ function errors(...extra: ErrorCode[]) {
  * The API-key authentication hook (preParsing: after the per-key rate limit, before body parsing
  * and validation, so an unauthenticated
  * caller learns nothing): 401 API_KEY_MISSING / API_KEY_INVALID (unknown or revoked — not
- * distinguished), 403 PROFILE_FORBIDDEN when the path's profile is not the key's (whether or not
- * that profile exists).
+ * distinguished), 403 API_KEY_ADDRESS_NOT_ALLOWED when the key has `allowed_cidrs` and the client
+ * address (`req.ip`: the socket peer, or the forwarded client behind a trusted proxy) is in none of
+ * them — `onAddressRefused` is told (key id, address) before the refusal, for the audit log —
+ * then 403 PROFILE_FORBIDDEN when the path's profile is not the key's (whether or not that profile
+ * exists).
  */
-export function apiKeyHook(store: Store) {
+export function apiKeyHook(store: Store, onAddressRefused?: (apiKeyId: string, ip: string) => Promise<void>) {
   return async <P>(req: FastifyRequest, _reply: unknown, payload: P): Promise<P> => {
     const raw = req.headers['x-api-key'];
     const secret = Array.isArray(raw) ? raw[0] : raw;
     if (secret === undefined || secret === '') throw new ApiError('API_KEY_MISSING', 'send your API key in X-API-Key');
-    const key = secret.length <= 256 ? await store.authenticateApiKey(secret) : null;
+    const key = secret.length <= 256 ? await store.authenticateApiKey(secret, req.ip) : null;
     if (key === null) throw new ApiError('API_KEY_INVALID', 'the X-API-Key is not valid');
+    if (!key.address_allowed) {
+      await onAddressRefused?.(key.api_key_id, req.ip);
+      throw new ApiError(
+        'API_KEY_ADDRESS_NOT_ALLOWED',
+        `this API key may not be used from ${req.ip}; its allowed address ranges are set when it is created`,
+      );
+    }
     const profileId = (req.params as { profile_id?: string }).profile_id;
     if (profileId === undefined || profileId.toLowerCase() !== key.profile_id) {
       throw new ApiError('PROFILE_FORBIDDEN', 'this API key is not authorised for the profile in the path');
     }
-    req.apiKey = key;
+    req.apiKey = { api_key_id: key.api_key_id, profile_id: key.profile_id };
     return payload;
   };
 }

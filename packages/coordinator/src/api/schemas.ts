@@ -226,6 +226,7 @@ export function errorResponses(codes: readonly ErrorCode[]): Record<string, unkn
 export const API_COMMON_ERRORS: readonly ErrorCode[] = [
   'API_KEY_MISSING',
   'API_KEY_INVALID',
+  'API_KEY_ADDRESS_NOT_ALLOWED',
   'PROFILE_FORBIDDEN',
   'VALIDATION_FAILED',
   'RATE_LIMITED',

@@ -273,6 +273,19 @@ CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON audit_log
     // of this step or an earlier one is refused. NULL: no code accepted yet for the current secret.
     sql: 'ALTER TABLE users ADD COLUMN totp_last_step bigint',
   },
+  {
+    version: 7,
+    name: 'session_step_up_idle_api_key_cidrs',
+    // #26 items 5 and 12. sessions.last_seen_at: the idle timeout counts from it (written at most
+    // once a minute); existing sessions count as last seen at their creation. sessions.step_up_until:
+    // end of the session's step-up window (NULL: never stepped up). api_keys.allowed_cidrs: JSON array
+    // of normalised CIDR strings the key may be used from; NULL: any address.
+    sql: `ALTER TABLE sessions ADD COLUMN last_seen_at timestamptz;
+UPDATE sessions SET last_seen_at = created_at;
+ALTER TABLE sessions ALTER COLUMN last_seen_at SET NOT NULL;
+ALTER TABLE sessions ADD COLUMN step_up_until timestamptz;
+ALTER TABLE api_keys ADD COLUMN allowed_cidrs jsonb;`,
+  },
 ];
 
 /**
