@@ -153,8 +153,9 @@ export function registerAdminCommands(program: Command, io: CliIo = defaultIo): 
         | { code?: string; detail?: string; title?: string; errors?: { field: string; message: string }[] }
         | undefined;
       const fields = p?.errors?.map((e) => `${e.field}: ${e.message}`).join('; ');
+      const hint = p?.code === 'STEP_UP_REQUIRED' ? ' — run `custodian admin step-up`, then retry' : '';
       throw new AdminCliError(
-        `${res.status} ${p?.code ?? ''}: ${p?.detail ?? p?.title ?? text}${fields ? ` (${fields})` : ''}`,
+        `${res.status} ${p?.code ?? ''}: ${p?.detail ?? p?.title ?? text}${fields ? ` (${fields})` : ''}${hint}`,
         data,
       );
     }
@@ -277,6 +278,26 @@ export function registerAdminCommands(program: Command, io: CliIo = defaultIo): 
         );
         if (g().json) return print({ user: v.user, expires_at: v.expires_at, session_file: file });
         io.out(`logged in as ${v.user.email} (${v.user.role}) until ${v.expires_at}`);
+      }),
+    );
+
+  admin
+    .command('step-up')
+    .description(
+      're-authenticate the saved session for sensitive actions (API keys, webhooks, users, TOTP) for a few minutes: ' +
+        'the current authenticator code if TOTP is enabled, else the password',
+    )
+    .option('--password <password>', 'without TOTP: the password (or CUSTODIAN_ADMIN_PASSWORD, or prompt)')
+    .option('--code <code>', 'with TOTP: the current authenticator code (or CUSTODIAN_ADMIN_CODE, or prompt)')
+    .action(
+      run(async (o: { password?: string; code?: string }) => {
+        const me = await call('GET', '/admin/v1/me');
+        const body = me.totp_enabled
+          ? { code: await ask(o.code, 'CUSTODIAN_ADMIN_CODE', 'Authenticator code: ', false) }
+          : { password: await ask(o.password, 'CUSTODIAN_ADMIN_PASSWORD', 'Password: ', true) };
+        const r = await call('POST', '/admin/v1/session/step-up', body);
+        if (g().json) return print(r);
+        io.out(`stepped up (${r.method}) until ${r.step_up_expires_at}`);
       }),
     );
 
@@ -467,7 +488,7 @@ export function registerAdminCommands(program: Command, io: CliIo = defaultIo): 
     run(async (o: { profile?: string; page: string; pageSize: string }) =>
       print(
         await call('GET', `/admin/v1/api-keys${q({ profile_id: o.profile, page: o.page, page_size: o.pageSize })}`),
-        ['api_key_id', 'profile_id', 'name', 'key_prefix', 'created_at', 'revoked_at'],
+        ['api_key_id', 'profile_id', 'name', 'key_prefix', 'allowed_cidrs', 'created_at', 'revoked_at'],
       ),
     ),
   );
@@ -476,11 +497,22 @@ export function registerAdminCommands(program: Command, io: CliIo = defaultIo): 
     .description('create an API key; the key is printed once')
     .requiredOption('--profile <profile_id>')
     .requiredOption('--name <name>')
+    .option(
+      '--allowed-cidr <range...>',
+      'only from these IPv4/IPv6 ranges or addresses, e.g. 10.0.0.0/8 2001:db8::/32 (default: any address)',
+    )
     .action(
-      run(async (o: { profile: string; name: string }) => {
-        const k = await call('POST', '/admin/v1/api-keys', { profile_id: o.profile, name: o.name });
+      run(async (o: { profile: string; name: string; allowedCidr?: string[] }) => {
+        const k = await call('POST', '/admin/v1/api-keys', {
+          profile_id: o.profile,
+          name: o.name,
+          ...(o.allowedCidr === undefined ? {} : { allowed_cidrs: o.allowedCidr }),
+        });
         if (g().json) return print(k);
-        io.out(`API key ${k.api_key_id} (${k.name}) for profile ${k.profile_id}:`);
+        io.out(
+          `API key ${k.api_key_id} (${k.name}) for profile ${k.profile_id}` +
+            `${k.allowed_cidrs ? `, usable only from ${k.allowed_cidrs.join(', ')}` : ''}:`,
+        );
         io.out(k.api_key);
         io.out('Store it now: it is not shown again.');
       }),

@@ -17,6 +17,14 @@ export const API_DECISIONS = `Custody REST API of a Custodian instance (client i
 - **Authentication.** \`X-API-Key\` on every \`/api/v1\` route. Missing → 401 \`API_KEY_MISSING\`; unknown or revoked → 401
   \`API_KEY_INVALID\` (not distinguished); a key for another profile → 403 \`PROFILE_FORBIDDEN\`, decided before any
   validation or lookup, so it reveals nothing about the other profile. Keys are 256-bit random tokens (\`cst_…\`) stored as SHA-256.
+  A key may carry \`allowed_cidrs\` (IPv4/IPv6 ranges, set at creation): from a client address outside them (the socket
+  peer, or the forwarded client behind a trusted proxy) → 403 \`API_KEY_ADDRESS_NOT_ALLOWED\`, checked before the profile.
+- **Admin sessions.** Bearer tokens from login (password + second factor), valid 8 hours and ended after 30 minutes
+  unused (both configurable) → 401 \`SESSION_REQUIRED\`. Sensitive admin actions (TOTP enrollment, API key create and
+  revoke, webhook create/update/delete, user create, role or password change) need a fresh step-up of the session —
+  \`POST /admin/v1/session/step-up\` with the current TOTP code, or the password when the user has no TOTP; fresh for
+  5 minutes by default — else 403 \`STEP_UP_REQUIRED\` (a dashboard prompts and retries). Wrong step-up proofs count
+  towards the per-account lockout. A second-factor change signs the user's other sessions out.
 - **Errors.** Every error is \`application/problem+json\` (RFC 9457) with a stable \`code\` from the catalogue below;
   validation errors (422) carry \`errors: [{field, message}]\` naming the field (\`body.blockchain_ids[0]\`, \`query.page\`).
   Malformed JSON → 400 \`MALFORMED_JSON\`. Unknown JSON fields and unknown query parameters are rejected (422).

@@ -34,7 +34,8 @@ async function makeUser(role: string) {
     body: { email, name: role, role, password: PW },
   });
   expect(r.status).toBe(201);
-  return { ...r.body, email, token: await h.login(email, PW) };
+  // stepped up (password), so the user's own sensitive actions (TOTP enrollment) are allowed
+  return { ...r.body, email, token: await h.stepUp(await h.login(email, PW), PW) };
 }
 
 function expectProblem(r: { status: number; body: Json }, status: number, code: string) {

@@ -66,7 +66,7 @@ async function totpUserWithSession(h: Harness, confirmStep: number, loginStep: n
   const { secret } = await svc.totpEnroll(u.user_id);
   const totp = totpOf(secret);
   const codeAt = (step: number) => totp.generate({ timestamp: step * PERIOD_MS });
-  await svc.totpConfirm(u.user_id, codeAt(confirmStep));
+  await svc.totpConfirm(u.user_id, codeAt(confirmStep), randomUUID()); // no session of the user yet
   const l = await h.req('POST', '/admin/v1/login', { body: { email, password: PW } });
   expect(l.body.method).toBe('totp');
   const v = await h.req('POST', '/admin/v1/login/verify', {
@@ -259,13 +259,14 @@ describe('attack: a session alone performs sensitive admin actions', () => {
         event_types: ['WALLET_CREATED'],
       });
       const keyId = (await h.c.store.createApiKey(h.profileId, 'existing', null)).api_key_id;
+      const hookId = String(hook.webhook_id);
       const hooks = `/admin/v1/profiles/${h.profileId}/webhooks`;
       const attempts: [string, string, unknown?][] = [
         ['POST', '/admin/v1/api-keys', { profile_id: h.profileId, name: 'exfil' }],
         ['DELETE', `/admin/v1/api-keys/${keyId}`],
         ['POST', hooks, { url: 'http://127.0.0.1:9/exfil', event_types: ['TRANSFER_CREATED'] }],
-        ['PATCH', `${hooks}/${hook.webhook_id}`, { url: 'http://127.0.0.1:9/exfil' }],
-        ['DELETE', `${hooks}/${hook.webhook_id}`],
+        ['PATCH', `${hooks}/${hookId}`, { url: 'http://127.0.0.1:9/exfil' }],
+        ['DELETE', `${hooks}/${hookId}`],
         ['PATCH', `/admin/v1/users/${target.user_id}`, { role: 'ADMIN' }],
         ['PATCH', `/admin/v1/users/${target.user_id}`, { password: 'attacker chosen password' }],
         [
@@ -283,7 +284,7 @@ describe('attack: a session alone performs sensitive admin actions', () => {
       for (const [i, r] of (await run()).entries()) expectStepUpRequired(r, `${attempts[i]![0]} ${attempts[i]![1]}`);
       // nothing changed
       expect((await h.c.admin.getUser(target.user_id)).role).toBe('VIEWER');
-      expect((await h.c.admin.getWebhook(h.profileId, hook.webhook_id)).url).toBe('http://127.0.0.1:9/hook');
+      expect((await h.c.admin.getWebhook(h.profileId, hookId)).url).toBe('http://127.0.0.1:9/hook');
       const keys = await h.c.db.query<{ name: string; revoked_at: Date | null }>(
         'SELECT name, revoked_at FROM api_keys ORDER BY created_at',
       );

@@ -37,7 +37,7 @@ async function totpUser(h: Harness, confirmStep: number) {
     body: { email, name: 'totp user', role: 'VIEWER', password: PW },
   });
   expect(r.status).toBe(201);
-  const token = await h.login(email, PW);
+  const token = await h.stepUp(await h.login(email, PW), PW); // enrollment needs a step-up (#26 item 5)
   const e = await h.req('POST', '/admin/v1/me/totp', { token });
   expect(e.status).toBe(200);
   const totp = new OTPAuth.TOTP({

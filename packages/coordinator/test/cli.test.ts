@@ -55,6 +55,11 @@ describe('custodian admin CLI', () => {
   });
 
   it('covers users, profiles, API keys, signers, devices, wallets, webhooks, master keys and audit', async () => {
+    // sensitive commands need a step-up of the saved session first (#26 item 5)
+    const early = await cli('api-keys', 'create', '--profile', h.profileId, '--name', 'early');
+    expect(early.code).not.toBe(0);
+    expect(early.err).toMatch(/403 STEP_UP_REQUIRED.*custodian admin step-up/);
+    expect((await cli('step-up', '--password', ADMIN_PASSWORD)).out).toMatch(/^stepped up \(password\) until /);
     const u = await cli(
       '--json',
       'users',
@@ -76,6 +81,19 @@ describe('custodian admin CLI', () => {
     const key = await cli('api-keys', 'create', '--profile', h.profileId, '--name', 'cli');
     expect(key.out).toMatch(/cst_[A-Za-z0-9_-]{43}/);
     expect((await cli('api-keys', 'list')).out).not.toMatch(/cst_[A-Za-z0-9_-]{43}/);
+    const pinned = await cli(
+      '--json',
+      'api-keys',
+      'create',
+      '--profile',
+      h.profileId,
+      '--name',
+      'pinned',
+      '--allowed-cidr',
+      '10.0.0.0/8',
+      '2001:DB8::/32',
+    );
+    expect(JSON.parse(pinned.out).allowed_cidrs).toEqual(['10.0.0.0/8', '2001:db8::/32']);
 
     const signerPeer = '12D3KooWDpJ7As7BWAwRMfu1VU2WCqNjvq387JEYKDBj4kx6nXTN';
     const addSigner = (fp: string) =>

@@ -92,7 +92,7 @@ export class CoordinatorApi {
 
   /**
    * Initialise the first Admin and the `main` profile, log in with the code mailed to
-   * `mailboxDir`, and create an API key named `apiKeyName`.
+   * `mailboxDir`, step the session up (password), and create an API key named `apiKeyName`.
    */
   readonly signIn = async (mailboxDir: string, apiKeyName: string): Promise<void> => {
     const { req } = this;
@@ -107,6 +107,11 @@ export class CoordinatorApi {
     this.token = (
       await req('POST', '/admin/v1/login/verify', { body: { challenge_id: l.body.challenge_id, code } })
     ).body.token;
+    // API key creation needs a step-up of the session (#26 item 5)
+    await req('POST', '/admin/v1/session/step-up', {
+      token: this.token,
+      body: { password: 'correct horse battery staple' },
+    });
     this.apiKey = (
       await req('POST', '/admin/v1/api-keys', {
         token: this.token,

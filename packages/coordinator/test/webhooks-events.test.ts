@@ -198,6 +198,8 @@ describe('custodian admin CLI: webhooks and groups', () => {
     expect(
       (await cli('login', '--email', ADMIN_EMAIL, '--password', ADMIN_PASSWORD, '--mailbox', h.c.mailboxDir!)).code,
     ).toBe(0);
+    // webhook changes need a step-up (#26 item 5)
+    expect((await cli('step-up', '--password', ADMIN_PASSWORD)).code).toBe(0);
     const rot = await cli('--json', 'webhooks', 'rotate-key', '--lead-seconds', '60');
     expect(rot.code).toBe(0);
     const kid = JSON.parse(rot.out).kid;

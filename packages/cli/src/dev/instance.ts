@@ -267,15 +267,29 @@ export async function startInstance(opts: InstanceOptions): Promise<Instance> {
       token = v.body.token;
       return token;
     };
+    // Sensitive admin actions (API keys, webhooks, users) need a fresh step-up of the session: the
+    // development Admin has no TOTP, so the password. Renewed before every change once 4 minutes old
+    // (the coordinator's window is 5 minutes by default).
+    let steppedUpAt = 0;
+    const stepUp = async (): Promise<void> => {
+      if (Date.now() - steppedUpAt < 4 * 60_000) return;
+      await call('POST', `${baseUrl}/admin/v1/session/step-up`, {
+        headers: { authorization: `Bearer ${await adminToken()}` },
+        body: { password: adminPassword },
+      });
+      steppedUpAt = Date.now();
+    };
     const list = <T>(v: unknown): T[] => (Array.isArray(v) ? (v as T[]) : ((v as { data?: T[] })?.data ?? []));
-    const admin = async <T = Record<string, unknown>>(method: string, path: string, body?: unknown, ok?: number[]) =>
-      (
+    const admin = async <T = Record<string, unknown>>(method: string, path: string, body?: unknown, ok?: number[]) => {
+      if (method !== 'GET') await stepUp();
+      return (
         await call<T>(method, `${baseUrl}${path}`, {
           headers: { authorization: `Bearer ${await adminToken()}` },
           ...(body !== undefined ? { body } : {}),
           ...(ok ? { ok } : {}),
         })
       ).body;
+    };
     await timed('Admin login (password + email code from the development mailbox)', adminToken);
     if (!state.profile_id) {
       const profiles = list<{ profile_id: string }>(await admin('GET', '/admin/v1/profiles'));
