@@ -253,11 +253,11 @@ describe('a signer refuses policy versions older than the newest it learned, and
     // the looser version 1 is in force: the signer lets it through
     expect(await sign(v1)).toBe('NOT_REFUSED');
     // version 2 is activated: the coordinator pushes it, but never uses it to sign
-    await push(v2);
+    expect(await push(v2)).toMatchObject([{ policyId: id, version: 2, outcome: 'STORED', heldVersion: 2 }]);
     // a compromised coordinator replays version 1
     expect(await sign(v1)).toBe('POLICY_VERSION_SUPERSEDED');
     // pushing version 1 again does not lower what the signer holds
-    await push(v1);
+    expect(await push(v1)).toMatchObject([{ version: 1, outcome: 'KNOWN', heldVersion: 2 }]);
     expect(await sign(v1)).toBe('POLICY_VERSION_SUPERSEDED');
     // the signer's store keeps it across a restart
     await daemon?.stop();
@@ -272,12 +272,15 @@ describe('a signer refuses policy versions older than the newest it learned, and
     const v2 = version(id, 2);
     const tombstone = version(id, 3, { deleted: true } as Partial<PolicyDocument>);
     expect(await sign(v2)).toBe('NOT_REFUSED');
-    await push(tombstone);
+    expect(await push(tombstone)).toMatchObject([{ version: 3, outcome: 'STORED', heldDeleted: true }]);
     expect(await sign(v2)).toBe('POLICY_DELETED');
     expect(await sign(v1)).toBe('POLICY_DELETED');
     expect(await sign(tombstone)).toBe('POLICY_DELETED');
-    // an older version pushed afterwards revives nothing
-    await push(v2);
+    // a version pushed afterwards (older, or even newer) revives nothing: the tombstone is final
+    expect(await push(v2, version(id, 4))).toMatchObject([
+      { version: 2, outcome: 'KNOWN', heldVersion: 3, heldDeleted: true },
+      { version: 4, outcome: 'KNOWN', heldVersion: 3, heldDeleted: true },
+    ]);
     expect(await sign(v2)).toBe('POLICY_DELETED');
   }, 60_000);
 
