@@ -269,7 +269,11 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
     const hub = signing.hub;
     // every signed version and tombstone reaches the server signers as it takes effect (issue #26 item 3)
     const sync = signing.policySync;
-    policies.onActivated = (signed) => sync.activated(signed);
+    hub.policySource = () => policies.signedVersions();
+    policies.onActivated = async (signed) => {
+      hub.pushPolicies([signed]);
+      await sync.activated(signed);
+    };
     policies.onActivatedError = (err, signed) =>
       app.log.warn({ err, policy_id: signed.document.policy_id }, 'policy version not pushed to the signers');
     admin.onDeviceRevoked = (deviceId, status) => hub.revokeDevice(deviceId, status);

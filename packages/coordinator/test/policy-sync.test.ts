@@ -21,7 +21,17 @@ import {
   type SignerDaemon,
   startSigner,
 } from '@custodian/signer';
-import { signPolicy } from '@custodian/wire';
+import {
+  type DeviceFrame,
+  decodeDeviceFrame,
+  deviceHelloDigest,
+  encodeDeviceFrame,
+} from '@custodian/signer';
+import { DEFAULT_LIMITS, deviceSign, openControlRequest, type SignedPolicy, signPolicy } from '@custodian/wire';
+import { generateKeyPair } from '@libp2p/crypto/keys';
+import { peerIdFromPrivateKey, peerIdFromString } from '@libp2p/peer-id';
+import { WebSocket } from 'ws';
+import { DEVICE_MAX_FRAME_BYTES, DEVICE_WS_PATH } from '../src/devices/hub.js';
 import { p256 } from '@noble/curves/nist.js';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -169,4 +179,51 @@ describe('the coordinator pushes every signed policy version and tombstone to th
     }
     await startDaemon();
   }, 60_000);
+
+  it('connected phones get every signed version at connection and each new one as it takes effect', async () => {
+    const c = await h.req('POST', `${P()}/policies`, {
+      token: h.adminToken,
+      body: { name: 'phones', scope: { blockchain: 'ethereum-local' }, whitelist: [DEST] },
+    });
+    expect(c.status).toBe(201);
+    const id = c.body.policy_id as string;
+    await sign(c.body, 1);
+    // a phone (the Admin's device, an APPROVED device) over a real WebSocket
+    const mpcPeerId = peerIdFromPrivateKey(await generateKeyPair('Ed25519')).toString();
+    const ws = new WebSocket(`${h.url.replace(/^http/, 'ws')}${DEVICE_WS_PATH}`, { maxPayload: DEVICE_MAX_FRAME_BYTES });
+    const frames: DeviceFrame[] = [];
+    ws.on('error', () => undefined);
+    ws.on('message', (data: Buffer) => {
+      const f = decodeDeviceFrame(new Uint8Array(data), { ...DEFAULT_LIMITS, maxMessageBytes: DEVICE_MAX_FRAME_BYTES });
+      if (!f.ok) throw new Error(`undecodable frame from the hub: ${f.reason}`);
+      frames.push(f.frame);
+      const ch = f.frame.challenge;
+      if (ch) {
+        const digest = deviceHelloDigest(ch.nonce, ch.coordinatorPeerId, adminDeviceId, mpcPeerId);
+        ws.send(encodeDeviceFrame({ hello: { deviceId: adminDeviceId, mpcPeerId, signature: deviceSign(digest, adminDevice) } }));
+      }
+    });
+    const coordinatorKey = peerIdFromString(h.c.signing?.peerId as string).publicKey?.raw as Uint8Array;
+    /** Signed versions pushed to the phone so far (each invitation verified as the phone does). */
+    const pushed = (): SignedPolicy[] =>
+      frames.flatMap((f) => {
+        if (!f.invitation) return [];
+        const o = openControlRequest(f.invitation.signedControl, coordinatorKey);
+        if (!o.ok) throw new Error(`invitation not signed by the coordinator: ${o.rejection.reason}`);
+        return (o.value.policySync?.signedPoliciesJson ?? []).map((j) => JSON.parse(j) as SignedPolicy);
+      });
+    const has = (v: number, deleted = false) =>
+      pushed().some((s) => s.document.policy_id === id && s.document.version === v && (s.document.deleted === true) === deleted);
+    try {
+      await until(() => has(1));
+      const d = await h.req('DELETE', `${P()}/policies/${id}`, { token: h.adminToken });
+      expect(d.status).toBe(202);
+      await new Promise((r) => setTimeout(r, 200));
+      expect(has(2, true)).toBe(false); // pending: nothing to learn yet
+      await sign(d.body, 2);
+      await until(() => has(2, true));
+    } finally {
+      ws.terminate();
+    }
+  }, 30_000);
 });
