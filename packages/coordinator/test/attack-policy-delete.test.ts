@@ -72,10 +72,9 @@ describe('a Finance Manager cannot delete a signed policy on their own', () => {
   }
 
   async function audit(targetId: string): Promise<{ action: string; actor_user_id: string | null; details: Json }[]> {
-    return h.c.db.query(
-      'SELECT action, actor_user_id, details FROM audit_log WHERE target_id = $1 ORDER BY seq',
-      [targetId],
-    );
+    return h.c.db.query('SELECT action, actor_user_id, details FROM audit_log WHERE target_id = $1 ORDER BY seq', [
+      targetId,
+    ]);
   }
 
   beforeAll(async () => {
@@ -84,7 +83,13 @@ describe('a Finance Manager cannot delete a signed policy on their own', () => {
     });
     const pub = Buffer.from(p256.getPublicKey(adminDevice, true)).toString('hex');
     const e = await h.req('POST', '/devices/v1/enrollments', {
-      body: { name: 'admin phone', platform: 'android', os_version: '14', hardware_backed_keystore: true, public_key: pub },
+      body: {
+        name: 'admin phone',
+        platform: 'android',
+        os_version: '14',
+        hardware_backed_keystore: true,
+        public_key: pub,
+      },
     });
     expect(e.status).toBe(201);
     adminDeviceId = e.body.device_id;

@@ -15,27 +15,25 @@ import { Writable } from 'node:stream';
 import { bytesToHex } from '@custodian/crypto';
 import {
   createIdentity,
+  type DeviceFrame,
+  decodeDeviceFrame,
+  deviceHelloDigest,
+  encodeDeviceFrame,
   learnedPolicy,
   SecureStore,
   type SignerConfig,
   type SignerDaemon,
   startSigner,
 } from '@custodian/signer';
-import {
-  type DeviceFrame,
-  decodeDeviceFrame,
-  deviceHelloDigest,
-  encodeDeviceFrame,
-} from '@custodian/signer';
 import { DEFAULT_LIMITS, deviceSign, openControlRequest, type SignedPolicy, signPolicy } from '@custodian/wire';
 import { generateKeyPair } from '@libp2p/crypto/keys';
 import { peerIdFromPrivateKey, peerIdFromString } from '@libp2p/peer-id';
-import { WebSocket } from 'ws';
-import { DEVICE_MAX_FRAME_BYTES, DEVICE_WS_PATH } from '../src/devices/hub.js';
 import { p256 } from '@noble/curves/nist.js';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
 import { freePort } from '../../signer/test/cluster.js';
+import { DEVICE_MAX_FRAME_BYTES, DEVICE_WS_PATH } from '../src/devices/hub.js';
 import { type Harness, type Json, startHarness } from './helpers.js';
 
 const PASS_ENV = 'CUSTODIAN_POLICY_SYNC_TEST_PASS';
@@ -63,6 +61,12 @@ describe('the coordinator pushes every signed policy version and tombstone to th
       },
     });
     daemon = await startSigner(config, pino({ level: 'info' }, sink));
+  }
+
+  async function stopDaemon(): Promise<void> {
+    const d = daemon;
+    daemon = undefined;
+    await d?.stop();
   }
 
   /** The signer logged that it learned `version` of `policyId`. */
@@ -97,7 +101,13 @@ describe('the coordinator pushes every signed policy version and tombstone to th
     });
     const pub = bytesToHex(p256.getPublicKey(adminDevice, true));
     const e = await h.req('POST', '/devices/v1/enrollments', {
-      body: { name: 'admin phone', platform: 'android', os_version: '14', hardware_backed_keystore: true, public_key: pub },
+      body: {
+        name: 'admin phone',
+        platform: 'android',
+        os_version: '14',
+        hardware_backed_keystore: true,
+        public_key: pub,
+      },
     });
     expect(e.status).toBe(201);
     adminDeviceId = e.body.device_id;
@@ -130,7 +140,7 @@ describe('the coordinator pushes every signed policy version and tombstone to th
   }, 60_000);
 
   afterAll(async () => {
-    await daemon?.stop();
+    await stopDaemon();
     await h?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
@@ -156,8 +166,7 @@ describe('the coordinator pushes every signed policy version and tombstone to th
     await until(() => learned(id, 2));
 
     // the signer is offline when the deletion takes effect
-    await daemon?.stop();
-    daemon = undefined;
+    await stopDaemon();
     const d = await h.req('DELETE', `${P()}/policies/${id}`, { token: h.adminToken });
     expect(d.status).toBe(202);
     await sign(d.body, 3);
@@ -169,8 +178,7 @@ describe('the coordinator pushes every signed policy version and tombstone to th
     expect(logs.some((l) => l.includes('policy tombstone learned'))).toBe(true);
 
     // what the signer's own store holds
-    await daemon?.stop();
-    daemon = undefined;
+    await stopDaemon();
     const store = await SecureStore.open(join(config.dataDir, 'db'), PASS, SCRYPT);
     try {
       expect(await learnedPolicy(store, id)).toMatchObject({ version: 3, deleted: true });
@@ -190,7 +198,9 @@ describe('the coordinator pushes every signed policy version and tombstone to th
     await sign(c.body, 1);
     // a phone (the Admin's device, an APPROVED device) over a real WebSocket
     const mpcPeerId = peerIdFromPrivateKey(await generateKeyPair('Ed25519')).toString();
-    const ws = new WebSocket(`${h.url.replace(/^http/, 'ws')}${DEVICE_WS_PATH}`, { maxPayload: DEVICE_MAX_FRAME_BYTES });
+    const ws = new WebSocket(`${h.url.replace(/^http/, 'ws')}${DEVICE_WS_PATH}`, {
+      maxPayload: DEVICE_MAX_FRAME_BYTES,
+    });
     const frames: DeviceFrame[] = [];
     ws.on('error', () => undefined);
     ws.on('message', (data: Buffer) => {
@@ -200,7 +210,11 @@ describe('the coordinator pushes every signed policy version and tombstone to th
       const ch = f.frame.challenge;
       if (ch) {
         const digest = deviceHelloDigest(ch.nonce, ch.coordinatorPeerId, adminDeviceId, mpcPeerId);
-        ws.send(encodeDeviceFrame({ hello: { deviceId: adminDeviceId, mpcPeerId, signature: deviceSign(digest, adminDevice) } }));
+        ws.send(
+          encodeDeviceFrame({
+            hello: { deviceId: adminDeviceId, mpcPeerId, signature: deviceSign(digest, adminDevice) },
+          }),
+        );
       }
     });
     const coordinatorKey = peerIdFromString(h.c.signing?.peerId as string).publicKey?.raw as Uint8Array;
@@ -213,7 +227,9 @@ describe('the coordinator pushes every signed policy version and tombstone to th
         return (o.value.policySync?.signedPoliciesJson ?? []).map((j) => JSON.parse(j) as SignedPolicy);
       });
     const has = (v: number, deleted = false) =>
-      pushed().some((s) => s.document.policy_id === id && s.document.version === v && (s.document.deleted === true) === deleted);
+      pushed().some(
+        (s) => s.document.policy_id === id && s.document.version === v && (s.document.deleted === true) === deleted,
+      );
     try {
       await until(() => has(1));
       const d = await h.req('DELETE', `${P()}/policies/${id}`, { token: h.adminToken });

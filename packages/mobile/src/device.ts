@@ -329,7 +329,10 @@ export class MobileSigner {
       );
       for (const it of items) {
         if (it.outcome === 'STORED')
-          this.log.info({ policy: it.policyId, version: it.version, deleted: it.heldDeleted }, 'policy version learned');
+          this.log.info(
+            { policy: it.policyId, version: it.version, deleted: it.heldDeleted },
+            'policy version learned',
+          );
         else if (it.outcome !== 'KNOWN')
           this.log.warn({ policy: it.policyId, version: it.version, code: it.outcome }, 'policy version refused');
       }

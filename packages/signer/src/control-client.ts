@@ -129,8 +129,13 @@ export class ControlClient {
     signed: readonly SignedPolicy[],
     timeoutMs = 10_000,
   ): Promise<PolicySyncItemWire[]> {
-    const res = await this.send(peerId, { policySync: { signedPoliciesJson: signed.map((s) => JSON.stringify(s)) } }, timeoutMs);
-    if (!res.policySync) throw new Error(`control response from ${peerId}: ${res.result?.error || 'no policy sync result'}`);
+    const res = await this.send(
+      peerId,
+      { policySync: { signedPoliciesJson: signed.map((s) => JSON.stringify(s)) } },
+      timeoutMs,
+    );
+    if (!res.policySync)
+      throw new Error(`control response from ${peerId}: ${res.result?.error || 'no policy sync result'}`);
     return res.policySync.items ?? [];
   }
 

@@ -238,10 +238,15 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
         if (it.outcome === 'STORED') {
           log.info(
             { policy: it.policyId, version: it.version, deleted: it.heldDeleted },
-            it.heldDeleted ? 'policy tombstone learned: every version of the policy is refused' : 'policy version learned',
+            it.heldDeleted
+              ? 'policy tombstone learned: every version of the policy is refused'
+              : 'policy version learned',
           );
         } else if (it.outcome !== 'KNOWN') {
-          log.warn({ peer: from, policy: it.policyId, version: it.version, code: it.outcome }, 'policy version refused');
+          log.warn(
+            { peer: from, policy: it.policyId, version: it.version, code: it.outcome },
+            'policy version refused',
+          );
         }
       }
       return encodeControlResponse({ version: CONTROL_VERSION, policySync: { items } });

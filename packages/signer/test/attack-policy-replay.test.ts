@@ -162,7 +162,9 @@ describe('a signer refuses policy versions older than the newest it learned, and
 
   /** Push signed versions as the coordinator does (control.proto PolicySync); the per-item outcomes. */
   async function push(...signed: SignedPolicy[]): Promise<unknown> {
-    const res = await client.send(peerId, { policySync: { signedPoliciesJson: signed.map((s) => JSON.stringify(s)) } } as never);
+    const res = await client.send(peerId, {
+      policySync: { signedPoliciesJson: signed.map((s) => JSON.stringify(s)) },
+    } as never);
     return (res as { policySync?: { items?: unknown[] } }).policySync?.items;
   }
 
@@ -225,7 +227,12 @@ describe('a signer refuses policy versions older than the newest it learned, and
     };
     const enc = new TextEncoder();
     await store.batch([
-      { type: 'put', sublevel: 'shares', key: `${keyId}/cggmp`, value: enc.encode(JSON.stringify(keyShareToJson(share))) },
+      {
+        type: 'put',
+        sublevel: 'shares',
+        key: `${keyId}/cggmp`,
+        value: enc.encode(JSON.stringify(keyShareToJson(share))),
+      },
       { type: 'put', sublevel: 'shares', key: `${keyId}/meta`, value: enc.encode(JSON.stringify(rec)) },
     ]);
     await store.close();

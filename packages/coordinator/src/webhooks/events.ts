@@ -158,7 +158,8 @@ export const WEBHOOK_EVENT_DOCS: Record<WebhookEventType, { trigger: string; dat
     data: policy,
   },
   POLICY_DELETED: {
-    trigger: "A policy's deletion takes effect: an Admin device signed its tombstone version. Emitted by the policy module.",
+    trigger:
+      "A policy's deletion takes effect: an Admin device signed its tombstone version. Emitted by the policy module.",
     data: policy,
   },
   ADDRESS_CREATED: {
