@@ -62,7 +62,13 @@ export interface PolicyInput {
 /** One version of a policy as the admin API shows it. */
 export interface PolicyVersionView {
   version: number;
+  /**
+   * PENDING_SIGNATURE (awaiting an Admin device), ACTIVE (in force), SUPERSEDED (replaced by a
+   * newer signed version), DELETED: a signed tombstone (`document.deleted: true`, `signed` set — the
+   * policy is deleted) or an unsigned draft replaced by a newer one (`signed` null).
+   */
   status: 'PENDING_SIGNATURE' | 'ACTIVE' | 'SUPERSEDED' | 'DELETED';
+  /** The version's rules; `deleted: true` marks the tombstone (the deletion) of the policy. */
   document: PolicyDocument;
   /** Hex SHA-256 digest the Admin device signs (`policyDigest`). */
   digest: string;
