@@ -244,7 +244,10 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
     }
   });
   const chains = new ChainRegistry(opts.chains ?? {}, undefined, db);
-  const policies = new PolicyService(db, clock, { trustedAdminKeys: opts.transfers?.trustedAdminKeys ?? [] });
+  const policies = new PolicyService(db, clock, {
+    trustedAdminKeys: opts.transfers?.trustedAdminKeys ?? [],
+    audit: (q, ...a) => admin.audit(q, ...a),
+  });
   const transferService = new TransferService(db, clock, policies, chains, {
     approvalWindowMs: opts.transfers?.approvalWindowMs ?? 24 * 3600_000,
     feeCaps,
@@ -264,6 +267,15 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
   transferService.onWork = () => pipeline.kick();
   if (signing) {
     const hub = signing.hub;
+    // every signed version and tombstone reaches the server signers as it takes effect (issue #26 item 3)
+    const sync = signing.policySync;
+    hub.policySource = () => policies.signedVersions();
+    policies.onActivated = async (signed) => {
+      hub.pushPolicies([signed]);
+      await sync.activated(signed);
+    };
+    policies.onActivatedError = (err, signed) =>
+      app.log.warn({ err, policy_id: signed.document.policy_id }, 'policy version not pushed to the signers');
     admin.onDeviceRevoked = (deviceId, status) => hub.revokeDevice(deviceId, status);
     transferService.notifier = {
       notifyApprovalRequest: (devices, r) => {

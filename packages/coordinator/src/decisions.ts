@@ -67,6 +67,13 @@ export const API_DECISIONS = `Custody REST API of a Custodian instance (client i
   and docs/transfers.md. The daily limit counts every transfer of the wallet and asset on the UTC day of its creation
   whose status is not REJECTED, REJECTED_BY_POLICY, NO_POLICY_FOUND, EXPIRED or FAILED. Approving, cancelling, fee bumps and
   policies are not in this API (seed §4 rules 3, 4): devices approve through the device hub, the rest is the admin API.
+- **Policy deletion (admin API).** \`DELETE /admin/v1/profiles/{profile_id}/policies/{policy_id}\` → 202 with the policy
+  and a new version in \`PENDING_SIGNATURE\`: a tombstone (\`document.deleted: true\`, bound by the version's \`digest\`).
+  Like any version it takes effect only when an Admin device signs it (\`POST …/versions/{version}/signature\`): then its
+  status is \`DELETED\`, the policy's \`deleted_at\` is set and the policy matches no transfer; until then the active
+  version keeps governing. Every policy create, update, signature and deletion is in the audit log. Signed versions and
+  tombstones are pushed to the signers, which then refuse older versions (\`POLICY_VERSION_SUPERSEDED\`) and every
+  version of a deleted policy (\`POLICY_DELETED\`) as transfer sub-statuses.
 - **Fee cap.** Every transfer carries \`max_fee\`: the fee cap its approvers sign with the amount (part of the transfer
   intent), a decimal string in units of the blockchain's NATIVE asset \`fee_currency\` (ETH, BTC, LTC, TRX, also for token
   transfers), with \`max_fee_base_units\` the integer in base units — the same convention as \`amount\` /

@@ -13,9 +13,9 @@
 
 import { randomBytes } from 'node:crypto';
 import { type DeviceFrame, decodeDeviceFrame, deviceHelloDigest, encodeDeviceFrame } from '@custodian/signer';
-import { DEFAULT_LIMITS, deviceSign, Outcome, signPolicy } from '@custodian/wire';
+import { DEFAULT_LIMITS, deviceSign, Outcome, openControlRequest, signPolicy } from '@custodian/wire';
 import { generateKeyPair } from '@libp2p/crypto/keys';
-import { peerIdFromPrivateKey } from '@libp2p/peer-id';
+import { peerIdFromPrivateKey, peerIdFromString } from '@libp2p/peer-id';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { p256 } from '@noble/curves/nist.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
@@ -132,7 +132,14 @@ describe('a removed or rejected device loses its socket and every approval reque
   }
 
   const requestsOf = (p: Phone) => p.frames.filter((f) => f.approvalRequest).map((f) => f.approvalRequest!);
-  const invitationsOf = (p: Phone) => p.frames.filter((f) => f.invitation);
+  /** Ceremony invitations (a StartCeremony); the hub also pushes signed policy versions in invitation frames. */
+  const invitationsOf = (p: Phone) =>
+    p.frames.filter((f) => {
+      if (!f.invitation) return false;
+      const key = peerIdFromString(h.c.signing?.peerId as string).publicKey?.raw as Uint8Array;
+      const o = openControlRequest(f.invitation.signedControl, key);
+      return !o.ok || o.value.policySync === undefined;
+    });
   const isOpen = (p: Phone) => p.ws.readyState === WebSocket.OPEN;
 
   async function until(cond: () => boolean, ms = 5000): Promise<boolean> {

@@ -26,6 +26,7 @@ import {
   decodeDeviceFrame,
   deviceHelloDigest,
   encodeDeviceFrame,
+  learnSignedPolicies,
   PrimePool,
   runCeremony,
   type ScryptParams,
@@ -72,6 +73,9 @@ export interface MobileSignerOptions {
    * Compressed P-256 keys (hex) of the Admin devices whose policy signatures this phone trusts:
    * when given, every sign request must carry evidence that passes `@custodian/signer` enforce.ts
    * (policy, limits against this phone's own ledger, approvals), exactly as on a server signer.
+   * Signed policy versions and tombstones the hub pushes (`policy_sync` invitations) are checked
+   * against the same keys and their highest version per policy kept in the store: older versions
+   * and deleted policies are then refused (`POLICY_VERSION_SUPERSEDED`, `POLICY_DELETED`).
    */
   trustedAdminKeys?: string[];
   /**
@@ -314,6 +318,24 @@ export class MobileSigner {
     this.usedControl.set(digest, now);
     if (req.abort) {
       this.runner.cancelGroup(bytesToHex(req.abort.ceremonyId), `aborted by coordinator: ${req.abort.reason}`);
+      return;
+    }
+    if (req.policySync) {
+      // signed policy versions and tombstones: learned like a server signer (enforce.ts)
+      const items = await learnSignedPolicies(
+        this.ctx.store,
+        req.policySync.signedPoliciesJson ?? [],
+        this.ctx.enforcement?.trustedAdminKeys ?? [],
+      );
+      for (const it of items) {
+        if (it.outcome === 'STORED')
+          this.log.info(
+            { policy: it.policyId, version: it.version, deleted: it.heldDeleted },
+            'policy version learned',
+          );
+        else if (it.outcome !== 'KNOWN')
+          this.log.warn({ policy: it.policyId, version: it.version, code: it.outcome }, 'policy version refused');
+      }
       return;
     }
     if (!req.start) return;

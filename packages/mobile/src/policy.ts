@@ -11,7 +11,7 @@
  * The phone signs the document it displays, never a digest it is given: the coordinator's `digest`
  * field is only compared with the recomputed `policyDigest(document)` (a difference stops here).
  */
-import { type PolicyDocument, policyDigest, type SignedPolicy, signPolicy } from '@custodian/wire';
+import { isPolicyTombstone, type PolicyDocument, policyDigest, type SignedPolicy, signPolicy } from '@custodian/wire';
 import { bytesToHex } from '@noble/curves/utils.js';
 import { readVaultInfo, unlockVault } from './vault.js';
 
@@ -97,6 +97,17 @@ export function describePolicyVersion(v: PolicyVersionInfo): string {
     d.whitelist.length === 0
       ? '  (empty: no destination is permitted)\n'
       : d.whitelist.map((a) => `  - ${a}\n`).join('');
+  if (isPolicyTombstone(d)) {
+    // a deletion: what it ends, never mistaken for a change
+    return (
+      `DELETE policy ${d.policy_id}: version ${d.version} (${v.status}) of profile ${d.profile_id}, created ${d.created_at}\n` +
+      'Signing this ends the policy: no version of it authorises any transfer any more, at the coordinator\n' +
+      'and at every signer that learns it. Transfers it covered then fall to another covering policy, or none.\n' +
+      `Scope it governed: wallets ${s.wallet_ids === null ? 'any' : s.wallet_ids.join(', ') || '(none)'}, ` +
+      `blockchain ${s.blockchain ?? 'any'}, asset ${s.asset_id ?? 'any'}\n` +
+      `Digest: ${bytesToHex(policyDigest(d))}\n`
+    );
+  }
   return (
     `Policy ${d.policy_id}, version ${d.version} (${v.status}) of profile ${d.profile_id}, created ${d.created_at}\n` +
     'Scope:\n' +

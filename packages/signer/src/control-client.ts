@@ -13,6 +13,8 @@ import {
   decodeControlResponse,
   type NodeStatus,
   Outcome,
+  type PolicySyncItemWire,
+  type SignedPolicy,
   type StartCeremony,
   signControlRequest,
 } from '@custodian/wire';
@@ -114,6 +116,27 @@ export class ControlClient {
     const res = decodeControlResponse(await this.host.request(peerId, signed, timeoutMs, onInterim));
     if (!res.ok) throw new Error(`control response from ${peerId}: ${res.rejection.reason}`);
     return res.value;
+  }
+
+  /**
+   * Push Admin-signed policy versions and tombstones to a signer (control.proto `PolicySync`).
+   * @param signed the signed versions (evidence.ts `SignedPolicy`)
+   * @returns the signer's outcome per version, in order
+   * @throws Error on transport failure, a refused request or an answer without items
+   */
+  async syncPolicies(
+    peerId: string,
+    signed: readonly SignedPolicy[],
+    timeoutMs = 10_000,
+  ): Promise<PolicySyncItemWire[]> {
+    const res = await this.send(
+      peerId,
+      { policySync: { signedPoliciesJson: signed.map((s) => JSON.stringify(s)) } },
+      timeoutMs,
+    );
+    if (!res.policySync)
+      throw new Error(`control response from ${peerId}: ${res.result?.error || 'no policy sync result'}`);
+    return res.policySync.items ?? [];
   }
 
   /** Query a signer's status. */

@@ -1,7 +1,8 @@
 /**
  * The signer daemon: loads the identity and the encrypted store, starts the libp2p host, routes
  * MPC envelopes to the ceremony runner and control requests (signed by the configured coordinator)
- * to the ceremonies. Logs are pino JSON on stdout and never contain secret material (shares,
+ * to the ceremonies and signed policy pushes (`policy_sync`) to the ledger of learned policy
+ * versions (enforce.ts `learnSignedPolicies`). Logs are pino JSON on stdout and never contain secret material (shares,
  * nonces, passphrase, payloads): only ids, codes, party indices, peer ids and reasons.
  * A `status.json` in the data folder is refreshed for `custodian signer status`.
  */
@@ -23,6 +24,7 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { type Logger, pino } from 'pino';
 import { type CeremonyContext, listKeys, runCeremony, StoredNonceLedger } from './ceremonies.js';
 import { readPassphrase, type SignerConfig } from './config.js';
+import { learnSignedPolicies } from './enforce.js';
 import { defaultGenerationFile, type GenerationStart, startGeneration, stopGeneration } from './generation.js';
 import { createHost, type Host } from './host.js';
 import { loadIdentity, type NodeIdentity } from './identity.js';
@@ -226,6 +228,29 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
     }
     usedControl.set(digest, now);
     if (req.status) return encodeControlResponse({ version: CONTROL_VERSION, status: await status() });
+    if (req.policySync) {
+      const items = await learnSignedPolicies(
+        store,
+        req.policySync.signedPoliciesJson ?? [],
+        ctx.enforcement?.trustedAdminKeys ?? [],
+      );
+      for (const it of items) {
+        if (it.outcome === 'STORED') {
+          log.info(
+            { policy: it.policyId, version: it.version, deleted: it.heldDeleted },
+            it.heldDeleted
+              ? 'policy tombstone learned: every version of the policy is refused'
+              : 'policy version learned',
+          );
+        } else if (it.outcome !== 'KNOWN') {
+          log.warn(
+            { peer: from, policy: it.policyId, version: it.version, code: it.outcome },
+            'policy version refused',
+          );
+        }
+      }
+      return encodeControlResponse({ version: CONTROL_VERSION, policySync: { items } });
+    }
     if (req.abort) {
       const n = runner.cancelGroup(bytesToHex(req.abort.ceremonyId), `aborted by coordinator: ${req.abort.reason}`);
       log.warn(

@@ -82,12 +82,37 @@ export interface StartCeremony {
   approverDevices?: ApproverDeviceWire[];
 }
 
+/** `custodian.v1.PolicySync`: Admin-signed policy versions and tombstones, JSON `SignedPolicy` each (evidence.ts). */
+export interface PolicySyncWire {
+  signedPoliciesJson: string[];
+}
+
+/** Outcome of one pushed version at a signer (control.proto `PolicySyncItem.outcome`). */
+export type PolicySyncOutcome =
+  | 'STORED'
+  | 'KNOWN'
+  | 'POLICY_SIGNATURE_VERIFICATION_FAILED'
+  | 'MALFORMED'
+  | 'ENFORCEMENT_NOT_CONFIGURED';
+
+/** `custodian.v1.PolicySyncItem`. */
+export interface PolicySyncItemWire {
+  policyId: string;
+  version: number;
+  outcome: PolicySyncOutcome;
+  /** The version the signer holds for the policy after the push (0: none), and whether it is a tombstone. */
+  heldVersion: number;
+  heldDeleted: boolean;
+}
+
 export interface ControlRequest {
   version: number;
   issuedUnixMs: number;
   start?: StartCeremony;
   abort?: { ceremonyId: Uint8Array; reason: string };
   status?: Record<string, never>;
+  /** Signed policy versions and tombstones for the signer to learn (control.proto `PolicySync`). */
+  policySync?: PolicySyncWire;
 }
 
 export interface PublicKeyInfo {
@@ -147,6 +172,8 @@ export interface ControlResponse {
   status?: NodeStatus;
   /** Interim frames only: ECDSA signature shares (control.proto `SignatureShares`). */
   shares?: SignatureSharesWire;
+  /** The answer to a `policySync` request: one item per pushed version, in order. */
+  policySync?: { items: PolicySyncItemWire[] };
 }
 
 function plain<T>(type: typeof ControlRequestType, m: unknown): T {
@@ -194,8 +221,11 @@ export function openControlRequest(
   }
   if (value.version !== CONTROL_VERSION)
     return reject('bad-version', `control request: unsupported version ${value.version}`);
-  const present = [value.start, value.abort, value.status].filter((x) => x !== undefined && x !== null).length;
-  if (present !== 1) return reject('malformed', 'control request: exactly one of start, abort, status expected');
+  const present = [value.start, value.abort, value.status, value.policySync].filter(
+    (x) => x !== undefined && x !== null,
+  ).length;
+  if (present !== 1)
+    return reject('malformed', 'control request: exactly one of start, abort, status, policy_sync expected');
   return accept(value);
 }
 

@@ -97,6 +97,14 @@ export interface PolicyDocument {
   /** Approvals: `quorum` distinct device approvals when amount > `above_amount`, else 1. */
   readonly approvals: { readonly quorum: number; readonly above_amount: string };
   readonly created_at: string;
+  /**
+   * `true`: this version is the policy's TOMBSTONE — its deletion, signed by an Admin device like
+   * any change (the other fields repeat the last version's, for display). Once signed it ends the
+   * policy: no version of it (≤ this one) authorises anything, at the coordinator and at every
+   * signer that learned it (refusal `POLICY_DELETED`). Absent on every other version — and then
+   * not part of {@link policyDigest}, so versions signed before the field existed still verify.
+   */
+  readonly deleted?: true;
 }
 
 /** A policy version signed by an Admin's enrolled device. */
@@ -136,15 +144,47 @@ export function transferIntentDigest(intent: TransferIntent): Uint8Array {
   return tagged('custodian.transfer-intent.v1', intentCanonical(intent));
 }
 
-/** SHA-256 digest of a policy document (32 bytes). */
+/** Whether a policy version is a tombstone (`deleted: true`, exactly). */
+export function isPolicyTombstone(doc: PolicyDocument): boolean {
+  return (doc as { deleted?: unknown }).deleted === true;
+}
+
+/**
+ * SHA-256 digest of a policy document (32 bytes). `deleted` is bound only when it is `true` (a
+ * tombstone); any other value is left out, exactly as an absent field — so the encoding of every
+ * document without the flag is the one it always had, and a tombstone's digest differs from the
+ * same fields without it.
+ */
 export function policyDigest(doc: PolicyDocument): Uint8Array {
+  const { deleted: _d, ...fields } = doc as PolicyDocument & { deleted?: unknown };
   const c: Canonical = {
-    ...doc,
+    ...fields,
     scope: { ...doc.scope, wallet_ids: doc.scope.wallet_ids ? [...doc.scope.wallet_ids] : null },
     whitelist: [...doc.whitelist],
     approvals: { ...doc.approvals },
+    ...(isPolicyTombstone(doc) ? { deleted: true } : {}),
   };
   return tagged('custodian.policy.v1', c);
+}
+
+/**
+ * Whether a signed policy version is signed by one of `trustedAdminKeys` (compressed P-256 hex, as
+ * pinned in a signer's configuration): the device key is one of them verbatim, the signature is 128
+ * lower-case hex digits and verifies over {@link policyDigest}. Never throws (false for any
+ * malformed input).
+ */
+export function policySignedByTrustedAdmin(policy: SignedPolicy, trustedAdminKeys: readonly string[]): boolean {
+  try {
+    return (
+      typeof policy === 'object' &&
+      policy !== null &&
+      CANONICAL_SIGNATURE.test(String(policy.signature)) &&
+      trustedAdminKeys.includes(policy.device_public_key) &&
+      deviceVerify(policy.signature, policyDigest(policy.document), policy.device_public_key)
+    );
+  } catch {
+    return false;
+  }
 }
 
 /** SHA-256 digest of an approval's content (everything but the signature). */
@@ -215,6 +255,8 @@ const CANONICAL_SIGNATURE = /^[0-9a-f]{128}$/;
 /** Why evidence was refused (stable codes; the transfer's sub_status). */
 export type EvidenceRefusal =
   | 'POLICY_SIGNATURE_VERIFICATION_FAILED'
+  /** The policy is deleted: the evidence carries its signed tombstone, or a signer holds that tombstone. */
+  | 'POLICY_DELETED'
   | 'NO_POLICY_FOUND'
   | 'POLICY_OUT_OF_SCOPE'
   | 'DESTINATION_NOT_WHITELISTED'
@@ -265,7 +307,7 @@ export function evaluatePolicy(
 
 /**
  * A signer's full check of the evidence accompanying a sign request (DESIGN §1):
- * the policy is signed by a trusted Admin device; the policy covers and allows the intent given the
+ * the policy is signed by a trusted Admin device and is not a tombstone (`POLICY_DELETED`); the policy covers and allows the intent given the
  * signer's own `spentToday`; at least the required number of distinct approver devices (from
  * `approverKeys`: device id → public key hex, the key's mobile signers) approved exactly this
  * intent, with valid signatures, and none rejected it. Signatures must be 128 lower-case hex
@@ -284,13 +326,11 @@ export function verifyTransferEvidence(args: {
 }): { ok: true } | { ok: false; refusal: EvidenceRefusal } {
   const { intent, policy } = args;
   if (!policy) return { ok: false, refusal: 'NO_POLICY_FOUND' };
-  if (
-    !CANONICAL_SIGNATURE.test(String(policy.signature)) ||
-    !args.trustedAdminKeys.includes(policy.device_public_key) ||
-    !deviceVerify(policy.signature, policyDigest(policy.document), policy.device_public_key)
-  ) {
+  if (!policySignedByTrustedAdmin(policy, args.trustedAdminKeys)) {
     return { ok: false, refusal: 'POLICY_SIGNATURE_VERIFICATION_FAILED' };
   }
+  // a signed tombstone authorises nothing
+  if (isPolicyTombstone(policy.document)) return { ok: false, refusal: 'POLICY_DELETED' };
   const verdict = evaluatePolicy(policy.document, intent, args.spentToday);
   if (!verdict.ok) return verdict;
   const digestHex = bytesToHex(transferIntentDigest(intent));

@@ -45,6 +45,7 @@ import {
   decodeControlResponse,
   deviceVerify,
   Outcome,
+  type SignedPolicy,
   type StartCeremony,
   signControlRequest,
   type TransferIntent,
@@ -121,8 +122,50 @@ export class DeviceHub implements DeviceCeremonyPort {
    * device connects, so requests survive a coordinator restart. Set by `createCoordinator`.
    */
   pendingSource: ((deviceId: string) => Promise<{ requestId: string; intent: TransferIntent }[]>) | undefined;
+  /**
+   * The highest signed version of every policy (PolicyService `signedVersions`), pushed to a device
+   * when it connects (issue #26 item 3: mobile signers enforce like server signers). Set by
+   * `createCoordinator`; absent: nothing is pushed at connection.
+   */
+  policySource: (() => Promise<readonly SignedPolicy[]>) | undefined;
 
   constructor(private readonly init: DeviceHubInit) {}
+
+  /**
+   * Push signed policy versions and tombstones (a signed `PolicySync` control request in an
+   * `invitation` frame, no answer expected) to one connected device, or to every connected device
+   * whose status is APPROVED at send time. The device checks each against its own trusted Admin
+   * keys and keeps the highest version per policy (`@custodian/signer` enforce.ts
+   * `learnSignedPolicies`). Best effort: a device offline now gets all of them when it connects.
+   */
+  pushPolicies(signed: readonly SignedPolicy[], deviceId?: string): void {
+    if (signed.length === 0) return;
+    const conns = deviceId === undefined ? [...this.byDevice.values()] : [this.byDevice.get(deviceId)];
+    for (const c of conns) {
+      if (!c) continue;
+      void this.ifApproved(c)
+        .then((ok) => {
+          if (!ok) return;
+          for (const batch of policyBatches(signed)) {
+            const signedControl = signControlRequest(
+              {
+                version: CONTROL_VERSION,
+                issuedUnixMs: Date.now(),
+                policySync: { signedPoliciesJson: batch.map((x) => JSON.stringify(x)) },
+              },
+              this.init.coordinator.secretKey,
+            );
+            this.send(c.ws, { invitation: { signedControl } });
+          }
+        })
+        .catch((e: unknown) =>
+          this.log('warn', 'policy versions not pushed to a device', {
+            device: c.deviceId,
+            err: e instanceof Error ? e.message : String(e),
+          }),
+        );
+    }
+  }
 
   private log(level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>): void {
     this.init.log?.(level, msg, fields);
@@ -430,6 +473,15 @@ export class DeviceHub implements DeviceCeremonyPort {
     // the status again, after the awaits above: a removal that committed meanwhile wins
     if (!(await this.ifApproved(conn))) return undefined;
     for (const [id, intent] of this.approvalQueue.get(conn.deviceId) ?? []) this.sendApprovalRequest(conn, id, intent);
+    if (this.policySource) {
+      try {
+        this.pushPolicies(await this.policySource(), conn.deviceId);
+      } catch (e) {
+        this.log('warn', 'signed policy versions could not be read', {
+          err: e instanceof Error ? e.message : String(e),
+        });
+      }
+    }
     for (const w of [...this.onlineWaiters]) {
       this.onlineWaiters.delete(w);
       w();
@@ -536,4 +588,23 @@ export class DeviceHub implements DeviceCeremonyPort {
   private rememberKey(deviceId: string, publicKey: string): void {
     this.knownKeys.set(deviceId, p256.Point.fromHex(publicKey).toHex(true));
   }
+}
+
+/** Signed versions in groups of at most 1 MiB of JSON (a device frame carries up to {@link DEVICE_MAX_FRAME_BYTES}). */
+function policyBatches(signed: readonly SignedPolicy[]): SignedPolicy[][] {
+  const out: SignedPolicy[][] = [];
+  let cur: SignedPolicy[] = [];
+  let size = 0;
+  for (const x of signed) {
+    const n = JSON.stringify(x).length;
+    if (cur.length > 0 && size + n > 1024 * 1024) {
+      out.push(cur);
+      cur = [];
+      size = 0;
+    }
+    cur.push(x);
+    size += n;
+  }
+  if (cur.length > 0) out.push(cur);
+  return out;
 }

@@ -3,8 +3,8 @@
  * its libp2p identity (Ed25519, persisted in `<dataDir>/coordinator-p2p.key`, 0600, libp2p
  * private-key protobuf), a dial-only libp2p host pinned to the server signers registered in the
  * admin API (`server_signers`, re-read before every ceremony), the control client, the relay to
- * signers for device parties, the device hub (WebSocket), the {@link SignerGateway} and the master
- * key {@link CeremonyClient}.
+ * signers for device parties, the device hub (WebSocket), the {@link SignerGateway}, the master
+ * key {@link CeremonyClient} and the push of signed policy versions to the signers (policy-sync.ts).
  *
  * Operators configure every signer with this coordinator's peer id (`coordinator.peerId`); it is
  * printed by `custodian coordinator peer-id` and logged at start.
@@ -21,6 +21,7 @@ import type { CeremonyClient } from '../ceremony.js';
 import type { Db } from '../db/db.js';
 import { DeviceHub } from '../devices/hub.js';
 import { evidenceSignFields } from '../transfers/evidence.js';
+import { signedPolicyVersions } from '../transfers/policies.js';
 import {
   createSignerGateway,
   type PartyDirectory,
@@ -29,6 +30,7 @@ import {
   type SignerGateway,
 } from './gateway.js';
 import { createMasterKeyClient } from './master-key.js';
+import { PolicySync } from './policy-sync.js';
 import { PresignaturePool, type PresignaturePoolOptions } from './presignature-pool.js';
 
 /** File of the coordinator's libp2p private key in the data folder. */
@@ -89,6 +91,11 @@ export interface SigningServices {
   ceremonyClient: CeremonyClient;
   /** The presignature pool (also the gateway's record of signing attempts). */
   presignatures: PresignaturePool;
+  /**
+   * Signed policy versions pushed to the server signers (policy-sync.ts): wire PolicyService
+   * `onActivated` to `policySync.activated`; every ceremony first syncs its server parties.
+   */
+  policySync: PolicySync;
   /** Re-read the registered server signers (done before every ceremony). */
   refreshSigners(): Promise<void>;
   stop(): Promise<void>;
@@ -143,8 +150,19 @@ export async function createSigningServices(opts: SigningServicesOptions): Promi
     log: warn,
   });
   const h = hub;
+  const policySync = new PolicySync({
+    control,
+    async signers() {
+      await refreshSigners();
+      return [...peers.keys()];
+    },
+    source: () => signedPolicyVersions(opts.db),
+    log: warn,
+  });
   const prepare = async (targets: readonly PartyDispatch[]) => {
     await refreshSigners();
+    // a signer (re)connected since its last sync learns every signed policy version first
+    await policySync.ensure(targets.filter((t) => t.party.kind === 'server').map((t) => t.peerId));
     if (!targets.some((t) => t.party.kind === 'device')) return;
     await Promise.all(targets.filter((t) => t.party.kind === 'server').map((t) => relay.ensure(t.peerId)));
   };
@@ -204,6 +222,7 @@ export async function createSigningServices(opts: SigningServicesOptions): Promi
     },
   });
   presignatures.start();
+  void policySync.ensureAll();
   opts.log?.info({ peerId }, 'coordinator libp2p identity (configure signers with this coordinator.peerId)');
   return {
     peerId,
@@ -212,6 +231,7 @@ export async function createSigningServices(opts: SigningServicesOptions): Promi
     gateway,
     ceremonyClient,
     presignatures,
+    policySync,
     refreshSigners,
     async stop() {
       await presignatures.stop();

@@ -5,7 +5,7 @@
  * | route | roles |
  * |---|---|
  * | GET policies, GET policies/{id} | ADMIN, FINANCE_MANAGER, VIEWER |
- * | POST policies, PUT policies/{id}, DELETE policies/{id} | ADMIN, FINANCE_MANAGER |
+ * | POST policies, PUT policies/{id}, DELETE policies/{id} (a tombstone version: deletion once signed) | ADMIN, FINANCE_MANAGER |
  * | POST policies/{id}/versions/{v}/signature (the Admin device's signature) | ADMIN |
  * | GET transfers, GET transfers/{id} | ADMIN, FINANCE_MANAGER, VIEWER |
  * | POST transfers/{id}/cancel | ADMIN, FINANCE_MANAGER |
@@ -178,12 +178,20 @@ export async function transferAdminRoutes(
     `${base}/policies/:policy_id`,
     {
       preParsing: auth(MANAGE),
-      schema: schema(MANAGE, 'Delete a policy', 204, { params: params({ policy_id: UUID }) }, ['POLICY_NOT_FOUND']),
+      schema: schema(
+        MANAGE,
+        'Request the deletion of a policy: a tombstone version (`document.deleted: true`) awaiting an Admin ' +
+          'device signature, like any change. The active version keeps governing until the tombstone is ' +
+          'signed (POST …/versions/{version}/signature); then the policy is deleted and the signers refuse ' +
+          'every version of it (POLICY_DELETED). 202 with the policy and its pending tombstone.',
+        202,
+        { params: params({ policy_id: UUID }) },
+        ['POLICY_NOT_FOUND'],
+      ),
     },
     async (req, reply) => {
-      await policies.delete(pid(req), (req.params as { policy_id: string }).policy_id.toLowerCase());
-      reply.code(204);
-      return reply.send();
+      reply.code(202);
+      return policies.delete(actor(req), pid(req), (req.params as { policy_id: string }).policy_id.toLowerCase());
     },
   );
   app.post(
@@ -192,7 +200,8 @@ export async function transferAdminRoutes(
       preParsing: auth(ADMIN),
       schema: schema(
         ADMIN,
-        "Attach an Admin device's signature to a policy version (it becomes ACTIVE)",
+        "Attach an Admin device's signature to a policy version: it becomes ACTIVE — a tombstone (`document.deleted: true`) " +
+          'becomes DELETED and the policy is deleted. The signers learn the version at once (pushed).',
         200,
         {
           params: params({ policy_id: UUID, version: { type: 'integer', minimum: 1 } }),
@@ -217,6 +226,7 @@ export async function transferAdminRoutes(
     async (req) => {
       const p = req.params as { policy_id: string; version: number };
       return policies.sign(
+        actor(req),
         pid(req),
         p.policy_id.toLowerCase(),
         p.version,

@@ -12,6 +12,20 @@
  * device keys pinned in their configuration, so an unsigned or tampered version never authorises
  * a signature.
  *
+ * Deletion (issue #26 item 2) is a version too: DELETE writes a TOMBSTONE version
+ * (`document.deleted: true`, the other fields those of the newest version) in PENDING_SIGNATURE,
+ * and nothing changes until an Admin device signs it like any change. Once signed the tombstone's
+ * status is DELETED, the previous ACTIVE version SUPERSEDED and the policy deleted (`deleted_at`):
+ * it matches no transfer and takes no new version.
+ *
+ * Signers learn every signed version and tombstone as it takes effect ({@link
+ * PolicyService.onActivated}: the signing services push it, signing/policy-sync.ts), so a version
+ * activated but never used to sign, or a deletion, ends the older versions there too.
+ *
+ * Audit: every create, update, signature, deletion request and deletion is an audit_log entry
+ * (`policy.created`, `policy.updated`, `policy.signed`, `policy.deletion_requested`,
+ * `policy.deleted`; target `policy` / policy id; details: version, and the device for signatures).
+ *
  * Matching and precedence: among the ACTIVE versions of the profile's live policies whose scope
  * covers the transfer, the MOST SPECIFIC scope wins — specificity = 4 × (wallet_ids set) +
  * 2 × (asset_id set) + 1 × (blockchain set) — and on a tie the most recently signed version. Only
@@ -21,6 +35,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   deviceVerify,
+  isPolicyTombstone,
   type PolicyDocument,
   policyCovers,
   policyDigest,
@@ -47,7 +62,13 @@ export interface PolicyInput {
 /** One version of a policy as the admin API shows it. */
 export interface PolicyVersionView {
   version: number;
+  /**
+   * PENDING_SIGNATURE (awaiting an Admin device), ACTIVE (in force), SUPERSEDED (replaced by a
+   * newer signed version), DELETED: a signed tombstone (`document.deleted: true`, `signed` set — the
+   * policy is deleted) or an unsigned draft replaced by a newer one (`signed` null).
+   */
   status: 'PENDING_SIGNATURE' | 'ACTIVE' | 'SUPERSEDED' | 'DELETED';
+  /** The version's rules; `deleted: true` marks the tombstone (the deletion) of the policy. */
   document: PolicyDocument;
   /** Hex SHA-256 digest the Admin device signs (`policyDigest`). */
   digest: string;
@@ -74,7 +95,22 @@ export interface PolicyServiceOptions {
    * signers' `trustedAdminDevices`. Empty: any APPROVED enrolled device signing for an ADMIN session.
    */
   trustedAdminKeys?: readonly string[];
+  /**
+   * Appends an audit entry in the caller's transaction (AdminService `audit`); absent: no audit
+   * entries (embedding without the admin service only).
+   */
+  audit?: PolicyAudit;
 }
+
+/** AdminService `audit` (`details` without secrets). */
+export type PolicyAudit = (
+  q: Queryable,
+  actor: string | null,
+  action: string,
+  targetType: string | null,
+  targetId: string | null,
+  details?: Record<string, unknown>,
+) => Promise<void>;
 
 const INT = /^(0|[1-9][0-9]{0,77})$/;
 
@@ -86,11 +122,30 @@ function specificity(d: PolicyDocument): number {
 
 /** Policies: versions, device signatures, matching. */
 export class PolicyService {
+  /**
+   * Called after the transaction that made a signed version ACTIVE, or a signed tombstone take
+   * effect, committed (the signing services push it to every server signer). Errors are logged by
+   * the caller's `onActivatedError`, never returned to the Admin.
+   */
+  onActivated: ((signed: SignedPolicy) => Promise<void>) | undefined;
+  /** Where a failed {@link onActivated} is reported. */
+  onActivatedError: ((err: unknown, signed: SignedPolicy) => void) | undefined;
+
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
     private readonly opts: PolicyServiceOptions = {},
   ) {}
+
+  private async audit(
+    q: Queryable,
+    actor: string | null,
+    action: string,
+    policyId: string,
+    details: Record<string, unknown>,
+  ): Promise<void> {
+    await this.opts.audit?.(q, actor, action, 'policy', policyId, details);
+  }
 
   /** Validate input into a document of `version`. @throws ApiError VALIDATION_FAILED naming the field */
   private async document(
@@ -180,6 +235,7 @@ export class PolicyService {
         type: 'POLICY_CREATED',
         data: { policy_id: policyId, name: input.name, version: 1, status: 'PENDING_SIGNATURE' },
       });
+      await this.audit(q, actor, 'policy.created', policyId, { profile_id: profileId, name: input.name, version: 1 });
       return policyId;
     });
     return this.get(profileId, id);
@@ -212,6 +268,48 @@ export class PolicyService {
         type: 'POLICY_UPDATED',
         data: { policy_id: policyId, name: input.name, version, status: 'PENDING_SIGNATURE' },
       });
+      await this.audit(q, actor, 'policy.updated', policyId, { profile_id: profileId, name: input.name, version });
+    });
+    return this.get(profileId, policyId);
+  }
+
+  /**
+   * Request the deletion of a policy: a tombstone version (`document.deleted: true`, the newest
+   * version's other fields, next version number) in PENDING_SIGNATURE, replacing an unsigned
+   * draft. Nothing changes until an Admin device signs it ({@link sign}); the ACTIVE version keeps
+   * governing meanwhile. Emits POLICY_UPDATED (status PENDING_SIGNATURE, `deleted: true`); audit
+   * `policy.deletion_requested`.
+   * @returns the policy with the pending tombstone
+   * @throws ApiError POLICY_NOT_FOUND (no such live policy)
+   */
+  async delete(actor: string | null, profileId: string, policyId: string): Promise<PolicyView> {
+    await this.db.tx(async (q) => {
+      const p = await this.lockLive(q, profileId, policyId);
+      const rows = await q.query<{ version: number; status: string; document: PolicyDocument }>(
+        'SELECT version, status, document FROM policy_versions WHERE policy_id = $1 ORDER BY version DESC',
+        [policyId],
+      );
+      const version = (rows[0]?.version ?? 0) + 1;
+      // the fields of the version in force (else the newest), shown to the Admin who signs the deletion
+      const base = (rows.find((r) => r.status === 'ACTIVE') ?? rows[0])?.document;
+      if (base === undefined) throw new ApiError('POLICY_NOT_FOUND', `policy ${policyId} has no version`);
+      const { deleted: _d, ...fields } = base;
+      const doc: PolicyDocument = { ...fields, version, created_at: this.clock().toISOString(), deleted: true };
+      await q.query(
+        `UPDATE policy_versions SET status = 'DELETED' WHERE policy_id = $1 AND status = 'PENDING_SIGNATURE'`,
+        [policyId],
+      );
+      await q.query(
+        `INSERT INTO policy_versions (policy_id, version, document, status, created_by, created_at)
+         VALUES ($1, $2, $3::jsonb, 'PENDING_SIGNATURE', $4, $5)`,
+        [policyId, version, JSON.stringify(doc), actor, this.clock()],
+      );
+      await emitEvent(q, this.clock, {
+        profileId,
+        type: 'POLICY_UPDATED',
+        data: { policy_id: policyId, name: p.name, version, status: 'PENDING_SIGNATURE', deleted: true },
+      });
+      await this.audit(q, actor, 'policy.deletion_requested', policyId, { profile_id: profileId, version });
     });
     return this.get(profileId, policyId);
   }
@@ -226,18 +324,21 @@ export class PolicyService {
   }
 
   /**
-   * Attach an Admin device's signature to a version; the version becomes ACTIVE. The device must be
-   * an APPROVED enrolled device (and, when configured, one of the trusted Admin device keys), and
-   * the signature must verify over `policyDigest(document)`. Emits POLICY_UPDATED.
+   * Attach an Admin device's signature to a version; the version becomes ACTIVE — or, for a
+   * tombstone, DELETED and the policy with it (see the module comment). The device must be an
+   * APPROVED enrolled device (and, when configured, one of the trusted Admin device keys), and the
+   * signature must verify over `policyDigest(document)`. Emits POLICY_UPDATED (POLICY_DELETED for
+   * a tombstone); audit `policy.signed` (`policy.deleted`) by `actor`; then {@link onActivated}.
    * @throws ApiError VALIDATION_FAILED (bad signature / device), TRANSFER_STATE_CONFLICT-like CONFLICT (not pending)
    */
   async sign(
+    actor: string | null,
     profileId: string,
     policyId: string,
     version: number,
     input: { device_id: string; signature: string },
   ): Promise<PolicyView> {
-    await this.db.tx(async (q) => {
+    const signed = await this.db.tx(async (q) => {
       await this.lockLive(q, profileId, policyId);
       const v = (
         await q.query<{ document: PolicyDocument; status: string }>(
@@ -276,33 +377,41 @@ export class PolicyService {
         device_public_key: pub,
         signature: input.signature.toLowerCase(),
       };
+      const tombstone = isPolicyTombstone(v.document);
+      const deviceId = input.device_id.toLowerCase();
       await q.query(`UPDATE policy_versions SET status = 'SUPERSEDED' WHERE policy_id = $1 AND status = 'ACTIVE'`, [
         policyId,
       ]);
       await q.query(
-        `UPDATE policy_versions SET status = 'ACTIVE', signed = $3::jsonb, signed_at = $4, signed_by_device = $5
+        `UPDATE policy_versions SET status = $6, signed = $3::jsonb, signed_at = $4, signed_by_device = $5
          WHERE policy_id = $1 AND version = $2`,
-        [policyId, version, JSON.stringify(signed), this.clock(), input.device_id.toLowerCase()],
+        [policyId, version, JSON.stringify(signed), this.clock(), deviceId, tombstone ? 'DELETED' : 'ACTIVE'],
       );
-      await emitEvent(q, this.clock, {
-        profileId,
-        type: 'POLICY_UPDATED',
-        data: { policy_id: policyId, version, status: 'ACTIVE', signed_by_device: input.device_id.toLowerCase() },
+      if (tombstone) {
+        await q.query('UPDATE policies SET deleted_at = $2 WHERE policy_id = $1', [policyId, this.clock()]);
+        await emitEvent(q, this.clock, {
+          profileId,
+          type: 'POLICY_DELETED',
+          data: { policy_id: policyId, version, signed_by_device: deviceId },
+        });
+      } else {
+        await emitEvent(q, this.clock, {
+          profileId,
+          type: 'POLICY_UPDATED',
+          data: { policy_id: policyId, version, status: 'ACTIVE', signed_by_device: deviceId },
+        });
+      }
+      await this.audit(q, actor, tombstone ? 'policy.deleted' : 'policy.signed', policyId, {
+        profile_id: profileId,
+        version,
+        device_id: deviceId,
       });
+      return signed;
     });
+    if (this.onActivated) {
+      this.onActivated(signed).catch((err: unknown) => this.onActivatedError?.(err, signed));
+    }
     return this.get(profileId, policyId);
-  }
-
-  /** Delete a policy (its versions stop applying at once). Emits POLICY_DELETED. */
-  async delete(profileId: string, policyId: string): Promise<void> {
-    await this.db.tx(async (q) => {
-      await this.lockLive(q, profileId, policyId);
-      await q.query('UPDATE policies SET deleted_at = $2 WHERE policy_id = $1', [policyId, this.clock()]);
-      await q.query(`UPDATE policy_versions SET status = 'DELETED' WHERE policy_id = $1 AND status <> 'SUPERSEDED'`, [
-        policyId,
-      ]);
-      await emitEvent(q, this.clock, { profileId, type: 'POLICY_DELETED', data: { policy_id: policyId } });
-    });
   }
 
   /** One policy with its versions. @throws ApiError POLICY_NOT_FOUND */
@@ -363,6 +472,14 @@ export class PolicyService {
     return { data, page: page.page, page_size: page.page_size, total };
   }
 
+  /**
+   * The highest signed version of every policy (all profiles): the ACTIVE version of a live policy,
+   * the signed tombstone of a deleted one — what a signer must hold (signing/policy-sync.ts).
+   */
+  async signedVersions(q: Queryable = this.db): Promise<SignedPolicy[]> {
+    return signedPolicyVersions(q);
+  }
+
   /** The policy that governs an intent (see the module comment), or null (default deny). */
   async match(q: Queryable, intent: TransferIntent): Promise<SignedPolicy | null> {
     const rows = await q.query<{ signed: SignedPolicy; signed_at: Date }>(
@@ -378,6 +495,15 @@ export class PolicyService {
     );
     return covering[0]?.signed ?? null;
   }
+}
+
+/** The highest signed version of every policy, oldest policy first (see {@link PolicyService.signedVersions}). */
+export async function signedPolicyVersions(q: Queryable): Promise<SignedPolicy[]> {
+  const rows = await q.query<{ signed: SignedPolicy }>(
+    `SELECT DISTINCT ON (policy_id) policy_id, signed FROM policy_versions WHERE signed IS NOT NULL
+     ORDER BY policy_id, version DESC`,
+  );
+  return rows.map((r) => r.signed);
 }
 
 /** Device keys are stored as enrolled; policies and approvals name them as compressed hex. */

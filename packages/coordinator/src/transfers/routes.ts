@@ -68,7 +68,7 @@ export const TRANSFER_SCHEMAS = [
       'NO_POLICY_FOUND: NO_POLICY_FOUND; REJECTED: REJECTED_BY_APPROVER | CANCELLED_BY_USER | a signer refusal code ' +
       '(POLICY_SIGNATURE_VERIFICATION_FAILED, DESTINATION_NOT_WHITELISTED, TRANSACTION_LIMIT_EXCEEDED, DAILY_LIMIT_EXCEEDED, ' +
       'INSUFFICIENT_APPROVALS, APPROVAL_SIGNATURE_INVALID, REJECTED_BY_APPROVER, DIGEST_MISMATCH, POLICY_OUT_OF_SCOPE, ' +
-      'NO_POLICY_FOUND, EVIDENCE_MISSING, TRANSFER_ALREADY_SIGNED, POLICY_VERSION_SUPERSEDED, FEE_ABOVE_CAP, FEE_ABOVE_CEILING); EXPIRED: APPROVAL_EXPIRED; ' +
+      'NO_POLICY_FOUND, EVIDENCE_MISSING, TRANSFER_ALREADY_SIGNED, POLICY_VERSION_SUPERSEDED, POLICY_DELETED, FEE_ABOVE_CAP, FEE_ABOVE_CEILING); EXPIRED: APPROVAL_EXPIRED; ' +
       'FAILED: SIGNING_FAILED | BROADCAST_FAILED | FEE_CAP_EXCEEDED (no transaction could be built within `max_fee`: nothing was sent to the signers). ' +
       '`max_fee` is the fee cap the approvers signed (part of the transfer intent): the most the transaction may pay in fees, a decimal string in ' +
       "units of the blockchain's native asset `fee_currency` (ETH, BTC, LTC, TRX; `max_fee_base_units` the integer in its base units). " +

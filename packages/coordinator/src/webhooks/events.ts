@@ -152,8 +152,16 @@ export const WEBHOOK_EVENT_DOCS: Record<WebhookEventType, { trigger: string; dat
     data: wallet,
   },
   POLICY_CREATED: { trigger: 'A policy is created. Emitted by the policy module.', data: policy },
-  POLICY_UPDATED: { trigger: 'A new signed policy version is stored. Emitted by the policy module.', data: policy },
-  POLICY_DELETED: { trigger: 'A policy is deleted. Emitted by the policy module.', data: policy },
+  POLICY_UPDATED: {
+    trigger:
+      'A new policy version is stored (PENDING_SIGNATURE; `deleted: true` for a requested deletion) or signed (ACTIVE). Emitted by the policy module.',
+    data: policy,
+  },
+  POLICY_DELETED: {
+    trigger:
+      "A policy's deletion takes effect: an Admin device signed its tombstone version. Emitted by the policy module.",
+    data: policy,
+  },
   ADDRESS_CREATED: {
     trigger: 'A deposit address is derived: the first ones at wallet creation and every additional one.',
     data: address,
