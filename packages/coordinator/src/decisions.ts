@@ -25,9 +25,12 @@ export const API_DECISIONS = `Custody REST API of a Custodian instance (client i
   by default), a UUID, on POST wallets and POST addresses. Missing → 400 \`IDEMPOTENCY_KEY_MISSING\`, not a UUID → 400
   \`IDEMPOTENCY_KEY_INVALID\`; same key + same body (canonical JSON) + same path → the first response replayed with the same
   status and body and header \`Idempotent-Replayed: true\`; same key + different body or path → 422
-  \`IDEMPOTENCY_KEY_REUSED\`; same key while the first request is still running → 409 \`IDEMPOTENCY_REQUEST_IN_PROGRESS\`
-  (with \`Retry-After\`). Keys are scoped to the profile; only successful (2xx) responses are stored — after an error the key is
-  released and may be retried. Retention: 24 hours by default (configurable). A unique key in the store makes the claim atomic.
+  \`IDEMPOTENCY_KEY_REUSED\`; same key while the first request is still running → the request waits for it (up to 5 s,
+  configurable) and replays its response, else 409 \`IDEMPOTENCY_REQUEST_IN_PROGRESS\` (with \`Retry-After\`). Keys are scoped
+  to the profile; only successful (2xx) responses are stored — after an error the key is free and may be retried. The key is
+  claimed, the resource created and the response recorded in one database transaction, so a crash at any point either
+  leaves nothing (a retry creates the resource once) or the stored response (a retry replays it). Retention: 24 hours by
+  default (configurable). A unique key in the store makes the claim atomic.
 - **Pagination.** \`page\` from 1 (default 1), \`page_size\` default 50, maximum 200; out-of-range or non-integer values → 422.
   Every list returns \`{ data, page, page_size, total }\`; a page past the end has empty \`data\`. Lists are ordered oldest
   first (wallets), directory order (assets, blockchains), or blockchain then address index (addresses).

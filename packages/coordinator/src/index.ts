@@ -13,7 +13,12 @@ export {
   type UserView,
   WEBHOOK_EVENT_TYPES,
 } from './admin/service.js';
-export { type IdempotencyOptions, runIdempotent } from './api/idempotency.js';
+export {
+  type IdempotencyOptions,
+  type IdempotentResult,
+  runIdempotent,
+  runIdempotentAnswer,
+} from './api/idempotency.js';
 export type { ProfileRoutesContext } from './api/routes.js';
 export { apiKeyHook, requireIdempotencyKey } from './api/routes.js';
 export {
