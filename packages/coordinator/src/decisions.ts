@@ -20,7 +20,12 @@ export const API_DECISIONS = `Custody REST API of a Custodian instance (client i
 - **Errors.** Every error is \`application/problem+json\` (RFC 9457) with a stable \`code\` from the catalogue below;
   validation errors (422) carry \`errors: [{field, message}]\` naming the field (\`body.blockchain_ids[0]\`, \`query.page\`).
   Malformed JSON → 400 \`MALFORMED_JSON\`. Unknown JSON fields and unknown query parameters are rejected (422).
-  Bodies are limited to 64 KiB (413). JSON types are not coerced (\`"name": 5\` is a 422).
+  Bodies are limited to 64 KiB (413). JSON types are not coerced (\`"name": 5\` is a 422). Errors raised before any route
+  runs are problem+json too: a request that is not well-formed HTTP/1.1 (request line, header syntax, lengths, no \`Host\`,
+  \`CONNECT\`) or whose path does not percent-decode → 400 \`BAD_REQUEST\`; a path parameter over 200 characters → 414
+  \`URI_TOO_LONG\`; request line and headers over 16 KiB → 431 \`HEADERS_TOO_LARGE\`; a request not received in time → 408
+  \`REQUEST_TIMEOUT\`; a request arriving during shutdown → 503 \`SHUTTING_DOWN\` (with \`Retry-After\`). After a parser error
+  the connection closes. An \`Expect\` other than \`100-continue\` is ignored.
 - **Idempotency.** \`Idempotency-Key\` or its alias \`Idempotency_key\` (the seed's spelling; nginx drops underscore headers
   by default), a UUID, on POST wallets and POST addresses. Missing → 400 \`IDEMPOTENCY_KEY_MISSING\`, not a UUID → 400
   \`IDEMPOTENCY_KEY_INVALID\`; same key + same body (canonical JSON) + same path → the first response replayed with the same

@@ -52,7 +52,7 @@ export {
   blockchainId,
   DIRECTORY_NAMESPACE,
 } from './directory.js';
-export { ApiError, ERROR_CATALOGUE, type ErrorCode, type Problem, toProblem } from './errors.js';
+export { ApiError, ERROR_CATALOGUE, type ErrorCode, type Problem, ROUTELESS_ERRORS, toProblem } from './errors.js';
 export { createMailer, type MailboxEntry, type Mailer, readMailbox } from './mailer.js';
 export * from './signing/gateway.js';
 export * from './signing/master-key.js';
