@@ -66,6 +66,11 @@ export interface CoordinatorOptions {
   clock?: Clock;
   /** Idempotency key retention (ms). Default 24 h. */
   idempotencyRetentionMs?: number;
+  /**
+   * How long a request waits for a concurrent first request with the same idempotency key before
+   * 409 IDEMPOTENCY_REQUEST_IN_PROGRESS (ms). Default 5000.
+   */
+  idempotencyInFlightWaitMs?: number;
   rateLimit?: Partial<RateLimitOptions>;
   /**
    * Reverse proxies (addresses or CIDR ranges) whose `X-Forwarded-For` gives the client address
@@ -298,7 +303,10 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
   }
   const ctx: ProfileRoutesContext = {
     store,
-    idempotency: { retentionMs: opts.idempotencyRetentionMs ?? 24 * 3600_000 },
+    idempotency: {
+      retentionMs: opts.idempotencyRetentionMs ?? 24 * 3600_000,
+      inFlightWaitMs: opts.idempotencyInFlightWaitMs ?? 5000,
+    },
   };
   await app.register(
     async (api) => {

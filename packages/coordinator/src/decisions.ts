@@ -28,14 +28,22 @@ export const API_DECISIONS = `Custody REST API of a Custodian instance (client i
 - **Errors.** Every error is \`application/problem+json\` (RFC 9457) with a stable \`code\` from the catalogue below;
   validation errors (422) carry \`errors: [{field, message}]\` naming the field (\`body.blockchain_ids[0]\`, \`query.page\`).
   Malformed JSON → 400 \`MALFORMED_JSON\`. Unknown JSON fields and unknown query parameters are rejected (422).
-  Bodies are limited to 64 KiB (413). JSON types are not coerced (\`"name": 5\` is a 422).
+  Bodies are limited to 64 KiB (413). JSON types are not coerced (\`"name": 5\` is a 422). Errors raised before any route
+  runs are problem+json too: a request that is not well-formed HTTP/1.1 (request line, header syntax, lengths, no \`Host\`,
+  \`CONNECT\`) or whose path does not percent-decode → 400 \`BAD_REQUEST\`; a path parameter over 200 characters → 414
+  \`URI_TOO_LONG\`; request line and headers over 16 KiB → 431 \`HEADERS_TOO_LARGE\`; a request not received in time → 408
+  \`REQUEST_TIMEOUT\`; a request arriving during shutdown → 503 \`SHUTTING_DOWN\` (with \`Retry-After\`). After a parser error
+  the connection closes. An \`Expect\` other than \`100-continue\` is ignored.
 - **Idempotency.** \`Idempotency-Key\` or its alias \`Idempotency_key\` (the seed's spelling; nginx drops underscore headers
   by default), a UUID, on POST wallets and POST addresses. Missing → 400 \`IDEMPOTENCY_KEY_MISSING\`, not a UUID → 400
   \`IDEMPOTENCY_KEY_INVALID\`; same key + same body (canonical JSON) + same path → the first response replayed with the same
   status and body and header \`Idempotent-Replayed: true\`; same key + different body or path → 422
-  \`IDEMPOTENCY_KEY_REUSED\`; same key while the first request is still running → 409 \`IDEMPOTENCY_REQUEST_IN_PROGRESS\`
-  (with \`Retry-After\`). Keys are scoped to the profile; only successful (2xx) responses are stored — after an error the key is
-  released and may be retried. Retention: 24 hours by default (configurable). A unique key in the store makes the claim atomic.
+  \`IDEMPOTENCY_KEY_REUSED\`; same key while the first request is still running → the request waits for it (up to 5 s,
+  configurable) and replays its response, else 409 \`IDEMPOTENCY_REQUEST_IN_PROGRESS\` (with \`Retry-After\`). Keys are scoped
+  to the profile; only successful (2xx) responses are stored — after an error the key is free and may be retried. The key is
+  claimed, the resource created and the response recorded in one database transaction, so a crash at any point either
+  leaves nothing (a retry creates the resource once) or the stored response (a retry replays it). Retention: 24 hours by
+  default (configurable). A unique key in the store makes the claim atomic.
 - **Pagination.** \`page\` from 1 (default 1), \`page_size\` default 50, maximum 200; out-of-range or non-integer values → 422.
   Every list returns \`{ data, page, page_size, total }\`; a page past the end has empty \`data\`. Lists are ordered oldest
   first (wallets), directory order (assets, blockchains), or blockchain then address index (addresses).

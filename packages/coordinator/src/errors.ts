@@ -21,6 +21,7 @@ export interface ErrorSpec {
 /** Every stable error code, with its HTTP status and title. */
 export const ERROR_CATALOGUE = {
   // 400
+  BAD_REQUEST: { status: 400, title: 'The request is not well-formed HTTP' },
   MALFORMED_JSON: { status: 400, title: 'Request body is not valid JSON' },
   IDEMPOTENCY_KEY_MISSING: { status: 400, title: 'Idempotency key header is required' },
   IDEMPOTENCY_KEY_INVALID: { status: 400, title: 'Idempotency key must be a UUID' },
@@ -44,6 +45,8 @@ export const ERROR_CATALOGUE = {
   RESOURCE_NOT_FOUND: { status: 404, title: 'Resource not found' },
   TRANSFER_NOT_FOUND: { status: 404, title: 'Transfer not found' },
   POLICY_NOT_FOUND: { status: 404, title: 'Policy not found' },
+  // 408
+  REQUEST_TIMEOUT: { status: 408, title: 'The request was not received in time' },
   // 409
   IDEMPOTENCY_REQUEST_IN_PROGRESS: {
     status: 409,
@@ -53,8 +56,9 @@ export const ERROR_CATALOGUE = {
   CONFLICT: { status: 409, title: 'The request conflicts with the current state' },
   NO_MASTER_KEY: { status: 409, title: 'No master key exists yet; run the master key ceremony first' },
   TRANSFER_STATE_CONFLICT: { status: 409, title: 'The transfer is not in a state that allows this action' },
-  // 413, 415
+  // 413, 414, 415
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Request body is too large' },
+  URI_TOO_LONG: { status: 414, title: 'A path parameter of the request URL is too long' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Content-Type must be application/json' },
   // 422
   VALIDATION_FAILED: { status: 422, title: 'Request validation failed' },
@@ -68,16 +72,32 @@ export const ERROR_CATALOGUE = {
     status: 422,
     title: 'Account-based blockchains allow exactly one address per wallet',
   },
-  // 429
+  // 429, 431
   RATE_LIMITED: { status: 429, title: 'Too many requests' },
+  HEADERS_TOO_LARGE: { status: 431, title: 'The request line and header fields are too large' },
   // 500, 503
   INTERNAL_ERROR: { status: 500, title: 'Internal server error' },
   SIGNERS_UNAVAILABLE: { status: 503, title: 'No signer control channel is configured or reachable' },
   CHAIN_UNAVAILABLE: { status: 503, title: 'No node is configured or reachable for this blockchain' },
+  SHUTTING_DOWN: { status: 503, title: 'The coordinator is shutting down; retry shortly' },
 } as const satisfies Record<string, ErrorSpec>;
 
 /** A stable error code of {@link ERROR_CATALOGUE}. */
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;
+
+/**
+ * Codes not tied to any route — emitted before routing, by the HTTP parser (malformed request,
+ * header overflow, timeout), the router (no route, undecodable or overlong path) or during
+ * shutdown. The OpenAPI document publishes them once under `components.responses`.
+ */
+export const ROUTELESS_ERRORS = [
+  'ROUTE_NOT_FOUND',
+  'BAD_REQUEST',
+  'REQUEST_TIMEOUT',
+  'URI_TOO_LONG',
+  'HEADERS_TOO_LARGE',
+  'SHUTTING_DOWN',
+] as const satisfies readonly ErrorCode[];
 
 /** One field-level validation failure: `field` is `body.x`, `query.page`, `params.wallet_id`, `header.x`. */
 export interface FieldError {

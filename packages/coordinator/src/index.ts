@@ -13,7 +13,12 @@ export {
   type UserView,
   WEBHOOK_EVENT_TYPES,
 } from './admin/service.js';
-export { type IdempotencyOptions, runIdempotent } from './api/idempotency.js';
+export {
+  type IdempotencyOptions,
+  type IdempotentResult,
+  runIdempotent,
+  runIdempotentAnswer,
+} from './api/idempotency.js';
 export type { ProfileRoutesContext } from './api/routes.js';
 export { apiKeyHook, requireIdempotencyKey } from './api/routes.js';
 export {
@@ -47,7 +52,7 @@ export {
   blockchainId,
   DIRECTORY_NAMESPACE,
 } from './directory.js';
-export { ApiError, ERROR_CATALOGUE, type ErrorCode, type Problem, toProblem } from './errors.js';
+export { ApiError, ERROR_CATALOGUE, type ErrorCode, type Problem, ROUTELESS_ERRORS, toProblem } from './errors.js';
 export { createMailer, type MailboxEntry, type Mailer, readMailbox } from './mailer.js';
 export * from './signing/gateway.js';
 export * from './signing/master-key.js';

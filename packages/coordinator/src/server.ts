@@ -1,17 +1,20 @@
 /**
  * The coordinator's HTTP server: fastify with one error path (every failure becomes an RFC 9457
- * problem from the catalogue), Ajv validation (no type coercion of JSON bodies; query strings
+ * problem from the catalogue — route errors, fastify's framework errors, Node's HTTP parser
+ * errors and requests arriving during shutdown alike), Ajv validation (no type coercion of JSON bodies; query strings
  * coerced), a rate limit per resolved credential or client address, and the OpenAPI 3.1 document
  * at `/api/openapi.json`.
  */
+import { STATUS_CODES } from 'node:http';
 import { isIP } from 'node:net';
+import type { Duplex } from 'node:stream';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { SHARED_SCHEMAS } from './api/schemas.js';
-import { ApiError, ERROR_CATALOGUE, type FieldError, toProblem } from './errors.js';
+import { ApiError, ERROR_CATALOGUE, type FieldError, ROUTELESS_ERRORS, toProblem } from './errors.js';
 
 /**
  * Rate limit of every route without its own: per resolved credential (a verified API key, a live
@@ -93,6 +96,38 @@ export async function createServer(opts: ServerOptions): Promise<FastifyInstance
     onConstructorPoisoning: 'error',
     routerOptions: { maxParamLength: 200 },
     ajv: { customOptions: { strict: false } },
+    // Problem+json for what fastify and Node would otherwise answer themselves (#27 item 6):
+    // undecodable or overlong paths, HTTP parser errors, a missing Host, shutdown (see below).
+    frameworkErrors: (err, req, reply) => sendProblem(reply, frameworkError(err), undefined, req),
+    clientErrorHandler: clientError,
+    return503OnClosing: false,
+    http: { requireHostHeader: false },
+  });
+
+  // An `Expect` other than 100-continue: Node would answer a bare 417 itself; we ignore the
+  // expectation (RFC 9110 §10.1.1 allows it) and answer the request as usual.
+  app.server.on('checkExpectation', (req, res) => app.routing(req, res));
+  // CONNECT (proxy tunnels): Node would drop the connection without an answer.
+  app.server.on('connect', (_req, socket: Duplex) =>
+    writeRawProblem(socket, new ApiError('BAD_REQUEST', 'CONNECT is not supported: this is not a proxy')),
+  );
+
+  // First hook of every request: refuse requests once shutdown has begun (503, the connection
+  // closes) and HTTP/1.1 requests without Host (RFC 9112 §3.2), both as problems.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', async (req) => {
+    if (closing) {
+      throw new ApiError('SHUTTING_DOWN', 'the coordinator is shutting down; retry shortly', undefined, {
+        connection: 'close',
+        'retry-after': '1',
+      });
+    }
+    if (req.raw.httpVersion === '1.1' && req.headers.host === undefined) {
+      throw new ApiError('BAD_REQUEST', 'an HTTP/1.1 request must carry a Host header');
+    }
   });
 
   // JSON only: without this, text/plain bodies would reach validation as strings (422 instead of 415).
@@ -132,35 +167,20 @@ export async function createServer(opts: ServerOptions): Promise<FastifyInstance
       api = new ApiError('VALIDATION_FAILED', first ? `${first.field}: ${first.message}` : 'invalid request', errors);
     } else {
       const fe = err as FastifyError;
-      const code = fe.code ?? '';
-      if (fe.statusCode === 415 || code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-        api = new ApiError('UNSUPPORTED_MEDIA_TYPE', 'send Content-Type: application/json');
-      } else if (fe.statusCode === 413 || code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-        api = new ApiError('PAYLOAD_TOO_LARGE', 'request bodies are limited to 64 KiB');
-      } else if (fe.statusCode === 429) {
-        api = new ApiError('RATE_LIMITED', 'slow down and retry after the Retry-After delay');
-      } else if (
-        fe.statusCode === 400 ||
-        (fe.statusCode !== undefined && fe.statusCode >= 400 && fe.statusCode < 500)
-      ) {
-        api = new ApiError('MALFORMED_JSON', 'the request body could not be parsed as JSON');
+      const mapped = fastifyError(fe);
+      if (mapped !== undefined) {
+        api = mapped;
       } else {
         req.log.error({ err }, 'unhandled error');
         api = new ApiError('INTERNAL_ERROR', 'an unexpected error occurred; it has been logged');
       }
     }
-    for (const [k, v] of Object.entries(api.headers ?? {})) reply.header(k, v);
-    const path = req.url.split('?')[0];
-    return reply
-      .code(ERROR_CATALOGUE[api.code].status)
-      .type('application/problem+json')
-      .serializer(JSON.stringify)
-      .send(toProblem(api, path));
+    return sendProblem(reply, api, req.url.split('?')[0]);
   });
 
   app.setNotFoundHandler(async (req, reply) => {
     const api = new ApiError('ROUTE_NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`);
-    return reply.code(404).type('application/problem+json').serializer(JSON.stringify).send(toProblem(api));
+    return sendProblem(reply, api);
   });
 
   await app.register(rateLimit, {
@@ -189,10 +209,15 @@ export async function createServer(opts: ServerOptions): Promise<FastifyInstance
       ...(opts.webhooks ? { webhooks: opts.webhooks } : {}),
       components: {
         responses: {
-          ROUTE_NOT_FOUND: {
-            description: `Any method and path without a route: 404 \`ROUTE_NOT_FOUND\`: ${ERROR_CATALOGUE.ROUTE_NOT_FOUND.title}`,
-            content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
-          },
+          ...Object.fromEntries(
+            ROUTELESS_ERRORS.map((code) => [
+              code,
+              {
+                description: `${ROUTELESS_WHEN[code]}: ${ERROR_CATALOGUE[code].status} \`${code}\`: ${ERROR_CATALOGUE[code].title}`,
+                content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+              },
+            ]),
+          ),
         },
         securitySchemes: {
           ApiKey: {
@@ -217,6 +242,102 @@ export async function createServer(opts: ServerOptions): Promise<FastifyInstance
 
   app.get('/api/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger());
   return app;
+}
+
+/** When each of {@link ROUTELESS_ERRORS} is answered (OpenAPI `components.responses`). */
+const ROUTELESS_WHEN: Record<(typeof ROUTELESS_ERRORS)[number], string> = {
+  ROUTE_NOT_FOUND: 'Any method and path without a route',
+  BAD_REQUEST:
+    'Any request that is not well-formed HTTP/1.1 (request line, header syntax, lengths, an HTTP/1.1 request without Host) or whose path does not decode',
+  REQUEST_TIMEOUT: 'Any request whose headers or body do not arrive in time',
+  URI_TOO_LONG: 'Any request whose path has a parameter longer than 200 characters',
+  HEADERS_TOO_LARGE: 'Any request whose request line and headers exceed 16 KiB',
+  SHUTTING_DOWN: 'Any request arriving while the coordinator shuts down (the connection closes)',
+};
+
+/** Render `api` as the RFC 9457 reply (status from the catalogue, its extra headers). */
+function sendProblem(reply: FastifyReply, api: ApiError, instance?: string, req?: FastifyRequest) {
+  for (const [k, v] of Object.entries(api.headers ?? {})) reply.header(k, v);
+  if (req !== undefined && api.status >= 500) req.log.error({ code: api.code }, api.message);
+  return reply
+    .code(ERROR_CATALOGUE[api.code].status)
+    .type('application/problem+json')
+    .serializer(JSON.stringify)
+    .send(toProblem(api, instance));
+}
+
+/**
+ * The catalogue error of a fastify error that is not a validation error, or `undefined` for an
+ * unexpected one (a 500). JSON syntax errors and empty JSON bodies (also prototype poisoning) → MALFORMED_JSON;
+ * other 4xx errors of the body reader (e.g. an invalid Content-Length) → BAD_REQUEST.
+ */
+export function fastifyError(fe: FastifyError): ApiError | undefined {
+  const code = fe.code ?? '';
+  const status = fe.statusCode;
+  if (status === 415 || code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    return new ApiError('UNSUPPORTED_MEDIA_TYPE', 'send Content-Type: application/json');
+  }
+  if (status === 413 || code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    return new ApiError('PAYLOAD_TOO_LARGE', 'request bodies are limited to 64 KiB');
+  }
+  if (status === 429) return new ApiError('RATE_LIMITED', 'slow down and retry after the Retry-After delay');
+  if (code === 'FST_ERR_CTP_INVALID_JSON_BODY' || code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || fe instanceof SyntaxError) {
+    return new ApiError('MALFORMED_JSON', 'the request body could not be parsed as JSON');
+  }
+  if (status === 404) return new ApiError('ROUTE_NOT_FOUND', 'no such route');
+  if (status === 408) return new ApiError('REQUEST_TIMEOUT', 'the request was not received in time');
+  if (status === 414) return frameworkError(fe);
+  if (status === 431) return new ApiError('HEADERS_TOO_LARGE', 'the request headers are too large');
+  if (status !== undefined && status >= 400 && status < 500) {
+    return new ApiError('BAD_REQUEST', 'the request could not be read (its body or framing is malformed)');
+  }
+  return undefined;
+}
+
+/** Fastify's routing errors (fastify `frameworkErrors`): bad URL encoding, overlong parameter. */
+function frameworkError(err: FastifyError): ApiError {
+  switch (err.code) {
+    case 'FST_ERR_BAD_URL':
+      return new ApiError('BAD_REQUEST', 'the request path is not a valid percent-encoded URL');
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return new ApiError('URI_TOO_LONG', 'a path parameter is longer than 200 characters');
+    default:
+      return new ApiError('INTERNAL_ERROR', 'an unexpected error occurred; it has been logged');
+  }
+}
+
+/**
+ * Node's `clientError` (fastify `clientErrorHandler`): the HTTP parser refused the request before
+ * any route ran — header overflow (431), request timeout (408), anything else malformed (400). The
+ * answer is written raw on the socket as problem+json, then the connection closes (the parser's
+ * state is lost). Nothing of the request is echoed.
+ */
+function clientError(err: Error & { code?: string }, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const api =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? new ApiError('HEADERS_TOO_LARGE', 'the request line and headers together are limited to 16 KiB')
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? new ApiError('REQUEST_TIMEOUT', 'the request was not received in time')
+        : new ApiError('BAD_REQUEST', 'the request is not well-formed HTTP/1.1');
+  // A response already under way on this connection cannot be followed by another one.
+  const pending = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (pending?.headersSent === true) socket.destroy();
+  else writeRawProblem(socket, api);
+}
+
+/** Write `api` as a complete problem+json response straight on the socket, then close it. */
+function writeRawProblem(socket: Duplex, api: ApiError): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const body = JSON.stringify(toProblem(api));
+  socket.end(
+    `HTTP/1.1 ${api.status} ${STATUS_CODES[api.status]}\r\nContent-Type: application/problem+json\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    () => socket.destroy(),
+  );
 }
 
 /**

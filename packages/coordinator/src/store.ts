@@ -121,8 +121,14 @@ export interface MasterKeyInput {
   ed25519: { publicKey: Uint8Array; chainCode: Uint8Array };
 }
 
-/** Outcome of {@link Store.beginIdempotent}. */
-export type IdempotencyBegin =
+/** Outcome of {@link Store.peekIdempotent}: a completed record to replay, a conflicting one, or none. */
+export type IdempotencyPeek =
+  | { kind: 'absent' }
+  | { kind: 'replay'; status: number; body: unknown }
+  | { kind: 'mismatch' };
+
+/** Outcome of {@link Store.claimIdempotent}. */
+export type IdempotencyClaim =
   | { kind: 'started'; claimId: string }
   | { kind: 'replay'; status: number; body: unknown }
   | { kind: 'mismatch' }
@@ -177,6 +183,11 @@ export class Store {
     readonly db: Db,
     readonly clock: Clock,
   ) {}
+
+  /** Run `fn` in the caller's transaction `tx`, or in a new one when there is none. */
+  private inTx<T>(tx: Queryable | undefined, fn: (q: Queryable) => Promise<T>): Promise<T> {
+    return tx === undefined ? this.db.tx(fn) : fn(tx);
+  }
 
   // ---- profiles ---------------------------------------------------------------------------
 
@@ -490,15 +501,18 @@ export class Store {
    * derived, `walletIdOf(transferKeyId(master key), wallet index)` (@custodian/wire): signers
    * recompute it from a transfer intent's key id and path and refuse any other (`WALLET_MISMATCH`).
    * @param within optional extra work in the same transaction (audit entry, webhook outbox row)
+   * @param tx the caller's open transaction (e.g. the one completing an idempotency record);
+   *   default: a transaction of its own
    * @throws ApiError UNKNOWN_BLOCKCHAIN (422) naming the field; NO_MASTER_KEY (409)
    */
   async createWallet(
     profileId: string,
     input: { name?: string | null; blockchain_ids: string[] },
     within?: (q: Queryable, wallet: WalletView) => Promise<void>,
+    tx?: Queryable,
   ): Promise<WalletView> {
     const ids = [...new Set(input.blockchain_ids.map((s) => s.toLowerCase()))];
-    return this.db.tx(async (q) => {
+    return this.inTx(tx, async (q) => {
       const chains = await this.requireEnabledChains(q, profileId, ids);
       const mk = (
         await q.query<{
@@ -653,14 +667,16 @@ export class Store {
    * wallet (seed §2 "Address"); the wallet row lock serialises concurrent creations.
    * @throws ApiError WALLET_NOT_FOUND (404), BLOCKCHAIN_NOT_IN_WALLET / ADDRESS_LIMIT_REACHED /
    *   VALIDATION_FAILED for an address type the chain does not support (422)
+   * @param tx the caller's open transaction; default: a transaction of its own
    */
   async createAddress(
     profileId: string,
     walletId: string,
     input: { blockchain_id: string; address_type?: AddressType },
+    tx?: Queryable,
   ): Promise<AddressView> {
     const blockchainId = input.blockchain_id.toLowerCase();
-    return this.db.tx(async (q) => {
+    return this.inTx(tx, async (q) => {
       const w = await this.requireWallet(q, profileId, walletId, true);
       const c = (
         await q.query<{ key: string }>(
@@ -794,77 +810,105 @@ export class Store {
   // ---- idempotency --------------------------------------------------------------------------
 
   /**
-   * Claim an idempotency key. The primary key (profile_id, idempotency_key) makes the claim
-   * atomic: of N concurrent requests exactly one gets `started` (with a `claimId` that
-   * {@link completeIdempotent} and {@link releaseIdempotent} must present). Deleted first: an
-   * expired record (so the key can be reused after the retention window) and an IN_FLIGHT claim
-   * older than `staleAfterMs` (its process died; a late completion of it no longer matches).
+   * Look up a completed, unexpired idempotency record without claiming the key (no lock, no
+   * transaction): `replay` when it matches the request (method, lowercased path, SHA-256 of the
+   * canonical body), `mismatch` when it does not, `absent` otherwise.
    */
-  async beginIdempotent(
+  async peekIdempotent(
+    profileId: string,
+    key: string,
+    method: string,
+    path: string,
+    requestHash: string,
+  ): Promise<IdempotencyPeek> {
+    const row = (
+      await this.db.query<IdempotencyRow>(
+        `SELECT method, path, request_hash, state, status_code, response_body FROM idempotency_keys
+         WHERE profile_id = $1 AND idempotency_key = $2 AND state = 'DONE' AND expires_at > $3`,
+        [profileId, key, this.clock()],
+      )
+    )[0];
+    if (row === undefined) return { kind: 'absent' };
+    return matchIdempotent(row, method, path, requestHash);
+  }
+
+  /**
+   * Claim an idempotency key inside the caller's transaction `q` — the one that then creates the
+   * resource and {@link completeIdempotent completes} the record, so a claim is never committed
+   * on its own: a crash or error before the commit rolls back the claim with the resource, and a
+   * retry finds the key free. The primary key (profile_id, idempotency_key) makes the claim
+   * atomic: a concurrent request with the same key waits on the uncommitted claim, then sees the
+   * completed record (`replay`/`mismatch`) or, after a rollback, claims the key itself; it waits at
+   * most `waitMs` (PostgreSQL `lock_timeout`), then gets `in_flight` and must roll back. Deleted
+   * first: an expired record (the key may be reused after the retention window) and an IN_FLIGHT
+   * record left committed by an earlier version, which completed records outside the creating
+   * transaction.
+   * @param retentionMs how long the completed record is kept
+   * @param waitMs longest wait for a concurrent claim of the same key (ms)
+   */
+  async claimIdempotent(
+    q: Queryable,
     profileId: string,
     key: string,
     method: string,
     path: string,
     requestHash: string,
     retentionMs: number,
-    staleAfterMs = 5 * 60_000,
-  ): Promise<IdempotencyBegin> {
+    waitMs: number,
+  ): Promise<IdempotencyClaim> {
     const now = this.clock();
-    await this.db.query(
-      `DELETE FROM idempotency_keys WHERE profile_id = $1 AND idempotency_key = $2
-         AND (expires_at <= $3 OR (state = 'IN_FLIGHT' AND created_at <= $4))`,
-      [profileId, key, now, new Date(now.getTime() - staleAfterMs)],
-    );
+    const prev = (await q.query<{ v: string }>(`SELECT current_setting('lock_timeout') AS v`))[0]?.v ?? '0';
+    await q.query(`SELECT set_config('lock_timeout', $1, true)`, [`${Math.max(1, Math.ceil(waitMs))}ms`]);
     const claimId = randomUUID();
-    const ins = await this.db.query(
-      `INSERT INTO idempotency_keys (profile_id, idempotency_key, claim_id, method, path, request_hash, state, created_at,
-         expires_at)
-       VALUES ($1,$2,$3,$4,$5,$6,'IN_FLIGHT',$7,$8) ON CONFLICT (profile_id, idempotency_key) DO NOTHING RETURNING 1`,
-      [profileId, key, claimId, method, path, requestHash, now, new Date(now.getTime() + retentionMs)],
-    );
-    if (ins.length === 1) return { kind: 'started', claimId };
+    let inserted: boolean;
+    try {
+      await q.query(
+        `DELETE FROM idempotency_keys WHERE profile_id = $1 AND idempotency_key = $2
+           AND (expires_at <= $3 OR state = 'IN_FLIGHT')`,
+        [profileId, key, now],
+      );
+      const ins = await q.query(
+        `INSERT INTO idempotency_keys (profile_id, idempotency_key, claim_id, method, path, request_hash, state,
+           created_at, expires_at)
+         VALUES ($1,$2,$3,$4,$5,$6,'IN_FLIGHT',$7,$8) ON CONFLICT (profile_id, idempotency_key) DO NOTHING RETURNING 1`,
+        [profileId, key, claimId, method, path, requestHash, now, new Date(now.getTime() + retentionMs)],
+      );
+      inserted = ins.length === 1;
+    } catch (e) {
+      // lock_not_available: the first request with this key is still running.
+      if ((e as { code?: unknown }).code === '55P03') return { kind: 'in_flight' };
+      throw e;
+    }
+    await q.query(`SELECT set_config('lock_timeout', $1, true)`, [prev]);
+    if (inserted) return { kind: 'started', claimId };
     const row = (
-      await this.db.query<{
-        method: string;
-        path: string;
-        request_hash: string;
-        state: string;
-        status_code: number | null;
-        response_body: unknown;
-      }>(
+      await q.query<IdempotencyRow>(
         `SELECT method, path, request_hash, state, status_code, response_body FROM idempotency_keys
          WHERE profile_id = $1 AND idempotency_key = $2`,
         [profileId, key],
       )
     )[0];
-    // Released between our INSERT and SELECT (the first request failed): treat as in flight;
-    // the client retries.
-    if (row === undefined) return { kind: 'in_flight' };
-    if (row.method !== method || row.path !== path || row.request_hash !== requestHash) return { kind: 'mismatch' };
-    if (row.state === 'IN_FLIGHT') return { kind: 'in_flight' };
-    return { kind: 'replay', status: row.status_code ?? 200, body: row.response_body };
+    // Gone again between our INSERT and SELECT (expired and purged): the client retries.
+    if (row === undefined || row.state !== 'DONE') return { kind: 'in_flight' };
+    return matchIdempotent(row, method, path, requestHash);
   }
 
-  /** Record the response of a claim (replayed to later requests with the same key). */
+  /**
+   * Complete a claim with the response to replay (status, JSON body), in the transaction `q` of
+   * its {@link claimIdempotent claim} — committed together with the resource it describes.
+   */
   async completeIdempotent(
+    q: Queryable,
     profileId: string,
     key: string,
     claimId: string,
     status: number,
     body: unknown,
   ): Promise<void> {
-    await this.db.query(
+    await q.query(
       `UPDATE idempotency_keys SET state = 'DONE', status_code = $4, response_body = $5::jsonb
        WHERE profile_id = $1 AND idempotency_key = $2 AND claim_id = $3`,
       [profileId, key, claimId, status, JSON.stringify(body)],
-    );
-  }
-
-  /** Release a claim after a failed request, so the same key can be retried. */
-  async releaseIdempotent(profileId: string, key: string, claimId: string): Promise<void> {
-    await this.db.query(
-      `DELETE FROM idempotency_keys WHERE profile_id = $1 AND idempotency_key = $2 AND claim_id = $3 AND state = 'IN_FLIGHT'`,
-      [profileId, key, claimId],
     );
   }
 
@@ -873,4 +917,23 @@ export class Store {
     const r = await this.db.query('DELETE FROM idempotency_keys WHERE expires_at <= $1 RETURNING 1', [this.clock()]);
     return r.length;
   }
+}
+
+interface IdempotencyRow {
+  method: string;
+  path: string;
+  request_hash: string;
+  state: string;
+  status_code: number | null;
+  response_body: unknown;
+}
+
+function matchIdempotent(
+  row: IdempotencyRow,
+  method: string,
+  path: string,
+  requestHash: string,
+): { kind: 'replay'; status: number; body: unknown } | { kind: 'mismatch' } {
+  if (row.method !== method || row.path !== path || row.request_hash !== requestHash) return { kind: 'mismatch' };
+  return { kind: 'replay', status: row.status_code ?? 200, body: row.response_body };
 }

@@ -8,7 +8,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { blockchainId } from '../src/directory.js';
-import { ERROR_CATALOGUE } from '../src/errors.js';
+import { ERROR_CATALOGUE, ROUTELESS_ERRORS } from '../src/errors.js';
 import { type Harness, type Json, startHarness } from './helpers.js';
 
 let h: Harness;
@@ -73,9 +73,11 @@ describe('OpenAPI 3.1 document', () => {
       }
     }
     for (const [code, spec] of Object.entries(ERROR_CATALOGUE)) {
-      if (code === 'ROUTE_NOT_FOUND') {
-        // Not tied to a route: published once under components.responses.
-        expect(doc.components.responses.ROUTE_NOT_FOUND.description).toContain(`${spec.status} \`${code}\``);
+      if ((ROUTELESS_ERRORS as readonly string[]).includes(code)) {
+        // Not tied to a route (parser, router, shutdown): published once under components.responses.
+        const published = doc.components.responses[code];
+        expect(published?.description, code).toContain(`${spec.status} \`${code}\``);
+        expect(Object.keys(published.content)).toEqual(['application/problem+json']);
         continue;
       }
       expect(described.get(code)?.has(String(spec.status)), code).toBe(true);

@@ -290,7 +290,7 @@ describe('idempotency', () => {
     expect(other.status).toBe(422);
   });
 
-  it('400 when missing or not a UUID (before body validation), 409 while in flight', async () => {
+  it('400 when missing or not a UUID (before body validation)', async () => {
     expectProblem(
       await h.req('POST', `${base}/wallets`, { key: h.apiKey, body: { blockchain_ids: [] } }),
       400,
@@ -314,22 +314,77 @@ describe('idempotency', () => {
       400,
       'IDEMPOTENCY_KEY_INVALID',
     );
-    const key = randomUUID();
-    const body = { blockchain_ids: [ETH] };
-    // A first request that is still running holds the claim.
-    const { sha256Hex, canonicalJson } = await import('../src/util.js');
-    const claim = await h.c.store.beginIdempotent(
-      h.profileId,
-      key,
-      'POST',
-      `${base}/wallets`.toLowerCase(),
-      sha256Hex(canonicalJson(body)),
-      60_000,
-    );
-    expect(claim.kind).toBe('started');
-    const r = await h.req('POST', `${base}/wallets`, { key: h.apiKey, headers: { 'idempotency-key': key }, body });
-    expectProblem(r, 409, 'IDEMPOTENCY_REQUEST_IN_PROGRESS');
-    expect(r.headers.get('retry-after')).toBe('1');
+  });
+
+  it('a request waits for the first one with its key: replays it once committed, 409 after the wait (PostgreSQL)', async (ctx) => {
+    if (!(await postgresReachable())) ctx.skip();
+    const pg = await startHarness({ db: 'postgres', coordinator: { idempotencyInFlightWaitMs: 300 } });
+    try {
+      const path = `/api/v1/profiles/${pg.profileId}/wallets`;
+      const body = { blockchain_ids: [ETH] };
+      const { sha256Hex, canonicalJson } = await import('../src/util.js');
+      const send = (key: string) => pg.req('POST', path, { key: pg.apiKey, headers: { 'idempotency-key': key }, body });
+      const stored = (await send(randomUUID())).body; // a well-formed wallet response to record
+      // A first request with `key` that has claimed it and is still running (its transaction is open).
+      const firstRequest = (key: string, until: Promise<void>) => {
+        let claimed!: () => void;
+        const isClaimed = new Promise<void>((r) => {
+          claimed = r;
+        });
+        const done = pg.c.db.tx(async (q) => {
+          const c = await pg.c.store.claimIdempotent(
+            q,
+            pg.profileId,
+            key,
+            'POST',
+            path.toLowerCase(),
+            sha256Hex(canonicalJson(body)),
+            60_000,
+            1000,
+          );
+          if (c.kind !== 'started') throw new Error(`unexpected claim ${c.kind}`);
+          claimed();
+          await until;
+          await pg.c.store.completeIdempotent(q, pg.profileId, key, c.claimId, 201, stored);
+        });
+        return { isClaimed, done };
+      };
+
+      const k1 = randomUUID();
+      let release!: () => void;
+      const first = firstRequest(
+        k1,
+        new Promise<void>((r) => {
+          release = r;
+        }),
+      );
+      await first.isClaimed;
+      const waiting = send(k1);
+      await new Promise((r) => setTimeout(r, 100));
+      release();
+      await first.done;
+      const replayed = await waiting;
+      expect(replayed.status).toBe(201);
+      expect(replayed.body).toEqual(stored);
+      expect(replayed.headers.get('idempotent-replayed')).toBe('true');
+
+      const k2 = randomUUID();
+      let release2!: () => void;
+      const slow = firstRequest(
+        k2,
+        new Promise<void>((r) => {
+          release2 = r;
+        }),
+      );
+      await slow.isClaimed;
+      const r = await send(k2);
+      expectProblem(r, 409, 'IDEMPOTENCY_REQUEST_IN_PROGRESS');
+      expect(r.headers.get('retry-after')).toBe('1');
+      release2();
+      await slow.done;
+    } finally {
+      await pg.close();
+    }
   });
 
   it('releases the key after a failed request and forgets keys after the retention window', async () => {

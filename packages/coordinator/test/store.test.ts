@@ -103,45 +103,58 @@ describe.each(['pglite', 'postgres'] as const)('store on %s', (kind) => {
     ).rejects.toThrow(RangeError);
   });
 
-  maybe('claims idempotency keys atomically; mismatch, in-flight, replay, release, staleness and expiry', async () => {
+  maybe('claims idempotency keys inside the creating transaction; mismatch, replay, rollback and expiry', async () => {
     const p = await store.createProfile('idem');
     const key = randomUUID();
-    const claims = await Promise.all(
-      Array.from({ length: 20 }, () => store.beginIdempotent(p.profile_id, key, 'POST', '/x', 'h1', 1000)),
+    const claim = (q: Parameters<Store['completeIdempotent']>[0], hash = 'h1', path = '/x', id = p.profile_id) =>
+      store.claimIdempotent(q, id, key, 'POST', path, hash, 1000, 2000);
+    // Concurrent claims of one key: exactly one creates, the others replay its committed record.
+    const results = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        db.tx(async (q) => {
+          const c = await claim(q);
+          if (c.kind === 'started') await store.completeIdempotent(q, p.profile_id, key, c.claimId, 201, { a: 1 });
+          return c.kind;
+        }),
+      ),
     );
-    const started = claims.filter((c) => c.kind === 'started');
-    expect(started).toHaveLength(1);
-    expect(claims.filter((c) => c.kind === 'in_flight')).toHaveLength(19);
-    const claimId = (started[0] as { claimId: string }).claimId;
-    expect((await store.beginIdempotent(p.profile_id, key, 'POST', '/x', 'h2', 1000)).kind).toBe('mismatch');
-    expect((await store.beginIdempotent(p.profile_id, key, 'POST', '/y', 'h1', 1000)).kind).toBe('mismatch');
-    await store.completeIdempotent(p.profile_id, key, randomUUID(), 500, { wrong: 'claim' });
-    expect((await store.beginIdempotent(p.profile_id, key, 'POST', '/x', 'h1', 1000)).kind).toBe('in_flight');
-    await store.completeIdempotent(p.profile_id, key, claimId, 201, { a: 1 });
-    expect(await store.beginIdempotent(p.profile_id, key, 'POST', '/x', 'h1', 1000)).toEqual({
+    expect(results.filter((k) => k === 'started')).toHaveLength(1);
+    expect(results.filter((k) => k === 'replay')).toHaveLength(19);
+    expect(await store.peekIdempotent(p.profile_id, key, 'POST', '/x', 'h1')).toEqual({
       kind: 'replay',
       status: 201,
       body: { a: 1 },
     });
-    // Another profile's identical key is independent; a failed request releases its claim.
+    expect((await store.peekIdempotent(p.profile_id, key, 'POST', '/x', 'h2')).kind).toBe('mismatch');
+    expect((await db.tx((q) => claim(q, 'h1', '/y'))).kind).toBe('mismatch');
+    // A transaction that dies after claiming (a crash, an error) leaves the key free.
     const other = await store.createProfile('other');
-    const c1 = await store.beginIdempotent(other.profile_id, key, 'POST', '/x', 'h1', 1000);
-    expect(c1.kind).toBe('started');
-    await store.releaseIdempotent(other.profile_id, key, (c1 as { claimId: string }).claimId);
-    const c2 = await store.beginIdempotent(other.profile_id, key, 'POST', '/x', 'h9', 60_000, 100);
-    expect(c2.kind).toBe('started');
-    // A claim whose process died is taken over after staleAfterMs; the late completion is ignored.
-    now = new Date(now.getTime() + 101);
-    const c3 = await store.beginIdempotent(other.profile_id, key, 'POST', '/x', 'h9', 60_000, 100);
-    expect(c3.kind).toBe('started');
-    await store.completeIdempotent(other.profile_id, key, (c2 as { claimId: string }).claimId, 201, { late: true });
-    await store.completeIdempotent(other.profile_id, key, (c3 as { claimId: string }).claimId, 201, { fresh: true });
-    expect(await store.beginIdempotent(other.profile_id, key, 'POST', '/x', 'h9', 60_000)).toMatchObject({
-      body: { fresh: true },
-    });
-    now = new Date(now.getTime() + 60_001);
-    expect(await store.purgeIdempotency()).toBeGreaterThanOrEqual(2);
-    expect((await store.beginIdempotent(p.profile_id, key, 'POST', '/x', 'h2', 1000)).kind).toBe('started');
+    await expect(
+      db.tx(async (q) => {
+        const c = await claim(q, 'h9', '/x', other.profile_id);
+        expect(c.kind).toBe('started');
+        throw new Error('crash before commit');
+      }),
+    ).rejects.toThrow('crash before commit');
+    expect((await store.peekIdempotent(other.profile_id, key, 'POST', '/x', 'h9')).kind).toBe('absent');
+    // Another profile's identical key is independent.
+    expect((await db.tx((q) => claim(q, 'h9', '/x', other.profile_id))).kind).toBe('started');
+    // An IN_FLIGHT record committed by an earlier version (claims used to commit alone) is taken over.
+    const legacy = randomUUID();
+    await db.query(
+      `INSERT INTO idempotency_keys (profile_id, idempotency_key, claim_id, method, path, request_hash, state, created_at,
+         expires_at) VALUES ($1,$2,$3,'POST','/x','h1','IN_FLIGHT',$4,$5)`,
+      [p.profile_id, legacy, randomUUID(), now, new Date(now.getTime() + 60_000)],
+    );
+    expect((await store.peekIdempotent(p.profile_id, legacy, 'POST', '/x', 'h1')).kind).toBe('absent');
+    expect(
+      (await db.tx((q) => store.claimIdempotent(q, p.profile_id, legacy, 'POST', '/x', 'h1', 1000, 2000))).kind,
+    ).toBe('started');
+    // After the retention window the key is forgotten: purged, and free again.
+    now = new Date(now.getTime() + 1001);
+    expect((await store.peekIdempotent(p.profile_id, key, 'POST', '/x', 'h1')).kind).toBe('absent');
+    expect(await store.purgeIdempotency()).toBeGreaterThanOrEqual(1);
+    expect((await db.tx((q) => claim(q, 'h2'))).kind).toBe('started');
   });
 
   maybe('keeps the audit log append-only', async () => {

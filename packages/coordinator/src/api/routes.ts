@@ -151,9 +151,9 @@ export async function walletRoutes(app: FastifyInstance, ctx: ProfileRoutesConte
     async (req, reply) => {
       const profileId = (req.params as { profile_id: string }).profile_id.toLowerCase();
       const body = req.body as { blockchain_ids: string[]; name?: string };
-      return runIdempotent(store, ctx.idempotency, req, reply, profileId, 201, () =>
-        store.createWallet(profileId, body),
-      );
+      return runIdempotent(store, ctx.idempotency, req, reply, profileId, 201, async (q) => ({
+        body: await store.createWallet(profileId, body, undefined, q),
+      }));
     },
   );
 
@@ -220,9 +220,9 @@ export async function walletRoutes(app: FastifyInstance, ctx: ProfileRoutesConte
       const { profile_id, wallet_id } = req.params as { profile_id: string; wallet_id: string };
       const profileId = profile_id.toLowerCase();
       const body = req.body as { blockchain_id: string; address_type?: AddressType };
-      return runIdempotent(store, ctx.idempotency, req, reply, profileId, 201, () =>
-        store.createAddress(profileId, wallet_id, body),
-      );
+      return runIdempotent(store, ctx.idempotency, req, reply, profileId, 201, async (q) => ({
+        body: await store.createAddress(profileId, wallet_id, body, q),
+      }));
     },
   );
 

@@ -5,7 +5,7 @@
  * (seed §4 rules 3, 4): those are admin API / device functions.
  */
 import type { FastifyInstance } from 'fastify';
-import { runIdempotent } from '../api/idempotency.js';
+import { runIdempotent, runIdempotentAnswer } from '../api/idempotency.js';
 import { type ProfileRoutesContext, requireIdempotencyKey } from '../api/routes.js';
 import {
   API_COMMON_ERRORS,
@@ -189,9 +189,10 @@ export async function transferRoutes(app: FastifyInstance, ctx: ProfileRoutesCon
     },
     async (req, reply) => {
       const profileId = (req.params as { profile_id: string }).profile_id.toLowerCase();
-      return runIdempotent(store, ctx.idempotency, req, reply, profileId, 201, () =>
-        svc.create(profileId, req.body as TransferInput),
-      );
+      return runIdempotent(store, ctx.idempotency, req, reply, profileId, 201, async (q) => {
+        const c = await svc.createIn(q, profileId, req.body as TransferInput);
+        return { body: c.view, afterCommit: c.afterCommit };
+      });
     },
   );
 
@@ -325,7 +326,7 @@ export async function transferRoutes(app: FastifyInstance, ctx: ProfileRoutesCon
     async (req, reply) => {
       const profileId = (req.params as { profile_id: string }).profile_id.toLowerCase();
       const { priority, ...body } = req.body as TransferInput & { priority?: 'SLOW' | 'STANDARD' | 'FAST' };
-      return runIdempotent(store, ctx.idempotency, req, reply, profileId, 200, () =>
+      return runIdempotentAnswer(store, ctx.idempotency, req, reply, profileId, 200, () =>
         svc.feeEstimate(profileId, body, priority ?? 'STANDARD'),
       );
     },

@@ -564,80 +564,96 @@ export class TransferService {
    * @returns the transfer after the policy step (PENDING_APPROVAL, REJECTED_BY_POLICY or NO_POLICY_FOUND)
    */
   async create(profileId: string, input: TransferInput): Promise<TransferView> {
-    const out = await this.db.tx(async (q) => {
-      const p = await this.prepare(q, profileId, input);
-      const now = this.clock();
-      const day = utcDay(now);
-      // serialise limit checks per wallet, asset and UTC day (a row lock: PGlite and PostgreSQL alike)
-      await q.query(
-        'INSERT INTO transfer_day_locks (wallet_id, asset_id, day) VALUES ($1,$2,$3) ON CONFLICT DO NOTHING',
-        [p.intentBase.wallet_id, p.intentBase.asset_id, day],
-      );
-      await q.query('SELECT 1 FROM transfer_day_locks WHERE wallet_id = $1 AND asset_id = $2 AND day = $3 FOR UPDATE', [
-        p.intentBase.wallet_id,
-        p.intentBase.asset_id,
-        day,
-      ]);
-      if (p.amount > (await this.available(q, p.intentBase.wallet_id, p.intentBase.asset_id))) {
-        throw field('body.amount', "exceeds the wallet's available balance");
-      }
-      const intent: TransferIntent = { ...p.intentBase, transfer_id: randomUUID(), created_at: now.toISOString() };
-      const spent = await this.spent(q, intent.wallet_id, intent.asset_id, day);
-      const policy = await this.policies.match(q, intent);
-      let status: TransferStatus;
-      let sub: string | null = null;
-      let required = 0;
-      if (policy === null) {
-        status = 'NO_POLICY_FOUND';
-        sub = 'NO_POLICY_FOUND';
-      } else {
-        const v = evaluatePolicy(policy.document, intent, spent);
-        if (v.ok) {
-          status = 'PENDING_APPROVAL';
-          required = v.approvalsRequired;
-        } else {
-          status = 'REJECTED_BY_POLICY';
-          sub = v.refusal;
-        }
-      }
-      const digest = bytesToHex(transferIntentDigest(intent));
-      await q.query(
-        `INSERT INTO transfers (transfer_id, profile_id, wallet_id, asset_id, blockchain_id, master_key_id, source_address,
-           destination_address, amount, external_id, status, sub_status, day, intent, intent_digest, policy_id, policy_version,
-           approvals_required, approval_deadline, created_at, updated_at)
-         VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9::numeric,$10,'PENDING',NULL,$11,$12::jsonb,$13,$14,$15,$16,$17,$18,$18)`,
-        [
-          intent.transfer_id,
-          profileId,
-          intent.wallet_id,
-          intent.asset_id,
-          p.blockchainId,
-          p.masterKeyId,
-          intent.source_address,
-          intent.destination_address,
-          intent.amount,
-          input.external_id ?? null,
-          day,
-          JSON.stringify(intent),
-          digest,
-          policy?.document.policy_id ?? null,
-          policy?.document.version ?? null,
-          required,
-          status === 'PENDING_APPROVAL' ? new Date(now.getTime() + this.opts.approvalWindowMs) : null,
-          now,
-        ],
-      );
-      const created = await loadTransfer(q, intent.transfer_id);
-      await emitEvent(q, this.clock, {
-        profileId,
-        type: 'TRANSFER_CREATED',
-        data: transferEventData(transferView(created!)),
-      });
-      const view = await transition(q, this.clock, intent.transfer_id, status, sub);
-      return { view, intent, approvers: p.approverDevices };
-    });
-    if (out.view.status === 'PENDING_APPROVAL') this.notify(out.approvers, out.view, out.intent, 0);
+    const out = await this.db.tx((q) => this.createIn(q, profileId, input));
+    out.afterCommit();
     return out.view;
+  }
+
+  /**
+   * {@link create} inside the caller's open transaction `q` (e.g. the one completing the request's
+   * idempotency record). The caller runs `afterCommit` once `q` has committed: it pushes the
+   * approval requests to the approvers' devices — never for a transfer that may still roll back.
+   */
+  async createIn(
+    q: Queryable,
+    profileId: string,
+    input: TransferInput,
+  ): Promise<{ view: TransferView; afterCommit: () => void }> {
+    const p = await this.prepare(q, profileId, input);
+    const now = this.clock();
+    const day = utcDay(now);
+    // serialise limit checks per wallet, asset and UTC day (a row lock: PGlite and PostgreSQL alike)
+    await q.query(
+      'INSERT INTO transfer_day_locks (wallet_id, asset_id, day) VALUES ($1,$2,$3) ON CONFLICT DO NOTHING',
+      [p.intentBase.wallet_id, p.intentBase.asset_id, day],
+    );
+    await q.query('SELECT 1 FROM transfer_day_locks WHERE wallet_id = $1 AND asset_id = $2 AND day = $3 FOR UPDATE', [
+      p.intentBase.wallet_id,
+      p.intentBase.asset_id,
+      day,
+    ]);
+    if (p.amount > (await this.available(q, p.intentBase.wallet_id, p.intentBase.asset_id))) {
+      throw field('body.amount', "exceeds the wallet's available balance");
+    }
+    const intent: TransferIntent = { ...p.intentBase, transfer_id: randomUUID(), created_at: now.toISOString() };
+    const spent = await this.spent(q, intent.wallet_id, intent.asset_id, day);
+    const policy = await this.policies.match(q, intent);
+    let status: TransferStatus;
+    let sub: string | null = null;
+    let required = 0;
+    if (policy === null) {
+      status = 'NO_POLICY_FOUND';
+      sub = 'NO_POLICY_FOUND';
+    } else {
+      const v = evaluatePolicy(policy.document, intent, spent);
+      if (v.ok) {
+        status = 'PENDING_APPROVAL';
+        required = v.approvalsRequired;
+      } else {
+        status = 'REJECTED_BY_POLICY';
+        sub = v.refusal;
+      }
+    }
+    const digest = bytesToHex(transferIntentDigest(intent));
+    await q.query(
+      `INSERT INTO transfers (transfer_id, profile_id, wallet_id, asset_id, blockchain_id, master_key_id, source_address,
+         destination_address, amount, external_id, status, sub_status, day, intent, intent_digest, policy_id, policy_version,
+         approvals_required, approval_deadline, created_at, updated_at)
+       VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9::numeric,$10,'PENDING',NULL,$11,$12::jsonb,$13,$14,$15,$16,$17,$18,$18)`,
+      [
+        intent.transfer_id,
+        profileId,
+        intent.wallet_id,
+        intent.asset_id,
+        p.blockchainId,
+        p.masterKeyId,
+        intent.source_address,
+        intent.destination_address,
+        intent.amount,
+        input.external_id ?? null,
+        day,
+        JSON.stringify(intent),
+        digest,
+        policy?.document.policy_id ?? null,
+        policy?.document.version ?? null,
+        required,
+        status === 'PENDING_APPROVAL' ? new Date(now.getTime() + this.opts.approvalWindowMs) : null,
+        now,
+      ],
+    );
+    const created = await loadTransfer(q, intent.transfer_id);
+    await emitEvent(q, this.clock, {
+      profileId,
+      type: 'TRANSFER_CREATED',
+      data: transferEventData(transferView(created!)),
+    });
+    const view = await transition(q, this.clock, intent.transfer_id, status, sub);
+    return {
+      view,
+      afterCommit: () => {
+        if (view.status === 'PENDING_APPROVAL') this.notify(p.approverDevices, view, intent, 0);
+      },
+    };
   }
 
   private notify(devices: string[], v: TransferView, intent: TransferIntent, round: number, deadline?: string): void {
