@@ -56,17 +56,13 @@ describe('device names are printable text without bidi overrides', () => {
     expect(r.body.errors?.[0]?.field).toBe('body.name');
   });
 
-  it.each([
-    'Pixel 8 Pro',
-    'Téléphone d’Émile',
-    '山田の iPhone',
-    'هاتف أحمد',
-    'ops phone 📱',
-    'x'.repeat(64),
-  ])('accepts the printable name %s', async (name) => {
-    const r = await h.req('POST', '/devices/v1/enrollments', { body: enrollmentBody(await phoneKeys(), name) });
-    expect(r.status, JSON.stringify(r.body)).toBe(201);
-    const d = await h.req('GET', `/admin/v1/devices/${r.body.device_id}`, { token: h.adminToken });
-    expect(d.body.name).toBe(name);
-  });
+  it.each(['Pixel 8 Pro', 'Téléphone d’Émile', '山田の iPhone', 'هاتف أحمد', 'ops phone 📱', 'x'.repeat(64)])(
+    'accepts the printable name %s',
+    async (name) => {
+      const r = await h.req('POST', '/devices/v1/enrollments', { body: enrollmentBody(await phoneKeys(), name) });
+      expect(r.status, JSON.stringify(r.body)).toBe(201);
+      const d = await h.req('GET', `/admin/v1/devices/${r.body.device_id}`, { token: h.adminToken });
+      expect(d.body.name).toBe(name);
+    },
+  );
 });

@@ -167,3 +167,95 @@ describe('a device MPC peer id is bound at enrollment', () => {
     expect(r.body.code).toBe('CONFLICT');
   });
 });
+
+describe('devices enrolled before peer ids were bound (migration 6)', () => {
+  let h: Harness;
+  let adminId = '';
+  const phones: Phone[] = [];
+
+  /** An approved device whose record has no pinned peer id, as migration 6 leaves older devices. */
+  async function legacyDevice(name: string): Promise<{ id: string; keys: PhoneKeys }> {
+    const keys = await phoneKeys();
+    const id = await enrollPhone(h, keys, name, { userId: adminId });
+    await h.c.db.query('UPDATE devices SET mpc_peer_id = NULL, user_id = NULL WHERE device_id = $1', [id]);
+    return { id, keys };
+  }
+
+  function connect(deviceId: string, keys: PhoneKeys, mpcPeerId?: string): Phone {
+    const p = connectPhone(h, deviceId, keys, mpcPeerId);
+    phones.push(p);
+    return p;
+  }
+
+  beforeAll(async () => {
+    h = await startHarness({
+      masterKey: false,
+      coordinator: { signing: { enabled: true, presignaturePool: 0 }, transfers: { runPipeline: false } },
+    });
+    adminId = await userIdOf(h, ADMIN_EMAIL);
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const p of phones) p.ws.terminate();
+    await h?.close();
+  });
+
+  it('pins the peer id of the first hello (audited), then refuses any other', async () => {
+    const { id, keys } = await legacyDevice('old phone');
+    const first = connect(id, keys);
+    expect(await first.welcomed).toBe(true);
+    const row = (
+      await h.c.db.query<{ mpc_peer_id: string }>('SELECT mpc_peer_id FROM devices WHERE device_id = $1', [id])
+    )[0];
+    expect(row?.mpc_peer_id).toBe(keys.mpcPeerId);
+    const audit = await h.req('GET', '/admin/v1/audit?page_size=50', { token: h.adminToken });
+    expect(
+      audit.body.data.some(
+        (e: { action: string; target_id: string }) => e.action === 'device.mpc_peer_pinned' && e.target_id === id,
+      ),
+    ).toBe(true);
+    first.ws.terminate();
+    const other = connect(id, keys, (await phoneKeys()).mpcPeerId);
+    expect(await other.welcomed).toBe(false);
+  });
+
+  it("never pins a server signer's peer id (even a removed signer's) nor another device's", async () => {
+    const s = await signerIdentity();
+    const reg = await h.req('POST', '/admin/v1/signers', {
+      token: h.adminToken,
+      body: {
+        name: 'gone',
+        peer_id: s.peerId,
+        address: '/ip4/127.0.0.1/tcp/7700',
+        fingerprint: fingerprint(s.publicKey),
+      },
+    });
+    expect(reg.status).toBe(201);
+    expect((await h.req('DELETE', `/admin/v1/signers/${reg.body.signer_id}`, { token: h.adminToken })).status).toBe(
+      204,
+    );
+    const a = await legacyDevice('old phone a');
+    const signerClaim = connect(a.id, a.keys, s.peerId);
+    expect(await signerClaim.welcomed).toBe(false);
+    const victim = await phoneKeys();
+    await enrollPhone(h, victim, 'victim', { userId: adminId });
+    const deviceClaim = connect(a.id, a.keys, victim.mpcPeerId);
+    expect(await deviceClaim.welcomed).toBe(false);
+    const row = (
+      await h.c.db.query<{ mpc_peer_id: string | null }>('SELECT mpc_peer_id FROM devices WHERE device_id = $1', [a.id])
+    )[0];
+    expect(row?.mpc_peer_id).toBeNull();
+  });
+
+  it('refuses to approve a PENDING device enrolled without a peer id (it must enrol again)', async () => {
+    const keys = await phoneKeys();
+    const id = await enrollPhone(h, keys, 'pending old phone', { userId: adminId, approve: false });
+    await h.c.db.query('UPDATE devices SET mpc_peer_id = NULL WHERE device_id = $1', [id]);
+    const d = await h.req('GET', `/admin/v1/devices/${id}`, { token: h.adminToken });
+    const a = await h.req('POST', `/admin/v1/devices/${id}/approve`, {
+      token: h.adminToken,
+      body: { fingerprint: d.body.fingerprint, user_id: adminId },
+    });
+    expect(a.status).toBe(409);
+  });
+});

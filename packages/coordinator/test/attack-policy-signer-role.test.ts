@@ -92,7 +92,10 @@ describe('only a device of the signing Admin can sign a policy (no trusted keys 
     expect(r.status, JSON.stringify(r.body)).toBe(422);
     expect(await statusOf(p.policyId)).toBe('PENDING_SIGNATURE');
     // its own Admin can sign with it
-    const token = await h.login((await h.req('GET', `/admin/v1/users/${other}`, { token: h.adminToken })).body.email, PASSWORD);
+    const token = await h.login(
+      (await h.req('GET', `/admin/v1/users/${other}`, { token: h.adminToken })).body.email,
+      PASSWORD,
+    );
     expect((await submit(p, deviceId, keys.sk, token)).status).toBe(200);
   });
 
@@ -102,7 +105,10 @@ describe('only a device of the signing Admin can sign a policy (no trusted keys 
     const token = await h.login(email, PASSWORD);
     const keys = await phoneKeys();
     const deviceId = await enrollPhone(h, keys, 'demoted phone', { userId: u });
-    const demote = await h.req('PATCH', `/admin/v1/users/${u}`, { token: h.adminToken, body: { role: 'FINANCE_MANAGER' } });
+    const demote = await h.req('PATCH', `/admin/v1/users/${u}`, {
+      token: h.adminToken,
+      body: { role: 'FINANCE_MANAGER' },
+    });
     expect(demote.status).toBe(200);
     const p = await pendingPolicy();
     // the demoted user's session no longer passes the ADMIN route check; the Admin's session may not use the device
@@ -163,10 +169,14 @@ describe('with trusted Admin device keys configured, the device must also be amo
     });
     expect(c.status).toBe(201);
     const signed = signPolicy(c.body.versions[0].document, deviceId, keys.sk);
-    const r = await h.req('POST', `/admin/v1/profiles/${h.profileId}/policies/${c.body.policy_id}/versions/1/signature`, {
-      token: h.adminToken,
-      body: { device_id: deviceId, signature: signed.signature },
-    });
+    const r = await h.req(
+      'POST',
+      `/admin/v1/profiles/${h.profileId}/policies/${c.body.policy_id}/versions/1/signature`,
+      {
+        token: h.adminToken,
+        body: { device_id: deviceId, signature: signed.signature },
+      },
+    );
     expect(r.status).toBe(422);
     expect(r.body.errors[0].message).toMatch(/trusted/);
   });

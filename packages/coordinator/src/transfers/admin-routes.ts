@@ -221,6 +221,7 @@ export async function transferAdminRoutes(
         p.policy_id.toLowerCase(),
         p.version,
         req.body as { device_id: string; signature: string },
+        actor(req),
       );
     },
   );
