@@ -14,14 +14,14 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { DEVICE_WS_PATH } from '../src/devices/hub.js';
+import { DEVICE_HELLO_MAX_FRAME_BYTES, DEVICE_PRE_HELLO_PER_ADDRESS, DEVICE_WS_PATH } from '../src/devices/hub.js';
 import { connectPhone, enrollPhone, phoneKeys, userIdOf } from './device-fixtures.js';
 import { ADMIN_EMAIL, type Harness, startHarness } from './helpers.js';
 
-/** Default per-address cap of sockets waiting for their hello (`DEVICE_PRE_HELLO_PER_ADDRESS`). */
-const CAP = 16;
-/** Default largest pre-hello frame (`DEVICE_HELLO_MAX_FRAME_BYTES`). */
-const HELLO_MAX = 4096;
+/** Default per-address cap of sockets waiting for their hello. */
+const CAP = DEVICE_PRE_HELLO_PER_ADDRESS;
+/** Default largest pre-hello frame. */
+const HELLO_MAX = DEVICE_HELLO_MAX_FRAME_BYTES;
 
 let h: Harness;
 const sockets: WebSocket[] = [];
@@ -101,5 +101,49 @@ describe('the device socket before hello', () => {
     const s = open();
     expect(await s.opened).toBe(true);
     s.ws.terminate();
+  });
+});
+
+describe('the pre-hello caps behind a trusted proxy and in all', () => {
+  let p: Harness;
+  const mine: WebSocket[] = [];
+  beforeAll(async () => {
+    p = await startHarness({
+      masterKey: false,
+      coordinator: {
+        trustProxy: ['127.0.0.1/8', '::1'],
+        signing: { enabled: true, presignaturePool: 0, deviceSockets: { preHelloPerAddress: 2, preHelloTotal: 5 } },
+        transfers: { runPipeline: false },
+      },
+    });
+  }, 60_000);
+  afterAll(async () => {
+    for (const s of mine) s.terminate();
+    await p?.close();
+  });
+
+  function openAs(forwardedFor: string): Promise<number | true> {
+    const ws = new WebSocket(`${p.url.replace(/^http/, 'ws')}${DEVICE_WS_PATH}`, {
+      headers: { 'x-forwarded-for': forwardedFor },
+    });
+    mine.push(ws);
+    ws.on('error', () => undefined);
+    return new Promise((resolve) => {
+      ws.once('open', () => resolve(true));
+      ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+    });
+  }
+
+  it('counts per forwarded client address (429), and all addresses together (503)', async () => {
+    // one client behind the proxy: two sockets, the third refused
+    expect(await openAs('198.51.100.7')).toBe(true);
+    expect(await openAs('198.51.100.7')).toBe(true);
+    expect(await openAs('198.51.100.7')).toBe(429);
+    // other clients behind the same proxy are not affected by it
+    expect(await openAs('203.0.113.1')).toBe(true);
+    expect(await openAs('203.0.113.2')).toBe(true);
+    expect(await openAs('203.0.113.3')).toBe(true);
+    // five waiting in all: the next one is refused whatever its address
+    expect(await openAs('203.0.113.4')).toBe(503);
   });
 });

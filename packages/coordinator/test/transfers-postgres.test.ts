@@ -23,7 +23,9 @@ describe('daily limit on PostgreSQL', () => {
     h = await startHarness({ db: 'postgres', coordinator: { transfers: { runPipeline: false } } });
     const A = `/api/v1/profiles/${h.profileId}`;
     const sk = p256.utils.randomSecretKey();
-    const e = await h.req('POST', '/devices/v1/enrollments', { body: enrollmentBody(await phoneKeys(sk), 'admin phone') });
+    const e = await h.req('POST', '/devices/v1/enrollments', {
+      body: enrollmentBody(await phoneKeys(sk), 'admin phone'),
+    });
     await h.req('POST', `/admin/v1/devices/${e.body.device_id}/approve`, {
       token: h.adminToken,
       body: { fingerprint: e.body.fingerprint, user_id: await userIdOf(h, ADMIN_EMAIL) },

@@ -192,7 +192,7 @@ export async function transferAdminRoutes(
       preParsing: auth(ADMIN),
       schema: schema(
         ADMIN,
-        "Attach an Admin device's signature to a policy version (it becomes ACTIVE)",
+        "Attach the signature of the session Admin's own approved device to a policy version (it becomes ACTIVE)",
         200,
         {
           params: params({ policy_id: UUID, version: { type: 'integer', minimum: 1 } }),
