@@ -576,14 +576,30 @@ export function registerAdminCommands(program: Command, io: CliIo = defaultIo): 
     .action(run(async (id: string) => print(await call('GET', `/admin/v1/devices/${encodeURIComponent(id)}`))));
   devices
     .command('approve <device_id>')
-    .description('approve after comparing the fingerprint shown on the phone')
+    .description('approve after comparing the fingerprint shown on the phone, binding the device to its user')
     .requiredOption('--fingerprint <fingerprint>', 'as read from the phone (spaces optional)')
+    .requiredOption(
+      '--user <user>',
+      "the dashboard user who holds the phone: user id or e-mail (only an Admin's own devices sign policies)",
+    )
     .action(
-      run(async (id: string, o: { fingerprint: string }) =>
+      run(async (id: string, o: { fingerprint: string; user: string }) => {
+        let userId = o.user;
+        if (o.user.includes('@')) {
+          const users = (await call('GET', '/admin/v1/users?page_size=200')) as {
+            data: { user_id: string; email: string }[];
+          };
+          const u = users.data.find((x) => x.email.toLowerCase() === o.user.toLowerCase());
+          if (u === undefined) throw new Error(`no user ${o.user}`);
+          userId = u.user_id;
+        }
         print(
-          await call('POST', `/admin/v1/devices/${encodeURIComponent(id)}/approve`, { fingerprint: o.fingerprint }),
-        ),
-      ),
+          await call('POST', `/admin/v1/devices/${encodeURIComponent(id)}/approve`, {
+            fingerprint: o.fingerprint,
+            user_id: userId,
+          }),
+        );
+      }),
     );
   devices
     .command('reject <device_id>')

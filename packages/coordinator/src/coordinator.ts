@@ -3,6 +3,7 @@
  * one fastify app. `custodian coordinator start` calls this.
  */
 import { join } from 'node:path';
+import proxyaddr from '@fastify/proxy-addr';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { pino } from 'pino';
 import { adminRoutes } from './admin/routes.js';
@@ -12,9 +13,10 @@ import type { CeremonyClient } from './ceremony.js';
 import { type Db, openPglite, openPostgres } from './db/db.js';
 import { migrate } from './db/migrations.js';
 import { API_DECISIONS } from './decisions.js';
+import type { DeviceHubLimits } from './devices/hub.js';
 import { resolveFeeCaps, syncDirectory } from './directory.js';
 import { createMailer, type Mailer } from './mailer.js';
-import { createServer, parseTrustProxy, type RateLimitOptions } from './server.js';
+import { addressBucket, createServer, parseTrustProxy, type RateLimitOptions } from './server.js';
 import type { SignerGateway } from './signing/gateway.js';
 import { createSigningServices, type SigningServices } from './signing/services.js';
 import { Store } from './store.js';
@@ -93,9 +95,15 @@ export interface CoordinatorOptions {
    * (WebSocket `/devices/v1/ws`), signer gateway and master key ceremony client (used unless
    * `ceremonyClient` is given). Default off. `presignaturePool`: CGGMP21 presignatures kept per
    * (ECDSA key, signing set), refilled in the background (signing/presignature-pool.ts); default 4,
-   * 0 = off (every ECDSA signature cold).
+   * 0 = off (every ECDSA signature cold). `deviceSockets`: device WebSocket sockets waiting for
+   * their hello at once, per client address (default 16) and in all (default 1024) (devices/hub.ts).
    */
-  signing?: { enabled: boolean; algorithms?: number[]; presignaturePool?: number };
+  signing?: {
+    enabled: boolean;
+    algorithms?: number[];
+    presignaturePool?: number;
+    deviceSockets?: Partial<DeviceHubLimits>;
+  };
   /**
    * Blockchain nodes (transfers, fee estimates, deposit watchers): blockchain key of the directory
    * → `{ rpcUrl, confirmations?, pollIntervalMs? }`, e.g. `{ 'ethereum-local': { rpcUrl: 'http://127.0.0.1:8545' } }`.
@@ -206,6 +214,7 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
         ...(opts.dataDir !== undefined ? { dataDir: opts.dataDir } : {}),
         ...(opts.signing.algorithms ? { algorithms: opts.signing.algorithms } : {}),
         ...(opts.signing.presignaturePool !== undefined ? { presignaturePool: opts.signing.presignaturePool } : {}),
+        ...(opts.signing.deviceSockets ? { deviceSockets: opts.signing.deviceSockets } : {}),
         log: pino({ level: process.env.CUSTODIAN_SIGNING_LOG ?? 'warn', base: { service: 'coordinator-signing' } }),
       })
     : undefined;
@@ -282,6 +291,7 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
     policies.onActivatedError = (err, signed) =>
       app.log.warn({ err, policy_id: signed.document.policy_id }, 'policy version not pushed to the signers');
     admin.onDeviceRevoked = (deviceId, status) => hub.revokeDevice(deviceId, status);
+    hub.pinLegacyPeer = (deviceId, peerId) => admin.pinLegacyPeerId(deviceId, peerId);
     transferService.notifier = {
       notifyApprovalRequest: (devices, r) => {
         for (const d of devices) hub.notifyApprovalRequest(d, r.intent, `${r.transfer_id}:${r.round}`);
@@ -325,7 +335,10 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
   await app.register(async (a) => transferAdminRoutes(a, admin, policies, transferService));
   await app.register(async (a) => jwksRoute(a, signingKeys));
   await app.ready();
-  signing?.hub.attach(app.server);
+  // the pre-hello cap counts per client address: the socket peer, or behind a trusted proxy the
+  // nearest untrusted X-Forwarded-For hop (as the HTTP routes' rate limits do)
+  const trusted = trustProxy.length === 0 ? () => false : proxyaddr.compile(trustProxy);
+  signing?.hub.attach(app.server, { clientAddress: (req) => addressBucket(proxyaddr(req, trusted)) });
   if (kekSource === 'ephemeral') {
     app.log.warn('webhook signing keys are encrypted with an in-memory key: set CUSTODIAN_WEBHOOK_KEK or a dataDir');
   }

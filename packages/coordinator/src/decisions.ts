@@ -96,6 +96,19 @@ export const API_DECISIONS = `Custody REST API of a Custodian instance (client i
   The client address is the socket peer, or the forwarded address behind a configured trusted proxy. Over a limit →
   429 \`RATE_LIMITED\` with \`Retry-After\` (seconds) and, for the request limits, \`x-ratelimit-*\` headers. Request
   counters are per coordinator process; the per-account counts are in the database.
+- **Devices.** \`POST /devices/v1/enrollments\` (unauthenticated) takes the P-256 device key and the device's MPC peer id
+  (\`mpc_peer_id\`, an Ed25519 libp2p peer id) with \`mpc_peer_proof\`, the peer key's Ed25519 signature over
+  \`deviceEnrollmentDigest(public_key, mpc_peer_id)\` (@custodian/wire); a bad proof → 422, a peer id of a server signer
+  (registered now or ever) or of another PENDING / APPROVED device → 409. The peer id is pinned: the device hub refuses a
+  hello naming any other, and a server signer cannot be registered with a peer id a device was given (409). The device
+  \`name\` is 1–64 characters of printable text (no control, format or bidi override characters, no line separators, no
+  leading or trailing white space), else 422 naming \`body.name\`. Approval (\`POST /admin/v1/devices/{id}/approve\`) takes
+  the fingerprint and the \`user_id\` of the user who holds the phone (existing, not blocked, else 422); device views show
+  \`user_id\` and \`mpc_peer_id\`. A policy version is signed only with an APPROVED device bound to the session's own
+  user, whose role is Admin, and — when \`transfers.trustedAdminKeys\` is configured — whose key is listed; anything else
+  (including devices enrolled before this binding existed) → 422 naming \`body.device_id\`. The device WebSocket accepts
+  one frame of at most 4 KiB before the hello, and at most 16 sockets per client address (1024 in all) waiting for their
+  hello at once; a further upgrade gets HTTP 429 (503 over the total).
 - **Versioning.** The major version is the path prefix \`/v1\`; additive changes (new fields, new optional parameters, new
   error codes, new webhook event types) happen without a version change; clients must ignore unknown fields.
 

@@ -8,13 +8,13 @@
 import { randomUUID } from 'node:crypto';
 import { fingerprint } from '@custodian/signer';
 import { peerIdFromString } from '@libp2p/peer-id';
-import { p256 } from '@noble/curves/nist.js';
 import * as OTPAuth from 'otpauth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdminService, DEFAULT_ADMIN_OPTIONS } from '../src/admin/service.js';
 import { CeremonyAbortedError, type CeremonyClient, type DkgRequest } from '../src/ceremony.js';
 import { blockchainId } from '../src/directory.js';
 import { createMailer } from '../src/mailer.js';
+import { enrollmentBody, phoneKeys, userIdOf } from './device-fixtures.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, type Harness, type Json, startHarness, testMasterKey } from './helpers.js';
 
 let h: Harness;
@@ -320,15 +320,18 @@ describe('signers, devices, master key', () => {
   });
 
   it('enrolls devices: requirements checked, approval needs the right fingerprint', async () => {
-    const key = () => Buffer.from(p256.getPublicKey(p256.utils.randomSecretKey(), true)).toString('hex');
-    const base = { name: 'phone', platform: 'ios', os_version: '15.5', hardware_backed_keystore: true };
+    const base = { platform: 'ios', os_version: '15.5', hardware_backed_keystore: true };
+    const adminId = await userIdOf(h, ADMIN_EMAIL);
     for (const [bad, field] of [
       [{ os_version: '15.4' }, 'body.os_version'],
       [{ platform: 'android', os_version: '9' }, 'body.os_version'],
       [{ hardware_backed_keystore: false }, 'body.hardware_backed_keystore'],
       [{ public_key: `04${'00'.repeat(64)}` }, 'body.public_key'],
+      [{ mpc_peer_id: 'QmNotAnEd25519PeerIdButLongEnoughToMatchThePattern' }, 'body.mpc_peer_id'],
     ] as const) {
-      const r = await h.req('POST', '/devices/v1/enrollments', { body: { ...base, public_key: key(), ...bad } });
+      const r = await h.req('POST', '/devices/v1/enrollments', {
+        body: enrollmentBody(await phoneKeys(), 'phone', { ...base, ...bad }),
+      });
       expectProblem(r, 422, 'VALIDATION_FAILED');
       expect(r.body.errors[0].field).toBe(field);
     }
@@ -337,28 +340,37 @@ describe('signers, devices, master key', () => {
       { platform: 'android', os_version: '10' },
       { platform: 'android', os_version: '14' },
     ]) {
-      const pk = key();
-      const r = await h.req('POST', '/devices/v1/enrollments', { body: { ...base, ...platform, public_key: pk } });
+      const keys = await phoneKeys();
+      const body = enrollmentBody(keys, 'phone', { ...base, ...platform });
+      const r = await h.req('POST', '/devices/v1/enrollments', { body });
       expect(r.status).toBe(201);
       expect(r.body).toMatchObject({
         status: 'PENDING',
         fingerprint: expect.stringMatching(/^([0-9A-F]{4} ){15}[0-9A-F]{4}$/),
+        mpc_peer_id: keys.mpcPeerId,
       });
-      expectProblem(
-        await h.req('POST', '/devices/v1/enrollments', { body: { ...base, ...platform, public_key: pk } }),
-        409,
-        'CONFLICT',
-      );
+      expectProblem(await h.req('POST', '/devices/v1/enrollments', { body }), 409, 'CONFLICT');
       const wrong = await h.req('POST', `/admin/v1/devices/${r.body.device_id}/approve`, {
         token: h.adminToken,
-        body: { fingerprint: '0000' },
+        body: { fingerprint: '0000', user_id: adminId },
       });
       expectProblem(wrong, 422, 'VALIDATION_FAILED');
+      const fp = r.body.fingerprint.replaceAll(' ', '').toLowerCase();
+      // the device is bound to a user at approval: required, existing
+      for (const user of [{}, { user_id: randomUUID() }]) {
+        const noUser = await h.req('POST', `/admin/v1/devices/${r.body.device_id}/approve`, {
+          token: h.adminToken,
+          body: { fingerprint: fp, ...user },
+        });
+        expectProblem(noUser, 422, 'VALIDATION_FAILED');
+      }
       const ok = await h.req('POST', `/admin/v1/devices/${r.body.device_id}/approve`, {
         token: h.adminToken,
-        body: { fingerprint: r.body.fingerprint.replaceAll(' ', '').toLowerCase() },
+        body: { fingerprint: fp, user_id: adminId },
       });
-      expect(ok.body.status).toBe('APPROVED');
+      expect(ok.body).toMatchObject({ status: 'APPROVED', user_id: adminId });
+      const shown = await h.req('GET', `/admin/v1/devices/${r.body.device_id}`, { token: h.adminToken });
+      expect(shown.body).toMatchObject({ user_id: adminId, mpc_peer_id: keys.mpcPeerId });
       expectProblem(
         await h.req('POST', `/admin/v1/devices/${r.body.device_id}/reject`, { token: h.adminToken }),
         409,

@@ -14,15 +14,15 @@
 import { randomBytes } from 'node:crypto';
 import { type DeviceFrame, decodeDeviceFrame, deviceHelloDigest, encodeDeviceFrame } from '@custodian/signer';
 import { DEFAULT_LIMITS, deviceSign, Outcome, openControlRequest, signPolicy } from '@custodian/wire';
-import { generateKeyPair } from '@libp2p/crypto/keys';
-import { peerIdFromPrivateKey, peerIdFromString } from '@libp2p/peer-id';
+import { peerIdFromString } from '@libp2p/peer-id';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { p256 } from '@noble/curves/nist.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { DEVICE_MAX_FRAME_BYTES, DEVICE_WS_PATH } from '../src/devices/hub.js';
-import { type Harness, type Json, startHarness } from './helpers.js';
+import { enrollmentBody, type PhoneKeys, phoneKeys, userIdOf } from './device-fixtures.js';
+import { ADMIN_EMAIL, type Harness, type Json, startHarness } from './helpers.js';
 
 const DEST = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
 const ETH = 10n ** 18n;
@@ -46,16 +46,18 @@ describe('a removed or rejected device loses its socket and every approval reque
   const P = () => `/admin/v1/profiles/${h.profileId}`;
   const A = () => `/api/v1/profiles/${h.profileId}`;
 
+  /** The phone keys (MPC peer id pinned at enrollment) of each device key. */
+  const keysOf = new Map<Uint8Array, PhoneKeys>();
+
   async function enroll(sk: Uint8Array, name: string, approve = true): Promise<string> {
-    const pub = Buffer.from(p256.getPublicKey(sk, true)).toString('hex');
-    const e = await h.req('POST', '/devices/v1/enrollments', {
-      body: { name, platform: 'android', os_version: '14', hardware_backed_keystore: true, public_key: pub },
-    });
+    const keys = await phoneKeys(sk);
+    keysOf.set(sk, keys);
+    const e = await h.req('POST', '/devices/v1/enrollments', { body: enrollmentBody(keys, name) });
     expect(e.status).toBe(201);
     if (approve) {
       const a = await h.req('POST', `/admin/v1/devices/${e.body.device_id}/approve`, {
         token: h.adminToken,
-        body: { fingerprint: e.body.fingerprint },
+        body: { fingerprint: e.body.fingerprint, user_id: await userIdOf(h, ADMIN_EMAIL) },
       });
       expect(a.status).toBe(200);
     }
@@ -100,7 +102,8 @@ describe('a removed or rejected device loses its socket and every approval reque
 
   /** Connect `deviceId` with its key over a real WebSocket and answer the hub's challenge. */
   async function connect(deviceId: string, sk: Uint8Array): Promise<Phone> {
-    const mpcPeerId = peerIdFromPrivateKey(await generateKeyPair('Ed25519')).toString();
+    const mpcPeerId = keysOf.get(sk)?.mpcPeerId;
+    if (mpcPeerId === undefined) throw new Error('connect: enrol the device first');
     const url = `${h.url.replace(/^http/, 'ws')}${DEVICE_WS_PATH}`;
     const ws = new WebSocket(url, { maxPayload: DEVICE_MAX_FRAME_BYTES });
     const frames: DeviceFrame[] = [];

@@ -6,11 +6,11 @@
 import { join } from 'node:path';
 import { fingerprint } from '@custodian/signer';
 import { peerIdFromString } from '@libp2p/peer-id';
-import { p256 } from '@noble/curves/nist.js';
 import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CliIo, registerAdminCommands } from '../src/cli.js';
 import { blockchainId } from '../src/directory.js';
+import { enrollmentBody, phoneKeys, userIdOf } from './device-fixtures.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, type Harness, startHarness } from './helpers.js';
 
 let h: Harness;
@@ -118,16 +118,23 @@ describe('custodian admin CLI', () => {
     expect(s.code).toBe(0);
     expect((await cli('signers', 'list')).out).toMatch(/s1/);
 
-    const pub = Buffer.from(p256.getPublicKey(p256.utils.randomSecretKey(), true)).toString('hex');
     const enr = await h.req('POST', '/devices/v1/enrollments', {
-      body: { name: 'phone', platform: 'android', os_version: '13', hardware_backed_keystore: true, public_key: pub },
+      body: enrollmentBody(await phoneKeys(), 'phone', { os_version: '13' }),
     });
-    const bad = await cli('devices', 'approve', enr.body.device_id, '--fingerprint', 'FFFF');
+    const bad = await cli('devices', 'approve', enr.body.device_id, '--fingerprint', 'FFFF', '--user', ADMIN_EMAIL);
     expect(bad.code).toBe(1);
     expect(bad.err).toMatch(/422 VALIDATION_FAILED/);
-    expect((await cli('devices', 'approve', enr.body.device_id, '--fingerprint', enr.body.fingerprint)).out).toMatch(
-      /APPROVED/,
+    const approved = await cli(
+      'devices',
+      'approve',
+      enr.body.device_id,
+      '--fingerprint',
+      enr.body.fingerprint,
+      '--user',
+      ADMIN_EMAIL,
     );
+    expect(approved.out).toMatch(/APPROVED/);
+    expect(approved.out).toContain(await userIdOf(h, ADMIN_EMAIL));
     expect((await cli('devices', 'list', '--status', 'APPROVED')).out).toMatch(enr.body.device_id);
 
     const noSigners = await cli(

@@ -13,6 +13,7 @@ import { expect } from 'vitest';
 import { type Coordinator, type CoordinatorOptions, createCoordinator } from '../src/coordinator.js';
 import { openPglite } from '../src/db/db.js';
 import { readMailbox } from '../src/mailer.js';
+import { enrollmentBody, phoneKeys } from './device-fixtures.js';
 import type { Json } from './helpers.js';
 
 /** A P-256 device key's compressed public key, hex (as devices enrol and signers pin it). */
@@ -123,11 +124,13 @@ export class CoordinatorApi {
   /** Enrol a device with the P-256 key `sk` and approve it as the Admin; its device id. */
   readonly enroll = async (sk: Uint8Array, name: string): Promise<string> => {
     const e = await this.req('POST', '/devices/v1/enrollments', {
-      body: { name, platform: 'ios', os_version: '17.2', hardware_backed_keystore: true, public_key: hexPub(sk) },
+      body: enrollmentBody(await phoneKeys(sk), name, { platform: 'ios', os_version: '17.2' }),
     });
+    const users = await this.req('GET', '/admin/v1/users?page_size=200', { token: this.token });
+    const admin = users.body.data.find((u: Json) => u.email === 'a@example.com');
     const a = await this.req('POST', `/admin/v1/devices/${e.body.device_id}/approve`, {
       token: this.token,
-      body: { fingerprint: e.body.fingerprint },
+      body: { fingerprint: e.body.fingerprint, user_id: admin.user_id },
     });
     expect(a.status).toBe(200);
     return e.body.device_id;

@@ -6,7 +6,8 @@
 import { signPolicy } from '@custodian/wire';
 import { p256 } from '@noble/curves/nist.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type Harness, type Json, postgresReachable, startHarness } from './helpers.js';
+import { enrollmentBody, phoneKeys, userIdOf } from './device-fixtures.js';
+import { ADMIN_EMAIL, type Harness, type Json, postgresReachable, startHarness } from './helpers.js';
 
 const DEST = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
 const ETH = 10n ** 18n;
@@ -23,17 +24,11 @@ describe('daily limit on PostgreSQL', () => {
     const A = `/api/v1/profiles/${h.profileId}`;
     const sk = p256.utils.randomSecretKey();
     const e = await h.req('POST', '/devices/v1/enrollments', {
-      body: {
-        name: 'admin phone',
-        platform: 'android',
-        os_version: '14',
-        hardware_backed_keystore: true,
-        public_key: Buffer.from(p256.getPublicKey(sk, true)).toString('hex'),
-      },
+      body: enrollmentBody(await phoneKeys(sk), 'admin phone'),
     });
     await h.req('POST', `/admin/v1/devices/${e.body.device_id}/approve`, {
       token: h.adminToken,
-      body: { fingerprint: e.body.fingerprint },
+      body: { fingerprint: e.body.fingerprint, user_id: await userIdOf(h, ADMIN_EMAIL) },
     });
     const chains = await h.req('GET', `${A}/blockchains?page_size=200`, { key: h.apiKey });
     const chainId = chains.body.data.find((b: Json) => b.key === 'ethereum-local').blockchain_id;

@@ -18,7 +18,8 @@ import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CliIo, registerAdminCommands } from '../src/cli.js';
 import { createCoordinator } from '../src/coordinator.js';
-import { type Harness, type Json, startHarness } from './helpers.js';
+import { enrollmentBody, phoneKeys, userIdOf } from './device-fixtures.js';
+import { ADMIN_EMAIL, type Harness, type Json, startHarness } from './helpers.js';
 
 let h: Harness;
 let walletId = '';
@@ -37,14 +38,11 @@ const OTHER = '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC';
 const ETH = 10n ** 18n;
 
 async function enrollDevice(sk: Uint8Array, name: string): Promise<string> {
-  const pub = Buffer.from(p256.getPublicKey(sk, true)).toString('hex');
-  const e = await h.req('POST', '/devices/v1/enrollments', {
-    body: { name, platform: 'android', os_version: '14', hardware_backed_keystore: true, public_key: pub },
-  });
+  const e = await h.req('POST', '/devices/v1/enrollments', { body: enrollmentBody(await phoneKeys(sk), name) });
   expect(e.status).toBe(201);
   const a = await h.req('POST', `/admin/v1/devices/${e.body.device_id}/approve`, {
     token: h.adminToken,
-    body: { fingerprint: e.body.fingerprint },
+    body: { fingerprint: e.body.fingerprint, user_id: await userIdOf(h, ADMIN_EMAIL) },
   });
   expect(a.status).toBe(200);
   return e.body.device_id;

@@ -11,13 +11,13 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fingerprint } from '@custodian/signer';
 import { peerIdFromString } from '@libp2p/peer-id';
-import { p256 } from '@noble/curves/nist.js';
 import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CliIo, registerAdminCommands } from '../src/cli.js';
 import { blockchainId } from '../src/directory.js';
 import { emitEvent } from '../src/webhooks/outbox.js';
 import { WebhookWorker } from '../src/webhooks/worker.js';
+import { enrollmentBody, phoneKeys, userIdOf } from './device-fixtures.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, type Harness, type Json, postgresReachable, startHarness } from './helpers.js';
 
 const ETH = blockchainId('ethereum-sepolia');
@@ -61,13 +61,15 @@ describe('event triggers', () => {
       expect((await eventsOf(h, t))[0]?.data.user_id, t).toBe(u.user_id);
     }
     // Devices: enrollment → DEVICE_CREATED; approval → DEVICE_STATUS_CHANGED + CERTIFICATE_READY; removal.
-    const pub = Buffer.from(p256.getPublicKey(p256.utils.randomSecretKey(), true)).toString('hex');
     const d = (
       await h.req('POST', '/devices/v1/enrollments', {
-        body: { name: 'phone', platform: 'ios', os_version: '17.1', hardware_backed_keystore: true, public_key: pub },
+        body: enrollmentBody(await phoneKeys(), 'phone', { platform: 'ios', os_version: '17.1' }),
       })
     ).body;
-    await h.req('POST', `/admin/v1/devices/${d.device_id}/approve`, { token: T, body: { fingerprint: d.fingerprint } });
+    await h.req('POST', `/admin/v1/devices/${d.device_id}/approve`, {
+      token: T,
+      body: { fingerprint: d.fingerprint, user_id: await userIdOf(h, ADMIN_EMAIL) },
+    });
     await h.req('DELETE', `/admin/v1/devices/${d.device_id}`, { token: T });
     expect((await eventsOf(h, 'DEVICE_CREATED'))[0].data).toMatchObject({ device_id: d.device_id, status: 'PENDING' });
     expect((await eventsOf(h, 'DEVICE_STATUS_CHANGED'))[0].data).toMatchObject({

@@ -1,9 +1,11 @@
 /**
  * Enrollment (seed §1 item 3): create the device vault and submit the enrollment request
- * `POST /devices/v1/enrollments` with the P-256 device public key; the administrator compares the
- * fingerprint printed here with the one the admin API shows before approving.
+ * `POST /devices/v1/enrollments` with the P-256 device public key and the MPC peer id, proven by
+ * the MPC identity key's signature over `deviceEnrollmentDigest` (@custodian/wire): the coordinator
+ * pins that peer id to the device. The administrator compares the fingerprint printed here with the
+ * one the admin API shows before approving, and binds the device to its user.
  */
-import { deviceFingerprint } from '@custodian/wire';
+import { deviceFingerprint, signEnrollmentProof } from '@custodian/wire';
 import { hexToBytes } from '@noble/curves/utils.js';
 import { createVault, type PinKdfParams, readVaultInfo, type VaultInfo, writeVaultInfo } from './vault.js';
 
@@ -53,7 +55,12 @@ export class EnrollmentError extends Error {
 export async function enrollDevice(o: EnrollOptions): Promise<EnrollResult> {
   const url = new URL(o.url).toString().replace(/\/$/, '');
   const vault = await createVault(o.dataDir, o.pin, { url, name: o.name, ...(o.kdf ? { kdf: o.kdf } : {}) });
-  vault.wipe();
+  let proof: string;
+  try {
+    proof = signEnrollmentProof(hexToBytes(vault.info.devicePublicKey), vault.info.mpcPeerId, vault.mpcSecretKey);
+  } finally {
+    vault.wipe();
+  }
   const info = vault.info;
   const doFetch = o.fetch ?? fetch;
   const res = await doFetch(`${url}/devices/v1/enrollments`, {
@@ -66,6 +73,8 @@ export async function enrollDevice(o: EnrollOptions): Promise<EnrollResult> {
       // The simulator stands in for a phone whose key lives in its secure element.
       hardware_backed_keystore: true,
       public_key: info.devicePublicKey,
+      mpc_peer_id: info.mpcPeerId,
+      mpc_peer_proof: proof,
     }),
   });
   const body = (await res.json().catch(() => ({}))) as Record<string, unknown>;

@@ -13,7 +13,8 @@ import { deviceVerify, policyDigest } from '@custodian/wire';
 import { bytesToHex } from '@noble/curves/utils.js';
 import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Harness, type Json, startHarness } from '../../coordinator/test/helpers.js';
+import { userIdOf } from '../../coordinator/test/device-fixtures.js';
+import { ADMIN_EMAIL, type Harness, type Json, startHarness } from '../../coordinator/test/helpers.js';
 import { ADMIN_TOKEN_ENV, type MobileCliIo, registerMobileCommands } from '../src/cli.js';
 import { enrollDevice } from '../src/enroll.js';
 import { signPolicyWithDevice } from '../src/policy.js';
@@ -82,9 +83,10 @@ describe('mobile sign-policy (the Admin device signs policy versions)', () => {
     expect((await readVaultInfo(join(dir, 'phone'))).fingerprint).toBe(r.fingerprint);
     const a = await h.req('POST', `/admin/v1/devices/${r.device_id}/approve`, {
       token: h.adminToken,
-      body: { fingerprint: r.fingerprint },
+      body: { fingerprint: r.fingerprint, user_id: await userIdOf(h, ADMIN_EMAIL) },
     });
     expect(a.status).toBe(200);
+    expect(shown.body.mpc_peer_id).toBe(r.mpc_peer_id);
     deviceId = r.device_id;
     devicePublicKey = (await readVaultInfo(join(dir, 'phone'))).devicePublicKey;
   });

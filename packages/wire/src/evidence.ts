@@ -10,7 +10,7 @@
  * SEC1; a device fingerprint is SHA-256(public key) as 16 groups of 4 uppercase hex digits.
  * Amounts are integer base units as decimal strings.
  */
-import { bytesToHex, type Canonical, canonicalEncode, hexToBytes } from '@custodian/crypto';
+import { bytesToHex, type Canonical, canonicalEncode, ed25519Sign, ed25519Verify, hexToBytes } from '@custodian/crypto';
 import { p256 } from '@noble/curves/nist.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { v5 as uuidv5 } from 'uuid';
@@ -200,6 +200,54 @@ export function approvalDigest(a: Omit<Approval, 'signature'>): Uint8Array {
 export function deviceFingerprint(publicKey: Uint8Array): string {
   const h = bytesToHex(sha256(publicKey)).toUpperCase();
   return h.match(/.{4}/g)?.join(' ') ?? h;
+}
+
+/**
+ * Digest of a device's enrollment proof of possession (seed §1 item 3, issue #26 item 7): the
+ * device's MPC identity key (Ed25519, the libp2p peer id it will use as its party id) signs
+ * SHA-256(canonicalEncode(["custodian.device-enrollment.v1", { device_public_key, mpc_peer_id,
+ * purpose: "enroll-mpc-peer" }])), where `device_public_key` is the 33-byte compressed P-256 device
+ * key as lower-case hex and `mpc_peer_id` the base58btc peer id string. The tag and purpose keep the
+ * signature from standing for anything else the MPC key signs (envelopes, control messages); the
+ * device key binds it to this enrollment: copied into another device's request, it does not verify.
+ * No instance name is bound: the app knows only a URL the coordinator cannot verify behind a
+ * proxy, and a proof replayed to another instance gains nothing without the P-256 device key.
+ * @param devicePublicKey SEC1 P-256 point, 33 or 65 bytes (compressed before hashing)
+ * @throws Error for a key that is not a P-256 point
+ */
+export function deviceEnrollmentDigest(devicePublicKey: Uint8Array, mpcPeerId: string): Uint8Array {
+  const key = bytesToHex(p256.Point.fromBytes(devicePublicKey).toBytes(true));
+  return tagged('custodian.device-enrollment.v1', {
+    device_public_key: key,
+    mpc_peer_id: mpcPeerId,
+    purpose: 'enroll-mpc-peer',
+  });
+}
+
+/**
+ * Sign the enrollment proof with the MPC identity's Ed25519 seed (32 bytes, SECRET).
+ * @returns 64-byte Ed25519 signature (RFC 8032) as lower-case hex: the request's `mpc_peer_proof`
+ */
+export function signEnrollmentProof(devicePublicKey: Uint8Array, mpcPeerId: string, mpcSecretKey: Uint8Array): string {
+  return bytesToHex(ed25519Sign(deviceEnrollmentDigest(devicePublicKey, mpcPeerId), mpcSecretKey));
+}
+
+/**
+ * Verify an enrollment proof against the Ed25519 public key (32 bytes) the peer id encodes (the
+ * caller decodes the peer id); false for any malformed input (never throws).
+ */
+export function verifyEnrollmentProof(
+  proofHex: string,
+  devicePublicKey: Uint8Array,
+  mpcPeerId: string,
+  mpcPublicKey: Uint8Array,
+): boolean {
+  try {
+    if (!/^[0-9a-fA-F]{128}$/.test(proofHex)) return false;
+    return ed25519Verify(hexToBytes(proofHex), deviceEnrollmentDigest(devicePublicKey, mpcPeerId), mpcPublicKey);
+  } catch {
+    return false;
+  }
 }
 
 /** Sign a 32-byte evidence digest with a device's P-256 secret key (32 bytes). Returns 64-byte r‖s. */

@@ -320,6 +320,8 @@ export async function startInstance(opts: InstanceOptions): Promise<Instance> {
       state.devices[k] = { name, device_id: String(r.device_id), fingerprint: String(r.fingerprint) };
       await save();
     }
+    // both phones belong to the Admin (the demo's only user): its own devices sign its policies
+    const me = await admin<{ user_id: string }>('GET', '/admin/v1/me');
     for (const d of state.devices) {
       const dev = await admin<{ status: string; public_key: string; fingerprint: string }>(
         'GET',
@@ -329,7 +331,10 @@ export async function startInstance(opts: InstanceOptions): Promise<Instance> {
         if (dev.fingerprint.replace(/\s/g, '') !== d.fingerprint.replace(/\s/g, '')) {
           throw new Error(`fingerprint mismatch for ${d.name}: refusing to approve`);
         }
-        await admin('POST', `/admin/v1/devices/${d.device_id}/approve`, { fingerprint: d.fingerprint });
+        await admin('POST', `/admin/v1/devices/${d.device_id}/approve`, {
+          fingerprint: d.fingerprint,
+          user_id: me.user_id,
+        });
         say(`  ✔ approved ${d.name} after checking its fingerprint ${d.fingerprint.slice(0, 19)}…`);
       }
       d.public_key = dev.public_key;

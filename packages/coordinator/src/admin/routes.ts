@@ -20,6 +20,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteShorthandOptions } from 'fastify';
 import { MAX_ALLOWED_CIDRS } from '../api/cidrs.js';
 import { errorResponses, PAGE_QUERY, UUID } from '../api/schemas.js';
+import { DEVICE_NAME_MAX_CHARS } from '../devices/binding.js';
 import { ApiError, type ErrorCode } from '../errors.js';
 import { clientAddressKey } from '../server.js';
 import type { PageRequest } from '../store.js';
@@ -717,21 +718,31 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
     {
       roles: ADMIN,
       tags: ['Admin: devices'],
-      summary: 'Approve a PENDING device after checking its fingerprint out of band',
-      description: 'The fingerprint read from the phone must match (spaces and colons ignored), else 422.',
+      summary: 'Approve a PENDING device after checking its fingerprint out of band, binding it to its user',
+      description:
+        'The fingerprint read from the phone must match (spaces and colons ignored), else 422. `user_id` is the ' +
+        'dashboard user who holds the phone (existing, not blocked, else 422): only devices bound to an Admin sign ' +
+        "that Admin's policy versions. A device enrolled before MPC peer ids were bound cannot be approved (409): " +
+        'it must enrol again.',
       params: deviceParams,
-      body: obj({ fingerprint: { type: 'string', minLength: 1, maxLength: 200 } }, ['fingerprint']),
+      body: obj({ fingerprint: { type: 'string', minLength: 1, maxLength: 200 }, user_id: UUID }, [
+        'fingerprint',
+        'user_id',
+      ]),
       status: 200,
-      response: anyObject('device_id, status'),
+      response: anyObject('device_id, status, user_id'),
       errors: ['RESOURCE_NOT_FOUND', 'CONFLICT'],
     },
-    async (req) =>
-      svc.decideDevice(
+    async (req) => {
+      const b = B<{ fingerprint: string; user_id: string }>(req);
+      return svc.decideDevice(
         actor(req),
         P<{ device_id: string }>(req).device_id,
         'approve',
-        B<{ fingerprint: string }>(req).fingerprint,
-      ),
+        b.fingerprint,
+        b.user_id.toLowerCase(),
+      );
+    },
   );
   route(
     'POST',
@@ -1206,23 +1217,38 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
     {
       roles: null,
       tags: ['Devices'],
-      summary: 'Mobile app: submit an enrollment request with the device identity public key',
+      summary: 'Mobile app: submit an enrollment request with the device identity public key and MPC peer id',
       description:
         'public_key: SEC1 P-256 point (hex, 33 or 65 bytes). Requires iOS 15.5+ or Android 10+ (API 29) with hardware-backed ' +
-        'key storage. Returns the fingerprint (SHA-256 of the compressed key, 16 groups of 4 hex digits) that the ' +
-        'administrator compares out of band before approving.',
+        'key storage. mpc_peer_id: the Ed25519 libp2p peer id the device uses in ceremonies, with mpc_peer_proof, the ' +
+        "peer key's Ed25519 signature (64 bytes hex) over deviceEnrollmentDigest(public_key, mpc_peer_id) of " +
+        '@custodian/wire; it is pinned (hellos naming another id are refused) and may not be a server signer’s (409) or ' +
+        'another live device’s (409). name: printable text, no control, format or bidi override characters, 1–' +
+        `${DEVICE_NAME_MAX_CHARS} characters. Returns the fingerprint (SHA-256 of the compressed key, 16 groups of 4 hex ` +
+        'digits) that the administrator compares out of band before approving.',
       body: obj(
         {
-          name,
+          name: { type: 'string', minLength: 1, maxLength: DEVICE_NAME_MAX_CHARS },
           platform: { type: 'string', enum: ['ios', 'android'] },
           os_version: { type: 'string', pattern: '^[0-9]{1,3}(\\.[0-9]{1,3}){0,2}$' },
           hardware_backed_keystore: { type: 'boolean' },
           public_key: { type: 'string', pattern: '^[0-9a-fA-F]{66}$|^[0-9a-fA-F]{130}$' },
+          mpc_peer_id: {
+            type: 'string',
+            pattern: '^[1-9A-HJ-NP-Za-km-z]{40,80}$',
+            description: 'Ed25519 libp2p peer id (base58btc)',
+          },
+          mpc_peer_proof: {
+            type: 'string',
+            pattern: '^[0-9a-fA-F]{128}$',
+            description:
+              'Ed25519 signature by the mpc_peer_id key over deviceEnrollmentDigest(public_key, mpc_peer_id)',
+          },
         },
-        ['name', 'platform', 'os_version', 'hardware_backed_keystore', 'public_key'],
+        ['name', 'platform', 'os_version', 'hardware_backed_keystore', 'public_key', 'mpc_peer_id', 'mpc_peer_proof'],
       ),
       status: 201,
-      response: anyObject('device_id, status PENDING, fingerprint'),
+      response: anyObject('device_id, status PENDING, fingerprint, mpc_peer_id'),
       errors: ['CONFLICT'],
       rateLimit: loginLimit,
     },

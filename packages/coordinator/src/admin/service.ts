@@ -7,7 +7,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { fingerprint as signerFingerprint } from '@custodian/signer';
-import { deviceFingerprint } from '@custodian/wire';
+import { deviceFingerprint, verifyEnrollmentProof } from '@custodian/wire';
 import { peerIdFromString } from '@libp2p/peer-id';
 import { p256 } from '@noble/curves/nist.js';
 import * as OTPAuth from 'otpauth';
@@ -20,6 +20,7 @@ import {
   DKG_TIMEOUT_MS,
 } from '../ceremony.js';
 import type { Queryable } from '../db/db.js';
+import { deviceNameProblem, lockPeerId, peerIdHolder } from '../devices/binding.js';
 import { ApiError } from '../errors.js';
 import type { Mailer } from '../mailer.js';
 import type { Page, PageRequest, Store } from '../store.js';
@@ -981,7 +982,8 @@ export class AdminService {
    * @custodian/signer identity.ts); spaces, colons and case are ignored, and it is stored as the
    * signer prints it.
    * @throws ApiError VALIDATION_FAILED (`body.peer_id` not an Ed25519 peer id, `body.fingerprint`
-   *   not the peer id's), CONFLICT (peer id already registered)
+   *   not the peer id's), CONFLICT (peer id already registered, or given to a device at enrollment —
+   *   any device, whatever its status: one peer id names one party)
    */
   async addServerSigner(actor: string, input: { name: string; peer_id: string; address: string; fingerprint: string }) {
     let key: Uint8Array | undefined;
@@ -1004,10 +1006,13 @@ export class AdminService {
     }
     input = { ...input, fingerprint: expected };
     return this.db.tx(async (q) => {
+      await lockPeerId(q, input.peer_id);
       const dup = await q.query('SELECT 1 FROM server_signers WHERE peer_id = $1 AND removed_at IS NULL', [
         input.peer_id,
       ]);
       if (dup.length > 0) throw new ApiError('CONFLICT', 'a server signer with this peer id is already registered');
+      const device = await q.query('SELECT 1 FROM devices WHERE mpc_peer_id = $1 LIMIT 1', [input.peer_id]);
+      if (device.length > 0) throw new ApiError('CONFLICT', 'this peer id is a mobile device’s MPC peer id');
       const id = randomUUID();
       const now = this.clock();
       await q.query(
@@ -1037,8 +1042,14 @@ export class AdminService {
   /**
    * A mobile app's enrollment request (unauthenticated: the app knows only the instance URL).
    * The device identity key is P-256 (SEC1, 33 or 65 bytes, hex); requirements of seed §1 item 3:
-   * iOS ≥ 15.5 or Android ≥ 10 (API 29) with hardware-backed key storage.
-   * @throws ApiError VALIDATION_FAILED naming the field
+   * iOS ≥ 15.5 or Android ≥ 10 (API 29) with hardware-backed key storage. The device's MPC peer id
+   * (Ed25519 libp2p peer id, its party id in ceremonies) comes with `mpc_peer_proof`, the peer key's
+   * Ed25519 signature over `deviceEnrollmentDigest(public_key, mpc_peer_id)` (@custodian/wire), and
+   * is pinned in the device record: the device hub accepts no other id in this device's hello.
+   * The name must pass {@link deviceNameProblem} (printable, 1–64 characters).
+   * @throws ApiError VALIDATION_FAILED naming the field (`body.name`, `body.public_key`,
+   *   `body.mpc_peer_id`, `body.mpc_peer_proof`, …); CONFLICT when the device key has a live
+   *   enrollment, or the peer id is a server signer's (registered now or ever) or another live device's
    */
   async requestEnrollment(input: {
     name: string;
@@ -1046,7 +1057,13 @@ export class AdminService {
     os_version: string;
     hardware_backed_keystore: boolean;
     public_key: string;
+    mpc_peer_id: string;
+    mpc_peer_proof: string;
   }) {
+    const nameProblem = deviceNameProblem(input.name);
+    if (nameProblem !== undefined) {
+      throw new ApiError('VALIDATION_FAILED', `name: ${nameProblem}`, [{ field: 'body.name', message: nameProblem }]);
+    }
     let key: Uint8Array;
     try {
       key = p256.Point.fromHex(input.public_key).toBytes(true);
@@ -1066,21 +1083,47 @@ export class AdminService {
         { field: 'body.hardware_backed_keystore', message: 'must be true' },
       ]);
     }
+    let peerKey: Uint8Array | undefined;
+    try {
+      const pid = peerIdFromString(input.mpc_peer_id);
+      if (pid.type === 'Ed25519') peerKey = pid.publicKey.raw;
+    } catch {
+      peerKey = undefined;
+    }
+    if (peerKey === undefined) {
+      throw new ApiError('VALIDATION_FAILED', 'mpc_peer_id: not an Ed25519 libp2p peer id', [
+        { field: 'body.mpc_peer_id', message: 'not an Ed25519 libp2p peer id' },
+      ]);
+    }
+    if (!verifyEnrollmentProof(input.mpc_peer_proof, key, input.mpc_peer_id, peerKey)) {
+      throw new ApiError('VALIDATION_FAILED', 'mpc_peer_proof: not the peer key’s signature over this enrollment', [
+        {
+          field: 'body.mpc_peer_proof',
+          message: 'Ed25519 signature by the mpc_peer_id key over deviceEnrollmentDigest(public_key, mpc_peer_id)',
+        },
+      ]);
+    }
     const pub = Buffer.from(key).toString('hex');
     const fingerprint = deviceFingerprint(key);
     return this.db.tx(async (q) => {
+      await lockPeerId(q, input.mpc_peer_id);
       const dup = await q.query(`SELECT 1 FROM devices WHERE public_key = $1 AND status IN ('PENDING','APPROVED')`, [
         pub,
       ]);
       if (dup.length > 0) throw new ApiError('CONFLICT', 'this device key already has an enrollment');
+      const holder = await peerIdHolder(q, input.mpc_peer_id);
+      if (holder !== undefined) throw new ApiError('CONFLICT', `this MPC peer id belongs to a ${holder}`);
       const id = randomUUID();
       const now = this.clock();
       await q.query(
-        `INSERT INTO devices (device_id, name, platform, os_version, public_key, fingerprint, status, created_at)
-         VALUES ($1,$2,$3,$4,$5,$6,'PENDING',$7)`,
-        [id, input.name, input.platform, input.os_version, pub, fingerprint, now],
+        `INSERT INTO devices (device_id, name, platform, os_version, public_key, fingerprint, status, created_at, mpc_peer_id)
+         VALUES ($1,$2,$3,$4,$5,$6,'PENDING',$7,$8)`,
+        [id, input.name, input.platform, input.os_version, pub, fingerprint, now, input.mpc_peer_id],
       );
-      await this.audit(q, null, 'device.enrollment_requested', 'device', id, { fingerprint });
+      await this.audit(q, null, 'device.enrollment_requested', 'device', id, {
+        fingerprint,
+        mpc_peer_id: input.mpc_peer_id,
+      });
       await this.emit(q, 'DEVICE_CREATED', {
         device_id: id,
         name: input.name,
@@ -1088,7 +1131,13 @@ export class AdminService {
         status: 'PENDING',
         fingerprint,
       });
-      return { device_id: id, status: 'PENDING' as const, fingerprint, created_at: iso(now) };
+      return {
+        device_id: id,
+        status: 'PENDING' as const,
+        fingerprint,
+        mpc_peer_id: input.mpc_peer_id,
+        created_at: iso(now),
+      };
     });
   }
 
@@ -1100,7 +1149,8 @@ export class AdminService {
           unknown
         >
       >(
-        `SELECT device_id, name, platform, os_version, public_key, fingerprint, status, created_at, decided_at, decided_by
+        `SELECT device_id, name, platform, os_version, public_key, fingerprint, mpc_peer_id, user_id, status, created_at,
+                decided_at, decided_by
          FROM devices WHERE device_id = $1`,
         [id],
       )
@@ -1119,17 +1169,30 @@ export class AdminService {
 
   /**
    * Approve a PENDING device after the administrator compared the fingerprint shown on the phone
-   * (out of band) with the one typed here; a mismatch is a 422 and the device stays PENDING.
+   * (out of band) with the one typed here; a mismatch is a 422 and the device stays PENDING. The
+   * approval binds the device to `userId`, the dashboard user who holds the phone (it must exist,
+   * not be deleted nor blocked): only devices bound to an Admin sign that Admin's policy versions.
    * Reject (a PENDING device) and remove (any) commit the new status, then call
    * {@link AdminService.onDeviceRevoked} so the device hub closes its socket and drops its queue.
+   * @throws ApiError RESOURCE_NOT_FOUND; VALIDATION_FAILED (`body.fingerprint`, `body.user_id`);
+   *   CONFLICT (not PENDING; enrolled before MPC peer ids were bound — it must enrol again)
    */
-  async decideDevice(actor: string, id: string, decision: 'approve' | 'reject' | 'remove', fingerprint?: string) {
+  async decideDevice(
+    actor: string,
+    id: string,
+    decision: 'approve' | 'reject' | 'remove',
+    fingerprint?: string,
+    userId?: string,
+  ) {
     const out = await this.db.tx(async (q) => {
       const d = (
-        await q.query<{ status: string; fingerprint: string; name: string; platform: string }>(
-          'SELECT status, fingerprint, name, platform FROM devices WHERE device_id = $1 FOR UPDATE',
-          [id],
-        )
+        await q.query<{
+          status: string;
+          fingerprint: string;
+          name: string;
+          platform: string;
+          mpc_peer_id: string | null;
+        }>('SELECT status, fingerprint, name, platform, mpc_peer_id FROM devices WHERE device_id = $1 FOR UPDATE', [id])
       )[0];
       if (d === undefined) throw notFound('device');
       let next: string;
@@ -1144,21 +1207,43 @@ export class AdminService {
               { field: 'body.fingerprint', message: 'does not match the enrolled device key' },
             ]);
           }
+          if (d.mpc_peer_id === null) {
+            throw new ApiError('CONFLICT', 'the device was enrolled without an MPC peer id; it must enrol again');
+          }
+          const u = (
+            await q.query<{ blocked_at: Date | null }>(
+              'SELECT blocked_at FROM users WHERE user_id = $1 AND deleted_at IS NULL',
+              [userId ?? null],
+            )
+          )[0];
+          if (u === undefined || u.blocked_at !== null) {
+            throw new ApiError('VALIDATION_FAILED', 'user_id: the device must belong to an existing, unblocked user', [
+              { field: 'body.user_id', message: u === undefined ? 'no such user' : 'the user is blocked' },
+            ]);
+          }
           next = 'APPROVED';
         } else next = 'REJECTED';
       }
-      await q.query('UPDATE devices SET status = $2, decided_at = $3, decided_by = $4 WHERE device_id = $1', [
-        id,
-        next,
-        this.clock(),
-        actor,
-      ]);
+      if (next === 'APPROVED') {
+        await q.query(
+          'UPDATE devices SET status = $2, decided_at = $3, decided_by = $4, user_id = $5 WHERE device_id = $1',
+          [id, next, this.clock(), actor, userId],
+        );
+      } else {
+        await q.query('UPDATE devices SET status = $2, decided_at = $3, decided_by = $4 WHERE device_id = $1', [
+          id,
+          next,
+          this.clock(),
+          actor,
+        ]);
+      }
       await this.audit(
         q,
         actor,
         `device.${decision === 'approve' ? 'approved' : decision === 'reject' ? 'rejected' : 'removed'}`,
         'device',
         id,
+        next === 'APPROVED' ? { user_id: userId, mpc_peer_id: d.mpc_peer_id } : {},
       );
       const data = {
         device_id: id,
@@ -1171,11 +1256,33 @@ export class AdminService {
       if (decision === 'remove') await this.emit(q, 'DEVICE_REMOVED', data);
       else await this.emit(q, 'DEVICE_STATUS_CHANGED', data);
       if (next === 'APPROVED') await this.emit(q, 'CERTIFICATE_READY', data);
-      return { device_id: id, status: next };
+      return next === 'APPROVED' ? { device_id: id, status: next, user_id: userId } : { device_id: id, status: next };
     });
     // after the commit: the device hub closes the socket and drops the queue at once
     if (out.status !== 'APPROVED') this.onDeviceRevoked?.(out.device_id, out.status);
     return out;
+  }
+
+  /**
+   * Pin the MPC peer id of an APPROVED device enrolled before peer ids were bound (migration 6) at
+   * its first authenticated hello (trust on first use; audited as `device.mpc_peer_pinned`). Refused
+   * when the device already has one, is not APPROVED, or the id is a server signer's (now or ever)
+   * or another live device's.
+   * @returns true when `peerId` is now the device's pinned id
+   */
+  async pinLegacyPeerId(deviceId: string, peerId: string): Promise<boolean> {
+    return this.db.tx(async (q) => {
+      await lockPeerId(q, peerId);
+      if ((await peerIdHolder(q, peerId, deviceId)) !== undefined) return false;
+      const r = await q.query(
+        `UPDATE devices SET mpc_peer_id = $2
+         WHERE device_id = $1 AND mpc_peer_id IS NULL AND status = 'APPROVED' RETURNING 1`,
+        [deviceId, peerId],
+      );
+      if (r.length === 0) return false;
+      await this.audit(q, null, 'device.mpc_peer_pinned', 'device', deviceId, { mpc_peer_id: peerId });
+      return true;
+    });
   }
 
   // ---- master keys and ceremonies -------------------------------------------------------------

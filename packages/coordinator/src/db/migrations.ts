@@ -274,6 +274,22 @@ CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON audit_log
     sql: 'ALTER TABLE users ADD COLUMN totp_last_step bigint',
   },
   {
+    version: 6,
+    name: 'device_binding',
+    // Issue #26 items 7 and 10: a device's MPC peer id (libp2p, Ed25519) is pinned at enrollment
+    // after a proof of possession, and the approving Admin binds the device to a user. Devices
+    // enrolled before this migration have neither: a PENDING one cannot be approved (enrol again),
+    // an APPROVED one gets its peer id pinned at its first hello (trust on first use, audited) and
+    // cannot sign policies until it is enrolled again for a user.
+    sql: `
+ALTER TABLE devices ADD COLUMN mpc_peer_id text;
+ALTER TABLE devices ADD COLUMN user_id uuid REFERENCES users(user_id);
+CREATE UNIQUE INDEX devices_peer_live ON devices (mpc_peer_id) WHERE status IN ('PENDING', 'APPROVED');
+CREATE INDEX devices_peer ON devices (mpc_peer_id);
+CREATE INDEX server_signers_peer ON server_signers (peer_id);
+`,
+  },
+  {
     version: 7,
     name: 'session_step_up_idle_api_key_cidrs',
     // #26 items 5 and 12. sessions.last_seen_at: the idle timeout counts from it (written at most

@@ -5,8 +5,16 @@
  * - **Authentication**: on connect the hub sends `DeviceChallenge { nonce (32 random bytes),
  *   coordinator_peer_id }`; the device answers `DeviceHello { device_id, mpc_peer_id, signature }`
  *   within 10 s, the signature (P-256, 64-byte r‖s) over `deviceHelloDigest(...)` by the device key
- *   of an **APPROVED** enrolled device. Anything else closes the socket (code 4401). A second
- *   connection of the same device replaces the first.
+ *   of an **APPROVED** enrolled device, naming the MPC peer id pinned at its enrollment (issue #26
+ *   item 7: never another, never a server signer's; a device enrolled before peer ids were bound
+ *   gets the id of its first hello pinned through {@link DeviceHub.pinLegacyPeer}). Anything else
+ *   closes the socket (code 4401). A second connection of the same device replaces the first.
+ * - **Before the hello** (issue #26 item 11): a socket may send one frame of at most
+ *   {@link DEVICE_HELLO_MAX_FRAME_BYTES} (else close 1009) and at most that many bytes in all; a first
+ *   frame that is not a decodable hello closes it (4400 / 4401). At most
+ *   {@link DEVICE_PRE_HELLO_PER_ADDRESS} sockets per client address (IPv6: per /64; behind a trusted
+ *   proxy, the forwarded address) and {@link DEVICE_PRE_HELLO_TOTAL} in all wait for their hello at
+ *   once; a further upgrade is answered HTTP 429 (503 for the total) and never becomes a WebSocket.
  * - **Revocation**: a device whose status leaves APPROVED (removed, rejected) is cut off at
  *   once by {@link DeviceHub.revokeDevice} (the admin service calls it after the change commits):
  *   an `Error { code: DEVICE_REVOKED }` frame, then close code {@link DEVICE_REVOKED_CLOSE_CODE}
@@ -54,12 +62,24 @@ import {
 import { peerIdFromString } from '@libp2p/peer-id';
 import { p256 } from '@noble/curves/nist.js';
 import { type WebSocket, WebSocketServer } from 'ws';
+import { addressBucket } from '../server.js';
 import type { DeviceCeremonyPort } from '../signing/gateway.js';
 
 /** Path of the device WebSocket endpoint. */
 export const DEVICE_WS_PATH = '/devices/v1/ws';
-/** Largest WebSocket message accepted, bytes (CGGMP21 aux-info envelopes are the largest). */
+/** Largest WebSocket message accepted after the hello, bytes (CGGMP21 aux-info envelopes are the largest). */
 export const DEVICE_MAX_FRAME_BYTES = 4 * 1024 * 1024;
+/**
+ * Largest frame, and largest byte count in all (WebSocket framing included), a socket may send
+ * before its hello is accepted. A hello is about 200 bytes (device id, peer id, 64-byte signature).
+ */
+export const DEVICE_HELLO_MAX_FRAME_BYTES = 4096;
+/** Sockets per client address waiting for their hello at once (default of {@link DeviceHubLimits}). */
+export const DEVICE_PRE_HELLO_PER_ADDRESS = 16;
+/** Sockets waiting for their hello at once, all addresses (default of {@link DeviceHubLimits}). */
+export const DEVICE_PRE_HELLO_TOTAL = 1024;
+/** WebSocket framing allowance on top of the hello frame (header, mask key, a close frame). */
+const PRE_HELLO_FRAMING_BYTES = 64;
 const HELLO_TIMEOUT_MS = 10_000;
 /** WebSocket close code of a device whose status left APPROVED (the reason names the status). */
 export const DEVICE_REVOKED_CLOSE_CODE = 4403;
@@ -69,6 +89,16 @@ export interface HubDeviceRecord {
   /** Compressed P-256 public key, hex (33 bytes). */
   publicKey: string;
   status: 'PENDING' | 'APPROVED' | 'REJECTED' | 'REMOVED' | string;
+  /** MPC peer id pinned at enrollment; null for a device enrolled before peer ids were bound. */
+  mpcPeerId: string | null;
+}
+
+/** Limits on sockets that have not said hello yet. */
+export interface DeviceHubLimits {
+  /** Default {@link DEVICE_PRE_HELLO_PER_ADDRESS}. */
+  preHelloPerAddress: number;
+  /** Default {@link DEVICE_PRE_HELLO_TOTAL}. */
+  preHelloTotal: number;
 }
 
 /** A verified approval decision. */
@@ -96,6 +126,16 @@ export interface DeviceHubInit {
   /** Forward a device's envelope to a server signer (libp2p relay). */
   relayToSigner(signerPeerId: string, frame: RelayFrame): Promise<void>;
   log?: (level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>) => void;
+  limits?: Partial<DeviceHubLimits>;
+}
+
+/** Options of {@link DeviceHub.attach}. */
+export interface DeviceHubAttachOptions {
+  /**
+   * Client address bucket of an upgrade request (the pre-hello cap counts per bucket). Default: the
+   * socket's peer address (IPv6 by /64). The coordinator passes one honouring its `trustProxy`.
+   */
+  clientAddress?: (req: IncomingMessage) => string;
 }
 
 interface Conn {
@@ -116,7 +156,17 @@ export class DeviceHub implements DeviceCeremonyPort {
   private readonly onlineWaiters = new Set<() => void>();
   /** Last MPC peer id each device announced (kept across disconnects). */
   private readonly knownPeer = new Map<string, string>();
+  /** Sockets waiting for their hello, per client address bucket. */
+  private readonly preHello = new Map<string, number>();
+  private preHelloTotal = 0;
+  private readonly limits: DeviceHubLimits;
   private closed = false;
+  /**
+   * Pin the MPC peer id of an APPROVED device that has none (enrolled before peer ids were bound)
+   * at its first authenticated hello; true when pinned. Set by `createCoordinator` (the admin
+   * service's `pinLegacyPeerId`). Unset: such a device is refused.
+   */
+  pinLegacyPeer: ((deviceId: string, peerId: string) => Promise<boolean>) | undefined;
   /**
    * Durable source of a device's pending approval requests (the transfer store), read when the
    * device connects, so requests survive a coordinator restart. Set by `createCoordinator`.
@@ -129,7 +179,12 @@ export class DeviceHub implements DeviceCeremonyPort {
    */
   policySource: (() => Promise<readonly SignedPolicy[]>) | undefined;
 
-  constructor(private readonly init: DeviceHubInit) {}
+  constructor(private readonly init: DeviceHubInit) {
+    this.limits = {
+      preHelloPerAddress: init.limits?.preHelloPerAddress ?? DEVICE_PRE_HELLO_PER_ADDRESS,
+      preHelloTotal: init.limits?.preHelloTotal ?? DEVICE_PRE_HELLO_TOTAL,
+    };
+  }
 
   /**
    * Push signed policy versions and tombstones (a signed `PolicySync` control request in an
@@ -171,15 +226,66 @@ export class DeviceHub implements DeviceCeremonyPort {
     this.init.log?.(level, msg, fields);
   }
 
-  /** Serve {@link DEVICE_WS_PATH} on `server` (HTTP upgrade). */
-  attach(server: Server): void {
+  /**
+   * Serve {@link DEVICE_WS_PATH} on `server` (HTTP upgrade). An upgrade beyond the pre-hello caps
+   * is answered `429 Too Many Requests` (per address) or `503 Service Unavailable` (in all).
+   */
+  attach(server: Server, opts: DeviceHubAttachOptions = {}): void {
+    const addressOf = opts.clientAddress ?? ((req: IncomingMessage) => defaultAddress(req));
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       const path = (req.url ?? '').split('?')[0];
       if (path !== DEVICE_WS_PATH || this.closed) {
         socket.destroy();
         return;
       }
-      this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws));
+      let address: string;
+      try {
+        address = addressOf(req);
+      } catch {
+        address = defaultAddress(req);
+      }
+      const mine = this.preHello.get(address) ?? 0;
+      if (mine >= this.limits.preHelloPerAddress || this.preHelloTotal >= this.limits.preHelloTotal) {
+        const perAddress = mine >= this.limits.preHelloPerAddress;
+        this.log('warn', 'device socket refused before hello: too many waiting', { perAddress });
+        refuseUpgrade(socket, perAddress ? 429 : 503, perAddress ? 'Too Many Requests' : 'Service Unavailable');
+        return;
+      }
+      // counted from the upgrade request until the hello is accepted or the socket closes
+      this.preHello.set(address, mine + 1);
+      this.preHelloTotal++;
+      let counted = true;
+      const release = () => {
+        if (!counted) return;
+        counted = false;
+        this.preHelloTotal--;
+        const n = (this.preHello.get(address) ?? 1) - 1;
+        if (n <= 0) this.preHello.delete(address);
+        else this.preHello.set(address, n);
+      };
+      socket.once('close', release);
+      // every byte before the hello counts (frame headers included): a few KiB, not 4 MiB
+      let received = head.length;
+      let wsRef: WebSocket | undefined;
+      const meter = (chunk: Buffer) => {
+        received += chunk.length;
+        if (received <= DEVICE_HELLO_MAX_FRAME_BYTES + PRE_HELLO_FRAMING_BYTES) return;
+        socket.off('data', meter);
+        socket.pause(); // read nothing more; the close frame still goes out
+        this.log('warn', 'device socket sent too much before its hello');
+        if (wsRef) wsRef.close(1009, 'too much data before hello');
+        setTimeout(() => socket.destroy(), 1000).unref?.();
+        if (!wsRef) socket.destroy();
+      };
+      socket.on('data', meter);
+      const authenticated = () => {
+        socket.off('data', meter);
+        release();
+      };
+      this.wss.handleUpgrade(req, socket, head, (ws) => {
+        wsRef = ws;
+        this.accept(ws, authenticated);
+      });
     });
   }
 
@@ -369,9 +475,10 @@ export class DeviceHub implements DeviceCeremonyPort {
     this.send(c.ws, { approvalRequest: { requestId, intentJson: JSON.stringify(intent) } });
   }
 
-  private accept(ws: WebSocket): void {
+  private accept(ws: WebSocket, authenticated: () => void = () => undefined): void {
     const nonce = Uint8Array.from(randomBytes(32));
     let conn: Conn | undefined;
+    let helloSeen = false;
     const timer = setTimeout(() => {
       if (!conn) ws.close(4401, 'authentication timeout');
     }, HELLO_TIMEOUT_MS);
@@ -380,16 +487,24 @@ export class DeviceHub implements DeviceCeremonyPort {
     let chain = Promise.resolve();
     ws.on('message', (data: Buffer, isBinary: boolean) => {
       chain = chain.then(async () => {
+        if (!conn && helloSeen) return; // the one pre-hello frame is being checked, or failed
         if (!isBinary) {
           ws.close(4400, 'binary frames only');
           return;
         }
+        if (!conn && data.byteLength > DEVICE_HELLO_MAX_FRAME_BYTES) {
+          helloSeen = true;
+          ws.close(1009, 'hello too large');
+          return;
+        }
         const d = decodeDeviceFrame(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), {
           ...DEFAULT_LIMITS,
-          maxMessageBytes: DEVICE_MAX_FRAME_BYTES,
+          maxMessageBytes: conn ? DEVICE_MAX_FRAME_BYTES : DEVICE_HELLO_MAX_FRAME_BYTES,
         });
+        if (!conn) helloSeen = true;
         if (!d.ok) {
           this.log('warn', 'device frame rejected', { reason: d.reason, device: conn?.deviceId });
+          if (!conn) ws.close(4400, 'hello expected');
           return;
         }
         const f = d.frame;
@@ -400,6 +515,7 @@ export class DeviceHub implements DeviceCeremonyPort {
           }
           conn = await this.authenticate(ws, nonce, f.hello);
           clearTimeout(timer);
+          if (conn) authenticated();
           return;
         }
         await this.handle(conn, f);
@@ -442,6 +558,17 @@ export class DeviceHub implements DeviceCeremonyPort {
     }
     const digest = deviceHelloDigest(nonce, this.init.coordinator.peerId, hello.deviceId, hello.mpcPeerId);
     if (!deviceVerify(bytesToHex(hello.signature), digest, rec.publicKey)) return fail('bad signature');
+    // the peer id is the one bound at enrollment, never a server signer's (issue #26 item 7)
+    if (this.init.isSignerPeer(hello.mpcPeerId)) return fail("mpc_peer_id is a server signer's");
+    if (rec.mpcPeerId === null) {
+      const pin = this.pinLegacyPeer;
+      if (!pin || !(await pin(hello.deviceId.toLowerCase(), hello.mpcPeerId))) {
+        return fail('mpc_peer_id: none bound at enrollment and this one cannot be pinned; enrol again');
+      }
+      this.log('info', 'device MPC peer id pinned at first hello', { device: hello.deviceId, peer: hello.mpcPeerId });
+    } else if (rec.mpcPeerId !== hello.mpcPeerId) {
+      return fail('mpc_peer_id differs from the one bound at enrollment');
+    }
     const other = this.byPeer.get(hello.mpcPeerId);
     if (other && other.deviceId !== hello.deviceId.toLowerCase()) return fail('mpc_peer_id used by another device');
     const conn: Conn = { ws, deviceId: hello.deviceId.toLowerCase(), mpcPeerId: hello.mpcPeerId };
@@ -607,4 +734,19 @@ function policyBatches(signed: readonly SignedPolicy[]): SignedPolicy[][] {
   }
   if (cur.length > 0) out.push(cur);
   return out;
+}
+
+/** Client address bucket of an upgrade request without a proxy: the socket peer, IPv6 by /64. */
+function defaultAddress(req: IncomingMessage): string {
+  return addressBucket(req.socket.remoteAddress ?? 'unknown');
+}
+
+/** Answer an upgrade request with a plain HTTP error and close the socket (no WebSocket). */
+function refuseUpgrade(socket: Duplex, status: number, reason: string): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`, () => socket.destroy());
+  setTimeout(() => socket.destroy(), 1000).unref?.();
 }

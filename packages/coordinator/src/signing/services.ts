@@ -19,7 +19,7 @@ import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import { type Logger, pino } from 'pino';
 import type { CeremonyClient } from '../ceremony.js';
 import type { Db } from '../db/db.js';
-import { DeviceHub } from '../devices/hub.js';
+import { DeviceHub, type DeviceHubLimits } from '../devices/hub.js';
 import { evidenceSignFields } from '../transfers/evidence.js';
 import { signedPolicyVersions } from '../transfers/policies.js';
 import {
@@ -80,6 +80,8 @@ export interface SigningServicesOptions {
    * number (the target; 0 = off) or the pool options. Default 4. Off when `algorithms` has no ECDSA.
    */
   presignaturePool?: number | Partial<PresignaturePoolOptions>;
+  /** Device WebSocket pre-hello caps (devices/hub.ts defaults). */
+  deviceSockets?: Partial<DeviceHubLimits>;
 }
 
 /** The running services. */
@@ -138,16 +140,17 @@ export async function createSigningServices(opts: SigningServicesOptions): Promi
     coordinator: { peerId, secretKey: Uint8Array.from(privateKey.raw.subarray(0, 32)) },
     lookupDevice: async (id) => {
       const r = (
-        await opts.db.query<{ public_key: string; status: string }>(
-          'SELECT public_key, status FROM devices WHERE device_id = $1',
+        await opts.db.query<{ public_key: string; status: string; mpc_peer_id: string | null }>(
+          'SELECT public_key, status, mpc_peer_id FROM devices WHERE device_id = $1',
           [id],
         )
       )[0];
-      return r ? { publicKey: r.public_key, status: r.status } : undefined;
+      return r ? { publicKey: r.public_key, status: r.status, mpcPeerId: r.mpc_peer_id } : undefined;
     },
     isSignerPeer: (p) => peers.has(p),
     relayToSigner: (p, f) => relay.send(p, f),
     log: warn,
+    ...(opts.deviceSockets ? { limits: opts.deviceSockets } : {}),
   });
   const h = hub;
   const policySync = new PolicySync({

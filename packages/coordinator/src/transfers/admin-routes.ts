@@ -200,8 +200,8 @@ export async function transferAdminRoutes(
       preParsing: auth(ADMIN),
       schema: schema(
         ADMIN,
-        "Attach an Admin device's signature to a policy version: it becomes ACTIVE — a tombstone (`document.deleted: true`) " +
-          'becomes DELETED and the policy is deleted. The signers learn the version at once (pushed).',
+        "Attach the signature of the session Admin's own approved device to a policy version: it becomes ACTIVE — a " +
+          'tombstone (`document.deleted: true`) becomes DELETED and the policy is deleted. The signers learn the version at once (pushed).',
         200,
         {
           params: params({ policy_id: UUID, version: { type: 'integer', minimum: 1 } }),
@@ -231,6 +231,7 @@ export async function transferAdminRoutes(
         p.policy_id.toLowerCase(),
         p.version,
         req.body as { device_id: string; signature: string },
+        actor(req),
       );
     },
   );

@@ -92,7 +92,8 @@ export interface PolicyView {
 export interface PolicyServiceOptions {
   /**
    * Admin device public keys (compressed P-256 hex) allowed to sign policies, mirroring the
-   * signers' `trustedAdminDevices`. Empty: any APPROVED enrolled device signing for an ADMIN session.
+   * signers' `trustedAdminDevices`. Checked on top of the device's user binding (never instead of
+   * it); empty: the binding alone decides.
    */
   trustedAdminKeys?: readonly string[];
   /**
@@ -325,11 +326,15 @@ export class PolicyService {
 
   /**
    * Attach an Admin device's signature to a version; the version becomes ACTIVE — or, for a
-   * tombstone, DELETED and the policy with it (see the module comment). The device must be an
-   * APPROVED enrolled device (and, when configured, one of the trusted Admin device keys), and the
-   * signature must verify over `policyDigest(document)`. Emits POLICY_UPDATED (POLICY_DELETED for
-   * a tombstone); audit `policy.signed` (`policy.deleted`) by `actor`; then {@link onActivated}.
-   * @throws ApiError VALIDATION_FAILED (bad signature / device), TRANSFER_STATE_CONFLICT-like CONFLICT (not pending)
+   * tombstone, DELETED and the policy with it (see the module comment). Fail closed (issue #26
+   * item 10): the device must be APPROVED and bound (at approval) to `signerUserId`, the session's
+   * user, whose role is ADMIN now and who is neither blocked nor deleted; a device bound to no user
+   * (enrolled before devices were bound) cannot sign. When configured, its key must also be one of
+   * the trusted Admin device keys. The signature must verify over `policyDigest(document)`. Emits
+   * POLICY_UPDATED (POLICY_DELETED for a tombstone); audit `policy.signed` (`policy.deleted`) by
+   * `actor`; then {@link onActivated}.
+   * @throws ApiError VALIDATION_FAILED (`body.device_id`: not such a device; `body.signature`),
+   *   CONFLICT (not pending)
    */
   async sign(
     actor: string | null,
@@ -337,6 +342,7 @@ export class PolicyService {
     policyId: string,
     version: number,
     input: { device_id: string; signature: string },
+    signerUserId: string,
   ): Promise<PolicyView> {
     const signed = await this.db.tx(async (q) => {
       await this.lockLive(q, profileId, policyId);
@@ -349,8 +355,10 @@ export class PolicyService {
       if (v === undefined) throw new ApiError('POLICY_NOT_FOUND', `policy ${policyId} has no version ${version}`);
       if (v.status !== 'PENDING_SIGNATURE') throw new ApiError('CONFLICT', `version ${version} is ${v.status}`);
       const dev = (
-        await q.query<{ public_key: string; status: string }>(
-          'SELECT public_key, status FROM devices WHERE device_id = $1',
+        await q.query<{ public_key: string; status: string; user_id: string | null; admin: boolean }>(
+          `SELECT d.public_key, d.status, d.user_id,
+                  (u.role = 'ADMIN' AND u.blocked_at IS NULL AND u.deleted_at IS NULL) IS TRUE AS admin
+           FROM devices d LEFT JOIN users u ON u.user_id = d.user_id WHERE d.device_id = $1`,
           [input.device_id.toLowerCase()],
         )
       )[0];
@@ -358,6 +366,12 @@ export class PolicyService {
         throw new ApiError('VALIDATION_FAILED', 'device_id: not an approved enrolled device', [
           { field: 'body.device_id', message: 'not an approved enrolled device' },
         ]);
+      }
+      const owner = dev.user_id === null ? null : String(dev.user_id).toLowerCase();
+      if (owner === null || owner !== signerUserId.toLowerCase() || !dev.admin) {
+        const why =
+          owner === null ? 'bound to no user: enrol it again for its Admin' : 'not a device of the signing Admin';
+        throw new ApiError('VALIDATION_FAILED', `device_id: ${why}`, [{ field: 'body.device_id', message: why }]);
       }
       const pub = normalisePublicKey(dev.public_key);
       const trusted = this.opts.trustedAdminKeys ?? [];
