@@ -17,6 +17,7 @@ import { errorResponses, PAGE_QUERY, UUID } from '../api/schemas.js';
 import { ApiError, type ErrorCode } from '../errors.js';
 import { clientAddressKey } from '../server.js';
 import type { PageRequest } from '../store.js';
+import { INSTANCE_EVENT_TYPES, PROFILE_EVENT_TYPES } from '../webhooks/events.js';
 import { type AdminService, ROLES, type Role, type UserView, WEBHOOK_EVENT_TYPES } from './service.js';
 
 declare module 'fastify' {
@@ -200,7 +201,8 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
       errors: ['INVALID_SECOND_FACTOR'],
       rateLimit: loginLimit,
     },
-    async (req) => svc.verifyLogin(B<{ challenge_id: string }>(req).challenge_id, B<{ code: string }>(req).code),
+    async (req) =>
+      svc.verifyLogin(B<{ challenge_id: string }>(req).challenge_id, B<{ code: string }>(req).code, req.ip),
   );
   route(
     'POST',
@@ -729,11 +731,12 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
 
   // ---- webhooks ----
   const webhookParams = obj({ profile_id: UUID, webhook_id: UUID }, ['profile_id', 'webhook_id']);
+  // A profile webhook takes only profile events; instance/security events go to /admin/v1/webhooks.
   const eventTypes = {
     type: 'array',
     minItems: 1,
     maxItems: WEBHOOK_EVENT_TYPES.length,
-    items: { type: 'string', enum: WEBHOOK_EVENT_TYPES },
+    items: { type: 'string', enum: PROFILE_EVENT_TYPES },
   };
   const url = {
     type: 'string',
@@ -875,6 +878,127 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
     async (req) => {
       const p = P<{ profile_id: string; webhook_id: string; notification_id: string }>(req);
       return svc.redeliverNotification(actor(req), p.profile_id, p.webhook_id, p.notification_id);
+    },
+  );
+  // ---- instance-level webhooks (#26 item 8): instance and security events only ----
+  const instanceEventTypes = { ...eventTypes, items: { type: 'string', enum: INSTANCE_EVENT_TYPES } };
+  const instanceHook = obj({ webhook_id: UUID }, ['webhook_id']);
+  const instanceText =
+    'Instance-level webhooks (no profile; `profile_id` null) receive the instance and security events — servers ' +
+    'and keys, devices, users, security (ROLE_SCOPE_LOGIN, …) — and only those; profile webhooks never do. ' +
+    'The delivery body names the nil UUID as `profile_id` unless the event concerns one profile.';
+  route(
+    'GET',
+    '/admin/v1/webhooks',
+    {
+      roles: ADMIN,
+      tags: ['Admin: webhooks'],
+      summary: 'Instance-level webhook registrations',
+      description: instanceText,
+      status: 200,
+      response: listOf('Webhooks'),
+    },
+    async () => svc.listWebhooks(null),
+  );
+  route(
+    'POST',
+    '/admin/v1/webhooks',
+    {
+      roles: ADMIN,
+      tags: ['Admin: webhooks'],
+      summary: 'Register an instance-level webhook (instance and security event types only)',
+      description: instanceText,
+      body: obj({ url, event_types: instanceEventTypes, description }, ['url', 'event_types']),
+      status: 201,
+      response: anyObject('Webhook'),
+    },
+    async (req) => svc.createWebhook(actor(req), null, B(req)),
+  );
+  route(
+    'GET',
+    '/admin/v1/webhooks/:webhook_id',
+    {
+      roles: ADMIN,
+      tags: ['Admin: webhooks'],
+      summary: 'One instance-level webhook',
+      params: instanceHook,
+      status: 200,
+      response: anyObject('Webhook'),
+      errors: ['RESOURCE_NOT_FOUND'],
+    },
+    async (req) => svc.getWebhook(null, P<{ webhook_id: string }>(req).webhook_id),
+  );
+  route(
+    'PATCH',
+    '/admin/v1/webhooks/:webhook_id',
+    {
+      roles: ADMIN,
+      tags: ['Admin: webhooks'],
+      summary: 'Update an instance-level webhook',
+      params: instanceHook,
+      body: { ...obj({ url, event_types: instanceEventTypes, description }), minProperties: 1 },
+      status: 200,
+      response: anyObject('Webhook'),
+      errors: ['RESOURCE_NOT_FOUND'],
+    },
+    async (req) => svc.updateWebhook(actor(req), null, P<{ webhook_id: string }>(req).webhook_id, B(req)),
+  );
+  route(
+    'DELETE',
+    '/admin/v1/webhooks/:webhook_id',
+    {
+      roles: ADMIN,
+      tags: ['Admin: webhooks'],
+      summary: 'Delete an instance-level webhook',
+      params: instanceHook,
+      status: 204,
+      response: { description: 'Deleted', type: 'null' },
+      errors: ['RESOURCE_NOT_FOUND'],
+    },
+    async (req) => svc.deleteWebhook(actor(req), null, P<{ webhook_id: string }>(req).webhook_id),
+  );
+  route(
+    'GET',
+    '/admin/v1/webhooks/:webhook_id/notifications',
+    {
+      roles: ADMIN,
+      tags: ['Admin: webhooks'],
+      summary: 'Delivery notifications of an instance-level webhook, newest first, with attempts',
+      params: instanceHook,
+      querystring: {
+        type: 'object',
+        additionalProperties: false,
+        properties: { ...PAGE_QUERY, status: { type: 'string', enum: ['PENDING', 'DELIVERED', 'FAILED'] } },
+      },
+      status: 200,
+      response: pageEnvelope('Notifications'),
+      errors: ['RESOURCE_NOT_FOUND'],
+    },
+    async (req) => {
+      const q = req.query as PageRequest & { status?: 'PENDING' | 'DELIVERED' | 'FAILED' };
+      return svc.webhooks.listNotifications(
+        null,
+        P<{ webhook_id: string }>(req).webhook_id,
+        { page: q.page, page_size: q.page_size },
+        q.status,
+      );
+    },
+  );
+  route(
+    'POST',
+    '/admin/v1/webhooks/:webhook_id/notifications/:notification_id/redeliver',
+    {
+      roles: ADMIN,
+      tags: ['Admin: webhooks'],
+      summary: 'Redeliver a FAILED notification of an instance-level webhook',
+      params: obj({ webhook_id: UUID, notification_id: UUID }, ['webhook_id', 'notification_id']),
+      status: 200,
+      response: anyObject('The notification, now PENDING'),
+      errors: ['RESOURCE_NOT_FOUND', 'CONFLICT'],
+    },
+    async (req) => {
+      const p = P<{ webhook_id: string; notification_id: string }>(req);
+      return svc.redeliverNotification(actor(req), null, p.webhook_id, p.notification_id);
     },
   );
   route(

@@ -6,7 +6,7 @@
 
 import { PRESIGNATURE_POOL_MIGRATION_SQL } from '../signing/schema.js';
 import { TRANSFERS_MIGRATION_SQL } from '../transfers/schema.js';
-import { WEBHOOKS_MIGRATION_SQL } from '../webhooks/schema.js';
+import { INSTANCE_WEBHOOKS_MIGRATION_SQL, WEBHOOKS_MIGRATION_SQL } from '../webhooks/schema.js';
 import type { Db } from './db.js';
 
 /** One migration: a version (strictly increasing), a name and a SQL script. */
@@ -273,6 +273,7 @@ CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON audit_log
     // of this step or an earlier one is refused. NULL: no code accepted yet for the current secret.
     sql: 'ALTER TABLE users ADD COLUMN totp_last_step bigint',
   },
+  { version: 9, name: 'instance_webhooks', sql: INSTANCE_WEBHOOKS_MIGRATION_SQL },
 ];
 
 /**
