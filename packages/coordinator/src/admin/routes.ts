@@ -18,6 +18,7 @@ import { ApiError, type ErrorCode } from '../errors.js';
 import { clientAddressKey } from '../server.js';
 import type { PageRequest } from '../store.js';
 import { INSTANCE_EVENT_TYPES, PROFILE_EVENT_TYPES } from '../webhooks/events.js';
+import { scopeFilter, walletScopeHook } from './scope.js';
 import { type AdminService, ROLES, type Role, type UserView, WEBHOOK_EVENT_TYPES } from './service.js';
 
 declare module 'fastify' {
@@ -143,6 +144,8 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
   };
   const actor = (req: FastifyRequest) => req.adminUser!.user_id;
   const P = <T>(req: FastifyRequest) => req.params as T;
+  // Wallet-group scoping (#26 item 9): a wallet or wallet group outside the user's groups is 404.
+  app.addHook('preHandler', walletScopeHook(svc.store.db));
   const B = <T>(req: FastifyRequest) => req.body as T;
   // Unauthenticated routes: per client address only — never keyed by a header the client picks
   // (#26 item 1); the per-account counts are in AdminService.login / verifyLogin.
@@ -412,7 +415,12 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
       status: 200,
       response: pageEnvelope('Wallet ids'),
     },
-    async (req) => svc.store.listWallets(P<{ profile_id: string }>(req).profile_id, req.query as PageRequest),
+    async (req) =>
+      svc.store.listWallets(
+        P<{ profile_id: string }>(req).profile_id,
+        req.query as PageRequest,
+        scopeFilter(req.walletScope),
+      ),
   );
   route(
     'POST',
@@ -1096,8 +1104,14 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
         status: 200,
         response: listOf('Groups'),
       },
-      async (req) =>
-        kind === 'wallet' ? svc.groups.listWalletGroups(pid(req)) : svc.groups.listAddressGroups(pid(req)),
+      async (req) => {
+        if (kind === 'address') return svc.groups.listAddressGroups(pid(req));
+        const scope = req.walletScope;
+        const groups = await svc.groups.listWalletGroups(pid(req));
+        return scope === undefined || scope.all
+          ? groups
+          : groups.filter((g) => scope.groupIds.includes(g.wallet_group_id));
+      },
     );
     route(
       'POST',

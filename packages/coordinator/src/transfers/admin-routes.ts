@@ -11,9 +11,12 @@
  * | POST transfers/{id}/cancel | ADMIN, FINANCE_MANAGER |
  * | POST transfers/{id}/fee-bump (then needs the policy's device approvals) | ADMIN, FINANCE_MANAGER |
  *
- * None of these is reachable with an API key (seed §4 rules 3, 4).
+ * None of these is reachable with an API key (seed §4 rules 3, 4). A Finance Manager or Viewer
+ * assigned to wallet groups sees and acts on only the transfers of those groups' wallets; any other
+ * transfer answers 404 TRANSFER_NOT_FOUND (admin/scope.ts).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { scopeFilter, walletScopeHook } from '../admin/scope.js';
 import { type AdminService, ROLES, type Role } from '../admin/service.js';
 import { errorResponses, PAGE_QUERY, UUID } from '../api/schemas.js';
 import { ApiError, type ErrorCode } from '../errors.js';
@@ -114,6 +117,8 @@ export async function transferAdminRoutes(
     response: { [status]: any(summary), ...errorResponses([...new Set([...COMMON, ...errors])]) },
   });
   const pid = (req: FastifyRequest) => (req.params as { profile_id: string }).profile_id.toLowerCase();
+  // Wallet-group scoping: a transfer of a wallet outside the user's groups is 404 (admin/scope.ts).
+  app.addHook('preHandler', walletScopeHook(admin.store.db));
   const actor = (req: FastifyRequest) => req.adminUser!.user_id;
 
   app.get(
@@ -240,9 +245,14 @@ export async function transferAdminRoutes(
     },
     async (req) => {
       const q = req.query as PageRequest & { wallet_id?: string; status?: TransferStatus };
+      const only = scopeFilter(req.walletScope);
       return transfers.list(
         pid(req),
-        { ...(q.wallet_id ? { wallet_id: q.wallet_id } : {}), ...(q.status ? { status: q.status } : {}) },
+        {
+          ...(q.wallet_id ? { wallet_id: q.wallet_id } : {}),
+          ...(q.status ? { status: q.status } : {}),
+          ...(only ? { wallet_ids: only } : {}),
+        },
         q,
       );
     },
