@@ -15,6 +15,8 @@
 import { join } from 'node:path';
 import { p256 } from '@noble/curves/nist.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inAdminNetworks, parseAdminNetworks } from '../src/admin/networks.js';
+import { createCoordinator } from '../src/coordinator.js';
 import { readMailbox } from '../src/mailer.js';
 import { WEBHOOK_EVENT_TYPES } from '../src/webhooks/events.js';
 import { type Harness, type Json, startHarness } from './helpers.js';
@@ -212,5 +214,26 @@ describe('instance and security events stay out of profile webhooks', () => {
     const before = (await scopeLogins(u.id)).length;
     await loginFrom(u.email, '::ffff:192.168.1.20');
     expect(await scopeLogins(u.id)).toHaveLength(before);
+  });
+});
+
+describe('admin networks (the scope of the roles)', () => {
+  it('matches CIDR ranges and single addresses, IPv4-mapped IPv6 as IPv4; an empty list holds nothing', () => {
+    const n = parseAdminNetworks(['10.0.0.0/8', '2001:db8::/32', '198.51.100.7']);
+    expect(inAdminNetworks('10.200.3.4', n)).toBe(true);
+    expect(inAdminNetworks('::ffff:10.1.1.1', n)).toBe(true);
+    expect(inAdminNetworks('2001:db8:1::5', n)).toBe(true);
+    expect(inAdminNetworks('198.51.100.7', n)).toBe(true);
+    expect(inAdminNetworks('198.51.100.8', n)).toBe(false);
+    expect(inAdminNetworks('11.0.0.1', n)).toBe(false);
+    expect(inAdminNetworks('not an address', n)).toBe(false);
+    expect(inAdminNetworks('127.0.0.1', parseAdminNetworks([]))).toBe(false);
+  });
+
+  it('a malformed entry is refused at creation, naming it, before anything is opened', async () => {
+    expect(() => parseAdminNetworks(['10.0.0.0/8', '10.0.0.0/33'])).toThrow(/adminNetworks\[1\]/);
+    await expect(
+      createCoordinator({ mode: 'development', mailboxDir: '/nonexistent', adminNetworks: ['office'] }),
+    ).rejects.toThrow(/adminNetworks\[0\]: expected an IP address or CIDR range/);
   });
 });
