@@ -17,9 +17,10 @@ import { p256 } from '@noble/curves/nist.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inAdminNetworks, parseAdminNetworks } from '../src/admin/networks.js';
 import { createCoordinator } from '../src/coordinator.js';
+import { MIGRATIONS, migrate } from '../src/db/migrations.js';
 import { readMailbox } from '../src/mailer.js';
 import { WEBHOOK_EVENT_TYPES } from '../src/webhooks/events.js';
-import { type Harness, type Json, startHarness } from './helpers.js';
+import { type Harness, type Json, openTestDb, startHarness } from './helpers.js';
 
 const PASSWORD = 'a long enough password 123';
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
@@ -235,5 +236,31 @@ describe('admin networks (the scope of the roles)', () => {
     await expect(
       createCoordinator({ mode: 'development', mailboxDir: '/nonexistent', adminNetworks: ['office'] }),
     ).rejects.toThrow(/adminNetworks\[0\]: expected an IP address or CIDR range/);
+  });
+
+  it('upgrading (migration 9) removes the instance event types from existing profile webhooks', async () => {
+    const { db, drop } = await openTestDb('pglite');
+    try {
+      await migrate(
+        db,
+        MIGRATIONS.filter((m) => m.version < 9),
+      );
+      const pid = crypto.randomUUID();
+      await db.query("INSERT INTO profiles (profile_id, name, created_at) VALUES ($1, 'p', now())", [pid]);
+      await db.query(
+        `INSERT INTO webhooks (webhook_id, profile_id, url, event_types, created_at, updated_at)
+         VALUES ($1, $2, 'https://x.example/h', $3::jsonb, now(), now())`,
+        [
+          crypto.randomUUID(),
+          pid,
+          JSON.stringify(['USER_CREATED', 'WALLET_CREATED', 'ROLE_SCOPE_LOGIN', 'TRANSFER_FAILED']),
+        ],
+      );
+      expect(await migrate(db)).toContain(9);
+      const rows = await db.query<{ event_types: string[] }>('SELECT event_types FROM webhooks');
+      expect(rows.map((r) => r.event_types)).toEqual([['WALLET_CREATED', 'TRANSFER_FAILED']]);
+    } finally {
+      await drop();
+    }
   });
 });
