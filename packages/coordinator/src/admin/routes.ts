@@ -9,6 +9,10 @@
  * | FINANCE_MANAGER | own session and TOTP; read profiles, directory, wallets, addresses, balances, master keys, ceremonies (policy management comes with the transfer pipeline) |
  * | VIEWER | the same reads (read-only) |
  *
+ * A Finance Manager or Viewer assigned to wallet groups is limited to those groups' wallets, their
+ * balances and transfers, and those groups (`scope.ts`; others answer 404 as if absent). Instance
+ * and security events go to instance-level webhooks (`/admin/v1/webhooks`) only.
+ *
  * The mobile app's enrollment request is under `/devices/v1` (unauthenticated; the app only
  * knows the instance URL).
  */
