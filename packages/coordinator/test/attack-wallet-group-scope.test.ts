@@ -211,6 +211,58 @@ describe('a user assigned to wallet groups sees and acts on only their wallets',
     expect(ok.body).toMatchObject({ status: 'REJECTED', sub_status: 'CANCELLED_BY_USER' });
   });
 
+  it("a scoped Finance Manager cannot see, change or delete a foreign wallet's policy, nor write a profile-wide one", async () => {
+    const fm = await user('FINANCE_MANAGER');
+    await group([inside], [fm.id]);
+    const body = (walletIds: string[] | null) => ({
+      name: `p-${crypto.randomUUID()}`,
+      scope: { wallet_ids: walletIds, blockchain: 'ethereum-local', asset_id: assetId },
+      whitelist: [DEST],
+    });
+    const foreign = await h.req('POST', `${P()}/policies`, { token: h.adminToken, body: body([outside]) });
+    expect(foreign.status).toBe(201);
+    const fid = foreign.body.policy_id;
+    const list = await h.req('GET', `${P()}/policies?page_size=200`, { token: fm.token });
+    expect(list.status).toBe(200);
+    const ids = list.body.data.map((x: Json) => x.policy_id);
+    expect(ids).not.toContain(fid);
+    expect(JSON.stringify(list.body)).not.toContain(outside);
+    expect(list.body.total).toBe(list.body.data.length);
+    for (const [method, b] of [
+      ['GET', undefined],
+      ['PUT', body([inside])],
+      ['DELETE', undefined],
+    ] as const) {
+      const r = await h.req(method, `${P()}/policies/${fid}`, { token: fm.token, ...(b ? { body: b } : {}) });
+      expect(r.status, method).toBe(404);
+      expect(r.body.code, method).toBe('POLICY_NOT_FOUND');
+    }
+    expect((await h.req('GET', `${P()}/policies/${fid}`, { token: h.adminToken })).body.versions).toHaveLength(1);
+    // naming a foreign wallet answers like naming a nonexistent one
+    const named = await h.req('POST', `${P()}/policies`, { token: fm.token, body: body([inside, outside]) });
+    const unknown = await h.req('POST', `${P()}/policies`, {
+      token: fm.token,
+      body: body([inside, crypto.randomUUID()]),
+    });
+    expect(named.status).toBe(422);
+    expect(named.body.errors).toEqual(unknown.body.errors);
+    // a profile-wide policy governs foreign wallets too: readable, not writable
+    const wide = await h.req('POST', `${P()}/policies`, { token: fm.token, body: body(null) });
+    expect(wide.status).toBe(403);
+    expect(wide.body.code).toBe('ROLE_FORBIDDEN');
+    const profileWide = list.body.data.find((x: Json) => x.name === 'ETH');
+    expect(profileWide).toBeDefined();
+    const del = await h.req('DELETE', `${P()}/policies/${profileWide.policy_id}`, { token: fm.token });
+    expect(del.status).toBe(403);
+    // its own wallets: allowed
+    const own = await h.req('POST', `${P()}/policies`, { token: fm.token, body: body([inside]) });
+    expect(own.status).toBe(201);
+    expect(
+      (await h.req('PUT', `${P()}/policies/${own.body.policy_id}`, { token: fm.token, body: body([inside]) })).status,
+    ).toBe(200);
+    expect((await h.req('DELETE', `${P()}/policies/${own.body.policy_id}`, { token: fm.token })).status).toBe(204);
+  });
+
   it('a scoped user sees only its own wallet groups; another group is 404', async () => {
     const v = await user('VIEWER');
     const mine = await group([inside], [v.id]);
