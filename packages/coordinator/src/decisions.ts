@@ -87,7 +87,10 @@ export const API_DECISIONS = `Custody REST API of a Custodian instance (client i
   on only the wallets of those groups under \`/admin/v1/profiles/{profile_id}\`: wallet, transfer and wallet-group lists
   are filtered, and a wallet outside them, its balances, a transfer of it (read, cancel, fee bump) or another wallet
   group answer exactly like a nonexistent one (404 \`WALLET_NOT_FOUND\` / \`TRANSFER_NOT_FOUND\` /
-  \`RESOURCE_NOT_FOUND\`). In a profile where none of their groups lies they see no wallet. Unassigned Finance Managers
+  \`RESOURCE_NOT_FOUND\`). Policies: they see those naming no wallet outside their groups (profile-wide ones included;
+  others 404 \`POLICY_NOT_FOUND\`), and may create, change or delete only policies scoped to wallets of their groups
+  (profile-wide → 403 \`ROLE_FORBIDDEN\`; a foreign wallet in \`scope.wallet_ids\` → the 422 of an unknown wallet).
+  In a profile where none of their groups lies they see no wallet. Unassigned Finance Managers
   and Viewers see the whole profile; Admins always see the whole instance, assigned or not. API keys are not users and
   are not scoped by groups.
 - **Versioning.** The major version is the path prefix \`/v1\`; additive changes (new fields, new optional parameters, new

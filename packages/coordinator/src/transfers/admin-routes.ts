@@ -12,11 +12,11 @@
  * | POST transfers/{id}/fee-bump (then needs the policy's device approvals) | ADMIN, FINANCE_MANAGER |
  *
  * None of these is reachable with an API key (seed §4 rules 3, 4). A Finance Manager or Viewer
- * assigned to wallet groups sees and acts on only the transfers of those groups' wallets; any other
- * transfer answers 404 TRANSFER_NOT_FOUND (admin/scope.ts).
+ * assigned to wallet groups sees and acts on only the transfers of those groups' wallets (any other
+ * transfer answers 404 TRANSFER_NOT_FOUND) and the policies naming only those wallets (admin/scope.ts).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { scopeFilter, walletScopeHook } from '../admin/scope.js';
+import { scopeFilter, visiblePolicyIds, walletScopeHook } from '../admin/scope.js';
 import { type AdminService, ROLES, type Role } from '../admin/service.js';
 import { errorResponses, PAGE_QUERY, UUID } from '../api/schemas.js';
 import { ApiError, type ErrorCode } from '../errors.js';
@@ -130,7 +130,16 @@ export async function transferAdminRoutes(
         querystring: { type: 'object', additionalProperties: false, properties: PAGE_QUERY },
       }),
     },
-    async (req) => policies.list(pid(req), req.query as PageRequest),
+    async (req) => {
+      const page = req.query as PageRequest;
+      const scope = req.walletScope;
+      if (scope === undefined || scope.all) return policies.list(pid(req), page);
+      // wallet-group scoping: only the policies naming no wallet outside the user's groups
+      const { ids, total } = await visiblePolicyIds(admin.store.db, pid(req), scope, page);
+      const data = [];
+      for (const id of ids) data.push(await policies.get(pid(req), id));
+      return { data, page: page.page, page_size: page.page_size, total };
+    },
   );
   app.get(
     `${base}/policies/:policy_id`,
