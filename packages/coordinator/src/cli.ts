@@ -805,6 +805,84 @@ export function registerAdminCommands(program: Command, io: CliIo = defaultIo): 
       ),
     );
 
+  // ---- instance-level webhooks (instance and security events only) ----
+  const ihooks = admin
+    .command('instance-webhooks')
+    .description('instance-level webhooks: user, device, server signer and security events (ROLE_SCOPE_LOGIN …)');
+  const types = (events: string[]) => events.flatMap((e) => e.split(',')).filter(Boolean);
+  ihooks
+    .command('list')
+    .description('instance-level webhooks')
+    .action(
+      run(async () =>
+        print(await call('GET', '/admin/v1/webhooks'), ['webhook_id', 'url', 'event_types', 'description']),
+      ),
+    );
+  ihooks
+    .command('create')
+    .description('register an instance-level webhook (HTTPS)')
+    .requiredOption('--url <url>')
+    .requiredOption('--events <types...>', 'instance event types, e.g. USER_CREATED ROLE_SCOPE_LOGIN')
+    .option('--description <text>')
+    .action(
+      run(async (o: { url: string; events: string[]; description?: string }) =>
+        print(
+          await call('POST', '/admin/v1/webhooks', {
+            url: o.url,
+            event_types: types(o.events),
+            ...(o.description !== undefined ? { description: o.description } : {}),
+          }),
+        ),
+      ),
+    );
+  ihooks
+    .command('show <webhook_id>')
+    .description('one instance-level webhook')
+    .action(run(async (id: string) => print(await call('GET', `/admin/v1/webhooks/${E(id)}`))));
+  ihooks
+    .command('update <webhook_id>')
+    .description('change URL, event types or description')
+    .option('--url <url>')
+    .option('--events <types...>')
+    .option('--description <text>')
+    .action(
+      run(async (id: string, o: { url?: string; events?: string[]; description?: string }) => {
+        const body: Record<string, unknown> = {};
+        if (o.url) body.url = o.url;
+        if (o.events) body.event_types = types(o.events);
+        if (o.description !== undefined) body.description = o.description;
+        print(await call('PATCH', `/admin/v1/webhooks/${E(id)}`, body));
+      }),
+    );
+  ihooks
+    .command('delete <webhook_id>')
+    .description('delete an instance-level webhook')
+    .action(run(async (id: string) => print(await call('DELETE', `/admin/v1/webhooks/${E(id)}`))));
+  pageOpts(
+    ihooks
+      .command('notifications <webhook_id>')
+      .description('delivery notifications of an instance-level webhook, newest first')
+      .option('--status <status>', 'PENDING | DELIVERED | FAILED'),
+  ).action(
+    run(async (id: string, o: { page: string; pageSize: string; status?: string }) =>
+      print(
+        await call(
+          'GET',
+          `/admin/v1/webhooks/${E(id)}/notifications${q({ page: o.page, page_size: o.pageSize, ...(o.status ? { status: o.status } : {}) })}`,
+        ),
+        ['notification_id', 'event_type', 'status', 'attempt_count', 'last_response_code', 'next_attempt_at'],
+      ),
+    ),
+  );
+  ihooks
+    .command('redeliver <webhook_id> <notification_id>')
+    .description('redeliver a FAILED notification (a fresh series of up to 5 attempts, same event_id)')
+    .action(
+      run(async (id: string, n: string) =>
+        print(await call('POST', `/admin/v1/webhooks/${E(id)}/notifications/${E(n)}/redeliver`)),
+      ),
+    );
+
   // ---- wallet groups, address groups ----
   for (const kind of ['wallet', 'address'] as const) {
     const grp = admin

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import proxyaddr from '@fastify/proxy-addr';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { pino } from 'pino';
+import { adminNetworksFromEnv, parseAdminNetworks } from './admin/networks.js';
 import { adminRoutes } from './admin/routes.js';
 import { type AdminOptions, AdminService, DEFAULT_ADMIN_OPTIONS } from './admin/service.js';
 import { apiKeyHook, type ProfileRoutesContext, walletRoutes } from './api/routes.js';
@@ -81,6 +82,15 @@ export interface CoordinatorOptions {
    * bucket. @throws RangeError naming `trustProxy[i]` for an entry that is not an address or range
    */
   trustProxy?: string[];
+  /**
+   * The scope of the dashboard roles (#26 item 8): CIDR ranges or addresses users log in from. A
+   * login from outside emits ROLE_SCOPE_LOGIN to the instance-level webhooks (with the client
+   * address, `req.ip` after `trustProxy`); from inside, nothing. Default: env
+   * `CUSTODIAN_ADMIN_NETWORKS` (comma-separated; empty = every login is outside), else loopback,
+   * 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 and fc00::/7.
+   * @throws RangeError naming `adminNetworks[i]` for an entry that is not an address or range
+   */
+  adminNetworks?: string[];
   /** Outgoing mail; default: SMTP from `smtpUrl`, else the `<dataDir>/mailbox` folder. */
   mailer?: Mailer;
   /** Development mailbox folder. Default `<dataDir>/mailbox`. */
@@ -192,6 +202,8 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
         .map((s) => s.trim())
         .filter((s) => s !== ''),
   );
+  const adminNetworks = opts.adminNetworks ?? opts.admin?.adminNetworks ?? adminNetworksFromEnv();
+  parseAdminNetworks(adminNetworks);
   const mailboxDir = opts.mailboxDir ?? (opts.dataDir !== undefined ? join(opts.dataDir, 'mailbox') : undefined);
   if (opts.mailer === undefined && opts.smtpUrl === undefined && mailboxDir === undefined) {
     throw new Error(
@@ -221,7 +233,12 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
   const admin = new AdminService(
     store,
     mailer,
-    { ...DEFAULT_ADMIN_OPTIONS, ...opts.admin, mode: opts.mode },
+    {
+      ...DEFAULT_ADMIN_OPTIONS,
+      ...opts.admin,
+      adminNetworks,
+      mode: opts.mode,
+    },
     clock,
     opts.ceremonyClient ?? signing?.ceremonyClient,
   );

@@ -109,6 +109,26 @@ export const API_DECISIONS = `Custody REST API of a Custodian instance (client i
   (including devices enrolled before this binding existed) → 422 naming \`body.device_id\`. The device WebSocket accepts
   one frame of at most 4 KiB before the hello, and at most 16 sockets per client address (1024 in all) waiting for their
   hello at once; a further upgrade gets HTTP 429 (503 over the total).
+- **Webhook scope.** A profile's webhooks receive only that profile's events (transfers, balances and transactions,
+  wallets, policies, addresses, wallet and address groups). The instance and security events — servers and keys
+  (\`SERVER_*\`, \`REFRESH_KEY_SHARES\`), devices (\`DEVICE_*\`, \`CERTIFICATE_READY\`), users (\`USER_*\`) and security
+  (\`POLICY_SIGNATURE_VERIFICATION_FAILED\`, \`ROLE_SCOPE_LOGIN\`, \`GEO_ANOMALY_DETECTED\`) — go only to instance-level
+  webhooks, which an Admin registers at \`/admin/v1/webhooks\` (\`profile_id\` null); a profile webhook subscribing to one
+  → 422 naming \`body.event_types[i]\`. Their delivery body's \`profile_id\` is the nil UUID
+  \`00000000-0000-0000-0000-000000000000\` unless the event concerns one profile. \`ROLE_SCOPE_LOGIN\` fires only when a
+  dashboard login comes from a client address outside the admin networks — the scope of every role (config
+  \`adminNetworks\`, env \`CUSTODIAN_ADMIN_NETWORKS\`; default loopback, 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16,
+  fc00::/7) — with \`data.ip\`, the client address.
+- **Wallet-group scoping (admin API).** A Finance Manager or Viewer assigned to one or more wallet groups sees and acts
+  on only the wallets of those groups under \`/admin/v1/profiles/{profile_id}\`: wallet, transfer and wallet-group lists
+  are filtered, and a wallet outside them, its balances, a transfer of it (read, cancel, fee bump) or another wallet
+  group answer exactly like a nonexistent one (404 \`WALLET_NOT_FOUND\` / \`TRANSFER_NOT_FOUND\` /
+  \`RESOURCE_NOT_FOUND\`). Policies: they see those naming no wallet outside their groups (profile-wide ones included;
+  others 404 \`POLICY_NOT_FOUND\`), and may create, change or delete only policies scoped to wallets of their groups
+  (profile-wide → 403 \`ROLE_FORBIDDEN\`; a foreign wallet in \`scope.wallet_ids\` → the 422 of an unknown wallet).
+  In a profile where none of their groups lies they see no wallet. Unassigned Finance Managers
+  and Viewers see the whole profile; Admins always see the whole instance, assigned or not. API keys are not users and
+  are not scoped by groups.
 - **Versioning.** The major version is the path prefix \`/v1\`; additive changes (new fields, new optional parameters, new
   error codes, new webhook event types) happen without a version change; clients must ignore unknown fields.
 

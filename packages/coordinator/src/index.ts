@@ -3,7 +3,15 @@
  * PostgreSQL-dialect store (embedded PGlite or a PostgreSQL server).
  */
 export { ADDRESS_CODECS, type AddressCodec, type AddressType, addressPath } from './addresses.js';
+export {
+  type AdminNetworks,
+  adminNetworksFromEnv,
+  DEFAULT_ADMIN_NETWORKS,
+  inAdminNetworks,
+  parseAdminNetworks,
+} from './admin/networks.js';
 export { hashPassword, verifyPassword } from './admin/passwords.js';
+export { inScope, scopeFilter, type WalletScope, walletScope } from './admin/scope.js';
 export {
   type AdminOptions,
   AdminService,
@@ -66,7 +74,11 @@ export * from './transfers/policies.js';
 export * from './transfers/service.js';
 export * from './transfers/watcher-store.js';
 export {
+  INSTANCE_EVENT_TYPES,
+  INSTANCE_PROFILE_ID,
+  isInstanceEvent,
   openApiWebhooks,
+  PROFILE_EVENT_TYPES,
   WEBHOOK_EVENT_DOCS,
   WEBHOOK_EVENT_TYPE_SET,
   type WebhookEventType,

@@ -579,16 +579,24 @@ export class Store {
     });
   }
 
-  /** Wallet identifiers of a profile, oldest first. */
-  async listWallets(profileId: string, p: PageRequest): Promise<Page<{ wallet_id: string }>> {
+  /**
+   * Wallet identifiers of a profile, oldest first.
+   * @param walletIds when given, only these wallets (a dashboard user's wallet-group scope, admin/scope.ts)
+   */
+  async listWallets(
+    profileId: string,
+    p: PageRequest,
+    walletIds?: readonly string[],
+  ): Promise<Page<{ wallet_id: string }>> {
+    const where = `profile_id = $1${walletIds === undefined ? '' : ' AND wallet_id = ANY($2::uuid[])'}`;
+    const params: unknown[] = walletIds === undefined ? [profileId] : [profileId, walletIds];
+    const n = params.length;
     const rows = await this.db.query<{ wallet_id: string }>(
-      'SELECT wallet_id FROM wallets WHERE profile_id = $1 ORDER BY created_at, wallet_id LIMIT $2 OFFSET $3',
-      [profileId, p.page_size, offset(p)],
+      `SELECT wallet_id FROM wallets WHERE ${where} ORDER BY created_at, wallet_id LIMIT $${n + 1} OFFSET $${n + 2}`,
+      [...params, p.page_size, offset(p)],
     );
     const total =
-      (
-        await this.db.query<{ n: number }>('SELECT count(*)::int AS n FROM wallets WHERE profile_id = $1', [profileId])
-      )[0]?.n ?? 0;
+      (await this.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM wallets WHERE ${where}`, params))[0]?.n ?? 0;
     return { data: rows, page: p.page, page_size: p.page_size, total };
   }
 

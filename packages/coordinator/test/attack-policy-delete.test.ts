@@ -17,7 +17,8 @@ import { p256 } from '@noble/curves/nist.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Harness, type Json, startHarness } from './helpers.js';
+import { enrollmentBody, phoneKeys, userIdOf } from './device-fixtures.js';
+import { ADMIN_EMAIL, type Harness, type Json, startHarness } from './helpers.js';
 
 const DEST = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
 const OTHER = '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC';
@@ -81,21 +82,14 @@ describe('a Finance Manager cannot delete a signed policy on their own', () => {
     h = await startHarness({
       coordinator: { transfers: { runPipeline: false, approvalWindowMs: 3600_000 } },
     });
-    const pub = Buffer.from(p256.getPublicKey(adminDevice, true)).toString('hex');
     const e = await h.req('POST', '/devices/v1/enrollments', {
-      body: {
-        name: 'admin phone',
-        platform: 'android',
-        os_version: '14',
-        hardware_backed_keystore: true,
-        public_key: pub,
-      },
+      body: enrollmentBody(await phoneKeys(adminDevice), 'admin phone'),
     });
     expect(e.status).toBe(201);
     adminDeviceId = e.body.device_id;
     const ap = await h.req('POST', `/admin/v1/devices/${adminDeviceId}/approve`, {
       token: h.adminToken,
-      body: { fingerprint: e.body.fingerprint },
+      body: { fingerprint: e.body.fingerprint, user_id: await userIdOf(h, ADMIN_EMAIL) },
     });
     expect(ap.status).toBe(200);
     await h.c.store.insertMasterKey({

@@ -184,6 +184,21 @@ describe('custodian admin CLI', () => {
     expect(JSON.parse(hook.out).event_types).toEqual(['WALLET_CREATED', 'TRANSFER_UPDATED']);
     expect((await cli('webhooks', 'list', h.profileId)).out).toMatch(/example.com/);
     expect((await cli('webhooks', 'delete', h.profileId, JSON.parse(hook.out).webhook_id)).out).toBe('ok');
+    const ihook = await cli(
+      '--json',
+      'instance-webhooks',
+      'create',
+      '--url',
+      'https://example.com/security',
+      '--events',
+      'USER_CREATED,ROLE_SCOPE_LOGIN',
+    );
+    expect(JSON.parse(ihook.out)).toMatchObject({
+      profile_id: null,
+      event_types: ['USER_CREATED', 'ROLE_SCOPE_LOGIN'],
+    });
+    expect((await cli('instance-webhooks', 'list')).out).toMatch(/example.com\/security/);
+    expect((await cli('instance-webhooks', 'delete', JSON.parse(ihook.out).webhook_id)).out).toBe('ok');
 
     const audit = await cli('audit', '--page-size', '100');
     expect(audit.out).toMatch(/webhook.deleted/);

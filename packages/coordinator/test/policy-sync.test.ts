@@ -34,7 +34,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { freePort } from '../../signer/test/cluster.js';
 import { DEVICE_MAX_FRAME_BYTES, DEVICE_WS_PATH } from '../src/devices/hub.js';
-import { type Harness, type Json, startHarness } from './helpers.js';
+import { enrollmentBody, phoneKeys, userIdOf } from './device-fixtures.js';
+import { ADMIN_EMAIL, type Harness, type Json, startHarness } from './helpers.js';
 
 const PASS_ENV = 'CUSTODIAN_POLICY_SYNC_TEST_PASS';
 const PASS = 'policy sync test passphrase';
@@ -99,21 +100,14 @@ describe('the coordinator pushes every signed policy version and tombstone to th
       masterKey: false,
       coordinator: { signing: { enabled: true, presignaturePool: 0 }, transfers: { runPipeline: false } },
     });
-    const pub = bytesToHex(p256.getPublicKey(adminDevice, true));
     const e = await h.req('POST', '/devices/v1/enrollments', {
-      body: {
-        name: 'admin phone',
-        platform: 'android',
-        os_version: '14',
-        hardware_backed_keystore: true,
-        public_key: pub,
-      },
+      body: enrollmentBody(await phoneKeys(adminDevice), 'admin phone'),
     });
     expect(e.status).toBe(201);
     adminDeviceId = e.body.device_id;
     const a = await h.req('POST', `/admin/v1/devices/${adminDeviceId}/approve`, {
       token: h.adminToken,
-      body: { fingerprint: e.body.fingerprint },
+      body: { fingerprint: e.body.fingerprint, user_id: await userIdOf(h, ADMIN_EMAIL) },
     });
     expect(a.status).toBe(200);
     dir = await mkdtemp(join(tmpdir(), 'custodian-policy-sync-'));
@@ -128,7 +122,7 @@ describe('the coordinator pushes every signed policy version and tombstone to th
       passphrase: { env: PASS_ENV },
       logLevel: 'info',
       scrypt: SCRYPT,
-      trustedAdminDevices: [{ deviceId: adminDeviceId, publicKey: pub }],
+      trustedAdminDevices: [{ deviceId: adminDeviceId, publicKey: bytesToHex(p256.getPublicKey(adminDevice, true)) }],
       chains: { 'ethereum-local': { family: 'ethereum', chainId: 31337, maxFee: '10000000000000000' } },
     };
     await startDaemon();

@@ -271,7 +271,7 @@ describe('delivery schedule (injectable clock, real HTTPS receiver)', () => {
   it('one notification per subscribed webhook; unsubscribed webhooks get none', async () => {
     const a = await register(h, rx.url, ['WALLET_CREATED', 'ADDRESS_CREATED']);
     const b = await register(h, `${rx.url}?b`, ['ADDRESS_CREATED']);
-    const c = await register(h, `${rx.url}?c`, ['USER_BLOCKED']);
+    const c = await register(h, `${rx.url}?c`, ['TRANSFER_CREATED']);
     await createWallet(h, [ETH, BTC]); // WALLET_CREATED + 2 × ADDRESS_CREATED
     expect((await notifications(h, a)).total).toBe(3);
     expect((await notifications(h, b)).total).toBe(2);
@@ -399,7 +399,7 @@ describe('outbox guarantees', () => {
   it('no event for a rolled-back change (application error and explicit rollback)', async () => {
     const { h } = await harness();
     try {
-      await register(h, 'https://127.0.0.1:1/x', ['WALLET_CREATED', 'ADDRESS_CREATED', 'USER_CREATED']);
+      await register(h, 'https://127.0.0.1:1/x', ['WALLET_CREATED', 'ADDRESS_CREATED', 'WALLET_GROUP_CREATED']);
       const count = async () =>
         (await h.c.db.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook_events'))[0]!.n;
       const n0 = await count();

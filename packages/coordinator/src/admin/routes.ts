@@ -13,6 +13,9 @@
  * default 5 min) and answer 403 `STEP_UP_REQUIRED` without one: TOTP enrollment start and confirm,
  * API key create and revoke, webhook create, update and delete, user creation, and a user change
  * of role or password. TOTP disable carries its own proof (the current code).
+ * A Finance Manager or Viewer assigned to wallet groups is limited to those groups' wallets, their
+ * balances and transfers, and those groups (`scope.ts`; others answer 404 as if absent). Instance
+ * and security events go to instance-level webhooks (`/admin/v1/webhooks`) only.
  *
  * The mobile app's enrollment request is under `/devices/v1` (unauthenticated; the app only
  * knows the instance URL).
@@ -24,6 +27,8 @@ import { DEVICE_NAME_MAX_CHARS } from '../devices/binding.js';
 import { ApiError, type ErrorCode } from '../errors.js';
 import { clientAddressKey } from '../server.js';
 import type { PageRequest } from '../store.js';
+import { INSTANCE_EVENT_TYPES, PROFILE_EVENT_TYPES } from '../webhooks/events.js';
+import { scopeFilter, walletScopeHook } from './scope.js';
 import { type AdminService, ROLES, type Role, type SessionUser, WEBHOOK_EVENT_TYPES } from './service.js';
 
 declare module 'fastify' {
@@ -185,6 +190,8 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
   };
   const actor = (req: FastifyRequest) => req.adminUser!.user_id;
   const P = <T>(req: FastifyRequest) => req.params as T;
+  // Wallet-group scoping (#26 item 9): a wallet or wallet group outside the user's groups is 404.
+  app.addHook('preHandler', walletScopeHook(svc.store.db));
   const B = <T>(req: FastifyRequest) => req.body as T;
   // Unauthenticated routes: per client address only — never keyed by a header the client picks
   // (#26 item 1); the per-account counts are in AdminService.login / verifyLogin.
@@ -243,7 +250,8 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
       errors: ['INVALID_SECOND_FACTOR'],
       rateLimit: loginLimit,
     },
-    async (req) => svc.verifyLogin(B<{ challenge_id: string }>(req).challenge_id, B<{ code: string }>(req).code),
+    async (req) =>
+      svc.verifyLogin(B<{ challenge_id: string }>(req).challenge_id, B<{ code: string }>(req).code, req.ip),
   );
   route(
     'POST',
@@ -496,7 +504,12 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
       status: 200,
       response: pageEnvelope('Wallet ids'),
     },
-    async (req) => svc.store.listWallets(P<{ profile_id: string }>(req).profile_id, req.query as PageRequest),
+    async (req) =>
+      svc.store.listWallets(
+        P<{ profile_id: string }>(req).profile_id,
+        req.query as PageRequest,
+        scopeFilter(req.walletScope),
+      ),
   );
   route(
     'POST',
@@ -846,11 +859,12 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
 
   // ---- webhooks ----
   const webhookParams = obj({ profile_id: UUID, webhook_id: UUID }, ['profile_id', 'webhook_id']);
+  // A profile webhook takes only profile events; instance/security events go to /admin/v1/webhooks.
   const eventTypes = {
     type: 'array',
     minItems: 1,
     maxItems: WEBHOOK_EVENT_TYPES.length,
-    items: { type: 'string', enum: WEBHOOK_EVENT_TYPES },
+    items: { type: 'string', enum: PROFILE_EVENT_TYPES },
   };
   const url = {
     type: 'string',
@@ -997,6 +1011,127 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
       return svc.redeliverNotification(actor(req), p.profile_id, p.webhook_id, p.notification_id);
     },
   );
+  // ---- instance-level webhooks (#26 item 8): instance and security events only ----
+  const instanceEventTypes = { ...eventTypes, items: { type: 'string', enum: INSTANCE_EVENT_TYPES } };
+  const instanceHook = obj({ webhook_id: UUID }, ['webhook_id']);
+  const instanceText =
+    'Instance-level webhooks (no profile; `profile_id` null) receive the instance and security events — servers ' +
+    'and keys, devices, users, security (ROLE_SCOPE_LOGIN, …) — and only those; profile webhooks never do. ' +
+    'The delivery body names the nil UUID as `profile_id` unless the event concerns one profile.';
+  route(
+    'GET',
+    '/admin/v1/webhooks',
+    {
+      roles: ADMIN,
+      tags: ['Admin: webhooks'],
+      summary: 'Instance-level webhook registrations',
+      description: instanceText,
+      status: 200,
+      response: listOf('Webhooks'),
+    },
+    async () => svc.listWebhooks(null),
+  );
+  route(
+    'POST',
+    '/admin/v1/webhooks',
+    {
+      roles: ADMIN,
+      tags: ['Admin: webhooks'],
+      summary: 'Register an instance-level webhook (instance and security event types only)',
+      description: instanceText,
+      body: obj({ url, event_types: instanceEventTypes, description }, ['url', 'event_types']),
+      status: 201,
+      response: anyObject('Webhook'),
+    },
+    async (req) => svc.createWebhook(actor(req), null, B(req)),
+  );
+  route(
+    'GET',
+    '/admin/v1/webhooks/:webhook_id',
+    {
+      roles: ADMIN,
+      tags: ['Admin: webhooks'],
+      summary: 'One instance-level webhook',
+      params: instanceHook,
+      status: 200,
+      response: anyObject('Webhook'),
+      errors: ['RESOURCE_NOT_FOUND'],
+    },
+    async (req) => svc.getWebhook(null, P<{ webhook_id: string }>(req).webhook_id),
+  );
+  route(
+    'PATCH',
+    '/admin/v1/webhooks/:webhook_id',
+    {
+      roles: ADMIN,
+      tags: ['Admin: webhooks'],
+      summary: 'Update an instance-level webhook',
+      params: instanceHook,
+      body: { ...obj({ url, event_types: instanceEventTypes, description }), minProperties: 1 },
+      status: 200,
+      response: anyObject('Webhook'),
+      errors: ['RESOURCE_NOT_FOUND'],
+    },
+    async (req) => svc.updateWebhook(actor(req), null, P<{ webhook_id: string }>(req).webhook_id, B(req)),
+  );
+  route(
+    'DELETE',
+    '/admin/v1/webhooks/:webhook_id',
+    {
+      roles: ADMIN,
+      tags: ['Admin: webhooks'],
+      summary: 'Delete an instance-level webhook',
+      params: instanceHook,
+      status: 204,
+      response: { description: 'Deleted', type: 'null' },
+      errors: ['RESOURCE_NOT_FOUND'],
+    },
+    async (req) => svc.deleteWebhook(actor(req), null, P<{ webhook_id: string }>(req).webhook_id),
+  );
+  route(
+    'GET',
+    '/admin/v1/webhooks/:webhook_id/notifications',
+    {
+      roles: ADMIN,
+      tags: ['Admin: webhooks'],
+      summary: 'Delivery notifications of an instance-level webhook, newest first, with attempts',
+      params: instanceHook,
+      querystring: {
+        type: 'object',
+        additionalProperties: false,
+        properties: { ...PAGE_QUERY, status: { type: 'string', enum: ['PENDING', 'DELIVERED', 'FAILED'] } },
+      },
+      status: 200,
+      response: pageEnvelope('Notifications'),
+      errors: ['RESOURCE_NOT_FOUND'],
+    },
+    async (req) => {
+      const q = req.query as PageRequest & { status?: 'PENDING' | 'DELIVERED' | 'FAILED' };
+      return svc.webhooks.listNotifications(
+        null,
+        P<{ webhook_id: string }>(req).webhook_id,
+        { page: q.page, page_size: q.page_size },
+        q.status,
+      );
+    },
+  );
+  route(
+    'POST',
+    '/admin/v1/webhooks/:webhook_id/notifications/:notification_id/redeliver',
+    {
+      roles: ADMIN,
+      tags: ['Admin: webhooks'],
+      summary: 'Redeliver a FAILED notification of an instance-level webhook',
+      params: obj({ webhook_id: UUID, notification_id: UUID }, ['webhook_id', 'notification_id']),
+      status: 200,
+      response: anyObject('The notification, now PENDING'),
+      errors: ['RESOURCE_NOT_FOUND', 'CONFLICT'],
+    },
+    async (req) => {
+      const p = P<{ webhook_id: string; notification_id: string }>(req);
+      return svc.redeliverNotification(actor(req), null, p.webhook_id, p.notification_id);
+    },
+  );
   route(
     'GET',
     '/admin/v1/webhook-signing-keys',
@@ -1092,8 +1227,14 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
         status: 200,
         response: listOf('Groups'),
       },
-      async (req) =>
-        kind === 'wallet' ? svc.groups.listWalletGroups(pid(req)) : svc.groups.listAddressGroups(pid(req)),
+      async (req) => {
+        if (kind === 'address') return svc.groups.listAddressGroups(pid(req));
+        const scope = req.walletScope;
+        const groups = await svc.groups.listWalletGroups(pid(req));
+        return scope === undefined || scope.all
+          ? groups
+          : groups.filter((g) => scope.groupIds.includes(g.wallet_group_id));
+      },
     );
     route(
       'POST',

@@ -25,12 +25,13 @@ import { ApiError } from '../errors.js';
 import type { Mailer } from '../mailer.js';
 import type { Page, PageRequest, Store } from '../store.js';
 import { type Clock, iso, randomToken, sha256Hex } from '../util.js';
-import type { WebhookEventType } from '../webhooks/events.js';
+import { isInstanceEvent, type WebhookEventType } from '../webhooks/events.js';
 import type { GroupService } from '../webhooks/groups.js';
 import type { WebhookSigningKeys } from '../webhooks/keys.js';
 import { emitEvent, emitInstanceEvent } from '../webhooks/outbox.js';
 import type { WebhookService } from '../webhooks/service.js';
 import { checkWebhookTarget } from '../webhooks/targets.js';
+import { type AdminNetworks, DEFAULT_ADMIN_NETWORKS, inAdminNetworks, parseAdminNetworks } from './networks.js';
 import {
   DEFAULT_SCRYPT,
   hashPassword,
@@ -106,6 +107,14 @@ export interface AdminOptions {
   maxOpenChallenges: number;
   /** Login code e-mails per user per window. Default 5 per 15 minutes. */
   emailCodes: { max: number; windowMs: number };
+  /**
+   * The scope of every role: the networks (CIDR ranges or addresses) dashboard users log in from. A
+   * login whose client address (`req.ip`) is outside emits ROLE_SCOPE_LOGIN to the instance-level
+   * webhooks; inside, nothing. Default {@link DEFAULT_ADMIN_NETWORKS} (loopback, RFC 1918, fc00::/7);
+   * env `CUSTODIAN_ADMIN_NETWORKS` (comma-separated) via createCoordinator. Empty: every login is outside.
+   * @throws RangeError (at construction) naming `adminNetworks[i]` for an entry that does not parse
+   */
+  adminNetworks: readonly string[];
 }
 
 export const DEFAULT_ADMIN_OPTIONS: Omit<AdminOptions, 'mode'> = {
@@ -122,6 +131,7 @@ export const DEFAULT_ADMIN_OPTIONS: Omit<AdminOptions, 'mode'> = {
   accountLockout: { maxFailures: 10, windowMs: 15 * 60_000 },
   maxOpenChallenges: 3,
   emailCodes: { max: 5, windowMs: 15 * 60_000 },
+  adminNetworks: DEFAULT_ADMIN_NETWORKS,
 };
 
 /** 429 `RATE_LIMITED` with `Retry-After` in whole seconds (at least 1) until `until`. */
@@ -221,10 +231,13 @@ export class AdminService {
   /** DNS resolution of webhook hosts in production mode (all addresses); injectable for tests. */
   resolveHost: ((host: string) => Promise<string[]>) | undefined;
 
-  /** Emit an instance-wide webhook event in the caller's transaction. */
+  /** Emit an instance event (instance-level webhooks only) in the caller's transaction. */
   private emit(q: Queryable, type: WebhookEventType, data: Record<string, unknown>) {
     return emitInstanceEvent(q, this.clock, type, data);
   }
+
+  /** {@link AdminOptions.adminNetworks}, parsed. */
+  private readonly adminNetworks: AdminNetworks;
 
   constructor(
     readonly store: Store,
@@ -232,7 +245,9 @@ export class AdminService {
     readonly opts: AdminOptions,
     readonly clock: Clock,
     readonly ceremonyClient: CeremonyClient | undefined,
-  ) {}
+  ) {
+    this.adminNetworks = parseAdminNetworks(opts.adminNetworks);
+  }
 
   private get db() {
     return this.store.db;
@@ -429,11 +444,17 @@ export class AdminService {
    * most `maxCodeAttempts` wrong codes, expires, and is consumed by a success; wrong codes also
    * count towards the account lockout across challenges. A TOTP code is single-use (see
    * {@link consumeTotp}): a replayed code, or one of a step not later than the last accepted one,
-   * counts as a wrong code and gets the same `INVALID_SECOND_FACTOR`.
+   * counts as a wrong code and gets the same `INVALID_SECOND_FACTOR`. A success from a `clientIp`
+   * outside {@link AdminOptions.adminNetworks} emits ROLE_SCOPE_LOGIN (instance-level webhooks).
+   * @param clientIp the client address (`req.ip`: the socket peer, or X-Forwarded-For of a trusted proxy)
    * @throws ApiError INVALID_SECOND_FACTOR (401); RATE_LIMITED (429, Retry-After) while the account is locked out
    * @returns the bearer token (shown once; stored as SHA-256) and its expiry
    */
-  async verifyLogin(challengeId: string, code: string): Promise<{ token: string; expires_at: string; user: UserView }> {
+  async verifyLogin(
+    challengeId: string,
+    code: string,
+    clientIp: string,
+  ): Promise<{ token: string; expires_at: string; user: UserView }> {
     return this.db
       .tx(async (q) => {
         const c = (
@@ -484,7 +505,15 @@ export class AdminService {
           [randomUUID(), u.user_id, sha256Hex(token), now, expires],
         );
         await this.audit(q, u.user_id, 'login.succeeded', 'user', u.user_id, { method: c.method, email: u.email });
-        await this.emit(q, 'ROLE_SCOPE_LOGIN', { user_id: u.user_id, email: u.email, role: u.role, method: c.method });
+        if (!inAdminNetworks(clientIp, this.adminNetworks)) {
+          await this.emit(q, 'ROLE_SCOPE_LOGIN', {
+            user_id: u.user_id,
+            email: u.email,
+            role: u.role,
+            method: c.method,
+            ip: clientIp,
+          });
+        }
         return { token, expires_at: iso(expires)!, user: userView(u) };
       })
       .then((r) => {
@@ -1551,7 +1580,7 @@ export class AdminService {
    * Redeliver a FAILED notification (a fresh series of up to five attempts on the seed schedule).
    * @throws ApiError RESOURCE_NOT_FOUND, CONFLICT when it is not FAILED
    */
-  async redeliverNotification(actor: string, profileId: string, webhookId: string, notificationId: string) {
+  async redeliverNotification(actor: string, profileId: string | null, webhookId: string, notificationId: string) {
     return this.webhooks.redeliver(profileId, webhookId, notificationId, (q) =>
       this.audit(q, actor, 'webhook.notification_redelivered', 'webhook_notification', notificationId, {
         profile_id: profileId,
@@ -1602,18 +1631,36 @@ export class AdminService {
     };
   }
 
-  async listWebhooks(profileId: string) {
+  /**
+   * Refuse event types of the other scope: a profile webhook takes only profile events, an
+   * instance-level one (`profileId` null) only instance/security events (`INSTANCE_EVENT_TYPES` of webhooks/events.ts).
+   * @throws ApiError VALIDATION_FAILED naming `body.event_types[i]`
+   */
+  private checkEventScope(profileId: string | null, types: readonly string[]) {
+    const i = types.findIndex((t) => isInstanceEvent(t) !== (profileId === null));
+    if (i < 0) return;
+    const message =
+      profileId === null
+        ? `${types[i]} is a profile event: register it on a profile's webhook`
+        : `${types[i]} is an instance event: only instance-level webhooks (/admin/v1/webhooks) receive it`;
+    throw new ApiError('VALIDATION_FAILED', message, [{ field: `body.event_types[${i}]`, message }]);
+  }
+
+  /** Live webhooks of a profile, or the instance-level ones when `profileId` is null; oldest first. */
+  async listWebhooks(profileId: string | null) {
     const rows = await this.db.query<Record<string, unknown>>(
-      'SELECT * FROM webhooks WHERE profile_id = $1 AND deleted_at IS NULL ORDER BY created_at, webhook_id',
+      `SELECT * FROM webhooks WHERE profile_id IS NOT DISTINCT FROM $1::uuid AND deleted_at IS NULL
+       ORDER BY created_at, webhook_id`,
       [profileId],
     );
     return rows.map((r) => this.webhookView(r));
   }
 
-  async getWebhook(profileId: string, id: string, q: Queryable = this.db) {
+  /** One live webhook of the profile (null: instance-level); 404 RESOURCE_NOT_FOUND otherwise. */
+  async getWebhook(profileId: string | null, id: string, q: Queryable = this.db) {
     const r = (
       await q.query<Record<string, unknown>>(
-        'SELECT * FROM webhooks WHERE profile_id = $1 AND webhook_id = $2 AND deleted_at IS NULL',
+        'SELECT * FROM webhooks WHERE profile_id IS NOT DISTINCT FROM $1::uuid AND webhook_id = $2 AND deleted_at IS NULL',
         [profileId, id],
       )
     )[0];
@@ -1621,14 +1668,19 @@ export class AdminService {
     return this.webhookView(r);
   }
 
+  /**
+   * Register a webhook of a profile, or an instance-level one (`profileId` null); audited.
+   * @throws ApiError VALIDATION_FAILED (URL, or an event type of the other scope); RESOURCE_NOT_FOUND (profile)
+   */
   async createWebhook(
     actor: string,
-    profileId: string,
+    profileId: string | null,
     input: { url: string; event_types: string[]; description?: string | null },
   ) {
+    this.checkEventScope(profileId, input.event_types);
     const url = await this.checkWebhookTarget(input.url);
     return this.db.tx(async (q) => {
-      await this.requireProfile(q, profileId);
+      if (profileId !== null) await this.requireProfile(q, profileId);
       const id = randomUUID();
       const now = this.clock();
       await q.query(
@@ -1641,20 +1693,21 @@ export class AdminService {
     });
   }
 
+  /** Update a webhook of a profile or an instance-level one (`profileId` null); same checks as create. */
   async updateWebhook(
     actor: string,
-    profileId: string,
+    profileId: string | null,
     id: string,
     input: { url?: string; event_types?: string[]; description?: string | null },
   ) {
+    if (input.event_types !== undefined) this.checkEventScope(profileId, input.event_types);
     const url = input.url === undefined ? undefined : await this.checkWebhookTarget(input.url);
     return this.db.tx(async (q) => {
       const cur = await this.getWebhook(profileId, id, q);
       await q.query(
-        `UPDATE webhooks SET url = $3, event_types = $4::jsonb, description = $5, updated_at = $6
-         WHERE profile_id = $1 AND webhook_id = $2`,
+        `UPDATE webhooks SET url = $2, event_types = $3::jsonb, description = $4, updated_at = $5
+         WHERE webhook_id = $1`,
         [
-          profileId,
           id,
           url ?? cur.url,
           JSON.stringify(input.event_types ? [...new Set(input.event_types)] : cur.event_types),
@@ -1667,14 +1720,11 @@ export class AdminService {
     });
   }
 
-  async deleteWebhook(actor: string, profileId: string, id: string): Promise<void> {
+  /** Delete (soft) a webhook of a profile or an instance-level one (`profileId` null); audited. */
+  async deleteWebhook(actor: string, profileId: string | null, id: string): Promise<void> {
     await this.db.tx(async (q) => {
       await this.getWebhook(profileId, id, q);
-      await q.query('UPDATE webhooks SET deleted_at = $3 WHERE profile_id = $1 AND webhook_id = $2', [
-        profileId,
-        id,
-        this.clock(),
-      ]);
+      await q.query('UPDATE webhooks SET deleted_at = $2 WHERE webhook_id = $1', [id, this.clock()]);
       await this.audit(q, actor, 'webhook.deleted', 'webhook', id, { profile_id: profileId });
     });
   }

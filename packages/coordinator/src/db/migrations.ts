@@ -6,7 +6,7 @@
 
 import { PRESIGNATURE_POOL_MIGRATION_SQL } from '../signing/schema.js';
 import { TRANSFERS_MIGRATION_SQL } from '../transfers/schema.js';
-import { WEBHOOKS_MIGRATION_SQL } from '../webhooks/schema.js';
+import { INSTANCE_WEBHOOKS_MIGRATION_SQL, WEBHOOKS_MIGRATION_SQL } from '../webhooks/schema.js';
 import type { Db } from './db.js';
 
 /** One migration: a version (strictly increasing), a name and a SQL script. */
@@ -302,6 +302,7 @@ ALTER TABLE sessions ALTER COLUMN last_seen_at SET NOT NULL;
 ALTER TABLE sessions ADD COLUMN step_up_until timestamptz;
 ALTER TABLE api_keys ADD COLUMN allowed_cidrs jsonb;`,
   },
+  { version: 8, name: 'instance_webhooks', sql: INSTANCE_WEBHOOKS_MIGRATION_SQL },
 ];
 
 /**

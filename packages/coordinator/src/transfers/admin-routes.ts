@@ -11,9 +11,12 @@
  * | POST transfers/{id}/cancel | ADMIN, FINANCE_MANAGER |
  * | POST transfers/{id}/fee-bump (then needs the policy's device approvals) | ADMIN, FINANCE_MANAGER |
  *
- * None of these is reachable with an API key (seed §4 rules 3, 4).
+ * None of these is reachable with an API key (seed §4 rules 3, 4). A Finance Manager or Viewer
+ * assigned to wallet groups sees and acts on only the transfers of those groups' wallets (any other
+ * transfer answers 404 TRANSFER_NOT_FOUND) and the policies naming only those wallets (admin/scope.ts).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { scopeFilter, visiblePolicyIds, walletScopeHook } from '../admin/scope.js';
 import { type AdminService, ROLES, type Role } from '../admin/service.js';
 import { errorResponses, PAGE_QUERY, UUID } from '../api/schemas.js';
 import { ApiError, type ErrorCode } from '../errors.js';
@@ -114,6 +117,8 @@ export async function transferAdminRoutes(
     response: { [status]: any(summary), ...errorResponses([...new Set([...COMMON, ...errors])]) },
   });
   const pid = (req: FastifyRequest) => (req.params as { profile_id: string }).profile_id.toLowerCase();
+  // Wallet-group scoping: a transfer of a wallet outside the user's groups is 404 (admin/scope.ts).
+  app.addHook('preHandler', walletScopeHook(admin.store.db));
   const actor = (req: FastifyRequest) => req.adminUser!.user_id;
 
   app.get(
@@ -125,7 +130,16 @@ export async function transferAdminRoutes(
         querystring: { type: 'object', additionalProperties: false, properties: PAGE_QUERY },
       }),
     },
-    async (req) => policies.list(pid(req), req.query as PageRequest),
+    async (req) => {
+      const page = req.query as PageRequest;
+      const scope = req.walletScope;
+      if (scope === undefined || scope.all) return policies.list(pid(req), page);
+      // wallet-group scoping: only the policies naming no wallet outside the user's groups
+      const { ids, total } = await visiblePolicyIds(admin.store.db, pid(req), scope, page);
+      const data = [];
+      for (const id of ids) data.push(await policies.get(pid(req), id));
+      return { data, page: page.page, page_size: page.page_size, total };
+    },
   );
   app.get(
     `${base}/policies/:policy_id`,
@@ -251,9 +265,14 @@ export async function transferAdminRoutes(
     },
     async (req) => {
       const q = req.query as PageRequest & { wallet_id?: string; status?: TransferStatus };
+      const only = scopeFilter(req.walletScope);
       return transfers.list(
         pid(req),
-        { ...(q.wallet_id ? { wallet_id: q.wallet_id } : {}), ...(q.status ? { status: q.status } : {}) },
+        {
+          ...(q.wallet_id ? { wallet_id: q.wallet_id } : {}),
+          ...(q.status ? { status: q.status } : {}),
+          ...(only ? { wallet_ids: only } : {}),
+        },
         q,
       );
     },

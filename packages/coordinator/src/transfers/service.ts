@@ -756,10 +756,13 @@ export class TransferService {
     return transferView(r);
   }
 
-  /** Transfers of a profile, newest first, filtered by `wallet_id` and/or `status`. */
+  /**
+   * Transfers of a profile, newest first, filtered by `wallet_id` and/or `status`, and by
+   * `wallet_ids` (a dashboard user's wallet-group scope, admin/scope.ts: only transfers of these wallets).
+   */
   async list(
     profileId: string,
-    filter: { wallet_id?: string; status?: TransferStatus },
+    filter: { wallet_id?: string; status?: TransferStatus; wallet_ids?: readonly string[] },
     page: PageRequest,
   ): Promise<Page<TransferView>> {
     const conds = ['t.profile_id = $1'];
@@ -767,6 +770,10 @@ export class TransferService {
     if (filter.wallet_id !== undefined) {
       params.push(filter.wallet_id.toLowerCase());
       conds.push(`t.wallet_id = $${params.length}`);
+    }
+    if (filter.wallet_ids !== undefined) {
+      params.push(filter.wallet_ids);
+      conds.push(`t.wallet_id = ANY($${params.length}::uuid[])`);
     }
     if (filter.status !== undefined) {
       params.push(filter.status);

@@ -54,6 +54,48 @@ export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 /** Set form of {@link WEBHOOK_EVENT_TYPES}. */
 export const WEBHOOK_EVENT_TYPE_SET: ReadonlySet<string> = new Set(WEBHOOK_EVENT_TYPES);
 
+/**
+ * The instance and security event types (seed §6 groups "Servers and keys", "Devices", "Users",
+ * "Security"): they concern the whole instance or its people, not one profile's money, so they are
+ * delivered ONLY to instance-level webhooks (registered by an Admin at `/admin/v1/webhooks`, no
+ * profile) and never to a profile's webhooks — a profile's API key holder must not learn the
+ * instance's users, logins or devices (#26 item 8). Every other type is a profile event, delivered
+ * only to the webhooks of its profile.
+ */
+export const INSTANCE_EVENT_TYPES = [
+  'SERVER_CREATED',
+  'SERVER_DELETED',
+  'REFRESH_KEY_SHARES',
+  'DEVICE_CREATED',
+  'DEVICE_STATUS_CHANGED',
+  'DEVICE_REMOVED',
+  'CERTIFICATE_READY',
+  'USER_CREATED',
+  'USER_ROLE_UPDATED',
+  'USER_BLOCKED',
+  'USER_UNBLOCKED',
+  'USER_PASSWORD_RESET_INITIATED',
+  'POLICY_SIGNATURE_VERIFICATION_FAILED',
+  'ROLE_SCOPE_LOGIN',
+  'GEO_ANOMALY_DETECTED',
+] as const satisfies readonly WebhookEventType[];
+
+const INSTANCE_EVENT_TYPE_SET: ReadonlySet<string> = new Set(INSTANCE_EVENT_TYPES);
+
+/** Whether `type` is an instance/security event ({@link INSTANCE_EVENT_TYPES}). */
+export function isInstanceEvent(type: string): boolean {
+  return INSTANCE_EVENT_TYPE_SET.has(type);
+}
+
+/** The profile event types: every type not in {@link INSTANCE_EVENT_TYPES}, in the seed's order. */
+export const PROFILE_EVENT_TYPES: readonly WebhookEventType[] = WEBHOOK_EVENT_TYPES.filter((t) => !isInstanceEvent(t));
+
+/**
+ * `profile_id` of the delivery body of an instance event that concerns no single profile (users,
+ * devices, servers, logins): the nil UUID (RFC 9562 §5.9), so the field stays a UUID as seed §2 says.
+ */
+export const INSTANCE_PROFILE_ID = '00000000-0000-0000-0000-000000000000';
+
 const uuid = { type: 'string', format: 'uuid' } as const;
 const str = { type: 'string' } as const;
 const time = { type: 'string', format: 'date-time' } as const;
@@ -185,58 +227,70 @@ export const WEBHOOK_EVENT_DOCS: Record<WebhookEventType, { trigger: string; dat
   },
   ADDRESS_GROUP_DELETED: { trigger: 'An address group is deleted (admin API).', data: addressGroup },
   SERVER_CREATED: {
-    trigger: 'A server signer is registered (admin API). Instance-wide: sent to every profile.',
+    trigger: 'A server signer is registered (admin API). Instance event.',
     data: server,
   },
-  SERVER_DELETED: { trigger: 'A server signer is removed (admin API). Instance-wide.', data: server },
+  SERVER_DELETED: { trigger: 'A server signer is removed (admin API). Instance event.', data: server },
   REFRESH_KEY_SHARES: {
     trigger:
-      'A key refresh ceremony completes (same public key, new shares; DESIGN.md §3). Emitted by the ceremony runner. Instance-wide.',
+      'A key refresh ceremony completes (same public key, new shares; DESIGN.md §3). Emitted by the ceremony runner. Instance event.',
     data: obj({ master_key_id: uuid, ceremony_id: uuid }),
   },
   DEVICE_CREATED: {
-    trigger: 'A mobile device submits an enrollment request (status PENDING). Instance-wide.',
+    trigger: 'A mobile device submits an enrollment request (status PENDING). Instance event.',
     data: device,
   },
   DEVICE_STATUS_CHANGED: {
-    trigger: 'An Admin approves or rejects a PENDING device (`previous_status` → `status`). Instance-wide.',
+    trigger: 'An Admin approves or rejects a PENDING device (`previous_status` → `status`). Instance event.',
     data: device,
   },
-  DEVICE_REMOVED: { trigger: 'An Admin removes a device. Instance-wide.', data: device },
+  DEVICE_REMOVED: { trigger: 'An Admin removes a device. Instance event.', data: device },
   CERTIFICATE_READY: {
     trigger:
       "A device's enrollment completes: an Admin approved it after the fingerprint check, so its identity key is " +
-      'certified for this instance (emitted right after DEVICE_STATUS_CHANGED → APPROVED). Instance-wide.',
+      'certified for this instance (emitted right after DEVICE_STATUS_CHANGED → APPROVED). Instance event.',
     data: device,
   },
   USER_CREATED: {
-    trigger: 'A dashboard user is created (the first Admin at init, or by an Admin). Instance-wide.',
+    trigger: 'A dashboard user is created (the first Admin at init, or by an Admin). Instance event.',
     data: user,
   },
   USER_ROLE_UPDATED: {
-    trigger: "A user's role changes (`previous_role` → `role`). Instance-wide.",
+    trigger: "A user's role changes (`previous_role` → `role`). Instance event.",
     data: obj({ user_id: uuid, email: str, role: str, previous_role: str }),
   },
-  USER_BLOCKED: { trigger: 'A user is blocked (sessions revoked). Instance-wide.', data: user },
-  USER_UNBLOCKED: { trigger: 'A user is unblocked. Instance-wide.', data: user },
+  USER_BLOCKED: { trigger: 'A user is blocked (sessions revoked). Instance event.', data: user },
+  USER_UNBLOCKED: { trigger: 'A user is unblocked. Instance event.', data: user },
   USER_PASSWORD_RESET_INITIATED: {
-    trigger: "An Admin resets a user's password (the user's sessions are revoked). Instance-wide.",
+    trigger: "An Admin resets a user's password (the user's sessions are revoked). Instance event.",
     data: user,
   },
   POLICY_SIGNATURE_VERIFICATION_FAILED: {
     trigger:
-      "A policy's admin-device signature fails verification (DESIGN.md §1). Emitted by the policy module and signers.",
+      "A policy's admin-device signature fails verification (DESIGN.md §1). Emitted by the policy module and signers. " +
+      "Instance event; the body names the policy's profile.",
     data: obj({ policy_id: uuid, reason: str }, ['reason']),
   },
   ROLE_SCOPE_LOGIN: {
     trigger:
-      'A dashboard session is opened (password + second factor succeeded); `role` is the scope the session carries. ' +
-      'Instance-wide.',
-    data: obj({ user_id: uuid, email: str, role: str, method: { type: 'string', enum: ['email', 'totp'] } }),
+      'A dashboard session is opened (password + second factor succeeded) from a client address outside the ' +
+      "role's scope: the configured admin networks (`adminNetworks`, env CUSTODIAN_ADMIN_NETWORKS; default loopback, " +
+      '10/8, 172.16/12, 192.168/16, fc00::/7), which bound every role. `role` is the role the session carries, `ip` ' +
+      'the client address. A login from inside emits nothing. Instance event.',
+    data: obj({
+      user_id: uuid,
+      email: str,
+      role: str,
+      method: { type: 'string', enum: ['email', 'totp'] },
+      ip: {
+        type: 'string',
+        description: 'client address (req.ip: socket peer, or X-Forwarded-For of a trusted proxy)',
+      },
+    }),
   },
   GEO_ANOMALY_DETECTED: {
     trigger:
-      'Reserved: needs a GeoIP source the instance does not ship; the login path will emit it when one is configured. No trigger today.',
+      'Reserved: needs a GeoIP source the instance does not ship; the login path will emit it when one is configured. No trigger today. Instance event.',
     data: obj({ user_id: uuid, ip: str }),
   },
 };
@@ -297,7 +351,11 @@ export function openApiWebhooks(): Record<string, unknown> {
       post: {
         summary: t,
         description:
-          `Trigger: ${d.trigger} Delivered with HTTPS POST to every webhook of the profile subscribed to ${t}; ` +
+          `Trigger: ${d.trigger} Delivered with HTTPS POST to every ${
+            isInstanceEvent(t)
+              ? `instance-level webhook (admin API /admin/v1/webhooks) subscribed to ${t} — never to a profile's webhooks; body profile_id is the nil UUID unless the event concerns one profile`
+              : `webhook of the profile subscribed to ${t}`
+          }; ` +
           'answer 2xx within 30 s, otherwise retried 30 s, 2 min, 10 min and 30 min after the previous attempt, ' +
           'then FAILED. At-least-once: deduplicate on X-Webhook-Event-ID.',
         parameters,

@@ -1,8 +1,9 @@
 /**
  * The webhook outbox (DESIGN.md §7): an event is a row of `webhook_events` written in the SAME
  * database transaction as the change it announces, together with one `webhook_notifications` row
- * (a delivery attempt series, seed §2 "Webhook notification") per webhook of the profile that is
- * subscribed to the event type. A rolled-back change therefore leaves no event, and a committed
+ * (a delivery attempt series, seed §2 "Webhook notification") per subscribed webhook: for a profile
+ * event, the webhooks of that profile; for an instance/security event ({@link INSTANCE_EVENT_TYPES}),
+ * the instance-level webhooks (`webhooks.profile_id IS NULL`) only — never a profile's. A rolled-back change therefore leaves no event, and a committed
  * change always has its event; the delivery worker ({@link WebhookWorker}) sends it later.
  *
  * How another module announces a change — inside its own `db.tx`:
@@ -21,11 +22,15 @@
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../db/db.js';
 import type { Clock } from '../util.js';
-import { WEBHOOK_EVENT_TYPE_SET, type WebhookEventType } from './events.js';
+import { INSTANCE_PROFILE_ID, isInstanceEvent, WEBHOOK_EVENT_TYPE_SET, type WebhookEventType } from './events.js';
 
 /** Input of {@link emitEvent}. */
 export interface EmitEventInput {
-  /** Profile whose webhooks receive the event (UUID). */
+  /**
+   * Profile the event belongs to (UUID): its webhooks receive a profile event. For an instance
+   * event ({@link INSTANCE_EVENT_TYPES}) that concerns one profile (a policy's signature failure)
+   * it is only named in the body; the event goes to the instance-level webhooks.
+   */
   readonly profileId: string;
   /** One of the seed §6 event types ({@link WEBHOOK_EVENT_TYPES}). */
   readonly type: WebhookEventType;
@@ -45,57 +50,68 @@ export interface EmittedEvent {
  * Write one event and its notifications in the caller's transaction `q`.
  *
  * The first attempt of every notification is due at once (`next_attempt_at` = the event time);
- * the worker picks it up after the transaction commits.
+ * the worker picks it up after the transaction commits. Profile events go to the subscribed
+ * webhooks of `profileId`; instance events to the subscribed instance-level webhooks.
  * @param q an open transaction (`db.tx` callback argument) — passing the database itself would
  *   break the all-or-nothing guarantee, so always pass the transaction of the change
  * @param clock time source of the event's `timestamp` (ISO 8601 UTC, millisecond precision)
  * @throws TypeError for an unknown event type or a `data` that is not a plain object
  */
 export async function emitEvent(q: Queryable, clock: Clock, input: EmitEventInput): Promise<EmittedEvent> {
-  if (!WEBHOOK_EVENT_TYPE_SET.has(input.type)) throw new TypeError(`unknown webhook event type ${String(input.type)}`);
-  if (input.data === null || typeof input.data !== 'object' || Array.isArray(input.data)) {
-    throw new TypeError('event data must be a JSON object');
-  }
-  const eventId = randomUUID();
-  const now = clock();
-  const body = JSON.stringify({
-    event_id: eventId,
-    event_type: input.type,
-    profile_id: input.profileId,
-    timestamp: now.toISOString(),
-    data: input.data,
-  });
-  await q.query(
-    `INSERT INTO webhook_events (event_id, profile_id, event_type, occurred_at, body) VALUES ($1,$2,$3,$4,$5)`,
-    [eventId, input.profileId, input.type, now, body],
-  );
-  const rows = await q.query<{ notification_id: string }>(
-    `INSERT INTO webhook_notifications (notification_id, webhook_id, event_id, status, attempt_count, next_attempt_at,
-       created_at, updated_at)
-     SELECT gen_random_uuid(), w.webhook_id, $1, 'PENDING', 0, $3, $3, $3
-     FROM webhooks w
-     WHERE w.profile_id = $2 AND w.deleted_at IS NULL AND w.event_types ? $4
-     RETURNING notification_id`,
-    [eventId, input.profileId, now, input.type],
-  );
-  return { event_id: eventId, notification_ids: rows.map((r) => r.notification_id) };
+  return writeEvent(q, clock, input.profileId, input.type, input.data);
 }
 
 /**
- * Emit an instance-wide event (users, devices, server signers, keys, security): one event — with
- * its own `event_id` — per profile of the instance, since every delivery body names one
- * `profile_id` (seed §2). Same transaction rules as {@link emitEvent}.
+ * Emit an instance event that concerns no single profile (users, devices, server signers, keys,
+ * logins): ONE event, delivered to the subscribed instance-level webhooks only, its body's
+ * `profile_id` the nil UUID ({@link INSTANCE_PROFILE_ID}). Same transaction rules as {@link emitEvent}.
+ * @throws TypeError for a type that is not an instance event, or a bad `data`
  */
 export async function emitInstanceEvent(
   q: Queryable,
   clock: Clock,
   type: WebhookEventType,
   data: Record<string, unknown>,
-): Promise<EmittedEvent[]> {
-  const profiles = await q.query<{ profile_id: string }>(
-    'SELECT profile_id FROM profiles ORDER BY created_at, profile_id',
+): Promise<EmittedEvent> {
+  if (!isInstanceEvent(type)) throw new TypeError(`${String(type)} is a profile event; use emitEvent`);
+  return writeEvent(q, clock, null, type, data);
+}
+
+async function writeEvent(
+  q: Queryable,
+  clock: Clock,
+  profileId: string | null,
+  type: WebhookEventType,
+  data: Record<string, unknown>,
+): Promise<EmittedEvent> {
+  if (!WEBHOOK_EVENT_TYPE_SET.has(type)) throw new TypeError(`unknown webhook event type ${String(type)}`);
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) {
+    throw new TypeError('event data must be a JSON object');
+  }
+  const instance = isInstanceEvent(type);
+  const eventId = randomUUID();
+  const now = clock();
+  const body = JSON.stringify({
+    event_id: eventId,
+    event_type: type,
+    profile_id: profileId ?? INSTANCE_PROFILE_ID,
+    timestamp: now.toISOString(),
+    data,
+  });
+  await q.query(
+    `INSERT INTO webhook_events (event_id, profile_id, event_type, occurred_at, body) VALUES ($1,$2,$3,$4,$5)`,
+    [eventId, profileId, type, now, body],
   );
-  const out: EmittedEvent[] = [];
-  for (const p of profiles) out.push(await emitEvent(q, clock, { profileId: p.profile_id, type, data }));
-  return out;
+  // Instance events: instance-level webhooks only (profile_id IS NULL); profile events: that profile's.
+  const scope = instance ? 'w.profile_id IS NULL' : 'w.profile_id = $4';
+  const rows = await q.query<{ notification_id: string }>(
+    `INSERT INTO webhook_notifications (notification_id, webhook_id, event_id, status, attempt_count, next_attempt_at,
+       created_at, updated_at)
+     SELECT gen_random_uuid(), w.webhook_id, $1, 'PENDING', 0, $2, $2, $2
+     FROM webhooks w
+     WHERE ${scope} AND w.deleted_at IS NULL AND w.event_types ? $3
+     RETURNING notification_id`,
+    instance ? [eventId, now, type] : [eventId, now, type, profileId],
+  );
+  return { event_id: eventId, notification_ids: rows.map((r) => r.notification_id) };
 }

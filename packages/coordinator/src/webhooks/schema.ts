@@ -94,3 +94,28 @@ CREATE TABLE address_group_entries (
   PRIMARY KEY (address_group_id, blockchain_id, address)
 );
 `;
+
+/**
+ * Migration 8 (`instance_webhooks`, #26 item 8): instance-level webhooks and events.
+ *
+ * - `webhooks.profile_id` NULL = an instance-level webhook (registered by an Admin at
+ *   `/admin/v1/webhooks`); it receives the instance/security events and only those.
+ * - `webhook_events.profile_id` NULL = an instance event that concerns no single profile (its body
+ *   names the nil UUID).
+ * - Profile webhooks lose their subscriptions to instance/security types, which they will never
+ *   receive again (the list is `INSTANCE_EVENT_TYPES` of events.ts at this release). Notifications
+ *   already written stay as they are.
+ */
+export const INSTANCE_WEBHOOKS_MIGRATION_SQL = `
+ALTER TABLE webhooks ALTER COLUMN profile_id DROP NOT NULL;
+ALTER TABLE webhook_events ALTER COLUMN profile_id DROP NOT NULL;
+CREATE INDEX webhooks_instance ON webhooks (created_at, webhook_id) WHERE profile_id IS NULL AND deleted_at IS NULL;
+UPDATE webhooks SET event_types = COALESCE(
+  (SELECT jsonb_agg(t ORDER BY n) FROM jsonb_array_elements_text(event_types) WITH ORDINALITY AS e(t, n)
+   WHERE t NOT IN ('SERVER_CREATED', 'SERVER_DELETED', 'REFRESH_KEY_SHARES', 'DEVICE_CREATED',
+     'DEVICE_STATUS_CHANGED', 'DEVICE_REMOVED', 'CERTIFICATE_READY', 'USER_CREATED', 'USER_ROLE_UPDATED',
+     'USER_BLOCKED', 'USER_UNBLOCKED', 'USER_PASSWORD_RESET_INITIATED', 'POLICY_SIGNATURE_VERIFICATION_FAILED',
+     'ROLE_SCOPE_LOGIN', 'GEO_ANOMALY_DETECTED')),
+  '[]'::jsonb)
+WHERE profile_id IS NOT NULL;
+`;

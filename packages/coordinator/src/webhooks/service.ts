@@ -1,16 +1,20 @@
 /**
  * Read side of webhooks for the REST API (seed §4: webhooks, one webhook, its notifications, one
- * notification) and the admin redelivery of a FAILED notification.
+ * notification) and the admin redelivery of a FAILED notification. A `profileId` of null names the
+ * instance-level webhooks (admin API only); a profile id never reaches those, nor null a profile's.
  */
 import type { Db, Queryable } from '../db/db.js';
 import { ApiError } from '../errors.js';
 import type { Page, PageRequest } from '../store.js';
 import { type Clock, iso } from '../util.js';
 
-/** A webhook as the REST API returns it (seed §2 "Webhook"; fields beyond URL/types/description are ours). */
+/**
+ * A webhook as the REST API returns it (seed §2 "Webhook"; fields beyond URL/types/description are
+ * ours). `profile_id` null: an instance-level webhook (admin API only; instance/security events).
+ */
 export interface WebhookView {
   webhook_id: string;
-  profile_id: string;
+  profile_id: string | null;
   url: string;
   event_types: string[];
   description: string | null;
@@ -76,7 +80,7 @@ export class WebhookService {
   private webhookView(r: Record<string, unknown>): WebhookView {
     return {
       webhook_id: r.webhook_id as string,
-      profile_id: r.profile_id as string,
+      profile_id: (r.profile_id as string | null) ?? null,
       url: r.url as string,
       event_types: r.event_types as string[],
       description: (r.description as string | null) ?? null,
@@ -102,11 +106,14 @@ export class WebhookService {
     return { data: rows.map((r) => this.webhookView(r)), page: p.page, page_size: p.page_size, total };
   }
 
-  /** One webhook; 404 RESOURCE_NOT_FOUND when unknown, deleted or of another profile. */
-  async getWebhook(profileId: string, webhookId: string, q: Queryable = this.db): Promise<WebhookView> {
+  /**
+   * One webhook; 404 RESOURCE_NOT_FOUND when unknown, deleted or of another profile.
+   * @param profileId the profile, or null for an instance-level webhook (never matches a profile's)
+   */
+  async getWebhook(profileId: string | null, webhookId: string, q: Queryable = this.db): Promise<WebhookView> {
     const r = (
       await q.query<Record<string, unknown>>(
-        'SELECT * FROM webhooks WHERE profile_id = $1 AND webhook_id = $2 AND deleted_at IS NULL',
+        'SELECT * FROM webhooks WHERE profile_id IS NOT DISTINCT FROM $1::uuid AND webhook_id = $2 AND deleted_at IS NULL',
         [profileId, webhookId],
       )
     )[0];
@@ -176,7 +183,7 @@ export class WebhookService {
    * @throws ApiError RESOURCE_NOT_FOUND for an unknown webhook
    */
   async listNotifications(
-    profileId: string,
+    profileId: string | null,
     webhookId: string,
     p: PageRequest,
     status?: NotificationView['status'],
@@ -214,7 +221,7 @@ export class WebhookService {
 
   /** One notification with its attempts; 404 RESOURCE_NOT_FOUND when unknown. */
   async getNotification(
-    profileId: string,
+    profileId: string | null,
     webhookId: string,
     notificationId: string,
     q: Queryable = this.db,
@@ -239,7 +246,7 @@ export class WebhookService {
    *   webhook was deleted
    */
   async redeliver(
-    profileId: string,
+    profileId: string | null,
     webhookId: string,
     notificationId: string,
     within?: (q: Queryable) => Promise<void>,
