@@ -1249,8 +1249,8 @@ export class AdminService {
   }
 
   /**
-   * {@link checkWebhookUrl}, then in production mode resolve the host and refuse loopback,
-   * private, link-local and other non-public addresses (SSRF; `webhooks/targets.ts`).
+   * {@link checkWebhookUrl}, then in production mode resolve the host and accept it only when
+   * every address is global unicast (SSRF; `webhooks/targets.ts` `nonGlobalReason`).
    */
   async checkWebhookTarget(raw: string): Promise<string> {
     const url = this.checkWebhookUrl(raw);
