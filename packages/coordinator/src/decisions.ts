@@ -73,6 +73,14 @@ export const API_DECISIONS = `Custody REST API of a Custodian instance (client i
   The client address is the socket peer, or the forwarded address behind a configured trusted proxy. Over a limit →
   429 \`RATE_LIMITED\` with \`Retry-After\` (seconds) and, for the request limits, \`x-ratelimit-*\` headers. Request
   counters are per coordinator process; the per-account counts are in the database.
+- **Security headers.** Every response — errors, 404s and 429s included — carries \`X-Content-Type-Options: nosniff\`,
+  \`Referrer-Policy: no-referrer\`, \`X-Frame-Options: DENY\`, \`Content-Security-Policy: default-src 'none'; base-uri
+  'none'; form-action 'none'; frame-ancestors 'none'\` and \`Cache-Control: no-store\` (so no session token, login
+  challenge, TOTP secret, API key or account data is kept by a browser or proxy cache); only the public JWKS sets its
+  own \`Cache-Control: public, max-age=…\`. \`Strict-Transport-Security: max-age=31536000; includeSubDomains\` is sent
+  whenever the requested host is not loopback (\`localhost\`, \`*.localhost\`, 127.0.0.0/8, ::1); serve the coordinator
+  over HTTPS (a TLS-terminating proxy) outside development. A path that cannot be decoded or has an over-long segment is
+  a 404 \`ROUTE_NOT_FOUND\` problem.
 - **Versioning.** The major version is the path prefix \`/v1\`; additive changes (new fields, new optional parameters, new
   error codes, new webhook event types) happen without a version change; clients must ignore unknown fields.
 
