@@ -73,6 +73,11 @@ export const API_DECISIONS = `Custody REST API of a Custodian instance (client i
   The client address is the socket peer, or the forwarded address behind a configured trusted proxy. Over a limit →
   429 \`RATE_LIMITED\` with \`Retry-After\` (seconds) and, for the request limits, \`x-ratelimit-*\` headers. Request
   counters are per coordinator process; the per-account counts are in the database.
+- **Admin passwords.** Every password set (init, user creation, an Admin's reset, \`POST /admin/v1/me/password\`) needs
+  at least 12 characters and a zxcvbn-ts strength score of at least 3 of 4 (the user's e-mail address and name count as
+  known words); otherwise 422 \`VALIDATION_FAILED\` naming the field with the estimator's advice, never the password.
+  \`POST /admin/v1/me/password\` re-authenticates with \`current_password\` (wrong → 401 \`INVALID_CREDENTIALS\`, counted
+  toward the per-account lockout); success → 204, the user's other sessions revoked, audited, e-mail notice.
 - **Security headers.** Every response — errors, 404s and 429s included — carries \`X-Content-Type-Options: nosniff\`,
   \`Referrer-Policy: no-referrer\`, \`X-Frame-Options: DENY\`, \`Content-Security-Policy: default-src 'none'; base-uri
   'none'; form-action 'none'; frame-ancestors 'none'\` and \`Cache-Control: no-store\` (so no session token, login
