@@ -316,6 +316,21 @@ export function registerAdminCommands(program: Command, io: CliIo = defaultIo): 
     .description('the logged-in user')
     .action(run(async () => print(await call('GET', '/admin/v1/me'))));
 
+  admin
+    .command('password')
+    .description('change your own password (other sessions are signed out; you get an e-mail notice)')
+    .option('--current <password>', 'current password (or CUSTODIAN_ADMIN_PASSWORD, or prompt)')
+    .option('--new <password>', 'new password, hard to guess (or CUSTODIAN_NEW_PASSWORD, or prompt)')
+    .action(
+      run(async (o: { current?: string; new?: string }) => {
+        const current_password = await ask(o.current, 'CUSTODIAN_ADMIN_PASSWORD', 'Current password: ', true);
+        const new_password = await ask(o.new, 'CUSTODIAN_NEW_PASSWORD', 'New password: ', true);
+        await call('POST', '/admin/v1/me/password', { current_password, new_password });
+        if (g().json) return print({ changed: true });
+        io.out('password changed; your other sessions were signed out');
+      }),
+    );
+
   const totp = admin.command('totp').description('authenticator app (TOTP) second factor');
   totp
     .command('enroll')

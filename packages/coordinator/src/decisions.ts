@@ -129,6 +129,19 @@ export const API_DECISIONS = `Custody REST API of a Custodian instance (client i
   In a profile where none of their groups lies they see no wallet. Unassigned Finance Managers
   and Viewers see the whole profile; Admins always see the whole instance, assigned or not. API keys are not users and
   are not scoped by groups.
+- **Admin passwords.** Every password set (init, user creation, an Admin's reset, \`POST /admin/v1/me/password\`) needs
+  at least 12 characters and a zxcvbn-ts strength score of at least 3 of 4 (the user's e-mail address and name count as
+  known words); otherwise 422 \`VALIDATION_FAILED\` naming the field with the estimator's advice, never the password.
+  \`POST /admin/v1/me/password\` re-authenticates with \`current_password\` (wrong → 401 \`INVALID_CREDENTIALS\`, counted
+  toward the per-account lockout); success → 204, the user's other sessions revoked, audited, e-mail notice.
+- **Security headers.** Every response — errors, 404s and 429s included — carries \`X-Content-Type-Options: nosniff\`,
+  \`Referrer-Policy: no-referrer\`, \`X-Frame-Options: DENY\`, \`Content-Security-Policy: default-src 'none'; base-uri
+  'none'; form-action 'none'; frame-ancestors 'none'\` and \`Cache-Control: no-store\` (so no session token, login
+  challenge, TOTP secret, API key or account data is kept by a browser or proxy cache); only the public JWKS sets its
+  own \`Cache-Control: public, max-age=…\`. \`Strict-Transport-Security: max-age=31536000; includeSubDomains\` is sent
+  whenever the requested host is not loopback (\`localhost\`, \`*.localhost\`, 127.0.0.0/8, ::1); serve the coordinator
+  over HTTPS (a TLS-terminating proxy) outside development. A path that cannot be decoded or has an over-long segment is
+  a 404 \`ROUTE_NOT_FOUND\` problem.
 - **Versioning.** The major version is the path prefix \`/v1\`; additive changes (new fields, new optional parameters, new
   error codes, new webhook event types) happen without a version change; clients must ignore unknown fields.
 

@@ -100,7 +100,7 @@ export {
 export { type EmitEventInput, type EmittedEvent, emitEvent, emitInstanceEvent } from './webhooks/outbox.js';
 export { type NotificationView, WebhookService, type WebhookView } from './webhooks/service.js';
 export { p256PublicJwk, p256Thumbprint, signWebhook, webhookPayload } from './webhooks/signature.js';
-export { checkWebhookTarget, isNonPublicAddress } from './webhooks/targets.js';
+export { checkWebhookTarget, isNonPublicAddress, nonGlobalReason } from './webhooks/targets.js';
 export {
   DELIVERY_TIMEOUT_MS,
   MAX_ATTEMPTS,

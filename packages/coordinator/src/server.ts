@@ -1,20 +1,95 @@
 /**
  * The coordinator's HTTP server: fastify with one error path (every failure becomes an RFC 9457
  * problem from the catalogue — route errors, fastify's framework errors, Node's HTTP parser
- * errors and requests arriving during shutdown alike), Ajv validation (no type coercion of JSON bodies; query strings
- * coerced), a rate limit per resolved credential or client address, and the OpenAPI 3.1 document
- * at `/api/openapi.json`.
+ * errors and requests arriving during shutdown alike), Ajv validation (no type coercion of JSON
+ * bodies; query strings coerced), security headers on every response ({@link SECURITY_HEADERS}), a
+ * rate limit per resolved credential or client address, and the OpenAPI 3.1 document at
+ * `/api/openapi.json`.
  */
 import { STATUS_CODES } from 'node:http';
 import { isIP } from 'node:net';
 import type { Duplex } from 'node:stream';
+import helmet from '@fastify/helmet';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import helmetHeaders from 'helmet';
+import ipaddr from 'ipaddr.js';
 import { SHARED_SCHEMAS } from './api/schemas.js';
 import { ApiError, ERROR_CATALOGUE, type FieldError, ROUTELESS_ERRORS, toProblem } from './errors.js';
+
+/**
+ * Security headers of every response — successes, problem+json errors, 404s and 429s alike — set
+ * in `onRequest` hooks registered before every other hook (#26 item 11):
+ *
+ * - by `@fastify/helmet`: `X-Content-Type-Options: nosniff`, `Referrer-Policy: no-referrer`,
+ *   `X-Frame-Options: DENY`, `Content-Security-Policy` below (a JSON API loads nothing and is never
+ *   framed), `Cross-Origin-Opener-Policy` / `Cross-Origin-Resource-Policy: same-origin`,
+ *   `Origin-Agent-Cluster`, `X-DNS-Prefetch-Control: off`, `X-Download-Options: noopen`,
+ *   `X-Permitted-Cross-Domain-Policies: none`, `X-XSS-Protection: 0`;
+ * - `Cache-Control: no-store`, which a route may replace only for a public document (the JWKS
+ *   does: `public, max-age=…`): so every response that carries a session token, login challenge,
+ *   TOTP secret or URI, API key, or any account data is never stored by a browser or proxy cache;
+ * - `Strict-Transport-Security: max-age=31536000; includeSubDomains` whenever the request's host
+ *   ({@link isLoopbackHostname}; `X-Forwarded-Host` only from a trusted proxy) is not loopback.
+ *   The coordinator speaks plain HTTP behind a TLS-terminating proxy, which usually reaches it on
+ *   loopback with the public Host, so the decision is by the requested host, not the bound
+ *   address; browsers ignore HSTS received over plain HTTP (RFC 6797 §8.1), and it is never sent
+ *   to `localhost`, `*.localhost`, 127.0.0.0/8 or ::1, so a developer's loopback origin is not
+ *   pinned to HTTPS.
+ */
+export const SECURITY_HEADERS = {
+  contentSecurityPolicy: "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  cacheControl: 'no-store',
+  hsts: 'max-age=31536000; includeSubDomains',
+} as const;
+
+/**
+ * Whether a request host (name or address, with or without `:port` and IPv6 brackets) is
+ * loopback: `localhost`, a `*.localhost` name (RFC 6761 §6.3), 127.0.0.0/8, ::1 or an IPv4-mapped
+ * loopback address.
+ */
+export function isLoopbackHostname(host: string | undefined): boolean {
+  if (host === undefined) return false;
+  let h = host.trim().toLowerCase();
+  const v6 = /^\[([^\]]+)\](?::\d+)?$/.exec(h);
+  if (v6?.[1] !== undefined) h = v6[1];
+  else if (isIP(h) !== 6) h = h.replace(/:\d+$/, '');
+  h = h.replace(/\.$/, '');
+  if (h === 'localhost' || h.endsWith('.localhost')) return true;
+  return isIP(h) !== 0 && ipaddr.process(h).range() === 'loopback';
+}
+
+/** Options of helmet (through `@fastify/helmet`, and directly for {@link frameworkErrors}). */
+const HELMET_OPTIONS = {
+  contentSecurityPolicy: {
+    useDefaults: false,
+    directives: { defaultSrc: ["'none'"], baseUri: ["'none'"], formAction: ["'none'"], frameAncestors: ["'none'"] },
+  },
+  frameguard: { action: 'deny' },
+  referrerPolicy: { policy: 'no-referrer' },
+  strictTransportSecurity: false,
+} as const;
+const rawHelmet = helmetHeaders(HELMET_OPTIONS);
+
+/** `Cache-Control: no-store` and, outside loopback, HSTS ({@link SECURITY_HEADERS}). */
+function cacheAndTransportHeaders(req: FastifyRequest, reply: FastifyReply): void {
+  reply.header('cache-control', SECURITY_HEADERS.cacheControl);
+  if (!isLoopbackHostname(req.host)) reply.header('strict-transport-security', SECURITY_HEADERS.hsts);
+}
+
+/**
+ * Fastify answers a path it cannot decode (`%zz`) or a path parameter over `maxParamLength` before
+ * routing, so no hook runs: give those the security headers too, and the problem of
+ * {@link frameworkError} (400 `BAD_REQUEST`, 414 `URI_TOO_LONG`).
+ */
+function frameworkErrors(err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
+  rawHelmet(req.raw, reply.raw, () => {});
+  cacheAndTransportHeaders(req, reply);
+  void sendProblem(reply, frameworkError(err), undefined, req);
+}
 
 /**
  * Rate limit of every route without its own: per resolved credential (a verified API key, a live
@@ -98,7 +173,7 @@ export async function createServer(opts: ServerOptions): Promise<FastifyInstance
     ajv: { customOptions: { strict: false } },
     // Problem+json for what fastify and Node would otherwise answer themselves (#27 item 6):
     // undecodable or overlong paths, HTTP parser errors, a missing Host, shutdown (see below).
-    frameworkErrors: (err, req, reply) => sendProblem(reply, frameworkError(err), undefined, req),
+    frameworkErrors,
     clientErrorHandler: clientError,
     return503OnClosing: false,
     http: { requireHostHeader: false },
@@ -111,6 +186,10 @@ export async function createServer(opts: ServerOptions): Promise<FastifyInstance
   app.server.on('connect', (_req, socket: Duplex) =>
     writeRawProblem(socket, new ApiError('BAD_REQUEST', 'CONNECT is not supported: this is not a proxy')),
   );
+
+  // Security headers first (before the shutdown and Host checks below), so that every later hook's early answer (a 429, a 401) carries them.
+  await app.register(helmet, { global: true, ...HELMET_OPTIONS });
+  app.addHook('onRequest', async (req, reply) => cacheAndTransportHeaders(req, reply));
 
   // First hook of every request: refuse requests once shutdown has begun (503, the connection
   // closes) and HTTP/1.1 requests without Host (RFC 9112 §3.2), both as problems.
@@ -335,6 +414,7 @@ function writeRawProblem(socket: Duplex, api: ApiError): void {
   const body = JSON.stringify(toProblem(api));
   socket.end(
     `HTTP/1.1 ${api.status} ${STATUS_CODES[api.status]}\r\nContent-Type: application/problem+json\r\n` +
+      `X-Content-Type-Options: nosniff\r\nCache-Control: ${SECURITY_HEADERS.cacheControl}\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     () => socket.destroy(),
   );

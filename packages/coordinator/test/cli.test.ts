@@ -206,6 +206,31 @@ describe('custodian admin CLI', () => {
     expect((await cli('--json', 'mailbox', '--dir', h.c.mailboxDir!, '--last')).out).toMatch(/login code/);
   });
 
+  it('password: a user changes their own password; a weak new one is refused with the field named', async () => {
+    const email = 'self@example.com';
+    const created = await h.req('POST', '/admin/v1/users', {
+      token: h.adminToken,
+      body: { email, name: 'Self', role: 'VIEWER', password: 'another long password' },
+    });
+    expect(created.status).toBe(201);
+    expect(
+      (await cli('login', '--email', email, '--password', 'another long password', '--mailbox', h.c.mailboxDir!)).code,
+    ).toBe(0);
+    const weak = await cli('password', '--current', 'another long password', '--new', 'password1234');
+    expect(weak.code).toBe(1);
+    expect(weak.err).toMatch(/422 VALIDATION_FAILED/);
+    expect(weak.err).toMatch(/body\.new_password/);
+    expect(weak.err).not.toMatch(/password1234/);
+    const ok = await cli('password', '--current', 'another long password', '--new', 'lantern meadow copper 57');
+    expect(ok.code).toBe(0);
+    expect(ok.out).toMatch(/password changed/);
+    await expect(h.login(email, 'lantern meadow copper 57')).resolves.toMatch(/^css_/);
+    // Back to the Admin's session for the tests after this one.
+    expect(
+      (await cli('login', '--email', ADMIN_EMAIL, '--password', ADMIN_PASSWORD, '--mailbox', h.c.mailboxDir!)).code,
+    ).toBe(0);
+  });
+
   it('logout revokes and forgets the session', async () => {
     expect((await cli('logout')).out).toBe('ok');
     const r = await cli('whoami');

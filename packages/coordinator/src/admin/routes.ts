@@ -6,7 +6,7 @@
  * | Role | Routes |
  * |---|---|
  * | ADMIN | everything |
- * | FINANCE_MANAGER | own session and TOTP; read profiles, directory, wallets, addresses, balances, master keys, ceremonies (policy management comes with the transfer pipeline) |
+ * | FINANCE_MANAGER | own session, password and TOTP; read profiles, directory, wallets, addresses, balances, master keys, ceremonies (policy management comes with the transfer pipeline) |
  * | VIEWER | the same reads (read-only) |
  *
  * Sensitive routes also need a fresh step-up of the session (`POST /admin/v1/session/step-up`,
@@ -65,7 +65,14 @@ const pageEnvelope = (description: string) => ({
   },
 });
 const email = { type: 'string', format: 'email', maxLength: 254 };
-const password = { type: 'string', minLength: 12, maxLength: 1024, description: 'At least 12 characters.' };
+const password = {
+  type: 'string',
+  minLength: 12,
+  maxLength: 1024,
+  description:
+    'At least 12 characters and hard to guess: a zxcvbn-ts strength score of at least 3 of 4 (configurable), with ' +
+    "the user's e-mail address and name counted as known words; otherwise 422 naming the field, with advice.",
+};
 const name = { type: 'string', minLength: 1, maxLength: 200 };
 const role = { type: 'string', enum: ROLES };
 const code = { type: 'string', pattern: '^[0-9]{6}$' };
@@ -350,6 +357,32 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
       errors: ['INVALID_SECOND_FACTOR', 'CONFLICT'],
     },
     async (req) => svc.totpDisable(actor(req), B<{ code: string }>(req).code, req.adminUser!.session_id),
+  );
+
+  route(
+    'POST',
+    '/admin/v1/me/password',
+    {
+      roles: ALL,
+      tags: ['Admin: session'],
+      summary: 'Change your own password (re-authenticated by the current password)',
+      description:
+        'On success every other session of the user is revoked (this one stays), the change is audited ' +
+        '(`user.password_changed`) and the user is e-mailed a notice. A wrong `current_password` is 401 ' +
+        '`INVALID_CREDENTIALS` and counts toward the per-account lockout (then 429 `RATE_LIMITED` with Retry-After, ' +
+        'here and on login). `new_password` follows the password rule and must differ from the current one (422).',
+      body: obj({ current_password: { type: 'string', minLength: 1, maxLength: 1024 }, new_password: password }, [
+        'current_password',
+        'new_password',
+      ]),
+      status: 204,
+      response: { description: 'Changed', type: 'null' },
+      errors: ['INVALID_CREDENTIALS', 'CONFLICT'],
+    },
+    async (req) => {
+      const b = B<{ current_password: string; new_password: string }>(req);
+      await svc.changePassword(actor(req), req.adminUser!.session_id, b.current_password, b.new_password);
+    },
   );
 
   // ---- users ----

@@ -33,9 +33,12 @@ import type { WebhookService } from '../webhooks/service.js';
 import { checkWebhookTarget } from '../webhooks/targets.js';
 import { type AdminNetworks, DEFAULT_ADMIN_NETWORKS, inAdminNetworks, parseAdminNetworks } from './networks.js';
 import {
+  DEFAULT_MIN_PASSWORD_SCORE,
   DEFAULT_SCRYPT,
   hashPassword,
   oneTimeCode,
+  passwordUserInputs,
+  requireStrongPassword,
   type ScryptParams,
   safeEqual,
   verifyPassword,
@@ -96,9 +99,9 @@ export interface AdminOptions {
    */
   loginRateLimit: { max: number; windowMs: number };
   /**
-   * Per-account lockout: after `maxFailures` wrong passwords or second-factor codes for one
-   * e-mail address within `windowMs` (since its last successful login), its login and verify
-   * answer 429 `RATE_LIMITED` with `Retry-After` from any address until the oldest of those
+   * Per-account lockout: after `maxFailures` wrong passwords, second-factor codes or current
+   * passwords of a password change for one e-mail address within `windowMs` (since its last
+   * successful login), its login, verify and password change answer 429 `RATE_LIMITED` with `Retry-After` from any address until the oldest of those
    * failures leaves the window; every later failure re-arms it. Counted for unknown addresses
    * too, so the lockout does not reveal which users exist. Default 10 per 15 minutes.
    */
@@ -115,6 +118,12 @@ export interface AdminOptions {
    * @throws RangeError (at construction) naming `adminNetworks[i]` for an entry that does not parse
    */
   adminNetworks: readonly string[];
+  /**
+   * Minimum zxcvbn-ts score (integer 0–4) of every password set — instance init, user creation,
+   * an Admin's reset, the user's own change (`admin/passwords.ts` `requireStrongPassword`).
+   * Default 3. @throws RangeError (at construction) outside 0–4
+   */
+  passwordMinScore: number;
 }
 
 export const DEFAULT_ADMIN_OPTIONS: Omit<AdminOptions, 'mode'> = {
@@ -132,7 +141,16 @@ export const DEFAULT_ADMIN_OPTIONS: Omit<AdminOptions, 'mode'> = {
   maxOpenChallenges: 3,
   emailCodes: { max: 5, windowMs: 15 * 60_000 },
   adminNetworks: DEFAULT_ADMIN_NETWORKS,
+  passwordMinScore: DEFAULT_MIN_PASSWORD_SCORE,
 };
+
+/** Audit actions counted by the per-account lockout ({@link AdminOptions.accountLockout}). */
+const LOCKOUT_ACTIONS = [
+  'login.failed',
+  'login.second_factor_failed',
+  'session.step_up_failed',
+  'password_change.failed',
+] as const;
 
 /** 429 `RATE_LIMITED` with `Retry-After` in whole seconds (at least 1) until `until`. */
 function rateLimited(message: string, until: Date, now: Date): ApiError {
@@ -247,6 +265,15 @@ export class AdminService {
     readonly ceremonyClient: CeremonyClient | undefined,
   ) {
     this.adminNetworks = parseAdminNetworks(opts.adminNetworks);
+    const m = opts.passwordMinScore;
+    if (!Number.isInteger(m) || m < 0 || m > 4) {
+      throw new RangeError(`admin.passwordMinScore: expected an integer 0–4, got ${JSON.stringify(m)}`);
+    }
+  }
+
+  /** {@link requireStrongPassword} with this instance's minimum score and the user's known words. */
+  private requireStrong(password: string, user: { email: string; name: string }, field = 'body.password') {
+    requireStrongPassword(password, passwordUserInputs(user.email, user.name), field, this.opts.passwordMinScore);
   }
 
   private get db() {
@@ -290,8 +317,13 @@ export class AdminService {
   /**
    * Initialise the instance: the first account (role ADMIN) and the first profile. Exactly once:
    * the singleton row of `instance` makes concurrent calls safe (409 ALREADY_INITIALISED).
+   * @throws ApiError ALREADY_INITIALISED (409); VALIDATION_FAILED (422) naming `body.password` when it
+   *   is too easy to guess (checked only while the instance is not initialised)
    */
   async init(input: { email: string; name: string; password: string; profile_name: string }) {
+    if (await this.initialised())
+      throw new ApiError('ALREADY_INITIALISED', 'this instance already has its first administrator');
+    this.requireStrong(input.password, input);
     const hash = await hashPassword(input.password, this.opts.scrypt);
     return this.db.tx(async (q) => {
       const r = await q.query(
@@ -404,9 +436,10 @@ export class AdminService {
   }
 
   /**
-   * Refuse while `email` (case-insensitive) has `accountLockout.maxFailures` failed logins
-   * (wrong password, or wrong second-factor code) or failed step-ups (wrong password or TOTP code
-   * on `session/step-up` or TOTP disable) in the window since its last successful login,
+   * Refuse while `email` (case-insensitive) has `accountLockout.maxFailures` failures (wrong
+   * password, wrong second-factor code, a wrong password or TOTP code on `session/step-up` or TOTP
+   * disable, wrong current password on a password change: {@link LOCKOUT_ACTIONS}) in the window
+   * since its last successful login,
    * counted from the audit log — durable, and shared by every coordinator replica.
    * @throws ApiError RATE_LIMITED (429) with Retry-After: when the oldest counted failure leaves the window
    */
@@ -416,12 +449,12 @@ export class AdminService {
     const since = new Date(now.getTime() - windowMs);
     const rows = await q.query<{ at: Date }>(
       `SELECT at FROM audit_log
-       WHERE action IN ('login.failed', 'login.second_factor_failed', 'session.step_up_failed') AND at > $2
+       WHERE action = ANY($4::text[]) AND at > $2
          AND lower(details->>'email') = lower($1)
          AND at > COALESCE((SELECT max(at) FROM audit_log WHERE action = 'login.succeeded' AND at > $2
                               AND lower(details->>'email') = lower($1)), $2)
        ORDER BY at DESC LIMIT $3`,
-      [email, since, maxFailures],
+      [email, since, maxFailures, LOCKOUT_ACTIONS],
     );
     if (rows.length >= maxFailures) {
       const oldest = rows[rows.length - 1]!.at;
@@ -671,6 +704,64 @@ export class AdminService {
     ]);
   }
 
+  /**
+   * Self-service password change, re-authenticated by the current password. On success the new
+   * hash is stored, every other session of the user is revoked (the calling one stays), the change
+   * is audited (`user.password_changed`) and the user is e-mailed a notice. A wrong current
+   * password is audited as `password_change.failed` and counts toward the account lockout.
+   * @param sessionId the calling session (kept)
+   * @throws ApiError RATE_LIMITED (429, Retry-After) while the account is locked out (checked first);
+   *   INVALID_CREDENTIALS (401) for a wrong current password; VALIDATION_FAILED (422) naming
+   *   `body.new_password` when it equals the current one or is too easy to guess; CONFLICT (409) when
+   *   the password was changed concurrently
+   */
+  async changePassword(userId: string, sessionId: string, current: string, next: string): Promise<void> {
+    const u = await this.userById(this.db, userId);
+    await this.checkLockout(this.db, u.email);
+    if (!(await verifyPassword(current, u.password_hash))) {
+      await this.audit(this.db, userId, 'password_change.failed', 'user', userId, { email: u.email });
+      throw new ApiError('INVALID_CREDENTIALS', 'the current password is wrong');
+    }
+    if (next.normalize('NFKC') === current.normalize('NFKC')) {
+      throw new ApiError('VALIDATION_FAILED', 'body.new_password: must differ from the current password', [
+        { field: 'body.new_password', message: 'must differ from the current password' },
+      ]);
+    }
+    this.requireStrong(next, u, 'body.new_password');
+    const hash = await hashPassword(next, this.opts.scrypt);
+    const now = this.clock();
+    const revoked = await this.db.tx(async (q) => {
+      // Conditional on the hash that was verified: of two concurrent changes one wins.
+      const r = await q.query(
+        'UPDATE users SET password_hash = $3 WHERE user_id = $1 AND password_hash = $2 AND deleted_at IS NULL RETURNING user_id',
+        [userId, u.password_hash, hash],
+      );
+      if (r.length === 0) throw new ApiError('CONFLICT', 'the password was changed meanwhile; log in again');
+      const s = await q.query(
+        `UPDATE sessions SET revoked_at = $3 WHERE user_id = $1 AND session_id <> $2 AND revoked_at IS NULL
+         RETURNING session_id`,
+        [userId, sessionId, now],
+      );
+      await this.audit(q, userId, 'user.password_changed', 'user', userId, { sessions_revoked: s.length });
+      return s.length;
+    });
+    try {
+      await this.mailer.send({
+        to: u.email,
+        subject: 'Your Custodian password was changed',
+        text:
+          `The password of your Custodian account ${u.email} was changed at ${iso(now)}` +
+          `${revoked > 0 ? `; ${revoked} other session(s) were signed out` : ''}.\n\n` +
+          'If you did not change it, ask an administrator to block your account and reset the password now.\n',
+      });
+    } catch (e) {
+      // The change has committed; a lost notice must not turn it into an error for the caller.
+      await this.audit(this.db, userId, 'user.password_change_notice_failed', 'user', userId, {
+        error: (e instanceof Error ? e.message : String(e)).slice(0, 200),
+      });
+    }
+  }
+
   // ---- TOTP (RFC 6238: SHA-1, 6 digits, 30 s, ±1 step) ------------------------------------------
 
   private totp(secret: string, email: string) {
@@ -813,10 +904,12 @@ export class AdminService {
     return userView(await this.userById(this.db, id));
   }
 
+  /** @throws ApiError CONFLICT (e-mail taken); VALIDATION_FAILED naming `body.password` (too easy to guess) */
   async createUser(
     actor: string,
     input: { email: string; name: string; role: Role; password: string },
   ): Promise<UserView> {
+    this.requireStrong(input.password, input);
     const hash = await hashPassword(input.password, this.opts.scrypt);
     return this.db.tx(async (q) => {
       const u = await this.insertUser(q, input.email, input.name, input.role, hash);
@@ -841,6 +934,10 @@ export class AdminService {
     id: string,
     input: { role?: Role; blocked?: boolean; name?: string; password?: string },
   ): Promise<UserView> {
+    if (input.password !== undefined) {
+      const cur = await this.userById(this.db, id);
+      this.requireStrong(input.password, { email: cur.email, name: input.name ?? cur.name });
+    }
     const hash = input.password !== undefined ? await hashPassword(input.password, this.opts.scrypt) : undefined;
     return this.db.tx(async (q) => {
       const u = await this.userById(q, id);
@@ -1568,8 +1665,8 @@ export class AdminService {
   }
 
   /**
-   * {@link checkWebhookUrl}, then in production mode resolve the host and refuse loopback,
-   * private, link-local and other non-public addresses (SSRF; `webhooks/targets.ts`).
+   * {@link checkWebhookUrl}, then in production mode resolve the host and accept it only when
+   * every address is global unicast (SSRF; `webhooks/targets.ts` `nonGlobalReason`).
    */
   async checkWebhookTarget(raw: string): Promise<string> {
     const url = this.checkWebhookUrl(raw);

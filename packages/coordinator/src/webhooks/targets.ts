@@ -1,14 +1,16 @@
 /**
  * Webhook target checks (SSRF defence). A webhook URL must be `https:`; plain `http:` only to a
  * loopback host and only in development mode. In production mode the host is resolved (all A/AAAA
- * records) and refused when any address is loopback, private (RFC 1918, RFC 4193 ULA), link-local,
- * CGNAT (RFC 6598), unspecified, multicast, broadcast, documentation/benchmark or reserved space —
- * at registration, and again at every delivery through a guarded DNS `lookup` (so a DNS answer that
- * changes after registration, "DNS rebinding", cannot redirect deliveries into the network).
+ * records) and refused unless every address is global unicast ({@link nonGlobalReason}) — at
+ * registration, and again at every delivery through a guarded DNS `lookup` (so a DNS answer that
+ * changes after registration, "DNS rebinding", cannot redirect deliveries into the network) and,
+ * for a URL whose host is an IP literal (no lookup runs), by the delivery itself
+ * (`worker.ts` `postOnce`).
  */
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { lookup as dnsLookupP } from 'node:dns/promises';
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 import { ApiError } from '../errors.js';
 
 /** Whether a hostname is loopback (127.0.0.0/8, ::1, localhost). */
@@ -17,52 +19,94 @@ export function isLoopbackHost(host: string): boolean {
   return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
 }
 
-const blocked = new BlockList();
-for (const [net, len] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.0.2.0', 24],
-  ['192.88.99.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['198.51.100.0', 24],
-  ['203.0.113.0', 24],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-] as const) {
-  blocked.addSubnet(net, len, 'ipv4');
-}
-// IPv4-mapped IPv6 (::ffff:a.b.c.d) is checked on the embedded IPv4 address in isNonPublicAddress
-// (BlockList maps IPv4 into that range itself, so it must not be blocked wholesale here).
-for (const [net, len] of [
-  ['::', 128],
-  ['::1', 128],
-  ['64:ff9b::', 96],
-  ['100::', 64],
-  ['2001:db8::', 32],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['fec0::', 10],
-  ['ff00::', 8],
-] as const) {
-  blocked.addSubnet(net, len, 'ipv6');
+type Cidr = [ipaddr.IPv4 | ipaddr.IPv6, number];
+const table = (rows: [string, string][]): [Cidr, string][] => rows.map(([c, why]) => [ipaddr.parseCIDR(c), why]);
+
+/**
+ * Every block of the IANA IPv4 Special-Purpose Address Registry (RFC 6890 and later), whether
+ * marked "globally reachable" or not (the anycast services in it are no webhook receivers), and
+ * multicast (RFC 5771).
+ */
+const V4_REFUSED = table([
+  ['0.0.0.0/8', 'this network'],
+  ['10.0.0.0/8', 'private-use'],
+  ['100.64.0.0/10', 'shared address space (CGNAT)'],
+  ['127.0.0.0/8', 'loopback'],
+  ['169.254.0.0/16', 'link-local'],
+  ['172.16.0.0/12', 'private-use'],
+  ['192.0.0.0/24', 'IETF protocol assignments'],
+  ['192.0.2.0/24', 'documentation (TEST-NET-1)'],
+  ['192.31.196.0/24', 'AS112-v4'],
+  ['192.52.193.0/24', 'AMT'],
+  ['192.88.99.0/24', 'deprecated 6to4 relay anycast'],
+  ['192.168.0.0/16', 'private-use'],
+  ['192.175.48.0/24', 'direct delegation AS112 service'],
+  ['198.18.0.0/15', 'benchmarking'],
+  ['198.51.100.0/24', 'documentation (TEST-NET-2)'],
+  ['203.0.113.0/24', 'documentation (TEST-NET-3)'],
+  ['224.0.0.0/4', 'multicast'],
+  ['240.0.0.0/4', 'reserved'],
+  ['255.255.255.255/32', 'limited broadcast'],
+]);
+
+/** IPv6 global unicast (RFC 4291 §2.4, RFC 3587): everything outside is refused. */
+const V6_GLOBAL_UNICAST = ipaddr.parseCIDR('2000::/3');
+/** Blocks of the IANA IPv6 Special-Purpose Address Registry inside 2000::/3. */
+const V6_REFUSED = table([
+  ['2001::/23', 'IETF protocol assignments (Teredo 2001::/32, benchmarking, ORCHID, AMT, …)'],
+  ['2001:db8::/32', 'documentation'],
+  ['2002::/16', '6to4'],
+  ['2620:4f:8000::/48', 'direct delegation AS112 service'],
+  ['3fff::/20', 'documentation'],
+]);
+/** IPv4-mapped (RFC 4291 §2.5.5.2): judged by the embedded IPv4 address. */
+const V6_MAPPED = ipaddr.parseCIDR('::ffff:0:0/96');
+/** NAT64 well-known prefix (RFC 6052 §2.1): judged by the embedded IPv4 address (last 32 bits). */
+const V6_NAT64 = ipaddr.parseCIDR('64:ff9b::/96');
+
+function v4Reason(a: ipaddr.IPv4): string | undefined {
+  for (const [cidr, why] of V4_REFUSED) if (a.match(cidr)) return why;
+  const r = a.range();
+  return r === 'unicast' ? undefined : r;
 }
 
-/** Whether an IP address is outside the public internet (see the module comment). */
-export function isNonPublicAddress(ip: string): boolean {
-  const fam = isIP(ip);
-  if (fam === 4) return blocked.check(ip, 'ipv4');
-  if (fam === 6) {
-    const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(ip);
-    if (mapped?.[1] !== undefined) return blocked.check(mapped[1], 'ipv4');
-    return blocked.check(ip, 'ipv6');
+/**
+ * Why an address is not global unicast, or `undefined` when it is. IPv4: outside every IANA
+ * special-purpose block and multicast. IPv6: inside 2000::/3 and outside every special-purpose
+ * block (so `::/96` IPv4-compatible, `::ffff:0:0/96` SIIT, 64:ff9b:1::/48 local-use NAT64, 100::/64,
+ * ULA, link- and site-local, multicast, 5f00::/16 SRv6 are refused as outside 2000::/3; 2001::/23
+ * with Teredo, 2001:db8::/32, 2002::/16 6to4 and 3fff::/20 by the registry); IPv4-mapped
+ * `::ffff:a.b.c.d` and NAT64 `64:ff9b::a.b.c.d` carry an IPv4 address and are judged by it. Classes
+ * are ipaddr.js's (`range()`) plus the registry tables here.
+ * @param ip an IPv4 or IPv6 address in a form `net.isIP` accepts (as URLs and DNS give them)
+ * @returns a short reason (`loopback`, `6to4`, `outside global unicast 2000::/3`, …)
+ */
+export function nonGlobalReason(ip: string): string | undefined {
+  if (isIP(ip) === 0) return 'not an IP address';
+  const a = ipaddr.parse(ip);
+  if (a.kind() === 'ipv4') return v4Reason(a as ipaddr.IPv4);
+  const v6 = a as ipaddr.IPv6;
+  if (v6.zoneId !== undefined) return 'scoped (zone) address';
+  if (v6.match(V6_MAPPED)) {
+    const inner = v4Reason(v6.toIPv4Address());
+    return inner === undefined ? undefined : `IPv4-mapped ${inner}`;
   }
-  return true;
+  if (v6.match(V6_NAT64)) {
+    const inner = v4Reason(ipaddr.fromByteArray(v6.toByteArray().slice(12)) as ipaddr.IPv4);
+    return inner === undefined ? undefined : `NAT64 to ${inner}`;
+  }
+  if (!v6.match(V6_GLOBAL_UNICAST)) {
+    const r = v6.range();
+    return r === 'unicast' || r === 'reserved' ? 'outside global unicast 2000::/3' : r;
+  }
+  for (const [cidr, why] of V6_REFUSED) if (v6.match(cidr)) return why;
+  const r = v6.range();
+  return r === 'unicast' ? undefined : r;
+}
+
+/** Whether an IP address is not global unicast ({@link nonGlobalReason}); true for a non-address. */
+export function isNonPublicAddress(ip: string): boolean {
+  return nonGlobalReason(ip) !== undefined;
 }
 
 const fieldError = (message: string) =>
@@ -71,7 +115,7 @@ const fieldError = (message: string) =>
 /**
  * Check a webhook URL for registration.
  * @param mode `development` allows `http://` to loopback and private targets; `production` resolves
- *   the host and refuses non-public addresses
+ *   the host and refuses it unless every address is global unicast ({@link nonGlobalReason})
  * @param resolve DNS resolver (all addresses of a host); injectable for tests
  * @returns the normalised URL
  * @throws ApiError VALIDATION_FAILED naming `body.url`
@@ -103,8 +147,11 @@ export async function checkWebhookTarget(
     }
     if (addrs.length === 0) throw fieldError(`host ${host} does not resolve`);
     const bad = addrs.find(isNonPublicAddress);
-    if (bad !== undefined)
-      throw fieldError(`host ${host} resolves to a non-public address (${bad}); refused in production`);
+    if (bad !== undefined) {
+      throw fieldError(
+        `host ${host} resolves to a non-public address (${bad}: ${nonGlobalReason(bad)}); only global unicast addresses are accepted in production`,
+      );
+    }
   }
   return u.toString();
 }

@@ -20,11 +20,12 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
+import { isIP } from 'node:net';
 import type { Db } from '../db/db.js';
 import type { Clock } from '../util.js';
 import type { WebhookSigningKeys } from './keys.js';
 import { signWebhook } from './signature.js';
-import { guardedLookup } from './targets.js';
+import { guardedLookup, isNonPublicAddress } from './targets.js';
 
 /** Seed §6: up to 5 attempts in total. */
 export const MAX_ATTEMPTS = 5;
@@ -303,6 +304,8 @@ export function postOnce(
 ): Promise<{ status: number | null; error: string | null }> {
   return new Promise((resolve) => {
     let done = false;
+    // Declared before finish: the early returns below settle before any timer exists.
+    let timer: ReturnType<typeof setTimeout> | undefined;
     const finish = (v: { status: number | null; error: string | null }) => {
       if (done) return;
       done = true;
@@ -314,6 +317,13 @@ export function postOnce(
       u = new URL(url);
     } catch {
       finish({ status: null, error: 'invalid URL' });
+      return;
+    }
+    // An IP-literal host is connected to without a DNS lookup, so guardedLookup never sees it: judge
+    // the literal here (a URL registered before the current target rule, or stored by other means).
+    const literal = u.hostname.replace(/^\[|\]$/g, '');
+    if (o.guard && isIP(literal) !== 0 && isNonPublicAddress(literal)) {
+      finish({ status: null, error: 'ENONPUBLIC' });
       return;
     }
     const mod = u.protocol === 'https:' ? https : http;
@@ -332,7 +342,7 @@ export function postOnce(
         finish({ status: res.statusCode ?? null, error: null });
       },
     );
-    const timer = setTimeout(() => {
+    timer = setTimeout(() => {
       finish({ status: null, error: `no answer within ${o.timeoutMs} ms` });
       req.destroy(new Error('timeout'));
     }, o.timeoutMs);
