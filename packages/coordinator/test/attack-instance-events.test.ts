@@ -13,13 +13,13 @@
  */
 
 import { join } from 'node:path';
-import { p256 } from '@noble/curves/nist.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inAdminNetworks, parseAdminNetworks } from '../src/admin/networks.js';
 import { createCoordinator } from '../src/coordinator.js';
 import { MIGRATIONS, migrate } from '../src/db/migrations.js';
 import { readMailbox } from '../src/mailer.js';
 import { WEBHOOK_EVENT_TYPES } from '../src/webhooks/events.js';
+import { enrollmentBody, phoneKeys } from './device-fixtures.js';
 import { type Harness, type Json, openTestDb, startHarness } from './helpers.js';
 
 const PASSWORD = 'a long enough password 123';
@@ -110,19 +110,8 @@ describe('instance and security events stay out of profile webhooks', () => {
     expect(
       (await h.req('PATCH', `/admin/v1/users/${u.id}`, { token: h.adminToken, body: { blocked: true } })).status,
     ).toBe(200);
-    const pub = Buffer.from(p256.getPublicKey(p256.utils.randomSecretKey(), true)).toString('hex');
     expect(
-      (
-        await h.req('POST', '/devices/v1/enrollments', {
-          body: {
-            name: 'phone',
-            platform: 'android',
-            os_version: '14',
-            hardware_backed_keystore: true,
-            public_key: pub,
-          },
-        })
-      ).status,
+      (await h.req('POST', '/devices/v1/enrollments', { body: enrollmentBody(await phoneKeys(), 'phone') })).status,
     ).toBe(201);
     // a profile event of B still reaches B's webhook (control)
     const w = await h.req('POST', `/admin/v1/profiles/${profileB}/wallets`, {
@@ -256,7 +245,7 @@ describe('admin networks (the scope of the roles)', () => {
           JSON.stringify(['USER_CREATED', 'WALLET_CREATED', 'ROLE_SCOPE_LOGIN', 'TRANSFER_FAILED']),
         ],
       );
-      expect(await migrate(db)).toContain(9);
+      expect(await migrate(db)).toContain(8);
       const rows = await db.query<{ event_types: string[] }>('SELECT event_types FROM webhooks');
       expect(rows.map((r) => r.event_types)).toEqual([['WALLET_CREATED', 'TRANSFER_FAILED']]);
     } finally {

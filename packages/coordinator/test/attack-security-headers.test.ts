@@ -70,6 +70,7 @@ describe('attack: secrets cached or sniffed for want of security headers', () =>
       expectNoStore(verify, 'me');
       expectHardened(verify, 'me');
 
+      await h.stepUp(token, ADMIN_PASSWORD); // TOTP enrollment and API key creation need a fresh step-up
       const totp = await h.req('POST', '/admin/v1/me/totp', { token });
       expect(totp.status).toBe(200);
       expect(totp.body.secret).toBeDefined();

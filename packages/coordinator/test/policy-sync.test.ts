@@ -26,15 +26,14 @@ import {
   startSigner,
 } from '@custodian/signer';
 import { DEFAULT_LIMITS, deviceSign, openControlRequest, type SignedPolicy, signPolicy } from '@custodian/wire';
-import { generateKeyPair } from '@libp2p/crypto/keys';
-import { peerIdFromPrivateKey, peerIdFromString } from '@libp2p/peer-id';
+import { peerIdFromString } from '@libp2p/peer-id';
 import { p256 } from '@noble/curves/nist.js';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { freePort } from '../../signer/test/cluster.js';
 import { DEVICE_MAX_FRAME_BYTES, DEVICE_WS_PATH } from '../src/devices/hub.js';
-import { enrollmentBody, phoneKeys, userIdOf } from './device-fixtures.js';
+import { enrollmentBody, type PhoneKeys, phoneKeys, userIdOf } from './device-fixtures.js';
 import { ADMIN_EMAIL, type Harness, type Json, startHarness } from './helpers.js';
 
 const PASS_ENV = 'CUSTODIAN_POLICY_SYNC_TEST_PASS';
@@ -52,6 +51,8 @@ describe('the coordinator pushes every signed policy version and tombstone to th
   const logs: string[] = [];
   const adminDevice = p256.utils.randomSecretKey();
   let adminDeviceId = '';
+  /** The admin phone's keys (its MPC peer id is pinned at enrollment). */
+  let adminPhone: PhoneKeys;
   const P = () => `/admin/v1/profiles/${h.profileId}`;
 
   async function startDaemon(): Promise<void> {
@@ -101,7 +102,7 @@ describe('the coordinator pushes every signed policy version and tombstone to th
       coordinator: { signing: { enabled: true, presignaturePool: 0 }, transfers: { runPipeline: false } },
     });
     const e = await h.req('POST', '/devices/v1/enrollments', {
-      body: enrollmentBody(await phoneKeys(adminDevice), 'admin phone'),
+      body: enrollmentBody((adminPhone = await phoneKeys(adminDevice)), 'admin phone'),
     });
     expect(e.status).toBe(201);
     adminDeviceId = e.body.device_id;
@@ -191,7 +192,7 @@ describe('the coordinator pushes every signed policy version and tombstone to th
     const id = c.body.policy_id as string;
     await sign(c.body, 1);
     // a phone (the Admin's device, an APPROVED device) over a real WebSocket
-    const mpcPeerId = peerIdFromPrivateKey(await generateKeyPair('Ed25519')).toString();
+    const mpcPeerId = adminPhone.mpcPeerId;
     const ws = new WebSocket(`${h.url.replace(/^http/, 'ws')}${DEVICE_WS_PATH}`, {
       maxPayload: DEVICE_MAX_FRAME_BYTES,
     });
