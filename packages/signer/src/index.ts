@@ -8,6 +8,7 @@
 import './polyfills.js';
 
 export * from './assets.js';
+export * from './backoff.js';
 export * from './ceremonies.js';
 export * from './cli.js';
 export * from './config.js';
