@@ -16,7 +16,7 @@ import { createIdentity, type SignerConfig, type SignerDaemon, startSigner } fro
 import { generateKeyPair } from '@libp2p/crypto/keys';
 import type { PrivateKey } from '@libp2p/interface';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
-import { pino } from 'pino';
+import { type Logger, pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort, tempDir } from '../../signer/test/cluster.js';
 import { type Db, openPglite } from '../src/db/db.js';
@@ -41,7 +41,7 @@ afterEach(async () => {
 });
 
 /** Pino JSON lines kept in memory. */
-function capture(): { lines: Record<string, unknown>[]; log: ReturnType<typeof pino>; text(): string } {
+function capture(): { lines: Record<string, unknown>[]; log: Logger; text(): string } {
   const lines: Record<string, unknown>[] = [];
   const sink = new Writable({
     write(chunk, _e, cb) {
@@ -82,7 +82,7 @@ async function setup(label: string): Promise<{
   return { db, coordinatorKey, signerPeerId: id.peerId, config };
 }
 
-async function services(db: Db, key: PrivateKey, log: ReturnType<typeof pino>): Promise<SigningServices> {
+async function services(db: Db, key: PrivateKey, log: Logger): Promise<SigningServices> {
   const s = await createSigningServices({
     db,
     privateKey: key,
@@ -94,7 +94,7 @@ async function services(db: Db, key: PrivateKey, log: ReturnType<typeof pino>): 
   return s;
 }
 
-async function daemon(config: SignerConfig, log: ReturnType<typeof pino>): Promise<SignerDaemon> {
+async function daemon(config: SignerConfig, log: Logger): Promise<SignerDaemon> {
   const d = await startSigner(config, log);
   cleanups.push(() => d.stop());
   return d;

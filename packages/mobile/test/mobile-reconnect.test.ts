@@ -15,7 +15,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Coordinator, createCoordinator } from '@custodian/coordinator';
 import { KeyAlgorithm, type TransferIntent } from '@custodian/wire';
-import { pino } from 'pino';
+import { type Logger, pino } from 'pino';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, tempDir, waitFor } from '../../signer/test/cluster.js';
 import { EXIT_DEVICE_REVOKED } from '../src/cli.js';
@@ -71,7 +71,7 @@ async function enrollApproved(coord: Coordinator, url: string, mobileDir: string
 }
 
 /** Pino JSON lines of a phone, kept in memory. */
-function capture(): { lines: Record<string, unknown>[]; log: ReturnType<typeof pino>; text(): string } {
+function capture(): { lines: Record<string, unknown>[]; log: Logger; text(): string } {
   const lines: Record<string, unknown>[] = [];
   const log = pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s)) });
   return { lines, log, text: () => lines.map((l) => String(l.msg)).join('\n') };

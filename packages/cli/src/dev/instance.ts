@@ -156,7 +156,8 @@ export async function startInstance(opts: InstanceOptions): Promise<Instance> {
     ? (JSON.parse(await readFile(statePath, 'utf8')) as InstanceState)
     : { version: 1, admin: { email: 'admin@custodian.local' }, devices: [], signers: [] };
   const save = () => writeFile(statePath, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
-  const sup = new Supervisor();
+  // the supervisor's lines (processes' output, exits and restarts) go where the progress goes
+  const sup = new Supervisor(say);
   const verbose = opts.verbose !== false;
   const baseUrl = `http://127.0.0.1:${opts.apiPort}`;
   const anvilUrl = `http://127.0.0.1:${opts.anvilPort}`;

@@ -223,6 +223,11 @@ export class Supervisor {
     return managed;
   }
 
+  /** The process spawned last under `name`, if any. */
+  find(name: string): Managed | undefined {
+    return this.procs.findLast((p) => p.managed.name === name)?.managed;
+  }
+
   /** Stop every process (no restart from now on): SIGTERM, then SIGKILL after `graceMs`. */
   async stopAll(graceMs = 5_000): Promise<void> {
     this.stopping = true;
