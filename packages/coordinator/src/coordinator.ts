@@ -418,6 +418,9 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
       await worker.stop();
       await pipeline.stop();
       await chains.stop();
+      // device WebSockets first (close code 1001): the HTTP server's close waits for every open
+      // socket, upgraded ones included, so a connected phone would hold the stop forever
+      signing?.hub.close();
       await app.close();
       await admin.shutdown();
       await signing?.stop();

@@ -5,9 +5,12 @@
  *
  * The PIN comes from `--pin-file` (scripted mode, tests) or an interactive prompt; it is never a
  * command-line argument, nor is the Admin session token of `sign-policy` (environment variable
- * `CUSTODIAN_ADMIN_TOKEN`). `run` prints one JSON line per event on stdout (`connected`,
- * `approval_request`, `approval_refused` — checked against `--chains` before it is shown, then
- * rejected —, `decision`, `ceremony`); logs (pino JSON) go to stderr.
+ * `CUSTODIAN_ADMIN_TOKEN`). `run` prints one JSON line per event on stdout (`connected` — with
+ * `resumed` and `pending_approvals` —, `disconnected` — with the next attempt and its delay —,
+ * `revoked`, `approval_request`, `approval_refused` — checked against `--chains` before it is
+ * shown, then rejected —, `decision`, `ceremony`); logs (pino JSON) go to stderr. `run` reconnects
+ * forever (capped, jittered backoff) and ends on SIGINT/SIGTERM (exit code 0) or when the
+ * coordinator revokes the device ({@link EXIT_DEVICE_REVOKED}).
  */
 import { readFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline/promises';
@@ -20,6 +23,12 @@ import { type ApprovalDecision, MobileSigner } from './device.js';
 import { enrollDevice, enrollmentStatus } from './enroll.js';
 import { PolicySignCancelled, signPolicyWithDevice } from './policy.js';
 import { DEFAULT_PIN_KDF, unlockVault, WrongPinError } from './vault.js';
+
+/**
+ * Exit code of `mobile run` when the coordinator revoked the device (REMOVED or REJECTED): the
+ * simulator stops instead of reconnecting, and a supervisor (`custodian dev`) does not restart it.
+ */
+export const EXIT_DEVICE_REVOKED = 3;
 
 /** Environment variable holding the Admin session token of `mobile sign-policy`. */
 export const ADMIN_TOKEN_ENV = 'CUSTODIAN_ADMIN_TOKEN';
@@ -192,6 +201,10 @@ export function registerMobileCommands(program: Command, io: MobileCliIo = proce
         );
         return turn;
       };
+      let revoked: ((reason: string) => void) | undefined;
+      const revocation = new Promise<string>((r) => {
+        revoked = r;
+      });
       const signer = await MobileSigner.start(
         {
           dataDir: o.data,
@@ -213,7 +226,14 @@ export function registerMobileCommands(program: Command, io: MobileCliIo = proce
           ...(o.allowUnenforcedSigning ? { allowUnenforcedSigning: true } : {}),
         },
         {
-          onConnected: (coordinator) => event(io, { event: 'connected', coordinator }),
+          onConnected: (coordinator, c) =>
+            event(io, { event: 'connected', coordinator, resumed: c.resumed, pending_approvals: c.pendingApprovals }),
+          onDisconnected: (d) =>
+            event(io, { event: 'disconnected', code: d.code, attempt: d.attempt, retry_in_ms: d.delayMs }),
+          onRevoked: (reason) => {
+            event(io, { event: 'revoked', reason });
+            revoked?.(reason);
+          },
           onApprovalRequest: (i) => event(io, { event: 'approval_request', ...approvalEventFields(i) }),
           onDecision: (i, decision) => event(io, { event: 'decision', transfer_id: i.transfer_id, decision }),
           onApprovalRefused: (i, r) =>
@@ -223,13 +243,21 @@ export function registerMobileCommands(program: Command, io: MobileCliIo = proce
         },
       );
       event(io, { event: 'started', device_id: signer.deviceId, mpc_peer_id: signer.mpcPeerId });
-      await new Promise<void>((resolve) => {
+      const outcome = await new Promise<'stopped' | 'revoked'>((resolve) => {
         const stop = () => {
-          signer.stop().then(resolve, resolve);
+          signer.stop().then(
+            () => resolve('stopped'),
+            () => resolve('stopped'),
+          );
         };
         process.once('SIGINT', stop);
         process.once('SIGTERM', stop);
+        void revocation.then(() => resolve('revoked'));
       });
+      if (outcome === 'revoked') {
+        io.err('this device was revoked by the coordinator (removed or rejected): enroll it again to use it\n');
+        process.exitCode = EXIT_DEVICE_REVOKED;
+      }
     });
   mobile
     .command('sign-policy')

@@ -12,6 +12,17 @@
  * device key only after the decision callback (the person, with the PIN) says so; seed §1: no tap
  * for the master key ceremony.
  *
+ * Connection: the phone reconnects forever after a lost or refused connection (the coordinator
+ * restarted, the network dropped), with a capped, jittered exponential backoff ({@link
+ * MobileSignerOptions.reconnectMs}); the pending timer keeps the process alive. The log says
+ * `disconnected from the coordinator; reconnecting in N ms (attempt k)` and, once authenticated
+ * again, `reconnected to the coordinator; resuming n pending approvals` (the coordinator re-sends
+ * every approval request still pending for the device; one already answered is answered again
+ * with the same signed decision, without asking). Ceremonies in flight end with the connection (the
+ * coordinator aborts them); invitations to new ones arrive after the reconnection. A device the
+ * coordinator revoked (REMOVED or REJECTED: close code 4403 or `Error { DEVICE_REVOKED }`) stops
+ * for good and says so ({@link MobileSignerEvents.onRevoked}).
+ *
  * Storage: shares in `<dataDir>/db`, the signer's encrypted LevelDB store (XChaCha20-Poly1305 under
  * a key derived by scrypt from the PIN).
  */
@@ -19,6 +30,7 @@ import { join } from 'node:path';
 import { LEVELS } from '@custodian/cggmp';
 import { bytesToHex } from '@custodian/crypto';
 import {
+  Backoff,
   type CeremonyContext,
   CeremonyRunner,
   type ChainsConfig,
@@ -51,6 +63,12 @@ import { type UnlockedVault, unlockVault, writeVaultInfo } from './vault.js';
 
 /** Path of the coordinator's device endpoint. */
 export const DEVICE_WS_PATH = '/devices/v1/ws';
+/** WebSocket close code of the coordinator for a device REMOVED or REJECTED (no reconnection). */
+export const DEVICE_REVOKED_CLOSE_CODE = 4403;
+/** How long a signed approval answer is kept to answer a re-sent request again, ms (24 h). */
+const ANSWER_KEEP_MS = 24 * 3600_000;
+/** Most signed approval answers kept. */
+const ANSWER_KEEP_MAX = 1024;
 
 /** A decision on an approval request; undefined: no decision now (the request stays pending). */
 export type ApprovalDecision = 'APPROVE' | 'REJECT' | undefined;
@@ -67,8 +85,16 @@ export interface MobileSignerOptions {
   ecdsa?: { level: 'SECURITY_128' | 'SECURITY_112'; primeSeedFile?: string; primePool?: number };
   /** scrypt cost of the share store (default the signer's). */
   storeScrypt?: ScryptParams;
-  /** Reconnect delay after a lost connection, ms (default 1000). */
+  /**
+   * Base of the first reconnect delay after a lost (or refused) connection, ms (default 1000). The
+   * phone reconnects forever: attempt k waits a delay drawn from [b/2, b], b = min(reconnectMaxMs,
+   * reconnectMs · 2^(k−1)) (`@custodian/signer` backoff.ts), and starts again from the first delay
+   * once a connection is authenticated. Only a revocation (close code 4403 or an `Error` frame
+   * `DEVICE_REVOKED`: the device was REMOVED or REJECTED) ends it.
+   */
   reconnectMs?: number;
+  /** Cap of the reconnect delay, ms (default 30 000). */
+  reconnectMaxMs?: number;
   /**
    * Compressed P-256 keys (hex) of the Admin devices whose policy signatures this phone trusts:
    * when given, every sign request must carry evidence that passes `@custodian/signer` enforce.ts
@@ -97,7 +123,18 @@ export interface MobileSignerOptions {
 
 /** Events the simulator prints. */
 export interface MobileSignerEvents {
-  onConnected?(coordinatorPeerId: string): void;
+  /**
+   * Authenticated by the coordinator (every connection). `resumed`: a reconnection after a lost
+   * connection; `pendingApprovals`: approval requests the coordinator re-sends right after.
+   */
+  onConnected?(coordinatorPeerId: string, info: { resumed: boolean; pendingApprovals: number }): void;
+  /** The connection was lost (or refused); the next attempt comes after `delayMs`. */
+  onDisconnected?(info: { code: number; reason: string; attempt: number; delayMs: number }): void;
+  /**
+   * The coordinator revoked this device (REMOVED or REJECTED by an administrator; `reason` names
+   * the status): the signer has stopped (store closed, keys wiped) and will not reconnect.
+   */
+  onRevoked?(reason: string): void;
   onApprovalRequest?(intent: TransferIntent): void;
   onDecision?(intent: TransferIntent, decision: 'APPROVE' | 'REJECT'): void;
   /** An approval request refused before it was shown (then rejected): code `CHAIN_NOT_CONFIGURED` or `ASSET_MISMATCH`. */
@@ -109,8 +146,22 @@ export interface MobileSignerEvents {
 export class MobileSigner {
   private ws: WebSocket | undefined;
   private stopped = false;
+  /** Why the coordinator revoked this device, once it has (then no reconnection). */
+  private revokedReason: string | undefined;
+  /** Has a connection been authenticated before (the next one is a resumption)? */
+  private welcomedBefore = false;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+  private readonly backoff: Backoff;
   private readonly usedControl = new Map<string, number>();
   private readonly inflightApprovals = new Set<string>();
+  /** Sockets this phone closed itself (a 4403 of its own is no revocation). */
+  private readonly closingByUs = new WeakSet<WebSocket>();
+  /**
+   * Signed answers by request id and intent digest, kept {@link ANSWER_KEEP_MS}: a request the
+   * coordinator re-sends after a reconnection (the answer may have been lost with the connection)
+   * is answered again with the same decision, without asking again.
+   */
+  private readonly answered = new Map<string, { approvalJson: string; at: number }>();
   private connectedOnce: (() => void) | undefined;
   readonly ready: Promise<void>;
 
@@ -127,6 +178,7 @@ export class MobileSigner {
     this.ready = new Promise((r) => {
       this.connectedOnce = r;
     });
+    this.backoff = new Backoff({ initialMs: opts.reconnectMs ?? 1000, maxMs: opts.reconnectMaxMs ?? 30_000 });
   }
 
   /**
@@ -207,6 +259,7 @@ export class MobileSigner {
   }
 
   private connect(): void {
+    this.reconnectTimer = undefined;
     if (this.stopped) return;
     const ws = new WebSocket(this.wsUrl(), { maxPayload: DEFAULT_LIMITS.maxMessageBytes });
     this.ws = ws;
@@ -219,11 +272,30 @@ export class MobileSigner {
           this.log.warn({ err: e instanceof Error ? e.message : String(e) }, 'frame handling failed'),
         );
     });
-    ws.on('close', (code, reason) => {
+    ws.on('close', (code, reasonBytes) => {
       if (this.ws === ws) this.ws = undefined;
       if (this.stopped) return;
-      this.log.warn({ code, reason: reason.toString() }, 'disconnected from the coordinator; reconnecting');
-      setTimeout(() => this.connect(), this.opts.reconnectMs ?? 1000).unref?.();
+      const reason = reasonBytes.toString();
+      // ceremonies need this connection: the coordinator has ended them (ABORTED) already
+      this.runner.cancelAll('disconnected from the coordinator');
+      if (code === DEVICE_REVOKED_CLOSE_CODE && !this.closingByUs.has(ws)) this.revokedReason ??= reason || 'revoked';
+      if (this.revokedReason !== undefined) {
+        const why = this.revokedReason;
+        this.log.error(
+          { code, reason: why },
+          `device revoked by the coordinator (${why}): not reconnecting; this phone must be enrolled again`,
+        );
+        void this.stop().finally(() => this.events.onRevoked?.(why));
+        return;
+      }
+      const { attempt, delayMs } = this.backoff.next();
+      this.log.warn(
+        { code, reason, attempt, delayMs },
+        `disconnected from the coordinator; reconnecting in ${delayMs} ms (attempt ${attempt})`,
+      );
+      this.events.onDisconnected?.({ code, reason, attempt, delayMs });
+      // a ref'd timer: it keeps the process alive while the coordinator is away
+      this.reconnectTimer = setTimeout(() => this.connect(), delayMs);
     });
     ws.on('error', (e) => this.log.debug({ err: e.message }, 'websocket error'));
   }
@@ -241,8 +313,18 @@ export class MobileSigner {
     const f = d.frame;
     if (f.challenge) return this.onChallenge(ws, f.challenge);
     if (f.welcome) {
-      this.log.info({ coordinator: this.vault.info.coordinatorPeerId }, 'connected to the coordinator');
-      this.events.onConnected?.(this.vault.info.coordinatorPeerId as string);
+      const pendingApprovals = Number(f.welcome.pendingApprovals ?? 0);
+      const resumed = this.welcomedBefore || this.backoff.attempt > 0;
+      this.welcomedBefore = true;
+      this.backoff.reset();
+      const coordinator = this.vault.info.coordinatorPeerId as string;
+      if (resumed)
+        this.log.info(
+          { coordinator, pendingApprovals },
+          `reconnected to the coordinator; resuming ${pendingApprovals} pending approvals`,
+        );
+      else this.log.info({ coordinator, pendingApprovals }, 'connected to the coordinator');
+      this.events.onConnected?.(coordinator, { resumed, pendingApprovals });
       this.connectedOnce?.();
       return;
     }
@@ -260,6 +342,8 @@ export class MobileSigner {
     }
     if (f.error) {
       this.log.warn({ code: f.error.code, message: f.error.message }, 'coordinator reported an error');
+      // the coordinator closes the socket next; no reconnection then
+      if (f.error.code === 'DEVICE_REVOKED') this.revokedReason ??= f.error.message || 'revoked';
       return;
     }
   }
@@ -275,6 +359,8 @@ export class MobileSigner {
         { pinned: info.coordinatorPeerId, presented: c.coordinatorPeerId },
         'coordinator identity changed: refusing to connect',
       );
+      // not a revocation: the phone keeps trying (the real coordinator may be back), at the backoff's pace
+      this.closingByUs.add(ws);
       ws.close(4403, 'coordinator identity changed');
       return;
     }
@@ -350,6 +436,16 @@ export class MobileSigner {
 
   private async onApprovalRequest(ws: WebSocket, requestId: string, intentJson: string): Promise<void> {
     if (this.inflightApprovals.has(requestId)) return;
+    const now = Date.now();
+    for (const [k, a] of this.answered) if (now - a.at > ANSWER_KEEP_MS) this.answered.delete(k);
+    const answerKey = `${requestId}/${bytesToHex(sha256(new TextEncoder().encode(intentJson)))}`;
+    const earlier = this.answered.get(answerKey);
+    if (earlier) {
+      // decided before (the answer may have been lost with a connection): the same answer again
+      this.log.info({ request: requestId }, 'approval request already answered: answer sent again');
+      this.send(this.ws ?? ws, { approvalAnswer: { requestId, approvalJson: earlier.approvalJson } });
+      return;
+    }
     let intent: TransferIntent;
     try {
       intent = JSON.parse(intentJson) as TransferIntent;
@@ -383,16 +479,21 @@ export class MobileSigner {
         new Date().toISOString(),
       );
       this.events.onDecision?.(intent, decision);
-      this.send(this.ws ?? ws, { approvalAnswer: { requestId, approvalJson: JSON.stringify(approval) } });
+      const approvalJson = JSON.stringify(approval);
+      this.answered.set(answerKey, { approvalJson, at: Date.now() });
+      while (this.answered.size > ANSWER_KEEP_MAX) this.answered.delete(this.answered.keys().next().value as string);
+      this.send(this.ws ?? ws, { approvalAnswer: { requestId, approvalJson } });
     } finally {
       this.inflightApprovals.delete(requestId);
     }
   }
 
-  /** Disconnect, cancel ceremonies, close the store and wipe the keys. */
+  /** Stop reconnecting, disconnect, cancel ceremonies, close the store and wipe the keys. Idempotent. */
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = undefined;
     this.runner.cancelAll('shutting down');
     this.primePool?.stop();
     this.ws?.close(1000, 'bye');

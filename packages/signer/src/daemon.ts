@@ -307,6 +307,19 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
   const onPeers = () => scheduleStatus();
   h.node.addEventListener('peer:connect', onPeers);
   h.node.addEventListener('peer:disconnect', onPeers);
+  // The coordinator dials this signer (and re-dials it forever, with backoff, after a restart of
+  // either side): the signer only says what it sees.
+  const coordinatorPeer = config.coordinator.peerId;
+  h.node.addEventListener('peer:connect', (e) => {
+    if (e.detail.toString() === coordinatorPeer) log.info({ peer: coordinatorPeer }, 'coordinator connected');
+  });
+  h.node.addEventListener('peer:disconnect', (e) => {
+    if (e.detail.toString() === coordinatorPeer)
+      log.warn(
+        { peer: coordinatorPeer },
+        'coordinator disconnected; waiting for it to reconnect (the coordinator dials this signer)',
+      );
+  });
   await writeStatus();
   log.info({ listen: h.addrs(), peers: config.peers.length }, 'signer started');
   let stopped = false;

@@ -8,6 +8,7 @@
 import './polyfills.js';
 
 export * from './assets.js';
+export * from './backoff.js';
 export * from './ceremonies.js';
 export * from './cli.js';
 export * from './config.js';
@@ -17,6 +18,7 @@ export * from './enforce.js';
 export * from './generation.js';
 export * from './host.js';
 export * from './identity.js';
+export * from './links.js';
 export * from './local-cluster.js';
 export * from './presignatures.js';
 export * from './primes.js';

@@ -41,7 +41,8 @@ export interface RelayFrame {
 export interface DeviceFrame {
   challenge?: { nonce: Uint8Array; coordinatorPeerId: string };
   hello?: { deviceId: string; mpcPeerId: string; signature: Uint8Array };
-  welcome?: Record<string, never>;
+  /** `pendingApprovals`: approval requests pending for the device, sent right after (absent: 0). */
+  welcome?: { pendingApprovals?: number };
   relay?: RelayFrame;
   invitation?: { signedControl: Uint8Array };
   answer?: { ceremonyId: Uint8Array; response: Uint8Array };

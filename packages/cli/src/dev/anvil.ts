@@ -5,7 +5,7 @@
  */
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import type { Managed, Supervisor } from './supervisor.js';
+import { type Managed, RESTART, type Supervisor } from './supervisor.js';
 
 const require = createRequire(import.meta.url);
 
@@ -37,7 +37,7 @@ export async function startAnvil(
       '--silent',
       ...(opts.stateFile ? ['--state', opts.stateFile] : []),
     ],
-    { quiet: opts.quiet ?? false },
+    { quiet: opts.quiet ?? false, restart: RESTART },
   );
   // --silent prints nothing: poll the RPC instead
   const url = `http://127.0.0.1:${port}`;

@@ -196,8 +196,8 @@ export async function runDemo(
 
   // 5. above the quorum threshold: two approvals; phone 2 is offline first
   say('▶ take the approver phone (mobile 2) offline');
-  await inst.mobiles[1]?.child.kill('SIGTERM');
-  await inst.mobiles[1]?.exited;
+  // a deliberate stop: the supervisor does not restart it
+  await inst.mobiles[1]?.stop();
   const big = await step(
     'transfer 0.6 ETH (above the 0.5 ETH quorum threshold: 2 approvals needed)',
     async () =>

@@ -10,6 +10,11 @@
  * seed §1.4) within its 5-minute deadline, an API key, a whitelist + limits + quorum policy signed
  * by the Admin's device, and a webhook subscription. Development secrets (signer passphrase, PINs,
  * admin password) are random, written to `<data>/secrets/` with mode 0600, and never logged.
+ *
+ * Every process (coordinator, signers, phones, anvil) is restarted when it dies unexpectedly
+ * ({@link RESTART}: the supervisor logs the exit and the restart); the phones and the coordinator's
+ * links to the signers reconnect by themselves. A phone the coordinator revoked exits with
+ * `EXIT_DEVICE_REVOKED` and stays down.
  */
 
 import { spawn } from 'node:child_process';
@@ -19,10 +24,11 @@ import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readMailbox } from '@custodian/coordinator';
+import { EXIT_DEVICE_REVOKED } from '@custodian/mobile';
 import { startAnvil } from './anvil.js';
 import { call, waitFor } from './http.js';
 import { startReceiver } from './receiver.js';
-import { type Managed, Supervisor } from './supervisor.js';
+import { type Managed, RESTART, Supervisor } from './supervisor.js';
 
 /** Where and how to run the instance. */
 export interface InstanceOptions {
@@ -68,7 +74,7 @@ export interface Instance {
   readonly supervisor: Supervisor;
   readonly mobiles: Managed[];
   readonly events: ReceivedEvent[];
-  /** Restart mobile simulator `k` (0 or 1) — the demo takes phone 2 offline and back. */
+  /** Start mobile simulator `k` (0 or 1) again after a deliberate `stop()` — the demo takes phone 2 offline and back. */
   startMobile(k: number): Managed;
   adminToken(): Promise<string>;
   stop(): Promise<void>;
@@ -150,7 +156,8 @@ export async function startInstance(opts: InstanceOptions): Promise<Instance> {
     ? (JSON.parse(await readFile(statePath, 'utf8')) as InstanceState)
     : { version: 1, admin: { email: 'admin@custodian.local' }, devices: [], signers: [] };
   const save = () => writeFile(statePath, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
-  const sup = new Supervisor();
+  // the supervisor's lines (processes' output, exits and restarts) go where the progress goes
+  const sup = new Supervisor(say);
   const verbose = opts.verbose !== false;
   const baseUrl = `http://127.0.0.1:${opts.apiPort}`;
   const anvilUrl = `http://127.0.0.1:${opts.anvilPort}`;
@@ -226,7 +233,7 @@ export async function startInstance(opts: InstanceOptions): Promise<Instance> {
         '--presignature-pool',
         '2',
       ],
-      { ready: /coordinator listening on/, timeoutMs: 120_000, quiet: !verbose },
+      { ready: /coordinator listening on/, timeoutMs: 120_000, quiet: !verbose, restart: RESTART },
     );
     const readyLine = await timed(
       `coordinator on ${baseUrl} (embedded PGlite in ${coordinatorDir})`,
@@ -372,6 +379,7 @@ export async function startInstance(opts: InstanceOptions): Promise<Instance> {
           ready: /signer started/,
           timeoutMs: 120_000,
           quiet: !verbose,
+          restart: RESTART,
         }),
       );
     }
@@ -419,7 +427,8 @@ export async function startInstance(opts: InstanceOptions): Promise<Instance> {
           chainsFile,
           ...(seedFiles[2 + k] ? ['--prime-seed-file', seedFiles[2 + k] as string] : []),
         ],
-        { quiet: !verbose },
+        // a revoked phone (removed by the administrator) stops for good: not restarted
+        { quiet: !verbose, restart: { ...RESTART, finalExitCodes: [EXIT_DEVICE_REVOKED] } },
       );
       mobiles[k] = m;
       return m;

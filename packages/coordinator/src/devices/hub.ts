@@ -8,7 +8,10 @@
  *   of an **APPROVED** enrolled device, naming the MPC peer id pinned at its enrollment (issue #26
  *   item 7: never another, never a server signer's; a device enrolled before peer ids were bound
  *   gets the id of its first hello pinned through {@link DeviceHub.pinLegacyPeer}). Anything else
- *   closes the socket (code 4401). A second connection of the same device replaces the first.
+ *   closes the socket (code 4401; for a device REMOVED or REJECTED after an `Error { code:
+ *   DEVICE_REVOKED }` frame, so that it stops reconnecting). A second connection of the same device
+ *   replaces the first. The `DeviceWelcome` carries `pending_approvals`, the number of pending
+ *   approval requests sent right after it.
  * - **Before the hello** (issue #26 item 11): a socket may send one frame of at most
  *   {@link DEVICE_HELLO_MAX_FRAME_BYTES} (else close 1009) and at most that many bytes in all; a first
  *   frame that is not a decodable hello closes it (4400 / 4401). At most
@@ -448,10 +451,18 @@ export class DeviceHub implements DeviceCeremonyPort {
     this.send(c.ws, { relay: { peerId: signerPeerId, envelope: frame.envelope } });
   }
 
-  /** Close every device connection and stop accepting. */
+  /**
+   * Close every device connection (authenticated ones with 1001 `coordinator shutting down`, others
+   * at once) and stop accepting. Idempotent. Called by the coordinator's stop before the HTTP
+   * server closes (which waits for every open socket).
+   */
   close(): void {
+    if (this.closed) return;
     this.closed = true;
     for (const c of this.byDevice.values()) c.ws.close(1001, 'coordinator shutting down');
+    // sockets not yet authenticated go at once: an HTTP server's close waits for every socket
+    const authenticated = new Set([...this.byDevice.values()].map((c) => c.ws));
+    for (const ws of this.wss.clients) if (!authenticated.has(ws)) ws.terminate();
     this.wss.close();
     for (const w of this.onlineWaiters) w();
   }
@@ -549,6 +560,14 @@ export class DeviceHub implements DeviceCeremonyPort {
     if (!/^[0-9a-f-]{36}$/i.test(hello.deviceId)) return fail('unknown device');
     const rec = await this.init.lookupDevice(hello.deviceId.toLowerCase());
     if (!rec) return fail('unknown device');
+    if (rec.status === 'REMOVED' || rec.status === 'REJECTED') {
+      // final: the device is told it was revoked (it stops reconnecting), then refused as any other
+      const why = `device is ${rec.status}, not APPROVED`;
+      this.log('warn', 'device authentication failed', { device: hello.deviceId, reason: why });
+      this.send(ws, { error: { code: 'DEVICE_REVOKED', message: why } });
+      ws.close(4401, why);
+      return undefined;
+    }
     if (rec.status !== 'APPROVED') return fail(`device is ${rec.status}, not APPROVED`);
     try {
       const pid = peerIdFromString(hello.mpcPeerId);
@@ -581,8 +600,6 @@ export class DeviceHub implements DeviceCeremonyPort {
     this.byPeer.set(conn.mpcPeerId, conn);
     this.knownPeer.set(conn.deviceId, conn.mpcPeerId);
     this.rememberKey(conn.deviceId, rec.publicKey);
-    this.send(ws, { welcome: {} });
-    this.log('info', 'device connected', { device: conn.deviceId, peer: conn.mpcPeerId });
     if (this.pendingSource) {
       try {
         for (const p of await this.pendingSource(conn.deviceId)) {
@@ -599,7 +616,11 @@ export class DeviceHub implements DeviceCeremonyPort {
     }
     // the status again, after the awaits above: a removal that committed meanwhile wins
     if (!(await this.ifApproved(conn))) return undefined;
-    for (const [id, intent] of this.approvalQueue.get(conn.deviceId) ?? []) this.sendApprovalRequest(conn, id, intent);
+    // the welcome says how many pending approval requests follow (the device logs what it resumes)
+    const pending = [...(this.approvalQueue.get(conn.deviceId) ?? [])];
+    this.send(ws, { welcome: { pendingApprovals: pending.length } });
+    this.log('info', 'device connected', { device: conn.deviceId, peer: conn.mpcPeerId, pending: pending.length });
+    for (const [id, intent] of pending) this.sendApprovalRequest(conn, id, intent);
     if (this.policySource) {
       try {
         this.pushPolicies(await this.policySource(), conn.deviceId);

@@ -2,16 +2,18 @@
  * The coordinator's signer-facing services, built from configuration by `createCoordinator`:
  * its libp2p identity (Ed25519, persisted in `<dataDir>/coordinator-p2p.key`, 0600, libp2p
  * private-key protobuf), a dial-only libp2p host pinned to the server signers registered in the
- * admin API (`server_signers`, re-read before every ceremony), the control client, the relay to
- * signers for device parties, the device hub (WebSocket), the {@link SignerGateway}, the master
- * key {@link CeremonyClient} and the push of signed policy versions to the signers (policy-sync.ts).
+ * admin API (`server_signers`, re-read before every ceremony) with a link kept to each (dialled at
+ * start, re-dialled forever with backoff when it drops: `@custodian/signer` links.ts), the control
+ * client, the relay to signers for device parties, the device hub (WebSocket), the
+ * {@link SignerGateway}, the master key {@link CeremonyClient} and the push of signed policy
+ * versions to the signers (policy-sync.ts).
  *
  * Operators configure every signer with this coordinator's peer id (`coordinator.peerId`); it is
  * printed by `custodian coordinator peer-id` and logged at start.
  */
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ControlClient, createCoordinatorRelay } from '@custodian/signer';
+import { ControlClient, createCoordinatorRelay, PeerLinks } from '@custodian/signer';
 import { DEFAULT_LIMITS, KeyAlgorithm } from '@custodian/wire';
 import { generateKeyPair, privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys';
 import type { PrivateKey } from '@libp2p/interface';
@@ -82,6 +84,13 @@ export interface SigningServicesOptions {
   presignaturePool?: number | Partial<PresignaturePoolOptions>;
   /** Device WebSocket pre-hello caps (devices/hub.ts defaults). */
   deviceSockets?: Partial<DeviceHubLimits>;
+  /**
+   * Links kept to the registered server signers (`@custodian/signer` links.ts): dialled at start
+   * and whenever the list is re-read, retried forever with a capped, jittered backoff (first base
+   * `initialMs`, default 1000; cap `maxMs`, default 30 000), logged (`… unreachable …; reconnecting
+   * in N ms (attempt k)`, `reconnected to server signer …`). `false`: off (dial on demand only).
+   */
+  signerLinks?: { initialMs?: number; maxMs?: number } | false;
 }
 
 /** The running services. */
@@ -114,6 +123,7 @@ export async function createSigningServices(opts: SigningServicesOptions): Promi
   const peerId = peerIdFromPrivateKey(privateKey).toString();
   const peers = new Map<string, string[]>();
   const signerIds = new Map<string, string>(); // signer_id -> peer id
+  let links: PeerLinks | undefined;
   const refreshSigners = async () => {
     const rows = await opts.db.query<{ signer_id: string; peer_id: string; address: string }>(
       'SELECT signer_id, peer_id, address FROM server_signers WHERE removed_at IS NULL',
@@ -124,9 +134,17 @@ export async function createSigningServices(opts: SigningServicesOptions): Promi
       peers.set(r.peer_id, [stripP2p(r.address)]);
       signerIds.set(String(r.signer_id).toLowerCase(), r.peer_id);
     }
+    links?.sync();
   };
   await refreshSigners();
   const control = await ControlClient.create(privateKey, peers, opts.log);
+  if (opts.signerLinks !== false) {
+    links = new PeerLinks(control.host, () => peers, {
+      ...(opts.signerLinks ?? {}),
+      log: opts.log ?? pino({ level: 'silent' }),
+    });
+    links.sync();
+  }
   const warn = (level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>) =>
     opts.log?.[level](fields ?? {}, msg);
   let hub: DeviceHub | undefined;
@@ -238,6 +256,7 @@ export async function createSigningServices(opts: SigningServicesOptions): Promi
     refreshSigners,
     async stop() {
       await presignatures.stop();
+      links?.stop();
       h.close();
       relay.close();
       await control.stop();
