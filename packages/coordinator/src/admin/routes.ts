@@ -11,8 +11,9 @@
  *
  * Sensitive routes also need a fresh step-up of the session (`POST /admin/v1/session/step-up`,
  * default 5 min) and answer 403 `STEP_UP_REQUIRED` without one: TOTP enrollment start and confirm,
- * API key create and revoke, webhook create, update and delete, user creation, and a user change
- * of role or password. TOTP disable carries its own proof (the current code).
+ * API key create and revoke, profile and instance webhook create, update and delete, webhook
+ * signing key rotation, user creation and deletion, a user change of role or password, device
+ * approval, and server signer registration and removal. TOTP disable carries its own proof (the current code).
  * A Finance Manager or Viewer assigned to wallet groups is limited to those groups' wallets, their
  * balances and transfers, and those groups (`scope.ts`; others answer 404 as if absent). Instance
  * and security events go to instance-level webhooks (`/admin/v1/webhooks`) only.
@@ -457,6 +458,7 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
       tags: ['Admin: users'],
       summary: 'Delete a user (the last active Admin cannot be removed)',
       params: userParams,
+      stepUp: true,
       status: 204,
       response: { description: 'Deleted', type: 'null' },
       errors: ['RESOURCE_NOT_FOUND', 'CONFLICT'],
@@ -704,6 +706,7 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
         },
         ['name', 'peer_id', 'address', 'fingerprint'],
       ),
+      stepUp: true,
       status: 201,
       response: anyObject('Server signer'),
       errors: ['CONFLICT'],
@@ -718,6 +721,7 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
       tags: ['Admin: signers'],
       summary: 'Remove a server signer',
       params: obj({ signer_id: UUID }, ['signer_id']),
+      stepUp: true,
       status: 204,
       response: { description: 'Removed', type: 'null' },
       errors: ['RESOURCE_NOT_FOUND'],
@@ -775,6 +779,7 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
         'fingerprint',
         'user_id',
       ]),
+      stepUp: true,
       status: 200,
       response: anyObject('device_id, status, user_id'),
       errors: ['RESOURCE_NOT_FOUND', 'CONFLICT'],
@@ -1073,6 +1078,7 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
       summary: 'Register an instance-level webhook (instance and security event types only)',
       description: instanceText,
       body: obj({ url, event_types: instanceEventTypes, description }, ['url', 'event_types']),
+      stepUp: true,
       status: 201,
       response: anyObject('Webhook'),
     },
@@ -1101,6 +1107,7 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
       summary: 'Update an instance-level webhook',
       params: instanceHook,
       body: { ...obj({ url, event_types: instanceEventTypes, description }), minProperties: 1 },
+      stepUp: true,
       status: 200,
       response: anyObject('Webhook'),
       errors: ['RESOURCE_NOT_FOUND'],
@@ -1115,6 +1122,7 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
       tags: ['Admin: webhooks'],
       summary: 'Delete an instance-level webhook',
       params: instanceHook,
+      stepUp: true,
       status: 204,
       response: { description: 'Deleted', type: 'null' },
       errors: ['RESOURCE_NOT_FOUND'],
@@ -1189,6 +1197,7 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
         'publish lead, 1 h); the current key stops signing then and stays published for the overlap (24 h). 409 when ' +
         'a new key is already waiting.',
       body: obj({ lead_seconds: { type: 'integer', minimum: 0, maximum: 30 * 86400 } }),
+      stepUp: true,
       status: 201,
       response: anyObject('The new key (kid, created_at, activates_at, state)'),
       errors: ['CONFLICT'],
