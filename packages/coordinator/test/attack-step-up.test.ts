@@ -18,6 +18,7 @@ import { describe, expect, it } from 'vitest';
 import type { AdminService } from '../src/admin/service.js';
 import type { CoordinatorOptions } from '../src/coordinator.js';
 import { readMailbox } from '../src/mailer.js';
+import { enrollmentBody, phoneKeys } from './device-fixtures.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, type Harness, type Json, startHarness } from './helpers.js';
 
 const PW = 'a long enough password';
@@ -245,6 +246,56 @@ describe('attack: a session alone changes a second factor', () => {
 });
 
 describe('attack: a session alone performs sensitive admin actions', () => {
+  it('approving a phone, registering or removing a server signer, instance webhooks, key rotation and user deletion need a step-up', async () => {
+    await withHarness(async (h) => {
+      const v = await passwordUserWithSession(h, 'ADMIN');
+      const target = await h.c.admin.createUser(randomUUID(), {
+        email: `target-${randomUUID().slice(0, 8)}@example.com`,
+        name: 'target',
+        role: 'VIEWER',
+        password: PW,
+      });
+      // an attacker's phone, waiting for approval
+      const e = await h.req('POST', '/devices/v1/enrollments', { body: enrollmentBody(await phoneKeys(), 'phone') });
+      expect(e.status).toBe(201);
+      const attempts: [string, string, unknown?][] = [
+        [
+          'POST',
+          `/admin/v1/devices/${e.body.device_id}/approve`,
+          { fingerprint: e.body.fingerprint, user_id: v.user_id },
+        ],
+        [
+          'POST',
+          '/admin/v1/signers',
+          { name: 'rogue', peer_id: '12D3KooWRogueSignerPeerIdXXXXXXXXXXXXXXXXXXXXXXX', fingerprint: 'x' },
+        ],
+        ['DELETE', `/admin/v1/signers/${randomUUID()}`],
+        ['POST', '/admin/v1/webhooks', { url: 'http://127.0.0.1:9/exfil', event_types: ['USER_CREATED'] }],
+        ['PATCH', `/admin/v1/webhooks/${randomUUID()}`, { url: 'http://127.0.0.1:9/exfil' }],
+        ['DELETE', `/admin/v1/webhooks/${randomUUID()}`],
+        ['POST', '/admin/v1/webhook-signing-keys/rotate'],
+        ['DELETE', `/admin/v1/users/${target.user_id}`],
+      ];
+      const res = await Promise.all(
+        attempts.map(([method, path, body]) =>
+          h.req(method, path, { token: v.token, ...(body === undefined ? {} : { body }) }),
+        ),
+      );
+      for (const [i, r] of res.entries()) expectStepUpRequired(r, `${attempts[i]![0]} ${attempts[i]![1]}`);
+      expect((await h.c.admin.getDevice(e.body.device_id)).status).toBe('PENDING');
+      expect((await h.c.admin.getUser(target.user_id)).role).toBe('VIEWER');
+      // after a step-up the approval goes through
+      expect(
+        (await h.req('POST', '/admin/v1/session/step-up', { token: v.token, body: { password: PW } })).status,
+      ).toBe(200);
+      const ok = await h.req('POST', `/admin/v1/devices/${e.body.device_id}/approve`, {
+        token: v.token,
+        body: { fingerprint: e.body.fingerprint, user_id: v.user_id },
+      });
+      expect(ok.status).toBe(200);
+    });
+  });
+
   it('creating an API key, registering, changing or deleting a webhook, changing a role or creating a user needs a step-up', async () => {
     await withHarness(async (h) => {
       const v = await passwordUserWithSession(h, 'ADMIN');
