@@ -1,0 +1,257 @@
+/**
+ * Attack (review of #26 item 3): the signer's ledger says a learned tombstone is final ("no later
+ * push replaces it", and the #26 attack test asserts "a version pushed afterwards (older, or even
+ * newer) revives nothing"), but the sign-time check refuses only versions ≤ the tombstone's. A
+ * compromised coordinator that obtains an Admin-device signature on a version numbered above the
+ * tombstone (a deleted policy's id presented again as an ordinary "new version" to sign) revives
+ * the deleted policy at every signer, even one that holds the tombstone.
+ *
+ * Must hold: once a signer holds a policy's signed tombstone, it refuses EVERY version of that
+ * policy id at sign time (POLICY_DELETED), newer ones included.
+ *
+ * Setup copied from attack-policy-replay.test.ts (real daemon, real control channel).
+ */
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { type KeyShare as EcdsaKeyShare, keyShareToJson } from '@custodian/cggmp';
+import { type EthereumContext, ethereumAddress, recomputeEthereumDigests } from '@custodian/chains';
+import { bytesToHex, secp256k1Group } from '@custodian/crypto';
+import {
+  assetId,
+  CeremonyKind,
+  type CeremonyResult,
+  KeyAlgorithm,
+  Outcome,
+  type PolicyDocument,
+  type SignedPolicy,
+  type SignRequest,
+  signApproval,
+  signPolicy,
+  type TransferIntent,
+  walletIdOf,
+} from '@custodian/wire';
+import { generateKeyPair } from '@libp2p/crypto/keys';
+import { peerIdFromPrivateKey } from '@libp2p/peer-id';
+import { p256 } from '@noble/curves/nist.js';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  ControlClient,
+  createHost,
+  createIdentity,
+  derivedChild,
+  type Host,
+  type KeyRecord,
+  SecureStore,
+  type SignerConfig,
+  type SignerDaemon,
+  startSigner,
+} from '../src/index.js';
+import { intent as fixtureIntent } from './attack-fixtures.js';
+import { freePort, tempDir } from './cluster.js';
+import { fixtureShares2of3 } from './in-process.js';
+
+const PASS_ENV = 'CUSTODIAN_REVIEW_TOMBSTONE_TEST_PASS';
+const PASS = 'policy replay test passphrase';
+process.env[PASS_ENV] = PASS;
+const SCRYPT = { N: 1 << 10, r: 8, p: 1 };
+
+const adminSk = p256.utils.randomSecretKey();
+const deviceSk = p256.utils.randomSecretKey();
+const pub = (sk: Uint8Array) => bytesToHex(p256.getPublicKey(sk, true));
+const share = fixtureShares2of3[0] as EcdsaKeyShare;
+const keyId = 'cd'.repeat(16);
+const path = [44, 60, 0, 0, 1];
+const child = derivedChild(share.core.publicKey, share.core.chainCode, path);
+const from = ethereumAddress(child.publicKey);
+const dest = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
+const other = '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC';
+const profile = '11111111-1111-4111-8111-111111111111';
+
+/** Version `version` of policy `policyId`, signed by the pinned Admin device (or `sk`). */
+function version(policyId: string, v: number, over: Partial<PolicyDocument> = {}, sk = adminSk): SignedPolicy {
+  const doc: PolicyDocument = {
+    policy_id: policyId,
+    version: v,
+    profile_id: profile,
+    scope: { wallet_ids: null, blockchain: 'ethereum-local', asset_id: null },
+    // version 1 is the loose one: two destinations, a high limit
+    whitelist: v === 1 ? [dest, other] : [dest],
+    per_transaction_limit: v === 1 ? '1000000' : '10',
+    daily_limit: null,
+    approvals: { quorum: 1, above_amount: '0' },
+    created_at: `2026-01-0${v}T00:00:00.000Z`,
+    ...over,
+  };
+  return signPolicy(doc, 'admin-phone', sk);
+}
+
+function intent(): TransferIntent {
+  return fixtureIntent({
+    profile_id: profile,
+    wallet_id: walletIdOf(keyId, path[2] as number),
+    asset_id: assetId('ethereum-local', 'ETH'),
+    source_address: from,
+    destination_address: dest,
+    amount: '5',
+    derivation_path: path,
+    key_id: keyId,
+    created_at: new Date().toISOString(),
+  });
+}
+
+let nonce = 0;
+/** A sign request for a fresh intent whose evidence carries `policy`. */
+function request(policy: SignedPolicy): SignRequest {
+  const i = intent();
+  const ctx: EthereumContext = {
+    chainId: 31337,
+    from,
+    fromPublicKey: bytesToHex(child.publicKey),
+    fromPath: path,
+    nonce: nonce++,
+    gas: '21000',
+    maxFeePerGas: '2000000000',
+    maxPriorityFeePerGas: '1000000000',
+  };
+  const digests = recomputeEthereumDigests(
+    { asset: { kind: 'native' }, destination: i.destination_address, amount: BigInt(i.amount) },
+    ctx,
+  ).map((d) => d.digest);
+  return {
+    keyId,
+    algorithm: KeyAlgorithm.SECP256K1_ECDSA,
+    derivationPath: path,
+    digests,
+    evidence: {
+      intentJson: JSON.stringify(i),
+      policyJson: JSON.stringify(policy),
+      approvalsJson: [JSON.stringify(signApproval(i, 'APPROVE', 'dev-1', deviceSk, new Date().toISOString()))],
+      chainContextJson: JSON.stringify(ctx),
+    },
+  };
+}
+
+describe('a signer refuses policy versions older than the newest it learned, and every version of a deleted policy', () => {
+  let dir = '';
+  let config: SignerConfig;
+  let daemon: SignerDaemon | undefined;
+  let host: Host;
+  let client: ControlClient;
+  let peerId = '';
+  const logs: string[] = [];
+  /** A peer of the key that never answers: an accepted request ends without a signature (the deadline). */
+  let absent = '';
+
+  async function start(): Promise<void> {
+    const sink = new Writable({
+      write(chunk, _e, cb) {
+        logs.push(String(chunk));
+        cb();
+      },
+    });
+    daemon = await startSigner(config, pino({ level: 'info' }, sink));
+  }
+
+  /** Push signed versions as the coordinator does (control.proto PolicySync); the per-item outcomes. */
+  async function push(...signed: SignedPolicy[]): Promise<unknown> {
+    const res = await client.send(peerId, {
+      policySync: { signedPoliciesJson: signed.map((s) => JSON.stringify(s)) },
+    } as never);
+    return (res as { policySync?: { items?: unknown[] } }).policySync?.items;
+  }
+
+  /**
+   * Ask for a signature under `policy`: the refusal code, or `NOT_REFUSED` when every check let it
+   * through (the ceremony then waits for the absent co-signer and ends at its deadline).
+   */
+  async function sign(policy: SignedPolicy): Promise<string> {
+    const result: CeremonyResult = await client.startCeremony(
+      peerId,
+      {
+        ceremonyId: crypto.getRandomValues(new Uint8Array(16)),
+        kind: CeremonyKind.SIGN,
+        parties: [{ peerId }, { peerId: absent }],
+        threshold: 2,
+        deadlineUnixMs: Date.now() + 1500,
+        sign: request(policy),
+      },
+      20_000,
+    );
+    if (result.outcome !== Outcome.REFUSED) return 'NOT_REFUSED';
+    return /^([A-Z][A-Z0-9_]{2,})\b/.exec(result.error ?? '')?.[1] ?? (result.error || 'REFUSED');
+  }
+
+  beforeAll(async () => {
+    dir = tempDir('attack-review-tombstone-final');
+    const coordKey = await generateKeyPair('Ed25519');
+    absent = peerIdFromPrivateKey(await generateKeyPair('Ed25519')).toString();
+    const dataDir = join(dir, 'signer');
+    const id = await createIdentity(dataDir, PASS, SCRYPT);
+    peerId = id.peerId;
+    const port = await freePort();
+    config = {
+      listen: `/ip4/127.0.0.1/tcp/${port}`,
+      dataDir,
+      peers: [],
+      coordinator: { peerId: peerIdFromPrivateKey(coordKey).toString() },
+      passphrase: { env: PASS_ENV },
+      logLevel: 'info',
+      scrypt: SCRYPT,
+      trustedAdminDevices: [{ deviceId: 'admin-phone', publicKey: pub(adminSk) }],
+      chains: { 'ethereum-local': { family: 'ethereum', chainId: 31337, maxFee: '10000000000000000' } },
+    };
+    const store = await SecureStore.open(join(dataDir, 'db'), PASS, SCRYPT);
+    const rec: KeyRecord = {
+      keyId,
+      threshold: 2,
+      parties: [peerId, absent],
+      keys: [
+        {
+          algorithm: KeyAlgorithm.SECP256K1_ECDSA,
+          suite: 'cggmp',
+          publicKey: bytesToHex(secp256k1Group.encodePoint(share.core.publicKey)),
+          chainCode: bytesToHex(share.core.chainCode),
+        },
+      ],
+      epoch: 0,
+      createdAt: new Date().toISOString(),
+      approverDevices: [{ deviceId: 'dev-1', publicKey: pub(deviceSk) }],
+    };
+    const enc = new TextEncoder();
+    await store.batch([
+      {
+        type: 'put',
+        sublevel: 'shares',
+        key: `${keyId}/cggmp`,
+        value: enc.encode(JSON.stringify(keyShareToJson(share))),
+      },
+      { type: 'put', sublevel: 'shares', key: `${keyId}/meta`, value: enc.encode(JSON.stringify(rec)) },
+    ]);
+    await store.close();
+    await start();
+    host = await createHost({
+      privateKey: coordKey,
+      listen: [],
+      peers: new Map([[peerId, [config.listen]]]),
+      maxFrameBytes: 16 * 1024 * 1024,
+      log: pino({ level: 'silent' }),
+    });
+    client = ControlClient.fromHost(host, Uint8Array.from(coordKey.raw.subarray(0, 32)));
+  }, 60_000);
+
+  afterAll(async () => {
+    await host?.stop();
+    await daemon?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+  it('a version numbered above a learned tombstone is refused at sign time (the tombstone is final)', async () => {
+    const id = crypto.randomUUID();
+    const tombstone = version(id, 3, { deleted: true } as Partial<PolicyDocument>);
+    expect(await push(tombstone)).toMatchObject([{ version: 3, outcome: 'STORED', heldDeleted: true }]);
+    // the revived policy: loose, numbered above the tombstone, signed by the pinned Admin device
+    const revived = version(id, 4, { whitelist: [dest, other], per_transaction_limit: '1000000' });
+    expect(await sign(revived)).toBe('POLICY_DELETED');
+  }, 60_000);
+});
