@@ -21,8 +21,8 @@ export const API_DECISIONS = `Custody REST API of a Custodian instance (client i
   peer, or the forwarded client behind a trusted proxy) → 403 \`API_KEY_ADDRESS_NOT_ALLOWED\`, checked before the profile.
 - **Admin sessions.** Bearer tokens from login (password + second factor), valid 8 hours and ended after 30 minutes
   unused (both configurable) → 401 \`SESSION_REQUIRED\`. Sensitive admin actions (TOTP enrollment, API key create and
-  revoke, profile and instance webhook create/update/delete, webhook signing key rotation, user create and delete, role
-  or password change, device approval, server signer registration and removal) need a fresh step-up of the session —
+  revoke, profile and instance webhook create/update/delete, webhook signing key rotation, user create, delete and block, role
+  or password change, wallet-group membership changes and group deletion, device approval, server signer registration and removal) need a fresh step-up of the session —
   \`POST /admin/v1/session/step-up\` with the current TOTP code, or the password when the user has no TOTP; fresh for
   5 minutes by default — else 403 \`STEP_UP_REQUIRED\` (a dashboard prompts and retries). Wrong step-up proofs count
   towards the per-account lockout. A second-factor change signs the user's other sessions out.

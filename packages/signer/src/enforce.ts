@@ -737,7 +737,8 @@ async function enforceLocked(
   const seenVersion = await store.get('ledger', policyKey);
   const newest = seenVersion ? Number(dec.decode(seenVersion)) : 0;
   const learned = await learnedPolicy(store, signedPolicy.document.policy_id);
-  if (learned?.deleted && signedPolicy.document.version <= learned.version) {
+  // a tombstone is final: no version of a deleted policy signs again, a higher one included
+  if (learned?.deleted) {
     throw new EvidenceRefused(
       'POLICY_DELETED',
       `policy ${signedPolicy.document.policy_id} was deleted (signed tombstone, version ${learned.version})`,

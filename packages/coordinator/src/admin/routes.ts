@@ -12,8 +12,9 @@
  * Sensitive routes also need a fresh step-up of the session (`POST /admin/v1/session/step-up`,
  * default 5 min) and answer 403 `STEP_UP_REQUIRED` without one: TOTP enrollment start and confirm,
  * API key create and revoke, profile and instance webhook create, update and delete, webhook
- * signing key rotation, user creation and deletion, a user change of role or password, device
- * approval, and server signer registration and removal. TOTP disable carries its own proof (the current code).
+ * signing key rotation, user creation, deletion and blocking, a user change of role or password,
+ * wallet-group membership changes, group deletion, device approval, and server signer
+ * registration and removal. TOTP disable carries its own proof (the current code).
  * A Finance Manager or Viewer assigned to wallet groups is limited to those groups' wallets, their
  * balances and transfers, and those groups (`scope.ts`; others answer 404 as if absent). Instance
  * and security events go to instance-level webhooks (`/admin/v1/webhooks`) only.
@@ -437,10 +438,10 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
       roles: ADMIN,
       tags: ['Admin: users'],
       summary: 'Change role, name, blocked state or password (blocking or a new password revokes sessions)',
-      description: 'A change of `role` or `password` is sensitive.',
+      description: 'A change of `role` or `password`, and blocking a user, are sensitive.',
       stepUp: (req) => {
-        const b = req.body as { role?: unknown; password?: unknown };
-        return b.role !== undefined || b.password !== undefined;
+        const b = req.body as { role?: unknown; password?: unknown; blocked?: unknown };
+        return b.role !== undefined || b.password !== undefined || b.blocked === true;
       },
       params: userParams,
       body: { ...obj({ role, name, blocked: { type: 'boolean' }, password }), minProperties: 1 },
@@ -1340,6 +1341,8 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
         roles: ADMIN,
         tags: [tag],
         summary: `Delete a ${kind} group (emits ${up}_GROUP_DELETED)`,
+        // deleting a wallet group lifts its users' scoping: as sensitive as a role change
+        stepUp: true,
         params: itemParams,
         status: 204,
         response: { description: 'Deleted', type: 'null' },
@@ -1362,6 +1365,7 @@ export async function adminRoutes(app: FastifyInstance, svc: AdminService) {
         roles: ADMIN,
         tags: ['Admin: wallet groups'],
         summary: `${assigned ? 'Assign a user to' : 'Remove a user from'} a wallet group (emits WALLET_GROUP_USER_ASSIGNED)`,
+        stepUp: true,
         params: obj({ profile_id: UUID, wallet_group_id: UUID, user_id: UUID }, [
           'profile_id',
           'wallet_group_id',
