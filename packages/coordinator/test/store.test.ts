@@ -32,6 +32,9 @@ describe.each(['pglite', 'postgres'] as const)('store on %s', (kind) => {
       ({ db, drop } = await openTestDb('postgres'));
     }
     store = new Store(db, () => now);
+    // each test below runs alone (-t): the schema and the directory are set up here
+    await migrate(db);
+    await db.tx((q) => syncDirectory(q, true));
   });
   afterAll(async () => {
     if (db === undefined) return;
@@ -42,15 +45,22 @@ describe.each(['pglite', 'postgres'] as const)('store on %s', (kind) => {
   const maybe = kind === 'postgres' && !pgUp ? it.skip : it;
 
   maybe('applies migrations once and records them in schema_migrations', async () => {
-    expect(await migrate(db)).toEqual(MIGRATIONS.map((m) => m.version));
-    expect(await migrate(db)).toEqual([]);
-    const rows = await db.query<{ version: number; name: string }>(
-      'SELECT version, name FROM schema_migrations ORDER BY version',
-    );
-    expect(rows.map((r) => r.version)).toEqual(MIGRATIONS.map((m) => m.version));
-    await db.tx((q) => syncDirectory(q, true));
-    await db.tx((q) => syncDirectory(q, true));
-    expect((await db.query<{ n: number }>('SELECT count(*)::int AS n FROM blockchains'))[0]!.n).toBe(11);
+    const fresh = await openTestDb(kind);
+    try {
+      const f = fresh.db;
+      expect(await migrate(f)).toEqual(MIGRATIONS.map((m) => m.version));
+      expect(await migrate(f)).toEqual([]);
+      const rows = await f.query<{ version: number; name: string }>(
+        'SELECT version, name FROM schema_migrations ORDER BY version',
+      );
+      expect(rows.map((r) => r.version)).toEqual(MIGRATIONS.map((m) => m.version));
+      await f.tx((q) => syncDirectory(q, true));
+      await f.tx((q) => syncDirectory(q, true));
+      expect((await f.query<{ n: number }>('SELECT count(*)::int AS n FROM blockchains'))[0]!.n).toBe(11);
+    } finally {
+      await fresh.db.close().catch(() => {});
+      await fresh.drop();
+    }
   });
 
   maybe('refuses a database with a migration this release does not know', async () => {
