@@ -751,6 +751,18 @@ async function enforceLocked(
       `policy version ${signedPolicy.document.version} is older than version ${inForce} already in force`,
     );
   }
+  // the learned version is one exact document: another one carrying its number (signed too, but
+  // never activated) is not the version in force
+  if (
+    learned !== undefined &&
+    signedPolicy.document.version === learned.version &&
+    bytesToHex(policyDigest(signedPolicy.document)) !== learned.digest
+  ) {
+    throw new EvidenceRefused(
+      'POLICY_VERSION_SUPERSEDED',
+      `policy version ${learned.version} in force is another document (digest ${learned.digest})`,
+    );
+  }
   const entry: LedgerEntry = {
     transfer_id: intent.transfer_id,
     wallet_id: intent.wallet_id,
