@@ -310,4 +310,25 @@ describe('a signer refuses policy versions older than the newest it learned, and
     // nothing of them was kept: version 1 still passes the policy check
     expect(await sign(v1)).toBe('NOT_REFUSED');
   }, 60_000);
+
+  // found by the hostile review of #26: a tombstone is final, and a learned version is one document
+  it('a version numbered above a learned tombstone is refused at sign time (the tombstone is final)', async () => {
+    const id = crypto.randomUUID();
+    const tombstone = version(id, 3, { deleted: true } as Partial<PolicyDocument>);
+    expect(await push(tombstone)).toMatchObject([{ version: 3, outcome: 'STORED', heldDeleted: true }]);
+    // the revived policy: loose, numbered above the tombstone, signed by the pinned Admin device
+    const revived = version(id, 4, { whitelist: [dest, other], per_transaction_limit: '1000000' });
+    expect(await sign(revived)).toBe('POLICY_DELETED');
+  }, 60_000);
+
+  it('another document under the learned version number is refused; the learned document itself signs', async () => {
+    const id = crypto.randomUUID();
+    const strict = version(id, 2);
+    expect(await push(strict)).toMatchObject([{ version: 2, outcome: 'STORED' }]);
+    // a looser document carrying the same version number, also signed by the pinned Admin device
+    // (a compromised coordinator showed it to the Admin as "version 2" of another policy view)
+    const twin = version(id, 2, { whitelist: [dest, other], per_transaction_limit: '1000000' });
+    expect(await sign(twin)).toBe('POLICY_VERSION_SUPERSEDED');
+    expect(await sign(strict)).toBe('NOT_REFUSED');
+  }, 60_000);
 });
