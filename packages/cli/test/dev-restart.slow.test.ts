@@ -51,7 +51,7 @@ describe('custodian dev restarts a dead coordinator and everything reconnects', 
       dataDir: dir,
       apiPort: await freePort(),
       anvilPort: await freePort(),
-      receiverPort: await freePort(),
+      receiverPort: 0, // bound by the receiver itself: no race with other workers for a probed port
       signerPorts: [await freePort(), await freePort()],
       ecdsaLevel: 'SECURITY_112',
       primeSeeds: [0, 1, 2, 3].map((k) => [p[2 * k] as string, p[2 * k + 1] as string]),

@@ -43,7 +43,7 @@ describe('custodian dev: a whole instance from deposit to delivery', () => {
       dataDir: dir,
       apiPort: await freePort(),
       anvilPort: await freePort(),
-      receiverPort: await freePort(),
+      receiverPort: 0, // bound by the receiver itself: no race with other workers for a probed port
       signerPorts: [await freePort(), await freePort()],
       ecdsaLevel: 'SECURITY_112',
       primeSeeds: [0, 1, 2, 3].map((k) => [p[2 * k] as string, p[2 * k + 1] as string]),

@@ -21,6 +21,7 @@ import { spawn } from 'node:child_process';
 import { generatePrime, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readMailbox } from '@custodian/coordinator';
@@ -35,6 +36,7 @@ export interface InstanceOptions {
   readonly dataDir: string;
   readonly apiPort: number;
   readonly anvilPort: number;
+  /** Port of the webhook receiver (0: any free port; the webhook URL uses the bound one). */
   readonly receiverPort: number;
   readonly signerPorts: readonly [number, number];
   /** CGGMP21 level of the ECDSA key (default SECURITY_112, the faster named level). */
@@ -560,9 +562,11 @@ export async function startInstance(opts: InstanceOptions): Promise<Instance> {
         say(`  ⚑ webhook ${e.event_type} (verified)`);
       },
     });
+    // the port actually bound (`receiverPort` 0: any free port, as the tests ask)
+    const receiverPort = (receiver.address() as AddressInfo).port;
     if (!state.webhook_id) {
       const w = await admin<{ webhook_id: string }>('POST', `/admin/v1/profiles/${profile}/webhooks`, {
-        url: `http://127.0.0.1:${opts.receiverPort}/webhooks`,
+        url: `http://127.0.0.1:${receiverPort}/webhooks`,
         event_types: [
           'TRANSFER_CREATED',
           'TRANSFER_UPDATED',

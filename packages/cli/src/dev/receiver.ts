@@ -55,6 +55,13 @@ export async function startReceiver(opts: {
       }
     });
   });
-  await new Promise<void>((resolve) => server.listen(opts.port, opts.host ?? '127.0.0.1', resolve));
+  // a port already taken is an error (EADDRINUSE), not a listen that never completes
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.host ?? '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
   return server;
 }
