@@ -105,6 +105,34 @@ export interface PolicySyncItemWire {
   heldDeleted: boolean;
 }
 
+/**
+ * `custodian.v1.PresignatureInventory`: which presignatures of `keyId` for the signing set
+ * `parties` (peer ids, any order) the signer holds (ids only, never contents).
+ */
+export interface PresignatureInventoryWire {
+  keyId: string;
+  parties: { peerId: string }[];
+}
+
+/** `custodian.v1.HeldPresignature`: an id (`<ceremony id hex>.<index>`) and its age on the signer's clock, ms. */
+export interface HeldPresignatureWire {
+  id: string;
+  ageMs: number;
+}
+
+/** `custodian.v1.DeletePresignatures`: delete these ids of `keyId` and the signing set `parties` (1..4096 ids). */
+export interface DeletePresignaturesWire {
+  keyId: string;
+  parties: { peerId: string }[];
+  ids: string[];
+}
+
+/** `custodian.v1.DeletePresignaturesResult`: presignatures deleted, and requested ids a SIGN ceremony is using (kept). */
+export interface DeletePresignaturesResultWire {
+  deleted: number;
+  inUse: string[];
+}
+
 export interface ControlRequest {
   version: number;
   issuedUnixMs: number;
@@ -113,6 +141,10 @@ export interface ControlRequest {
   status?: Record<string, never>;
   /** Signed policy versions and tombstones for the signer to learn (control.proto `PolicySync`). */
   policySync?: PolicySyncWire;
+  /** The presignature ids the signer holds for a key and signing set (reconciliation). */
+  presignatureInventory?: PresignatureInventoryWire;
+  /** Delete orphaned presignatures of a key and signing set (reconciliation). */
+  deletePresignatures?: DeletePresignaturesWire;
 }
 
 export interface PublicKeyInfo {
@@ -174,6 +206,10 @@ export interface ControlResponse {
   shares?: SignatureSharesWire;
   /** The answer to a `policySync` request: one item per pushed version, in order. */
   policySync?: { items: PolicySyncItemWire[] };
+  /** The answer to a `presignatureInventory` request. */
+  presignatureInventory?: { presignatures: HeldPresignatureWire[] };
+  /** The answer to a `deletePresignatures` request. */
+  deletePresignatures?: DeletePresignaturesResultWire;
 }
 
 function plain<T>(type: typeof ControlRequestType, m: unknown): T {
@@ -221,11 +257,19 @@ export function openControlRequest(
   }
   if (value.version !== CONTROL_VERSION)
     return reject('bad-version', `control request: unsupported version ${value.version}`);
-  const present = [value.start, value.abort, value.status, value.policySync].filter(
-    (x) => x !== undefined && x !== null,
-  ).length;
+  const present = [
+    value.start,
+    value.abort,
+    value.status,
+    value.policySync,
+    value.presignatureInventory,
+    value.deletePresignatures,
+  ].filter((x) => x !== undefined && x !== null).length;
   if (present !== 1)
-    return reject('malformed', 'control request: exactly one of start, abort, status, policy_sync expected');
+    return reject(
+      'malformed',
+      'control request: exactly one of start, abort, status, policy_sync, presignature_inventory, delete_presignatures expected',
+    );
   return accept(value);
 }
 
