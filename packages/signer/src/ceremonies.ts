@@ -51,6 +51,9 @@ import {
 import {
   CeremonyKind,
   type CeremonyResult,
+  CONTROL_VERSION,
+  type ControlRequest,
+  type ControlResponse,
   KeyAlgorithm,
   Outcome,
   type PublicKeyInfo,
@@ -64,7 +67,13 @@ import type { Logger } from 'pino';
 import type { ChainsConfig } from './config.js';
 import { type EnforcementVerdict, EvidenceRefused, enforceTransferEvidence } from './enforce.js';
 import { type RollbackRecord, rollbackRefusal } from './generation.js';
-import { type PreparedPresignatures, presignaturePuts, takePresignature } from './presignatures.js';
+import {
+  deletePresignatures,
+  heldPresignatures,
+  type PreparedPresignatures,
+  presignaturePuts,
+  takePresignature,
+} from './presignatures.js';
 import type { PrimePool } from './primes.js';
 import type { CeremonyRunner, SessionOutcome, SessionParty } from './runner.js';
 import type { SecureStore, StoreOp } from './store.js';
@@ -982,6 +991,61 @@ function signingSet(ctx: CeremonyContext, rec: KeyRecord, parties: readonly Sess
   if (byIndex.length < rec.threshold) throw new Refused(`need at least ${rec.threshold} signers`);
   const ordered = byIndex.map((x) => x.p);
   return { signers: byIndex.map((x) => x.k), ordered, self: ordered.findIndex((p) => p.peerId === ctx.selfPeerId) };
+}
+
+/** A presignature id: `<ceremony id hex (16..64 bytes)>.<index 0..63>`. */
+const PRESIGNATURE_ID = /^(?:[0-9a-f]{2}){16,64}\.(?:[0-9]|[1-5][0-9]|6[0-3])$/;
+
+/**
+ * Answer the coordinator's presignature reconciliation requests (control.proto
+ * `PresignatureInventory`, `DeletePresignatures`; presignatures.ts {@link heldPresignatures},
+ * {@link deletePresignatures}): the signing set is given as the parties' peer ids (any order),
+ * which must be parties of the key (with this signer among them, at least the threshold). Ids and
+ * ages only, never contents; an id a SIGN is taking is neither listed nor deleted. Counts are
+ * logged, not ids.
+ * @returns the answer, or a REFUSED result naming the problem (unknown key, no ECDSA key, a party
+ *   not of the key, a malformed id)
+ */
+export async function presignatureControl(
+  ctx: CeremonyContext,
+  req: Pick<ControlRequest, 'presignatureInventory' | 'deletePresignatures'>,
+): Promise<ControlResponse> {
+  const body = req.presignatureInventory ?? req.deletePresignatures;
+  try {
+    if (!body) throw new Refused('no presignature request');
+    const keyId = body.keyId ?? '';
+    if (keyId === '' || keyId.includes('/') || keyId.length > 128) throw new Refused('keyId: malformed');
+    const rec = await keyRecord(ctx, keyId);
+    if (!rec) throw new Refused(`unknown key ${keyId}`);
+    if (!rec.keys.some((k) => k.suite === 'cggmp')) throw new Refused(`key ${keyId} has no ECDSA key`);
+    const parties = toSessionParties((body.parties ?? []).map((p) => p.peerId));
+    const { signers, self } = signingSet(ctx, rec, parties);
+    if (self < 0) throw new Refused('this signer is not in the party set');
+    if (req.presignatureInventory) {
+      const presignatures = await heldPresignatures(ctx.store, keyId, signers);
+      ctx.log.debug({ key: keyId, signers, held: presignatures.length }, 'presignature inventory');
+      return { version: CONTROL_VERSION, presignatureInventory: { presignatures } };
+    }
+    const ids = req.deletePresignatures?.ids ?? [];
+    const bad = ids.findIndex((id) => typeof id !== 'string' || !PRESIGNATURE_ID.test(id));
+    if (bad >= 0) throw new Refused(`ids[${bad}]: not a presignature id`);
+    const r = await deletePresignatures(ctx.store, keyId, signers, ids, ctx.prepared);
+    ctx.log.info(
+      { key: keyId, signers, requested: ids.length, deleted: r.deleted, inUse: r.inUse.length },
+      'orphaned presignatures deleted at the coordinator’s request',
+    );
+    return { version: CONTROL_VERSION, deletePresignatures: r };
+  } catch (e) {
+    if (!(e instanceof Refused)) ctx.log.error({ err: e instanceof Error ? e.message : String(e) }, 'presignature request failed');
+    return {
+      version: CONTROL_VERSION,
+      result: {
+        ceremonyId: new Uint8Array(0),
+        outcome: e instanceof Refused ? Outcome.REFUSED : Outcome.ABORTED,
+        error: e instanceof Error ? e.message : 'failed',
+      },
+    };
+  }
 }
 
 /**

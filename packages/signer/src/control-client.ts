@@ -10,7 +10,9 @@ import {
   type ControlRequest,
   type ControlResponse,
   DEFAULT_LIMITS,
+  type DeletePresignaturesResultWire,
   decodeControlResponse,
+  type HeldPresignatureWire,
   type NodeStatus,
   Outcome,
   type PolicySyncItemWire,
@@ -137,6 +139,49 @@ export class ControlClient {
     if (!res.policySync)
       throw new Error(`control response from ${peerId}: ${res.result?.error || 'no policy sync result'}`);
     return res.policySync.items ?? [];
+  }
+
+  /**
+   * The presignature ids a signer holds for `keyId` and the signing set `parties` (peer ids), with
+   * their ages on the signer's clock (control.proto `PresignatureInventory`).
+   * @throws Error on transport failure or a refused request (its error text)
+   */
+  async presignatureInventory(
+    peerId: string,
+    keyId: string,
+    parties: readonly string[],
+    timeoutMs = 10_000,
+  ): Promise<HeldPresignatureWire[]> {
+    const res = await this.send(
+      peerId,
+      { presignatureInventory: { keyId, parties: parties.map((p) => ({ peerId: p })) } },
+      timeoutMs,
+    );
+    if (!res.presignatureInventory)
+      throw new Error(`control response from ${peerId}: ${res.result?.error || 'no presignature inventory'}`);
+    return res.presignatureInventory.presignatures ?? [];
+  }
+
+  /**
+   * Delete presignatures of `keyId` and the signing set `parties` at a signer (control.proto
+   * `DeletePresignatures`); ids a SIGN is using are kept and returned in `inUse`.
+   * @throws Error on transport failure or a refused request (its error text)
+   */
+  async deletePresignatures(
+    peerId: string,
+    keyId: string,
+    parties: readonly string[],
+    ids: readonly string[],
+    timeoutMs = 10_000,
+  ): Promise<DeletePresignaturesResultWire> {
+    const res = await this.send(
+      peerId,
+      { deletePresignatures: { keyId, parties: parties.map((p) => ({ peerId: p })), ids: [...ids] } },
+      timeoutMs,
+    );
+    if (!res.deletePresignatures)
+      throw new Error(`control response from ${peerId}: ${res.result?.error || 'no deletion result'}`);
+    return { deleted: res.deletePresignatures.deleted ?? 0, inUse: res.deletePresignatures.inUse ?? [] };
   }
 
   /** Query a signer's status. */

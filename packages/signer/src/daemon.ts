@@ -1,8 +1,9 @@
 /**
  * The signer daemon: loads the identity and the encrypted store, starts the libp2p host, routes
  * MPC envelopes to the ceremony runner and control requests (signed by the configured coordinator)
- * to the ceremonies and signed policy pushes (`policy_sync`) to the ledger of learned policy
- * versions (enforce.ts `learnSignedPolicies`). Logs are pino JSON on stdout and never contain secret material (shares,
+ * to the ceremonies, signed policy pushes (`policy_sync`) to the ledger of learned policy
+ * versions (enforce.ts `learnSignedPolicies`), and the coordinator's presignature reconciliation
+ * (`presignature_inventory`, `delete_presignatures`: ceremonies.ts `presignatureControl`). Logs are pino JSON on stdout and never contain secret material (shares,
  * nonces, passphrase, payloads): only ids, codes, party indices, peer ids and reasons.
  * A `status.json` in the data folder is refreshed for `custodian signer status`.
  */
@@ -22,7 +23,13 @@ import {
 import { peerIdFromString } from '@libp2p/peer-id';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { type Logger, pino } from 'pino';
-import { type CeremonyContext, listKeys, runCeremony, StoredNonceLedger } from './ceremonies.js';
+import {
+  type CeremonyContext,
+  listKeys,
+  presignatureControl,
+  runCeremony,
+  StoredNonceLedger,
+} from './ceremonies.js';
 import { readPassphrase, type SignerConfig } from './config.js';
 import { learnSignedPolicies } from './enforce.js';
 import { defaultGenerationFile, type GenerationStart, startGeneration, stopGeneration } from './generation.js';
@@ -250,6 +257,12 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
         }
       }
       return encodeControlResponse({ version: CONTROL_VERSION, policySync: { items } });
+    }
+    if (req.presignatureInventory || req.deletePresignatures) {
+      // the coordinator's reconciliation of its presignature pool: ids only, in-use ids untouched
+      const res = await presignatureControl(ctx, req);
+      if (req.deletePresignatures) scheduleStatus();
+      return encodeControlResponse(res);
     }
     if (req.abort) {
       const n = runner.cancelGroup(bytesToHex(req.abort.ceremonyId), `aborted by coordinator: ${req.abort.reason}`);

@@ -13,6 +13,14 @@
  *   uses it leaves the process (DESIGN §3), so it can never sign twice across a crash or restart;
  * - the pool in memory ({@link PreparedPresignatures}): every storage key taken in this process is
  *   tombstoned for the process's lifetime and never put back into memory.
+ *
+ * Reconciliation with the coordinator's pool (issue #27 [faults] item 7; the coordinator's
+ * presignature-pool.ts): {@link heldPresignatures} lists the ids of a key and signing set (never
+ * contents) with their age, {@link deletePresignatures} deletes orphans. Both respect a SIGN in
+ * progress: an id being taken ({@link takePresignature} claimed it) is neither listed nor deleted,
+ * and a deletion claims its ids the same way before its first await, so a SIGN asking for an id
+ * being deleted gets nothing (refused as unknown, signed cold by the coordinator) — never a
+ * presignature that is being deleted under it. A deleted id is tombstoned in memory like a taken one.
  */
 import { Presignature, PresignatureUseError, prepareSigning } from '@custodian/cggmp';
 import { bytesToBigint, secp256k1Group } from '@custodian/crypto';
@@ -234,6 +242,98 @@ export async function takePresignature(
     .finally(unclaim);
   deleted.catch(() => undefined);
   return { presignature: p, deleted };
+}
+
+/** A presignature a signer holds: its id and how long ago it was stored. */
+export interface HeldPresignature {
+  /** `<ceremony id hex>.<index>`. */
+  id: string;
+  /**
+   * Milliseconds since its PRESIGN ceremony's record was written (the same batch as the
+   * presignature), on this signer's clock (0 when the clock went back); Number.MAX_SAFE_INTEGER
+   * when the record is missing or unreadable (written by no PRESIGN ceremony of this store).
+   */
+  ageMs: number;
+}
+
+/**
+ * The presignatures this signer holds for `keyId` and the signing set `signers` (ascending key
+ * indices), with their ages (the PRESIGN ceremony's record, `ceremonies/<ceremony id hex>`, one
+ * read per ceremony). Ids a SIGN is taking right now are left out. Ids only: no presignature is
+ * read or decoded.
+ */
+export async function heldPresignatures(
+  store: SecureStore,
+  keyId: string,
+  signers: readonly number[],
+  now: number = Date.now(),
+): Promise<HeldPresignature[]> {
+  const prefix = presignPrefix(keyId, signers);
+  const claimed = taking.get(store);
+  const keys = (await store.keys('presignatures', prefix)).filter((k) => !claimed?.has(k));
+  const storedAt = new Map<string, number>();
+  const out: HeldPresignature[] = [];
+  for (const key of keys) {
+    const id = key.slice(prefix.length);
+    const ceremony = id.slice(0, id.lastIndexOf('.'));
+    let at = storedAt.get(ceremony);
+    if (at === undefined) {
+      at = Number.NaN;
+      try {
+        const rec = await store.get('ceremonies', ceremony);
+        if (rec) at = Date.parse((JSON.parse(new TextDecoder().decode(rec)) as { at?: string }).at ?? '');
+      } catch {
+        // unreadable record: age unknown
+      }
+      storedAt.set(ceremony, at);
+    }
+    out.push({ id, ageMs: Number.isFinite(at) ? Math.max(0, now - at) : Number.MAX_SAFE_INTEGER });
+  }
+  return out;
+}
+
+/**
+ * Delete presignatures of `keyId` and the signing set `signers` by id (the coordinator's
+ * reconciliation: orphans), in one synced batch. An id a SIGN is taking is left alone and reported
+ * in `inUse` (the SIGN deletes it itself before its share leaves); the others are claimed at once
+ * (before the first await: a SIGN asking for one meanwhile gets nothing) and tombstoned in
+ * `prepared` (their handles discarded: never taken or warmed again in this process). Ids not held
+ * are ignored.
+ * @returns how many presignatures were deleted, and the ids in use
+ * @throws the store's error when the batch fails (nothing deleted; the claims are released)
+ */
+export async function deletePresignatures(
+  store: SecureStore,
+  keyId: string,
+  signers: readonly number[],
+  ids: readonly string[],
+  prepared?: PreparedPresignatures,
+): Promise<{ deleted: number; inUse: string[] }> {
+  const prefix = presignPrefix(keyId, signers);
+  let claimed = taking.get(store);
+  if (!claimed) taking.set(store, (claimed = new Set()));
+  const inUse: string[] = [];
+  const mine: string[] = [];
+  for (const id of new Set(ids)) {
+    const key = `${prefix}${id}`;
+    if (claimed.has(key)) {
+      inUse.push(id);
+      continue;
+    }
+    claimed.add(key);
+    mine.push(key);
+    prepared?.take(key)?.discard();
+  }
+  try {
+    const held = new Set(await store.keys('presignatures', prefix));
+    const ops: StoreOp[] = mine
+      .filter((key) => held.has(key))
+      .map((key) => ({ type: 'del', sublevel: 'presignatures', key }));
+    if (ops.length > 0) await store.batch(ops);
+    return { deleted: ops.length, inUse };
+  } finally {
+    for (const key of mine) claimed.delete(key);
+  }
 }
 
 /** Pool sizes: `<keyId>/<signing set>` → count. */
