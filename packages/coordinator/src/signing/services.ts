@@ -33,7 +33,7 @@ import {
 } from './gateway.js';
 import { createMasterKeyClient } from './master-key.js';
 import { PolicySync } from './policy-sync.js';
-import { PresignaturePool, type PresignaturePoolOptions } from './presignature-pool.js';
+import { type PresignatureHolders, PresignaturePool, type PresignaturePoolOptions } from './presignature-pool.js';
 
 /** File of the coordinator's libp2p private key in the data folder. */
 export const COORDINATOR_KEY_FILE = 'coordinator-p2p.key';
@@ -207,12 +207,24 @@ export async function createSigningServices(opts: SigningServicesOptions): Promi
   const poolOpts =
     typeof opts.presignaturePool === 'number' ? { target: opts.presignaturePool } : opts.presignaturePool;
   const ecdsa = opts.algorithms === undefined || opts.algorithms.includes(KeyAlgorithm.SECP256K1_ECDSA);
+  // the pool's reconciliation asks the server signers over the control client (devices: not yet)
+  const setPeers = (parties: readonly { kind: 'server' | 'device'; id: string }[]) =>
+    Promise.all(parties.map((p) => directory.peerIdOf(p)));
+  const holders: PresignatureHolders = {
+    async held(party, keyId, parties) {
+      return control.presignatureInventory(await directory.peerIdOf(party), keyId, await setPeers(parties));
+    },
+    async delete(party, keyId, parties, ids) {
+      return control.deletePresignatures(await directory.peerIdOf(party), keyId, await setPeers(parties), ids);
+    },
+  };
   const presignatures = new PresignaturePool(
     opts.db,
     (keyId, parties, count, deadline, signal) =>
       presignCeremony({ control, devices: h, directory, prepare }, keyId, parties, count, deadline, signal),
     { ...poolOpts, ...(ecdsa ? {} : { target: 0 }) },
     warn,
+    holders,
   );
   const gateway = createSignerGateway({
     control,
