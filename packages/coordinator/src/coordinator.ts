@@ -105,13 +105,16 @@ export interface CoordinatorOptions {
    * (WebSocket `/devices/v1/ws`), signer gateway and master key ceremony client (used unless
    * `ceremonyClient` is given). Default off. `presignaturePool`: CGGMP21 presignatures kept per
    * (ECDSA key, signing set), refilled in the background (signing/presignature-pool.ts); default 4,
-   * 0 = off (every ECDSA signature cold). `deviceSockets`: device WebSocket sockets waiting for
+   * 0 = off (every ECDSA signature cold). `presignatureReconcileMs`: interval of the pool's
+   * reconciliation with the signers (also run at start; orphaned presignatures deleted, lost pool
+   * ids dropped), ms; default 600 000, 0 = off. `deviceSockets`: device WebSocket sockets waiting for
    * their hello at once, per client address (default 16) and in all (default 1024) (devices/hub.ts).
    */
   signing?: {
     enabled: boolean;
     algorithms?: number[];
     presignaturePool?: number;
+    presignatureReconcileMs?: number;
     deviceSockets?: Partial<DeviceHubLimits>;
   };
   /**
@@ -225,7 +228,16 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
         db,
         ...(opts.dataDir !== undefined ? { dataDir: opts.dataDir } : {}),
         ...(opts.signing.algorithms ? { algorithms: opts.signing.algorithms } : {}),
-        ...(opts.signing.presignaturePool !== undefined ? { presignaturePool: opts.signing.presignaturePool } : {}),
+        ...(opts.signing.presignaturePool !== undefined || opts.signing.presignatureReconcileMs !== undefined
+          ? {
+              presignaturePool: {
+                ...(opts.signing.presignaturePool !== undefined ? { target: opts.signing.presignaturePool } : {}),
+                ...(opts.signing.presignatureReconcileMs !== undefined
+                  ? { reconcileMs: opts.signing.presignatureReconcileMs }
+                  : {}),
+              },
+            }
+          : {}),
         ...(opts.signing.deviceSockets ? { deviceSockets: opts.signing.deviceSockets } : {}),
         log: pino({ level: process.env.CUSTODIAN_SIGNING_LOG ?? 'warn', base: { service: 'coordinator-signing' } }),
       })

@@ -62,9 +62,7 @@ async function until<T>(what: string, f: () => Promise<T | undefined>, ms = 120_
 /** Ids held by each party of the set (the signers' own answer), sorted. */
 async function held(): Promise<string[][]> {
   return Promise.all(
-    setPeers.map(async (p) =>
-      (await svc().control.presignatureInventory(p, keyId, setPeers)).map((h) => h.id).sort(),
-    ),
+    setPeers.map(async (p) => (await svc().control.presignatureInventory(p, keyId, setPeers)).map((h) => h.id).sort()),
   );
 }
 

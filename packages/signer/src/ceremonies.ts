@@ -1036,7 +1036,8 @@ export async function presignatureControl(
     );
     return { version: CONTROL_VERSION, deletePresignatures: r };
   } catch (e) {
-    if (!(e instanceof Refused)) ctx.log.error({ err: e instanceof Error ? e.message : String(e) }, 'presignature request failed');
+    if (!(e instanceof Refused))
+      ctx.log.error({ err: e instanceof Error ? e.message : String(e) }, 'presignature request failed');
     return {
       version: CONTROL_VERSION,
       result: {

@@ -23,13 +23,7 @@ import {
 import { peerIdFromString } from '@libp2p/peer-id';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { type Logger, pino } from 'pino';
-import {
-  type CeremonyContext,
-  listKeys,
-  presignatureControl,
-  runCeremony,
-  StoredNonceLedger,
-} from './ceremonies.js';
+import { type CeremonyContext, listKeys, presignatureControl, runCeremony, StoredNonceLedger } from './ceremonies.js';
 import { readPassphrase, type SignerConfig } from './config.js';
 import { learnSignedPolicies } from './enforce.js';
 import { defaultGenerationFile, type GenerationStart, startGeneration, stopGeneration } from './generation.js';

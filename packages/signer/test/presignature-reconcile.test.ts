@@ -41,7 +41,9 @@ async function ceremonyRecord(store: SecureStore, ceremonyHex: string, agoMs: nu
   await store.put(
     'ceremonies',
     ceremonyHex,
-    new TextEncoder().encode(JSON.stringify({ ceremonyId: ceremonyHex, kind: 4, at: new Date(Date.now() - agoMs).toISOString() })),
+    new TextEncoder().encode(
+      JSON.stringify({ ceremonyId: ceremonyHex, kind: 4, at: new Date(Date.now() - agoMs).toISOString() }),
+    ),
   );
 }
 

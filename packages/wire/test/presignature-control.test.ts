@@ -54,7 +54,11 @@ describe('presignature inventory and deletion messages', () => {
   it('a deletion request and its answer (deleted count, ids in use) round-trip', () => {
     const opened = openControlRequest(
       signControlRequest(
-        { version: CONTROL_VERSION, issuedUnixMs: 1_700_000_000_000, deletePresignatures: { keyId: 'k1', parties, ids } },
+        {
+          version: CONTROL_VERSION,
+          issuedUnixMs: 1_700_000_000_000,
+          deletePresignatures: { keyId: 'k1', parties, ids },
+        },
         secret,
       ),
       pub,
