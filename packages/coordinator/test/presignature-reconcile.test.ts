@@ -230,6 +230,13 @@ describe('presignature reconciliation (3 signer processes, libp2p, PostgreSQL)',
 
   it('leaves alone the ids of a PRESIGN ceremony younger than the grace age and a pooled id a SIGN has taken', async () => {
     const pool = await fresh();
+    // a signer answers for its own signing sets only, and deletes only well-formed ids
+    await expect(svc().control.presignatureInventory(nodes[2]?.peerId as string, keyId, setPeers)).rejects.toThrow(
+      /not in the party set/,
+    );
+    await expect(
+      svc().control.deletePresignatures(setPeers[0] as string, keyId, setPeers, ['../shares/x']),
+    ).rejects.toThrow(/not a presignature id/);
     // a PRESIGN ceremony the coordinator has not recorded YET (its ids reach the signers first)
     const young = await unrecordedPresign(2);
     // a SIGN ceremony under way: `begin` took a pooled id, the signers still hold it
