@@ -18,8 +18,8 @@
  *   picks up a new master key); they never block a signature (an empty pool means cold signing).
  *
  * Reconciliation with the signers (issue #27 [faults] item 7; {@link PresignaturePool.reconcile}),
- * at start (before the first scan) and every `reconcileMs` (default 10 minutes). A crash mid-PRESIGN (or a signer's
- * restart, which discards its presignatures) leaves orphans: ids only some parties of the set hold
+ * at start (before the first scan) and every `reconcileMs` (default 10 minutes). A crash
+ * mid-PRESIGN (or a signer's restart, which discards its presignatures) leaves orphans: ids only some parties of the set hold
  * (useless: a signature needs every party to hold the id) and pool ids some party no longer holds
  * (each would cost a failed pooled attempt and a cold retry). For each master key's signing set,
  * the pool's ids are read FIRST, then every party is asked for the ids it holds for that key and
@@ -32,9 +32,10 @@
  * - an id held by some or all parties and not in the pool is deleted at the parties holding it
  *   (`deletedAtSigners`, control.proto `DeletePresignatures`). Deleted, not adopted, even when every
  *   party holds it: such an id comes from a PRESIGN ceremony whose outcome no coordinator recorded,
- *   or was handed out by `begin` to a SIGN that ended without using it; deleting needs no proof
- *   that it was never handed out (a second hand-out would only cost a cold retry, but adopting
- *   buys back one refill at most), and it costs one PRESIGN ceremony of the next refill.
+ *   or was handed out by `begin` to a SIGN that ended without using it. Adopting would not be
+ *   unsafe (a signer deletes a presignature before any share made with it leaves), but it would
+ *   have to tell those two cases apart to keep "an id is handed out once" true, and it saves at
+ *   most one PRESIGN ceremony of the next refill; deleting needs no such proof and is never wrong.
  * - In flight, never touched (`kept`): a PRESIGN ceremony's ids appear at the signers before the
  *   coordinator records them, and a pooled id leaves the pool in `begin` before the signers delete
  *   it in the SIGN ceremony. So an id NOT in the pool is left alone while (a) its youngest holder
@@ -243,7 +244,7 @@ export class PresignaturePool implements SigningAttemptLog {
   /**
    * Reconcile the pool with the signers now, for every master key's signing set (see the module
    * comment), one set after another; passes never overlap (a call waits for the running one).
-   * Works whether or not the pool is started.
+   * Works whether or not the pool is started; once it is stopped, no further set is reconciled.
    * @param options.graceMs overrides `reconcileGraceMs` for this pass (0: nothing is presumed in
    *   flight by age; unfinished signing attempts still protect their ids)
    * @returns the counts per set (also kept in {@link lastReconciliation})
@@ -267,6 +268,7 @@ export class PresignaturePool implements SigningAttemptLog {
     }>('SELECT master_key_id, ceremony_id, parties, threshold FROM master_keys ORDER BY created_at');
     const sets: PresignatureSetReconciliation[] = [];
     for (const k of keys) {
+      if (this.#stopped) break; // stopping: the control client goes next
       const parties = signingParties(k.parties, k.threshold);
       if (parties.length === 0) continue;
       const r = await this.#reconcileSet(transferKeyId(k), parties, graceMs);
