@@ -11,7 +11,10 @@ import { Command } from 'commander';
 import { registerCoordinatorCommands } from './coordinator.js';
 import { registerDevCommand } from './dev.js';
 
+export { HttpError } from './dev/http.js';
 /** The CLI's version: the root package version. */
+export { CliError } from './errors.js';
+
 export const VERSION: string = (
   JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
 ).version;

@@ -9,6 +9,7 @@ import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { type Command, Option } from 'commander';
+import { CoordinatorError } from './errors.js';
 import { readMailbox } from './mailer.js';
 import { registerTransferCommands } from './transfers/cli.js';
 
@@ -47,13 +48,13 @@ const defaultIo: CliIo = {
 };
 
 /** Error raised for a failed admin API call; `problem` is the RFC 9457 body. */
-export class AdminCliError extends Error {
-  override readonly name = 'AdminCliError';
+export class AdminCliError extends CoordinatorError {
   constructor(
     message: string,
     readonly problem?: unknown,
   ) {
-    super(message);
+    const code = (problem as { code?: unknown } | undefined)?.code;
+    super(typeof code === 'string' && code !== '' ? code : 'ADMIN_REQUEST_FAILED', message);
   }
 }
 

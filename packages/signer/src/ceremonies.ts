@@ -63,6 +63,7 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import type { Logger } from 'pino';
 import type { ChainsConfig } from './config.js';
 import { type EnforcementVerdict, EvidenceRefused, enforceTransferEvidence } from './enforce.js';
+import { SignerError } from './errors.js';
 import { type RollbackRecord, rollbackRefusal } from './generation.js';
 import { type PreparedPresignatures, presignaturePuts, takePresignature } from './presignatures.js';
 import type { PrimePool } from './primes.js';
@@ -204,7 +205,11 @@ export interface CeremonyContext {
 }
 
 /** A refusal: the request is invalid for this signer. */
-class Refused extends Error {}
+class Refused extends SignerError {
+  constructor(message: string) {
+    super('REQUEST_REFUSED', message);
+  }
+}
 
 /** Session id of one protocol run of a ceremony: SHA-256 of the canonical encoding of (tag, ceremony id, label). */
 export function sessionId(ceremonyId: Uint8Array, label: string): Uint8Array {
