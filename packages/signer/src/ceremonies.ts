@@ -66,7 +66,7 @@ import { type EnforcementVerdict, EvidenceRefused, enforceTransferEvidence } fro
 import { SignerError } from './errors.js';
 import { type RollbackRecord, rollbackRefusal } from './generation.js';
 import { type PreparedPresignatures, presignaturePuts, takePresignature } from './presignatures.js';
-import type { PrimePool } from './primes.js';
+import type { StoredPrimePool } from './primes.js';
 import type { CeremonyRunner, SessionOutcome, SessionParty } from './runner.js';
 import type { SecureStore, StoreOp } from './store.js';
 
@@ -171,7 +171,7 @@ export interface CeremonyContext {
   readonly log: Logger;
   readonly nonceLedger: StoredNonceLedger;
   /** Safe-prime pool for CGGMP21 (absent: this signer does not take part in ECDSA key creation). */
-  readonly primePool?: PrimePool;
+  readonly primePool?: StoredPrimePool;
   /** Pool size to refill to after a ceremony consumed primes. */
   readonly primePoolTarget?: number;
   /**
@@ -647,7 +647,7 @@ async function masterKey(
             ...common,
             sessionId: sessionId(ceremonyId, 'cggmp.aux'),
             spec: auxInfoProtocol({
-              level: (pool as PrimePool).level,
+              level: (pool as StoredPrimePool).level,
               primes: { p: primes.p, q: primes.q },
               checkPrimality: false,
             }),
