@@ -6,17 +6,17 @@
  * package fails this test.
  */
 import { describe, expect, it } from 'vitest';
-import * as cggmp from '../../cggmp/src/index.js';
-import * as chains from '../../chains/src/index.js';
-import * as coordinator from '../../coordinator/src/index.js';
-import * as crypto from '../../crypto/src/index.js';
-import * as frost from '../../frost/src/index.js';
-import * as mobile from '../../mobile/src/index.js';
-import * as paillier from '../../paillier/src/index.js';
-import * as sdk from '../../sdk/src/index.js';
-import * as signer from '../../signer/src/index.js';
-import * as wire from '../../wire/src/index.js';
-import * as cli from '../src/index.js';
+import * as cggmp from '../packages/cggmp/src/index.js';
+import * as chains from '../packages/chains/src/index.js';
+import * as cli from '../packages/cli/src/index.js';
+import * as coordinator from '../packages/coordinator/src/index.js';
+import * as crypto from '../packages/crypto/src/index.js';
+import * as frost from '../packages/frost/src/index.js';
+import * as mobile from '../packages/mobile/src/index.js';
+import * as paillier from '../packages/paillier/src/index.js';
+import * as sdk from '../packages/sdk/src/index.js';
+import * as signer from '../packages/signer/src/index.js';
+import * as wire from '../packages/wire/src/index.js';
 
 type Ctor = abstract new (...args: never[]) => unknown;
 
