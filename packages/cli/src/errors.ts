@@ -1,7 +1,8 @@
 /**
  * Base of the `cli` family of {@link CustodianError} (STYLE.md item 10). Codes: a refused HTTP
- * call of the local instance's helpers carries the problem+json `code` of the answer, or
- * `HTTP_<status>` when it had none (dev/http.ts `HttpError`).
+ * call carries the problem+json `code` of the answer, or `HTTP_<status>` when it had none
+ * (`custodian admin`: admin/http.ts `AdminCliError`, which also has `ADMIN_REQUEST_FAILED` for a
+ * call without an HTTP answer; `custodian dev`'s helpers: dev/http.ts `HttpError`).
  */
 import { CustodianError } from '@custodian/crypto';
 
