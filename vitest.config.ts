@@ -1,7 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
 // One root config with two projects (STYLE.md item 17):
-//  - unit: every package's `test/**/*.test.ts` — the suite the README's test command runs;
+//  - unit: every package's `test/**/*.test.ts` and the repository-wide `test/` (architecture
+//    checks) — the suite the README's test command runs;
 //  - slow: `test/**/*.slow.test.ts` — large party matrices and real prime generation.
 // Workspace packages resolve to their TypeScript sources through the `@custodian/source`
 // export condition, so tests never depend on a stale build.
@@ -16,7 +17,7 @@ export default defineConfig({
         ssr: { resolve: { conditions: resolve.conditions, externalConditions: ['@custodian/source'] } },
         test: {
           name: 'unit',
-          include: ['packages/*/test/**/*.test.ts', 'bench/test/**/*.test.ts'],
+          include: ['packages/*/test/**/*.test.ts', 'bench/test/**/*.test.ts', 'test/**/*.test.ts'],
           exclude: ['**/*.slow.test.ts', '**/node_modules/**'],
           testTimeout: 120_000,
           hookTimeout: 120_000,

@@ -31,6 +31,7 @@ import {
   bigintToMinimalBytes,
   bytesToBigint,
   bytesToHex,
+  CryptoError,
   canonicalEncode,
   secp256k1Group as G,
   hexToBytes,
@@ -69,12 +70,10 @@ export type PresignatureUseCode = 'PRESIGNATURE_SPENT' | 'PRESIGNATURE_SEALED' |
  * `PRESIGNATURE_SEALED` (this handle was exported or discarded), `PRESIGNATURE_HELD` (import while
  * another live handle of the same presignature exists). The message never carries a secret.
  */
-export class PresignatureUseError extends Error {
-  readonly code: PresignatureUseCode;
+export class PresignatureUseError extends CryptoError {
+  declare readonly code: PresignatureUseCode;
   constructor(code: PresignatureUseCode, message: string) {
-    super(message);
-    this.name = 'PresignatureUseError';
-    this.code = code;
+    super(code, message);
   }
 }
 
@@ -82,7 +81,6 @@ export class PresignatureUseError extends Error {
 export class PresignatureSpentError extends PresignatureUseError {
   constructor() {
     super('PRESIGNATURE_SPENT', 'presignature already used: a presignature signs at most once');
-    this.name = 'PresignatureSpentError';
   }
 }
 

@@ -28,6 +28,7 @@ import {
   abytes,
   bigintToBytes,
   bytesToBigint,
+  CryptoError,
   canonicalEncode,
   secp256k1Group as G,
   ProtocolAbort,
@@ -273,11 +274,10 @@ export function verifySignatureShare(
 }
 
 /** Thrown by {@link combineSignature} when shares are bad; `culprits` are signer positions. */
-export class SignatureShareError extends Error {
+export class SignatureShareError extends CryptoError {
   readonly culprits: readonly number[];
   constructor(culprits: readonly number[], message: string) {
-    super(message);
-    this.name = 'SignatureShareError';
+    super('SIGNATURE_SHARE_INVALID', message);
     this.culprits = culprits;
   }
 }

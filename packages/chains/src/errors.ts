@@ -1,17 +1,19 @@
 /**
- * Errors of `@custodian/chains`. One base class with a stable `code` (STYLE.md item 10); the
- * coordinator maps `httpStatus` onto its problem+json catalogue. Messages never contain secrets
- * (adapters never see private keys anyway).
+ * Errors of `@custodian/chains`: the `chains` family of {@link CustodianError} (STYLE.md item 10),
+ * codes `INVALID_ADDRESS`, `INVALID_TRANSFER`, `INSUFFICIENT_FUNDS`, `INVALID_SIGNATURE`,
+ * `NODE_RPC_ERROR`, `BROADCAST_FAILED`, `REORG_TOO_DEEP`. `httpStatus` is the status a REST API
+ * answers with when the error reaches it. Messages never contain secrets (adapters never see
+ * private keys anyway).
  */
-export class ChainError extends Error {
-  /** Stable machine-readable code, e.g. `INVALID_ADDRESS`. */
-  readonly code: string;
+import { CustodianError } from '@custodian/crypto';
+
+/** Base of the chains family. */
+export class ChainError extends CustodianError {
+  readonly family = 'chains' as const;
   /** HTTP status the REST API should answer with when this error reaches it. */
   readonly httpStatus: number;
   constructor(code: string, message: string, httpStatus = 500, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'ChainError';
-    this.code = code;
+    super(code, message, options);
     this.httpStatus = httpStatus;
   }
 }
@@ -22,7 +24,6 @@ export class InvalidAddressError extends ChainError {
   readonly reason: 'format' | 'checksum' | 'wrong-network' | 'unsupported-type';
   constructor(field: string, reason: InvalidAddressError['reason'], detail: string) {
     super('INVALID_ADDRESS', `${field}: ${detail}`, 422);
-    this.name = 'InvalidAddressError';
     this.field = field;
     this.reason = reason;
   }
@@ -33,7 +34,6 @@ export class InvalidTransferError extends ChainError {
   readonly field: string;
   constructor(field: string, detail: string) {
     super('INVALID_TRANSFER', `${field}: ${detail}`, 422);
-    this.name = 'InvalidTransferError';
     this.field = field;
   }
 }
@@ -44,7 +44,6 @@ export class InsufficientFundsError extends ChainError {
   readonly available: bigint;
   constructor(asset: string, required: bigint, available: bigint) {
     super('INSUFFICIENT_FUNDS', `insufficient ${asset}: need ${required}, have ${available} (base units)`, 422);
-    this.name = 'InsufficientFundsError';
     this.required = required;
     this.available = available;
   }
@@ -55,7 +54,6 @@ export class InvalidSignatureError extends ChainError {
   readonly index: number;
   constructor(index: number, detail: string) {
     super('INVALID_SIGNATURE', `signature ${index}: ${detail}`, 400);
-    this.name = 'InvalidSignatureError';
     this.index = index;
   }
 }
@@ -66,7 +64,6 @@ export class NodeRpcError extends ChainError {
   readonly rpcCode: number | undefined;
   constructor(method: string, detail: string, rpcCode?: number, options?: { cause?: unknown }) {
     super('NODE_RPC_ERROR', `${method}: ${detail}`, 502, options);
-    this.name = 'NodeRpcError';
     this.method = method;
     this.rpcCode = rpcCode;
   }
@@ -76,7 +73,6 @@ export class NodeRpcError extends ChainError {
 export class BroadcastError extends ChainError {
   constructor(detail: string, options?: { cause?: unknown }) {
     super('BROADCAST_FAILED', detail, 502, options);
-    this.name = 'BroadcastError';
   }
 }
 
@@ -89,7 +85,6 @@ export class ReorgTooDeepError extends ChainError {
       `block ${height} was counted with ${depth} confirmation(s) and then replaced by a reorganisation; operator action needed`,
       500,
     );
-    this.name = 'ReorgTooDeepError';
     this.height = height;
   }
 }

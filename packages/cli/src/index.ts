@@ -1,17 +1,29 @@
 /**
  * The `custodian` command (commander). Subcommands are registered by the packages that own them:
- * `signer` (signer daemon), `coordinator` (REST + admin API), `admin` (operator CLI), `mobile`
- * (mobile signer simulator), `dev` (a whole local instance).
+ * `signer` (signer daemon, @custodian/signer), `mobile` (mobile signer simulator,
+ * @custodian/mobile); this package holds `coordinator` (REST + admin API server), `admin` (the
+ * operator CLI over the admin API, `src/admin/`) and `dev` (a whole local instance).
  */
 import { readFileSync } from 'node:fs';
-import { registerAdminCommands } from '@custodian/coordinator';
 import { registerMobileCommands } from '@custodian/mobile';
 import { registerSignerCommands } from '@custodian/signer';
 import { Command } from 'commander';
+import { registerAdminCommands } from './admin/index.js';
 import { registerCoordinatorCommands } from './coordinator.js';
 import { registerDevCommand } from './dev.js';
 
+export {
+  AdminCliError,
+  AdminClient,
+  type AdminHttpOptions,
+  type CliIo,
+  formatTable,
+  registerAdminCommands,
+} from './admin/index.js';
+export { HttpError } from './dev/http.js';
 /** The CLI's version: the root package version. */
+export { CliError } from './errors.js';
+
 export const VERSION: string = (
   JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
 ).version;

@@ -3,6 +3,7 @@
  * (DESIGN.md §4). The signer control protocol implements {@link CeremonyClient}; the coordinator
  * only stores the ceremony record, its progress, and the PUBLIC outcome.
  */
+import { CoordinatorError } from './errors.js';
 
 /** A signer selected for a ceremony: a server signer (by id) or an approved mobile device. */
 export interface CeremonyParty {
@@ -55,14 +56,13 @@ export interface DkgOutcome {
 }
 
 /** Raised by a client when a party misbehaved (identifiable abort). */
-export class CeremonyAbortedError extends Error {
-  override readonly name = 'CeremonyAbortedError';
+export class CeremonyAbortedError extends CoordinatorError {
   constructor(
     message: string,
     /** Ids (as in {@link CeremonyParty.id}) of the parties to blame. */
     readonly culprits: string[],
   ) {
-    super(message);
+    super('CEREMONY_ABORTED', message);
   }
 }
 

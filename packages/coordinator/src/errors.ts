@@ -11,6 +11,7 @@
  * `code` is stable and machine-readable; `title` is fixed per code; `detail` is free text meant for
  * humans and never contains secrets. A test checks this catalogue against the OpenAPI document.
  */
+import { CustodianError } from '@custodian/crypto';
 
 /** One catalogue entry: HTTP status and fixed human title. */
 export interface ErrorSpec {
@@ -125,11 +126,19 @@ export function problemType(code: ErrorCode): string {
 }
 
 /**
+ * Base of the `coordinator` family of {@link CustodianError} (STYLE.md item 10): {@link ApiError}
+ * (codes: the catalogue above) and `CeremonyAbortedError` (ceremony.ts, `CEREMONY_ABORTED`).
+ */
+export class CoordinatorError extends CustodianError {
+  readonly family = 'coordinator' as const;
+}
+
+/**
  * The error every coordinator component throws for an expected failure. Route handlers let it
  * propagate; the error handler renders it as problem+json with the catalogue's status.
  */
-export class ApiError extends Error {
-  override readonly name = 'ApiError';
+export class ApiError extends CoordinatorError {
+  declare readonly code: ErrorCode;
   readonly status: number;
   /**
    * @param code catalogue code
@@ -138,12 +147,12 @@ export class ApiError extends Error {
    * @param headers optional extra response headers (e.g. `Retry-After`)
    */
   constructor(
-    readonly code: ErrorCode,
+    code: ErrorCode,
     readonly detail?: string,
     readonly errors?: FieldError[],
     readonly headers?: Record<string, string>,
   ) {
-    super(`${code}: ${detail ?? ERROR_CATALOGUE[code].title}`);
+    super(code, `${code}: ${detail ?? ERROR_CATALOGUE[code].title}`);
     this.status = ERROR_CATALOGUE[code].status;
   }
 }

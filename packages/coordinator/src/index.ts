@@ -39,7 +39,6 @@ export {
   type DkgOutcome,
   type DkgRequest,
 } from './ceremony.js';
-export { AdminCliError, type CliIo, formatTable, registerAdminCommands } from './cli.js';
 export {
   type Coordinator,
   type CoordinatorOptions,

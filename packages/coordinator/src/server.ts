@@ -9,6 +9,7 @@
 import { STATUS_CODES } from 'node:http';
 import { isIP } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { CustodianError } from '@custodian/crypto';
 import helmet from '@fastify/helmet';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
@@ -250,7 +251,10 @@ export async function createServer(opts: ServerOptions): Promise<FastifyInstance
       if (mapped !== undefined) {
         api = mapped;
       } else {
-        req.log.error({ err }, 'unhandled error');
+        // another family's error (chains, signer…): its code and family are logged, the client
+        // sees the catalogue's INTERNAL_ERROR (no internal detail leaves the process)
+        const family = err instanceof CustodianError ? { family: err.family, code: err.code } : {};
+        req.log.error({ err, ...family }, 'unhandled error');
         api = new ApiError('INTERNAL_ERROR', 'an unexpected error occurred; it has been logged');
       }
     }

@@ -8,15 +8,12 @@
  */
 
 import { randomBytes } from 'node:crypto';
-import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { signApproval, signPolicy, type TransferIntent } from '@custodian/wire';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { p256 } from '@noble/curves/nist.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
-import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type CliIo, registerAdminCommands } from '../src/cli.js';
 import { createCoordinator } from '../src/coordinator.js';
 import { enrollmentBody, phoneKeys, userIdOf } from './device-fixtures.js';
 import { ADMIN_EMAIL, type Harness, type Json, startHarness } from './helpers.js';
@@ -393,78 +390,5 @@ describe('transfers', () => {
     expect((await h.req('GET', `${A()}/transfers/${t.transfer_id}`, { key: h.apiKey })).body.status).toBe(
       'PENDING_APPROVAL',
     );
-  });
-});
-
-describe('CLI', () => {
-  async function cli(...args: string[]): Promise<{ out: string; err: string; code: number }> {
-    const out: string[] = [];
-    const err: string[] = [];
-    const io: CliIo = { out: (x) => out.push(x), err: (x) => err.push(x), env: { HOME: h.dir } };
-    const program = new Command('custodian').exitOverride();
-    registerAdminCommands(program, io);
-    process.exitCode = 0;
-    await program.parseAsync([
-      'node',
-      'custodian',
-      'admin',
-      '--coordinator-url',
-      h.url,
-      '--token',
-      h.adminToken,
-      '--json',
-      ...args,
-    ]);
-    const code = Number(process.exitCode ?? 0);
-    process.exitCode = 0;
-    return { out: out.join('\n'), err: err.join('\n'), code };
-  }
-
-  it('policies create / sign with a device key file / list; transfers list and cancel', async () => {
-    const file = join(h.dir, 'policy.json');
-    await writeFile(
-      file,
-      JSON.stringify({ name: 'cli policy', scope: { blockchain: 'ethereum-local' }, whitelist: [OTHER] }),
-    );
-    const created = await cli('policies', 'create', h.profileId, '--file', file);
-    expect(created.code, created.err).toBe(0);
-    const policy = JSON.parse(created.out);
-    const keyFile = join(h.dir, 'admin-device.key');
-    await writeFile(keyFile, `${Buffer.from(adminDevice).toString('hex')}\n`, { mode: 0o600 });
-    const signed = await cli(
-      'policies',
-      'sign',
-      h.profileId,
-      policy.policy_id,
-      '--device-id',
-      adminDeviceId,
-      '--device-key',
-      keyFile,
-    );
-    expect(signed.code, signed.err).toBe(0);
-    expect(JSON.parse(signed.out).active_version).toBe(1);
-    expect(signed.out).not.toContain(Buffer.from(adminDevice).toString('hex'));
-    const bad = join(h.dir, 'bad.key');
-    await writeFile(bad, 'not a key');
-    const refused = await cli(
-      'policies',
-      'sign',
-      h.profileId,
-      policy.policy_id,
-      '--device-id',
-      adminDeviceId,
-      '--device-key',
-      bad,
-      '--version',
-      '1',
-    );
-    expect(refused.code).toBe(1);
-    const t = (await transfer('1')).body;
-    const cancelled = await cli('transfers', 'cancel', h.profileId, t.transfer_id);
-    expect(cancelled.code, cancelled.err).toBe(0);
-    expect(JSON.parse(cancelled.out).sub_status).toBe('CANCELLED_BY_USER');
-    const list = await cli('transfers', 'list', h.profileId, '--status', 'REJECTED');
-    expect(JSON.parse(list.out).data.map((x: Json) => x.transfer_id)).toContain(t.transfer_id);
-    await cli('policies', 'delete', h.profileId, policy.policy_id);
   });
 });

@@ -19,9 +19,11 @@
  * Curve arithmetic comes from `@noble/curves` (through {@link secp256k1Group} and
  * {@link ed25519Group}); HMAC-SHA512 from `@noble/hashes`.
  */
+
 import { hmac } from '@noble/hashes/hmac.js';
 import { sha512 } from '@noble/hashes/sha2.js';
 import { abytes, bytesToBigint, concatBytes, u32be } from './bytes.js';
+import { CryptoError } from './errors.js';
 import { ed25519Group, type Secp256k1Point, secp256k1Group } from './group.js';
 
 /** First hardened child index, 2^31 (BIP32 §"Child key derivation (CKD) functions"). */
@@ -64,8 +66,7 @@ export type InvalidChildReason = 'tweak-out-of-range' | 'point-at-infinity';
  * (normally: mark the index unusable and allocate the next one). Not a `RangeError`: the input
  * was well formed.
  */
-export class Bip32InvalidChildError extends Error {
-  override readonly name = 'Bip32InvalidChildError';
+export class Bip32InvalidChildError extends CryptoError {
   /**
    * @param curve the curve of the derivation
    * @param index the child index that has no valid key
@@ -79,6 +80,7 @@ export class Bip32InvalidChildError extends Error {
     readonly reason: InvalidChildReason,
   ) {
     super(
+      'BIP32_INVALID_CHILD',
       `Bip32InvalidChildError: ${curve} child index ${index} (path position ${depth}) has no valid key ` +
         `(${reason === 'tweak-out-of-range' ? 'IL >= group order' : 'child is the point at infinity'}); ` +
         'skip this index and use the next one',

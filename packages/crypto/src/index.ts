@@ -8,6 +8,7 @@ export * from './bytes.js';
 export * from './commitment.js';
 export * from './ed25519.js';
 export * from './encoding.js';
+export * from './errors.js';
 export * from './group.js';
 export * from './hd.js';
 export * from './runtime/index.js';

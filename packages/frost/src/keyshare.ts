@@ -14,7 +14,14 @@
  * RFC 8032 §5.1.2 for Ed25519); the signing share is the suite's scalar encoding (RFC 9591
  * SerializeScalar: little-endian for Ed25519, big-endian for secp256k1).
  */
-import { bigintToBytes, bytesToBigint, bytesToHex, hexToBytes, vssEvaluateCommitments } from '@custodian/crypto';
+import {
+  bigintToBytes,
+  bytesToBigint,
+  bytesToHex,
+  CryptoError,
+  hexToBytes,
+  vssEvaluateCommitments,
+} from '@custodian/crypto';
 import { type AnyPoint, getSuite, SUITE_NAMES, type Suite, type SuiteName } from './suites.js';
 
 /** Current key-share format version. */
@@ -46,8 +53,10 @@ export interface KeyShare {
 }
 
 /** Error for a stored key share that does not validate. */
-export class KeyShareError extends Error {
-  override readonly name = 'KeyShareError';
+export class KeyShareError extends CryptoError {
+  constructor(message: string) {
+    super('KEY_SHARE_INVALID', message);
+  }
 }
 
 function fail(msg: string): never {

@@ -39,11 +39,11 @@ import {
   deviceHelloDigest,
   encodeDeviceFrame,
   learnSignedPolicies,
-  PrimePool,
   runCeremony,
   type ScryptParams,
   SecureStore,
   StoredNonceLedger,
+  StoredPrimePool,
 } from '@custodian/signer';
 import {
   CONTROL_VERSION,
@@ -173,7 +173,7 @@ export class MobileSigner {
     private readonly ctx: CeremonyContext,
     private readonly log: Logger,
     private readonly events: MobileSignerEvents,
-    private readonly primePool: PrimePool | undefined,
+    private readonly primePool: StoredPrimePool | undefined,
   ) {
     this.ready = new Promise((r) => {
       this.connectedOnce = r;
@@ -209,9 +209,9 @@ export class MobileSigner {
       log,
       DEFAULT_LIMITS,
     );
-    let primePool: PrimePool | undefined;
+    let primePool: StoredPrimePool | undefined;
     if (opts.ecdsa) {
-      primePool = new PrimePool(store, LEVELS[opts.ecdsa.level] as NonNullable<(typeof LEVELS)[string]>, log);
+      primePool = new StoredPrimePool(store, LEVELS[opts.ecdsa.level] as NonNullable<(typeof LEVELS)[string]>, log);
       if (opts.ecdsa.primeSeedFile) await primePool.seed(opts.ecdsa.primeSeedFile);
       if (opts.ecdsa.primePool) primePool.fill(opts.ecdsa.primePool);
     }

@@ -7,6 +7,7 @@
  */
 import { deviceFingerprint, signEnrollmentProof } from '@custodian/wire';
 import { hexToBytes } from '@noble/curves/utils.js';
+import { CoordinatorRequestError } from './errors.js';
 import { createVault, type PinKdfParams, readVaultInfo, type VaultInfo, writeVaultInfo } from './vault.js';
 
 /** Options of {@link enrollDevice}. */
@@ -37,16 +38,7 @@ export interface EnrollResult {
 }
 
 /** Error from the coordinator's enrollment endpoint (problem+json `code`). */
-export class EnrollmentError extends Error {
-  override readonly name = 'EnrollmentError';
-  constructor(
-    message: string,
-    readonly status: number,
-    readonly code: string | undefined,
-  ) {
-    super(message);
-  }
-}
+export class EnrollmentError extends CoordinatorRequestError {}
 
 /**
  * Create the vault in `dataDir` and submit the enrollment request.

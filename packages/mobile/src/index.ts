@@ -8,5 +8,6 @@ export * from './approval-display.js';
 export * from './cli.js';
 export * from './device.js';
 export * from './enroll.js';
+export * from './errors.js';
 export * from './policy.js';
 export * from './vault.js';

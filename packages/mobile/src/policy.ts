@@ -13,6 +13,7 @@
  */
 import { isPolicyTombstone, type PolicyDocument, policyDigest, type SignedPolicy, signPolicy } from '@custodian/wire';
 import { bytesToHex } from '@noble/curves/utils.js';
+import { CoordinatorRequestError, MobileError } from './errors.js';
 import { readVaultInfo, unlockVault } from './vault.js';
 
 /** One version of a policy as the admin API returns it (the fields the phone reads). */
@@ -61,22 +62,12 @@ export interface SignPolicyResult {
 }
 
 /** An admin API request failed (`status`, problem+json `code`). */
-export class AdminApiError extends Error {
-  override readonly name = 'AdminApiError';
-  constructor(
-    message: string,
-    readonly status: number,
-    readonly code: string | undefined,
-  ) {
-    super(message);
-  }
-}
+export class AdminApiError extends CoordinatorRequestError {}
 
 /** The person cancelled at the summary: nothing was signed. */
-export class PolicySignCancelled extends Error {
-  override readonly name = 'PolicySignCancelled';
+export class PolicySignCancelled extends MobileError {
   constructor() {
-    super('cancelled: the policy version was not signed');
+    super('POLICY_SIGN_CANCELLED', 'cancelled: the policy version was not signed');
   }
 }
 

@@ -22,6 +22,7 @@ import { xchacha20poly1305 } from '@noble/ciphers/chacha.js';
 import { p256 } from '@noble/curves/nist.js';
 import { bytesToHex, hexToBytes } from '@noble/curves/utils.js';
 import { scryptAsync } from '@noble/hashes/scrypt.js';
+import { MobileError } from './errors.js';
 
 /** File name of the vault in the data folder. */
 export const VAULT_FILE = 'device.json';
@@ -37,10 +38,9 @@ export interface PinKdfParams {
 export const DEFAULT_PIN_KDF: PinKdfParams = { N: 1 << 15, r: 8, p: 1 };
 
 /** The PIN did not open the vault. */
-export class WrongPinError extends Error {
-  override readonly name = 'WrongPinError';
+export class WrongPinError extends MobileError {
   constructor() {
-    super('wrong PIN');
+    super('WRONG_PIN', 'wrong PIN');
   }
 }
 

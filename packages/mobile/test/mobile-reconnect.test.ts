@@ -82,33 +82,84 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
 });
 
+/** A running coordinator on a fixed port (so a restart comes back at the same URL) and one approved phone enrolled in `<dir>/phone`. */
+async function instanceWithPhone(name: string) {
+  const dir = tempDir(name);
+  const port = await freePort();
+  const coord = await coordinatorAt(join(dir, 'coordinator'), port);
+  const url = await coord.start();
+  cleanups.push(() => coord.stop());
+  const deviceId = await enrollApproved(coord, url, join(dir, 'phone'));
+  return { dir, port, coord, deviceId };
+}
+
+/** The in-process phone of `instanceWithPhone`, with a reconnect backoff of `backoff` = [base, cap] ms. */
+async function startPhone(
+  dir: string,
+  out: ReturnType<typeof capture>,
+  decide: (i: TransferIntent) => Promise<'APPROVE'>,
+  backoff: [number, number],
+  hooks: { onRevoked?: (reason: string) => void } = {},
+): Promise<MobileSigner> {
+  const phone = await MobileSigner.start(
+    {
+      dataDir: join(dir, 'phone'),
+      pin: PIN,
+      decide,
+      log: out.log,
+      storeScrypt: KDF,
+      allowUnenforcedSigning: true,
+      reconnectMs: backoff[0],
+      reconnectMaxMs: backoff[1],
+    },
+    hooks,
+  );
+  cleanups.push(() => phone.stop());
+  return phone;
+}
+
+/** The simulator PROCESS (`mobile run --auto-approve`) of `instanceWithPhone`; killed at cleanup if still running. */
+function spawnPhone(dir: string, extraArgs: string[] = []) {
+  const pinFile = join(dir, 'pin');
+  writeFileSync(pinFile, `${PIN}\n`, { mode: 0o600 });
+  const proc: ChildProcess = spawn(
+    process.execPath,
+    [MOBILE_MAIN, 'mobile', 'run', '--data', join(dir, 'phone'), '--pin-file', pinFile, '--auto-approve', ...extraArgs],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const io = { stdout: '', stderr: '' };
+  proc.stdout?.on('data', (b: Buffer) => {
+    io.stdout += b.toString();
+  });
+  proc.stderr?.on('data', (b: Buffer) => {
+    io.stderr += b.toString();
+  });
+  const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
+  cleanups.push(async () => {
+    if (proc.exitCode === null && proc.signalCode === null) {
+      proc.kill('SIGKILL');
+      await exited;
+    }
+  });
+  return { proc, io, exited };
+}
+
 describe('a phone rides through a coordinator restart', () => {
   it('reconnects with a capped, jittered backoff and answers the approval still pending for it', async () => {
-    const dir = tempDir('mobile-reconnect');
-    const port = await freePort();
-    let coord = await coordinatorAt(join(dir, 'coordinator'), port);
-    const url = await coord.start();
+    const { dir, port, deviceId, ...first } = await instanceWithPhone('mobile-reconnect');
+    let coord = first.coord;
     cleanups.push(() => coord.stop());
-    const deviceId = await enrollApproved(coord, url, join(dir, 'phone'));
     const out = capture();
     const decided: string[] = [];
-    const phone = await MobileSigner.start(
-      {
-        dataDir: join(dir, 'phone'),
-        pin: PIN,
-        decide: async (i) => {
-          decided.push(i.transfer_id);
-          return 'APPROVE';
-        },
-        log: out.log,
-        storeScrypt: KDF,
-        allowUnenforcedSigning: true,
-        reconnectMs: 40,
-        reconnectMaxMs: 160,
+    const phone = await startPhone(
+      dir,
+      out,
+      async (i) => {
+        decided.push(i.transfer_id);
+        return 'APPROVE';
       },
-      {},
+      [40, 160],
     );
-    cleanups.push(() => phone.stop());
     await phone.ready;
 
     await coord.stop();
@@ -142,34 +193,23 @@ describe('a phone rides through a coordinator restart', () => {
   });
 
   it('an approval decided while the coordinator was away is answered again after the reconnection, not asked twice', async () => {
-    const dir = tempDir('mobile-answer-again');
-    const port = await freePort();
-    let coord = await coordinatorAt(join(dir, 'coordinator'), port);
-    const url = await coord.start();
+    const { dir, port, deviceId, ...first } = await instanceWithPhone('mobile-answer-again');
+    let coord = first.coord;
     cleanups.push(() => coord.stop());
-    const deviceId = await enrollApproved(coord, url, join(dir, 'phone'));
     const out = capture();
     const asked: string[] = [];
     let answer: (d: 'APPROVE') => void = () => undefined;
-    const phone = await MobileSigner.start(
-      {
-        dataDir: join(dir, 'phone'),
-        pin: PIN,
-        decide: (i) => {
-          asked.push(i.transfer_id);
-          return new Promise((r) => {
-            answer = r;
-          });
-        },
-        log: out.log,
-        storeScrypt: KDF,
-        allowUnenforcedSigning: true,
-        reconnectMs: 40,
-        reconnectMaxMs: 160,
+    const phone = await startPhone(
+      dir,
+      out,
+      (i) => {
+        asked.push(i.transfer_id);
+        return new Promise((r) => {
+          answer = r;
+        });
       },
-      {},
+      [40, 160],
     );
-    cleanups.push(() => phone.stop());
     await phone.ready;
     const request = intent('t-decided-offline');
     coord.signing?.hub.notifyApprovalRequest(deviceId, request);
@@ -194,28 +234,12 @@ describe('a phone rides through a coordinator restart', () => {
   });
 
   it('a removed device stops reconnecting and says so (4403 DEVICE_REVOKED)', async () => {
-    const dir = tempDir('mobile-revoked');
-    const port = await freePort();
-    const coord = await coordinatorAt(join(dir, 'coordinator'), port);
-    const url = await coord.start();
-    cleanups.push(() => coord.stop());
-    const deviceId = await enrollApproved(coord, url, join(dir, 'phone'));
+    const { dir, coord, deviceId } = await instanceWithPhone('mobile-revoked');
     const out = capture();
     const revoked: string[] = [];
-    const phone = await MobileSigner.start(
-      {
-        dataDir: join(dir, 'phone'),
-        pin: PIN,
-        decide: async () => 'APPROVE',
-        log: out.log,
-        storeScrypt: KDF,
-        allowUnenforcedSigning: true,
-        reconnectMs: 20,
-        reconnectMaxMs: 40,
-      },
-      { onRevoked: (reason) => revoked.push(reason) },
-    );
-    cleanups.push(() => phone.stop());
+    const phone = await startPhone(dir, out, async () => 'APPROVE', [20, 40], {
+      onRevoked: (reason) => revoked.push(reason),
+    });
     await phone.ready;
     // what the admin service does when an administrator removes the device
     await coord.db.query(`UPDATE devices SET status = 'REMOVED' WHERE device_id = $1`, [deviceId]);
@@ -230,29 +254,11 @@ describe('a phone rides through a coordinator restart', () => {
   });
 
   it('a device removed while it was offline is refused at hello with DEVICE_REVOKED and stops', async () => {
-    const dir = tempDir('mobile-removed-offline');
-    const port = await freePort();
-    const coord = await coordinatorAt(join(dir, 'coordinator'), port);
-    const url = await coord.start();
-    cleanups.push(() => coord.stop());
-    const deviceId = await enrollApproved(coord, url, join(dir, 'phone'));
+    const { dir, coord, deviceId } = await instanceWithPhone('mobile-removed-offline');
     await coord.db.query(`UPDATE devices SET status = 'REMOVED' WHERE device_id = $1`, [deviceId]);
     const out = capture();
     const revoked: string[] = [];
-    const phone = await MobileSigner.start(
-      {
-        dataDir: join(dir, 'phone'),
-        pin: PIN,
-        decide: async () => 'APPROVE',
-        log: out.log,
-        storeScrypt: KDF,
-        allowUnenforcedSigning: true,
-        reconnectMs: 20,
-        reconnectMaxMs: 40,
-      },
-      { onRevoked: (reason) => revoked.push(reason) },
-    );
-    cleanups.push(() => phone.stop());
+    await startPhone(dir, out, async () => 'APPROVE', [20, 40], { onRevoked: (reason) => revoked.push(reason) });
     await waitFor(() => revoked.length > 0, 5_000, 'the refusal');
     expect(revoked[0]).toMatch(/REMOVED/);
     await new Promise((r) => setTimeout(r, 300));
@@ -264,52 +270,16 @@ describe('the phone simulator process', () => {
   beforeAll(() => buildAll(), 120_000);
 
   it('stays alive while the coordinator is away and reconnects when it is back', async () => {
-    const dir = tempDir('mobile-process-reconnect');
-    const port = await freePort();
-    let coord = await coordinatorAt(join(dir, 'coordinator'), port);
-    const url = await coord.start();
+    const { dir, port, deviceId, ...first } = await instanceWithPhone('mobile-process-reconnect');
+    let coord = first.coord;
     cleanups.push(() => coord.stop());
-    const deviceId = await enrollApproved(coord, url, join(dir, 'phone'));
-    const pinFile = join(dir, 'pin');
-    writeFileSync(pinFile, `${PIN}\n`, { mode: 0o600 });
-    const proc: ChildProcess = spawn(
-      process.execPath,
-      [
-        MOBILE_MAIN,
-        'mobile',
-        'run',
-        '--data',
-        join(dir, 'phone'),
-        '--pin-file',
-        pinFile,
-        '--auto-approve',
-        '--store-scrypt-n',
-        '1024',
-        '--allow-unenforced-signing',
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let stdout = '';
-    let stderr = '';
-    proc.stdout?.on('data', (b: Buffer) => {
-      stdout += b.toString();
-    });
-    proc.stderr?.on('data', (b: Buffer) => {
-      stderr += b.toString();
-    });
-    const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
-    cleanups.push(async () => {
-      if (proc.exitCode === null && proc.signalCode === null) {
-        proc.kill('SIGKILL');
-        await exited;
-      }
-    });
-    const connections = () => stdout.split('\n').filter((l) => l.includes('"event":"connected"')).length;
+    const { proc, io, exited } = spawnPhone(dir, ['--store-scrypt-n', '1024', '--allow-unenforced-signing']);
+    const connections = () => io.stdout.split('\n').filter((l) => l.includes('"event":"connected"')).length;
     await waitFor(() => connections() === 1 || proc.exitCode !== null, 30_000, 'the first connection');
     expect(connections()).toBe(1);
 
     await coord.stop();
-    await waitFor(() => /reconnecting in/.test(stderr) || proc.exitCode !== null, 10_000, 'the disconnection');
+    await waitFor(() => /reconnecting in/.test(io.stderr) || proc.exitCode !== null, 10_000, 'the disconnection');
     // several reconnect delays later the process still runs (it used to exit 0 here)
     await new Promise((r) => setTimeout(r, 1500));
     expect({ exitCode: proc.exitCode, signal: proc.signalCode }).toEqual({ exitCode: null, signal: null });
@@ -318,44 +288,22 @@ describe('the phone simulator process', () => {
     await coord.start();
     await waitFor(() => connections() === 2 || proc.exitCode !== null, 15_000, 'the reconnection');
     expect(connections()).toBe(2);
-    expect(stderr).toMatch(/reconnected to the coordinator; resuming 0 pending approvals/);
-    expect(stdout).toMatch(/"event":"connected".*"resumed":true,"pending_approvals":0/);
+    expect(io.stderr).toMatch(/reconnected to the coordinator; resuming 0 pending approvals/);
+    expect(io.stdout).toMatch(/"event":"connected".*"resumed":true,"pending_approvals":0/);
 
     // removed by the administrator: the simulator says so and exits (EXIT_DEVICE_REVOKED), for good
     await coord.db.query(`UPDATE devices SET status = 'REMOVED' WHERE device_id = $1`, [deviceId]);
     coord.signing?.hub.revokeDevice(deviceId, 'REMOVED');
     expect(await exited).toBe(EXIT_DEVICE_REVOKED);
-    expect(stdout).toMatch(/"event":"revoked","reason":"device is REMOVED, not APPROVED"/);
+    expect(io.stdout).toMatch(/"event":"revoked","reason":"device is REMOVED, not APPROVED"/);
   });
 
   it('SIGTERM while it waits to reconnect ends it at once (exit code 0)', async () => {
-    const dir = tempDir('mobile-process-sigterm');
-    const port = await freePort();
-    const coord = await coordinatorAt(join(dir, 'coordinator'), port);
-    const url = await coord.start();
-    cleanups.push(() => coord.stop());
-    await enrollApproved(coord, url, join(dir, 'phone'));
-    const pinFile = join(dir, 'pin');
-    writeFileSync(pinFile, `${PIN}\n`, { mode: 0o600 });
-    const proc = spawn(
-      process.execPath,
-      [MOBILE_MAIN, 'mobile', 'run', '--data', join(dir, 'phone'), '--pin-file', pinFile, '--auto-approve'],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let stdout = '';
-    proc.stdout?.on('data', (b: Buffer) => {
-      stdout += b.toString();
-    });
-    const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
-    cleanups.push(async () => {
-      if (proc.exitCode === null && proc.signalCode === null) {
-        proc.kill('SIGKILL');
-        await exited;
-      }
-    });
-    await waitFor(() => stdout.includes('"event":"connected"') || proc.exitCode !== null, 30_000, 'the connection');
+    const { dir, coord } = await instanceWithPhone('mobile-process-sigterm');
+    const { proc, io, exited } = spawnPhone(dir);
+    await waitFor(() => io.stdout.includes('"event":"connected"') || proc.exitCode !== null, 30_000, 'the connection');
     await coord.stop();
-    await waitFor(() => stdout.includes('"event":"disconnected"') || proc.exitCode !== null, 10_000, 'the loss');
+    await waitFor(() => io.stdout.includes('"event":"disconnected"') || proc.exitCode !== null, 10_000, 'the loss');
     expect(proc.exitCode).toBe(null);
     const t0 = Date.now();
     proc.kill('SIGTERM');

@@ -9,6 +9,7 @@
  * verification with ES256 only, over the RAW body bytes (never re-serialised JSON).
  */
 import { compactVerify, createLocalJWKSet, type JSONWebKeySet, errors as joseErrors } from 'jose';
+import { SdkError } from './errors.js';
 
 /** Stable reasons a delivery is rejected. */
 export type WebhookVerificationCode =
@@ -23,13 +24,10 @@ export type WebhookVerificationCode =
   | 'HEADER_MISMATCH';
 
 /** Thrown by {@link verifyWebhook} for every rejected delivery; answer it with a 4xx. */
-export class WebhookVerificationError extends Error {
-  override readonly name = 'WebhookVerificationError';
-  constructor(
-    readonly code: WebhookVerificationCode,
-    message: string,
-  ) {
-    super(`${code}: ${message}`);
+export class WebhookVerificationError extends SdkError {
+  declare readonly code: WebhookVerificationCode;
+  constructor(code: WebhookVerificationCode, message: string) {
+    super(code, `${code}: ${message}`);
   }
 }
 

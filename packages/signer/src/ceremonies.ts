@@ -66,6 +66,7 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import type { Logger } from 'pino';
 import type { ChainsConfig } from './config.js';
 import { type EnforcementVerdict, EvidenceRefused, enforceTransferEvidence } from './enforce.js';
+import { SignerError } from './errors.js';
 import { type RollbackRecord, rollbackRefusal } from './generation.js';
 import {
   deletePresignatures,
@@ -74,7 +75,7 @@ import {
   presignaturePuts,
   takePresignature,
 } from './presignatures.js';
-import type { PrimePool } from './primes.js';
+import type { StoredPrimePool } from './primes.js';
 import type { CeremonyRunner, SessionOutcome, SessionParty } from './runner.js';
 import type { SecureStore, StoreOp } from './store.js';
 
@@ -179,7 +180,7 @@ export interface CeremonyContext {
   readonly log: Logger;
   readonly nonceLedger: StoredNonceLedger;
   /** Safe-prime pool for CGGMP21 (absent: this signer does not take part in ECDSA key creation). */
-  readonly primePool?: PrimePool;
+  readonly primePool?: StoredPrimePool;
   /** Pool size to refill to after a ceremony consumed primes. */
   readonly primePoolTarget?: number;
   /**
@@ -213,7 +214,11 @@ export interface CeremonyContext {
 }
 
 /** A refusal: the request is invalid for this signer. */
-class Refused extends Error {}
+class Refused extends SignerError {
+  constructor(message: string) {
+    super('REQUEST_REFUSED', message);
+  }
+}
 
 /** Session id of one protocol run of a ceremony: SHA-256 of the canonical encoding of (tag, ceremony id, label). */
 export function sessionId(ceremonyId: Uint8Array, label: string): Uint8Array {
@@ -651,7 +656,7 @@ async function masterKey(
             ...common,
             sessionId: sessionId(ceremonyId, 'cggmp.aux'),
             spec: auxInfoProtocol({
-              level: (pool as PrimePool).level,
+              level: (pool as StoredPrimePool).level,
               primes: { p: primes.p, q: primes.q },
               checkPrimality: false,
             }),

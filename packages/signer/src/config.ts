@@ -25,6 +25,7 @@ import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import { decodeTronAddress, UTXO_NETWORKS, validateEthereumAddress } from '@custodian/chains';
 import { peerIdFromString } from '@libp2p/peer-id';
 import { multiaddr } from '@multiformats/multiaddr';
+import { SignerError } from './errors.js';
 import type { ScryptParams } from './secretbox.js';
 
 export type PassphraseSource = { readonly env: string } | { readonly file: string };
@@ -121,8 +122,10 @@ export interface AssetConfig {
 export type ChainsConfig = Readonly<Record<string, ChainConfig>>;
 
 /** Configuration error naming the field. */
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
+export class ConfigError extends SignerError {
+  constructor(message: string) {
+    super('CONFIG_INVALID', message);
+  }
 }
 
 function peerIdField(v: unknown, field: string): string {

@@ -30,7 +30,7 @@ import { defaultGenerationFile, type GenerationStart, startGeneration, stopGener
 import { createHost, type Host } from './host.js';
 import { loadIdentity, type NodeIdentity } from './identity.js';
 import { PreparedPresignatures, presignaturePoolSizes } from './presignatures.js';
-import { PrimePool } from './primes.js';
+import { StoredPrimePool } from './primes.js';
 import { attachSignerRelay, type SignerRelay } from './relay.js';
 import { CeremonyRunner } from './runner.js';
 import { SecureStore } from './store.js';
@@ -97,9 +97,9 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
     log,
     DEFAULT_LIMITS,
   );
-  let primePool: PrimePool | undefined;
+  let primePool: StoredPrimePool | undefined;
   if (config.ecdsa) {
-    primePool = new PrimePool(store, LEVELS[config.ecdsa.level] as NonNullable<(typeof LEVELS)[string]>, log);
+    primePool = new StoredPrimePool(store, LEVELS[config.ecdsa.level] as NonNullable<(typeof LEVELS)[string]>, log);
     if (config.ecdsa.primeSeedFile) {
       const n = await primePool.seed(config.ecdsa.primeSeedFile);
       log.info({ imported: n, bits: primePool.bits }, 'safe primes imported into the pool');

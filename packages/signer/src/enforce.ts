@@ -106,6 +106,7 @@ import {
 } from '@custodian/wire';
 import { assetMismatch } from './assets.js';
 import type { ChainConfig, ChainsConfig } from './config.js';
+import { SignerError } from './errors.js';
 import type { SecureStore, StoreOp } from './store.js';
 
 /** Why a signer refuses a transfer signature: the evidence codes plus the ledger's own. */
@@ -154,13 +155,10 @@ export type SignerRefusal =
   | 'INTENT_TIME_INVALID';
 
 /** A refusal raised by {@link enforceTransferEvidence}; `code` travels back as the CeremonyResult's error. */
-export class EvidenceRefused extends Error {
-  override readonly name = 'EvidenceRefused';
-  constructor(
-    readonly code: SignerRefusal,
-    detail: string,
-  ) {
-    super(`${code}: ${detail}`);
+export class EvidenceRefused extends SignerError {
+  declare readonly code: SignerRefusal;
+  constructor(code: SignerRefusal, detail: string) {
+    super(code, `${code}: ${detail}`);
   }
 }
 

@@ -41,6 +41,7 @@ import { open as openFile, readFile, rename } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { CREATED_AT_SKEW_MS } from './enforce.js';
+import { SignerError } from './errors.js';
 import { presignatureDiscards } from './presignatures.js';
 import type { SecureStore, StoreOp } from './store.js';
 
@@ -74,9 +75,10 @@ export interface GenerationStart {
 }
 
 /** The state file is unreadable or not one (the signer does not start: the operator decides). */
-export class GenerationFileError extends Error {
-  override readonly name = 'GenerationFileError';
-  readonly code = 'GENERATION_FILE_INVALID';
+export class GenerationFileError extends SignerError {
+  constructor(message: string) {
+    super('GENERATION_FILE_INVALID', message);
+  }
 }
 
 interface StateFile {

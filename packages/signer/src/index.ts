@@ -15,6 +15,7 @@ export * from './config.js';
 export * from './control-client.js';
 export * from './daemon.js';
 export * from './enforce.js';
+export * from './errors.js';
 export * from './generation.js';
 export * from './host.js';
 export * from './identity.js';

@@ -1,11 +1,16 @@
 /**
- * Persistent pool of safe primes for CGGMP21 aux-info and refresh (each needs two safe primes of
- * 4κ bits: 1536 bits at SECURITY_128, 1024 at SECURITY_112), kept encrypted in the store's `primes`
- * sublevel so ceremonies are not bound by prime search (spec §4.1 "Provisioning"). Filled in the
- * background with `node:crypto` safe-prime generation (`@custodian/paillier` generateSafePrime,
- * OpenSSL, off the event loop), or seeded from a file of pre-generated primes (each checked with
- * `isSafePrime` before it is accepted). Primes taken by a ceremony are deleted in the ceremony's
- * final store batch whatever its outcome, so a modulus is never reused.
+ * The signer's durable store of safe primes for CGGMP21 aux-info and refresh (each needs two safe
+ * primes of 4κ bits: 1536 bits at SECURITY_128, 1024 at SECURITY_112), kept encrypted in the
+ * store's `primes` sublevel so ceremonies are not bound by prime search (spec §4.1
+ * "Provisioning"). Primes come from `@custodian/paillier`'s `generateSafePrime` (the one
+ * safe-prime generator: OpenSSL, off the event loop), exactly as many as the store lacks, or from
+ * a file of pre-generated primes (each checked with `isSafePrime`). Primes taken by a ceremony are
+ * reserved, and deleted in the ceremony's final store batch whatever its outcome, so a modulus is
+ * never reused.
+ *
+ * Not `@custodian/paillier`'s `PrimePool`: that one is an in-memory pool for library users (a
+ * worker thread keeps it topped up, a snapshot is theirs to store); this one is the signer's
+ * encrypted, restart-safe store with reservations, and generates only what it lacks.
  */
 
 import { randomBytes } from 'node:crypto';
@@ -15,8 +20,8 @@ import { generateSafePrime, isSafePrime, type SecurityLevel } from '@custodian/p
 import type { Logger } from 'pino';
 import type { SecureStore, StoreOp } from './store.js';
 
-/** Pool of safe primes of one bit length. */
-export class PrimePool {
+/** Durable pool of safe primes of one bit length. */
+export class StoredPrimePool {
   private readonly reserved = new Set<string>();
   private filling = false;
   private stopped = false;
@@ -74,7 +79,7 @@ export class PrimePool {
     return n;
   }
 
-  /** Generate primes in the background until the pool holds `target` (one at a time). */
+  /** Generate primes in the background until the store holds `target` (one at a time; errors are logged). */
   fill(target: number): void {
     if (this.filling || target <= 0) return;
     this.filling = true;
@@ -125,6 +130,7 @@ export class PrimePool {
     for (const k of keys) this.reserved.delete(k);
   }
 
+  /** Stop generating (a prime in progress is not stored); stored primes stay. */
   stop(): void {
     this.stopped = true;
   }

@@ -8,6 +8,7 @@
  */
 import { randomBytes, scrypt } from 'node:crypto';
 import { xchacha20poly1305 } from '@noble/ciphers/chacha.js';
+import { SignerError } from './errors.js';
 
 /** scrypt cost parameters (RFC 7914 §2). */
 export interface ScryptParams {
@@ -55,8 +56,10 @@ export function seal(key: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): U
 }
 
 /** Error for a stored value that does not decrypt (wrong passphrase, tampering, moved value). */
-export class StoreIntegrityError extends Error {
-  override readonly name = 'StoreIntegrityError';
+export class StoreIntegrityError extends SignerError {
+  constructor(message: string) {
+    super('STORE_INTEGRITY', message);
+  }
 }
 
 /**

@@ -13,7 +13,7 @@
  */
 import type { Canonical } from '@custodian/crypto';
 import protobuf from 'protobufjs';
-import { accept, reject, type WireResult } from './errors.js';
+import { accept, reject, WireError, type WireResult } from './errors.js';
 
 /** Size limits applied when decoding untrusted bytes. */
 export interface WireLimits {
@@ -36,8 +36,10 @@ export const DEFAULT_LIMITS: WireLimits = {
 };
 
 /** Thrown by the converter on a schema or limit violation; caught and turned into a rejection at the API. */
-export class WireSchemaError extends Error {
-  override readonly name = 'WireSchemaError';
+export class WireSchemaError extends WireError {
+  constructor(message: string) {
+    super('WIRE_SCHEMA_VIOLATION', message);
+  }
 }
 
 const BIGINT = 'custodian.v1.BigInt';

@@ -4,6 +4,17 @@
  * `party` names the sender when the sender is identifiable (authenticated or claimed, see `authenticated`).
  */
 
+import { CustodianError } from '@custodian/crypto';
+
+/**
+ * Base of the `wire` family of {@link CustodianError} (thrown, unlike rejections, only by the
+ * converter on a schema or limit violation; caught and turned into a rejection at the API).
+ * Codes: `WIRE_SCHEMA_VIOLATION`.
+ */
+export class WireError extends CustodianError {
+  readonly family = 'wire' as const;
+}
+
 /** Stable rejection codes. */
 export type WireRejectionCode =
   | 'oversize'

@@ -10,9 +10,9 @@ import {
   type PublicClient,
   parseEventLogs,
 } from 'viem';
-import { NodeRpcError, ReorgTooDeepError } from '../errors.js';
+import { NodeRpcError } from '../errors.js';
+import { settleAccountPoll } from '../watcher/account-poll.js';
 import {
-  type BalanceRow,
   type Cursor,
   PollingWatcher,
   type TransactionDetectedEvent,
@@ -53,13 +53,10 @@ interface RpcBlock {
 /**
  * Watches Ethereum addresses for ETH and ERC-20 movements.
  *
- * Each poll: (1) scans blocks above the cursor up to the tip, Transfer logs of the tokens, and the
- * mempool, emitting `transaction_detected` once per (txid, address, asset); (2) moves the cursor
- * to the block with `confirmations` confirmations after checking that every block links to its
- * parent (a replaced counted block raises {@link ReorgTooDeepError}); (3) reads each watched
- * balance at that block's hash (EIP-1898) and emits `balance_updated` where it differs from the
- * stored value; (4) commits cursor, seen keys, balances and events in one store commit, then
- * notifies listeners. A crash before (4) repeats the poll; after (4) nothing is repeated. Reading
+ * Each poll scans blocks above the cursor up to the tip, Transfer logs of the tokens, and the
+ * mempool, emitting `transaction_detected` once per (txid, address, asset); then the shared
+ * account-model steps ({@link settleAccountPoll}: cursor with parent-link checks, balances, one
+ * atomic commit) run, with each balance read at the confirmed block's hash (EIP-1898). Reading
  * balances at the confirmed block (rather than summing transfers) counts internal transfers and
  * fees too. Cost: one balance call per address and asset per poll that advances the cursor.
  */
@@ -223,59 +220,18 @@ export class EthereumWatcher extends PollingWatcher {
         this.#mempool = false; // node has no txpool namespace
       }
     }
-    const keyOf = (e: TransactionDetectedEvent) => `${e.txid}:${e.address}:${e.asset}`;
-    const already = await store.seen(chain, detected.map(keyOf));
-    const fresh = new Map<string, TransactionDetectedEvent>();
-    for (const e of detected) if (!already.has(keyOf(e)) && !fresh.has(keyOf(e))) fresh.set(keyOf(e), e);
-    const events: WatcherEvent[] = [...fresh.values()];
-
-    // (2) advance the confirmed cursor, checking parent links.
-    let next = cursor;
-    const balances: BalanceRow[] = [];
-    if (confirmedTarget > cursor.height) {
-      let prevHash = cursor.hash;
-      for (let h = cursor.height + 1; h <= confirmedTarget; h++) {
-        const b = blocks.get(h);
-        if (b === undefined) throw new Error('unreachable: block not fetched');
-        if (b.parentHash !== prevHash) {
-          // The counted cursor block was replaced: deeper than the confirmation depth.
-          if (h === cursor.height + 1) throw new ReorgTooDeepError(cursor.height, this.#o.confirmations);
-          return []; // a reorganisation happened while this poll read blocks: nothing committed, retry next poll
-        }
-        prevHash = b.hash;
-      }
-      next = { height: confirmedTarget, hash: prevHash };
-      // (3) balances at the confirmed block.
-      const stored = new Map((await store.getBalances(chain)).map((r) => [`${r.address}|${r.asset}`, r.balance]));
-      for (const address of this.#addresses) {
-        for (const asset of ['native', ...this.#tokens]) {
-          const value = (await this.#balance(address, asset, next.hash)).toString();
-          const previous = stored.get(`${address}|${asset}`) ?? '0';
-          if (value !== previous) {
-            balances.push({ address, asset, balance: value });
-            events.push({
-              type: 'balance_updated',
-              chain,
-              address,
-              asset,
-              balance: value,
-              previous_balance: previous,
-              block_height: next.height,
-              block_hash: next.hash,
-            });
-          }
-        }
-      }
-    }
-    if (events.length === 0 && next === cursor && (await store.getCursor(chain)) !== null) return [];
-    await store.commit(chain, {
-      cursor: next,
-      seen: [...fresh.keys()],
-      balances,
-      utxosAdded: [],
-      utxosSpent: [],
-      events,
+    const events = await settleAccountPoll({
+      chain,
+      store,
+      confirmations: this.#o.confirmations,
+      cursor,
+      confirmedTarget,
+      blocks,
+      detected,
+      addresses: this.#addresses,
+      assets: ['native', ...this.#tokens],
+      balanceAt: (address, asset, at) => this.#balance(address, asset, at.hash),
     });
-    return events;
+    return events ?? []; // null: a reorganisation happened while this poll read blocks
   }
 }

@@ -1,7 +1,7 @@
 import { hexToBytes } from '@noble/hashes/utils.js';
-import { NodeRpcError, ReorgTooDeepError } from '../errors.js';
+import { NodeRpcError } from '../errors.js';
+import { settleAccountPoll } from '../watcher/account-poll.js';
 import {
-  type BalanceRow,
   type Cursor,
   PollingWatcher,
   type TransactionDetectedEvent,
@@ -58,12 +58,10 @@ function base58OfTopic(topic: string): string | undefined {
  * (`/wallet/gettransactioninfobyblocknum`, for TRC-20 `Transfer` logs of the followed tokens and
  * the receipts of contract calls), and the pending pool, emitting `transaction_detected` once per
  * (txid, address, asset): TRX from successful `TransferContract`s, TRC-20 from `Transfer` logs
- * (in blocks) or `transfer(address,uint256)` calls (pending); (2) moves the cursor to the block
- * with `confirmations` confirmations after checking every parent hash (a replaced counted block
- * raises {@link ReorgTooDeepError}; a fork met while reading, or transaction infos that do not
- * belong to the block read, commit nothing and the next poll retries); (3) computes confirmed
- * balances and emits `balance_updated` where one changed; (4) commits cursor, seen keys,
- * balances and events in one store commit, then notifies listeners.
+ * (in blocks) or `transfer(address,uint256)` calls (pending) — transaction infos that do not
+ * belong to the block read commit nothing and the next poll retries; (2) the shared account-model
+ * steps run ({@link settleAccountPoll}: the cursor moves to the confirmed block after every parent
+ * hash is checked, confirmed balances are computed, one atomic commit), then listeners are notified.
  *
  * Balances: TRX is read at the confirmed block with `/wallet/getaccountbalance` (its hash and
  * number), which counts fees, internal transfers and every contract type; it requires a node with
@@ -226,74 +224,32 @@ export class TronWatcher extends PollingWatcher {
       }
     }
     const pendingChecked = this.#mempool ? await this.#pending(detected) : [];
-    const keyOf = (e: TransactionDetectedEvent) => `${e.txid}:${e.address}:${e.asset}`;
-    const already = await store.seen(chain, detected.map(keyOf));
-    const fresh = new Map<string, TransactionDetectedEvent>();
-    for (const e of detected) if (!already.has(keyOf(e)) && !fresh.has(keyOf(e))) fresh.set(keyOf(e), e);
-    const events: WatcherEvent[] = [...fresh.values()];
-
-    // (2) advance the confirmed cursor, checking parent links.
-    let next = cursor;
-    const balances: BalanceRow[] = [];
-    if (confirmedTarget > cursor.height) {
-      let prevHash = cursor.hash;
-      for (let h = cursor.height + 1; h <= tip; h++) {
-        const b = blocks.get(h);
-        if (b === undefined) throw new Error('unreachable: block not fetched');
-        if (b.parentHash !== prevHash) {
-          if (h === cursor.height + 1) throw new ReorgTooDeepError(cursor.height, this.#o.confirmations);
-          return []; // a fork met while reading blocks: commit nothing, the next poll retries
-        }
-        prevHash = b.blockID;
-        if (h === confirmedTarget) next = { height: h, hash: b.blockID };
-      }
-      // (3) balances at the confirmed block.
-      const stored = new Map((await store.getBalances(chain)).map((r) => [`${r.address}|${r.asset}`, r.balance]));
-      const tokenDelta = new Map<string, bigint>();
-      for (let h = cursor.height + 1; h <= next.height; h++)
+    // token balances follow from the Transfer logs of the blocks counted (no balance call per token)
+    const tokenDelta = (key: string, upTo: number): bigint => {
+      let d = 0n;
+      for (let h = cursor.height + 1; h <= upTo; h++)
         for (const [, token, from, to, amount] of transfers.get(h) ?? []) {
-          if (this.#addresses.has(to))
-            tokenDelta.set(`${to}|${token}`, (tokenDelta.get(`${to}|${token}`) ?? 0n) + amount);
-          if (this.#addresses.has(from))
-            tokenDelta.set(`${from}|${token}`, (tokenDelta.get(`${from}|${token}`) ?? 0n) - amount);
+          if (`${to}|${token}` === key) d += amount;
+          if (`${from}|${token}` === key) d -= amount;
         }
-      for (const address of this.#addresses) {
-        for (const asset of ['native', ...this.#tokens.keys()]) {
-          const key = `${address}|${asset}`;
-          const previous = stored.get(key) ?? '0';
-          const value = (
-            asset === 'native'
-              ? await client.accountBalanceAt(address, { hash: next.hash, number: next.height })
-              : BigInt(previous) + (tokenDelta.get(key) ?? 0n)
-          ).toString();
-          if (value !== previous) {
-            balances.push({ address, asset, balance: value });
-            events.push({
-              type: 'balance_updated',
-              chain,
-              address,
-              asset,
-              balance: value,
-              previous_balance: previous,
-              block_height: next.height,
-              block_hash: next.hash,
-            });
-          }
-        }
-      }
-    }
-    if (events.length === 0 && next === cursor && (await store.getCursor(chain)) !== null) {
-      this.#markChecked(pendingChecked);
-      return [];
-    }
-    await store.commit(chain, {
-      cursor: next,
-      seen: [...fresh.keys()],
-      balances,
-      utxosAdded: [],
-      utxosSpent: [],
-      events,
+      return d;
+    };
+    const events = await settleAccountPoll({
+      chain,
+      store,
+      confirmations: this.#o.confirmations,
+      cursor,
+      confirmedTarget,
+      blocks: new Map([...blocks].map(([h, b]) => [h, { hash: b.blockID, parentHash: b.parentHash }])),
+      detected,
+      addresses: this.#addresses,
+      assets: ['native', ...this.#tokens.keys()],
+      balanceAt: async (address, asset, at, previous) =>
+        asset === 'native'
+          ? client.accountBalanceAt(address, { hash: at.hash, number: at.height })
+          : BigInt(previous) + tokenDelta(`${address}|${asset}`, at.height),
     });
+    if (events === null) return []; // a fork met while reading blocks: the next poll retries
     this.#markChecked(pendingChecked);
     return events;
   }

@@ -1,6 +1,7 @@
 /** Tiny JSON-over-HTTP client for the local instance's admin and REST APIs (errors carry the problem body). */
+import { CliError } from '../errors.js';
 
-export class HttpError extends Error {
+export class HttpError extends CliError {
   constructor(
     readonly status: number,
     readonly body: unknown,
@@ -8,8 +9,10 @@ export class HttpError extends Error {
   ) {
     const code = (body as { code?: string })?.code;
     const detail = (body as { detail?: string })?.detail;
-    super(`${what}: HTTP ${status}${code ? ` ${code}` : ''}${detail ? ` — ${detail}` : ''}`);
-    this.name = 'HttpError';
+    super(
+      typeof code === 'string' && code !== '' ? code : `HTTP_${status}`,
+      `${what}: HTTP ${status}${code ? ` ${code}` : ''}${detail ? ` — ${detail}` : ''}`,
+    );
   }
 }
 

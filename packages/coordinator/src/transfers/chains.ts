@@ -23,7 +23,6 @@ import {
   TronAdapter,
   TronHttpClient,
   TronWatcher,
-  UTXO_NETWORKS,
   type Utxo,
   type UtxoNetwork,
   type UtxoSource,
@@ -33,6 +32,7 @@ import {
   type WatcherEvent,
 } from '@custodian/chains';
 import type { Hex } from 'viem';
+import { utxoNetworkOf } from '../addresses.js';
 import type { Db } from '../db/db.js';
 import { type BlockchainDef, blockchainByKey } from '../directory.js';
 import type { Clock } from '../util.js';
@@ -128,13 +128,6 @@ export async function tronLookup(client: TronHttpClient, txid: string): Promise<
   if (pending !== null) return { state: 'pending' };
   const tx = await client.post<{ txID?: unknown }>('/wallet/gettransactionbyid', { value: txid });
   return typeof tx.txID === 'string' ? { state: 'pending' } : { state: 'unknown' };
-}
-
-/** The `@custodian/chains` network of a Bitcoin-family directory entry (`bitcoin-mainnet` → `bitcoin`). */
-export function utxoNetworkOf(def: BlockchainDef): UtxoNetwork {
-  const net = UTXO_NETWORKS.find((n) => n.id === def.key.replace(/-mainnet$/, ''));
-  if (net === undefined) throw new RangeError(`no network for ${def.key}`);
-  return net;
 }
 
 export class ChainRegistry {

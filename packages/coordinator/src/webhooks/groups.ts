@@ -62,44 +62,46 @@ function isUniqueViolation(e: unknown): boolean {
   return typeof e === 'object' && e !== null && (e as { code?: string }).code === '23505';
 }
 
-/** Wallet-group and address-group operations. */
-export class GroupService {
-  constructor(
-    private readonly db: Db,
-    private readonly clock: Clock,
-    private readonly audit: AuditFn,
-  ) {}
+/** Columns every group row has. */
+interface GroupRow {
+  profile_id: string;
+  name: string;
+  description: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
 
-  private emit(q: Queryable, profileId: string, type: WebhookEventType, data: Record<string, unknown>) {
-    return emitEvent(q, this.clock, { profileId, type, data });
-  }
+/**
+ * What differs between the two kinds of group: their table, their members (wallets and users of
+ * a wallet group; entries of an address group) and the names of their audit actions and events.
+ * Everything else — existence checks, unique names per profile, soft delete, audit and event in
+ * the same transaction — is {@link GroupService}'s, once.
+ */
+interface GroupKind<V, M> {
+  /** "wallet group" / "address group" (RESOURCE_NOT_FOUND message). */
+  noun: string;
+  table: 'wallet_groups' | 'address_groups';
+  idColumn: 'wallet_group_id' | 'address_group_id';
+  /** Audit actions are `<prefix>.created|updated|deleted`. */
+  auditPrefix: 'wallet_group' | 'address_group';
+  events: { created: WebhookEventType; updated: WebhookEventType; deleted: WebhookEventType };
+  /** The view of a group row: the row plus its members. */
+  view(q: Queryable, id: string, row: GroupRow): Promise<V>;
+  /** Replace the members. @throws ApiError VALIDATION_FAILED naming the field */
+  setMembers(q: Queryable, profileId: string, id: string, members: M): Promise<void>;
+  /** Extra clean-up when the group is deleted. */
+  onDelete?(q: Queryable, id: string): Promise<void>;
+  /** The webhook event payload. */
+  data(v: V): Record<string, unknown>;
+}
 
-  // ---- wallet groups ----------------------------------------------------------------------
-
-  async listWalletGroups(profileId: string): Promise<WalletGroupView[]> {
-    const rows = await this.db.query<{ wallet_group_id: string }>(
-      'SELECT wallet_group_id FROM wallet_groups WHERE profile_id = $1 AND deleted_at IS NULL ORDER BY created_at, wallet_group_id',
-      [profileId],
-    );
-    return Promise.all(rows.map((r) => this.getWalletGroup(profileId, r.wallet_group_id)));
-  }
-
-  async getWalletGroup(profileId: string, id: string, q: Queryable = this.db): Promise<WalletGroupView> {
-    const g = (
-      await q.query<{
-        wallet_group_id: string;
-        profile_id: string;
-        name: string;
-        description: string | null;
-        created_at: Date;
-        updated_at: Date;
-      }>(
-        `SELECT wallet_group_id, profile_id, name, description, created_at, updated_at FROM wallet_groups
-         WHERE profile_id = $1 AND wallet_group_id = $2 AND deleted_at IS NULL`,
-        [profileId, id],
-      )
-    )[0];
-    if (g === undefined) throw notFound('wallet group');
+const WALLET_GROUPS: GroupKind<WalletGroupView, string[]> = {
+  noun: 'wallet group',
+  table: 'wallet_groups',
+  idColumn: 'wallet_group_id',
+  auditPrefix: 'wallet_group',
+  events: { created: 'WALLET_GROUP_CREATED', updated: 'WALLET_GROUP_UPDATED', deleted: 'WALLET_GROUP_DELETED' },
+  async view(q, id, g) {
     const wallets = await q.query<{ wallet_id: string }>(
       'SELECT wallet_id FROM wallet_group_wallets WHERE wallet_group_id = $1 ORDER BY wallet_id',
       [id],
@@ -109,15 +111,15 @@ export class GroupService {
       [id],
     );
     return {
+      wallet_group_id: id,
       ...g,
       wallet_ids: wallets.map((w) => w.wallet_id),
       user_ids: users.map((u) => u.user_id),
       created_at: iso(g.created_at)!,
       updated_at: iso(g.updated_at)!,
     };
-  }
-
-  private async setWallets(q: Queryable, profileId: string, id: string, walletIds: string[]) {
+  },
+  async setMembers(q, profileId, id, walletIds) {
     const ids = [...new Set(walletIds.map((w) => w.toLowerCase()))];
     const found = await q.query<{ wallet_id: string }>(
       'SELECT wallet_id FROM wallets WHERE profile_id = $1 AND wallet_id = ANY($2::uuid[])',
@@ -133,52 +135,126 @@ export class GroupService {
     await q.query('DELETE FROM wallet_group_wallets WHERE wallet_group_id = $1', [id]);
     for (const w of ids)
       await q.query('INSERT INTO wallet_group_wallets (wallet_group_id, wallet_id) VALUES ($1,$2)', [id, w]);
+  },
+  async onDelete(q, id) {
+    await q.query('DELETE FROM wallet_group_users WHERE wallet_group_id = $1', [id]);
+  },
+  data: (g) => ({ wallet_group_id: g.wallet_group_id, name: g.name, wallet_ids: g.wallet_ids, user_ids: g.user_ids }),
+};
+
+const ADDRESS_GROUPS: GroupKind<AddressGroupView, AddressGroupEntry[]> = {
+  noun: 'address group',
+  table: 'address_groups',
+  idColumn: 'address_group_id',
+  auditPrefix: 'address_group',
+  events: { created: 'ADDRESS_GROUP_CREATED', updated: 'ADDRESS_GROUP_UPDATED', deleted: 'ADDRESS_GROUP_DELETED' },
+  async view(q, id, g) {
+    const entries = await q.query<AddressGroupEntry>(
+      'SELECT blockchain_id, address, label FROM address_group_entries WHERE address_group_id = $1 ORDER BY blockchain_id, address',
+      [id],
+    );
+    return { address_group_id: id, ...g, entries, created_at: iso(g.created_at)!, updated_at: iso(g.updated_at)! };
+  },
+  async setMembers(q, _profileId, id, entries) {
+    const chains = new Set(
+      (await q.query<{ blockchain_id: string }>('SELECT blockchain_id FROM blockchains')).map((b) => b.blockchain_id),
+    );
+    const seen = new Set<string>();
+    await q.query('DELETE FROM address_group_entries WHERE address_group_id = $1', [id]);
+    for (const [i, e] of entries.entries()) {
+      const bc = e.blockchain_id.toLowerCase();
+      if (!chains.has(bc)) {
+        throw new ApiError('VALIDATION_FAILED', `unknown blockchain ${e.blockchain_id}`, [
+          { field: `body.entries[${i}].blockchain_id`, message: 'unknown blockchain' },
+        ]);
+      }
+      const key = `${bc}|${e.address}`;
+      if (seen.has(key)) {
+        throw new ApiError('VALIDATION_FAILED', 'duplicate address entry', [
+          { field: `body.entries[${i}].address`, message: 'listed twice for this blockchain' },
+        ]);
+      }
+      seen.add(key);
+      await q.query(
+        'INSERT INTO address_group_entries (address_group_id, blockchain_id, address, label) VALUES ($1,$2,$3,$4)',
+        [id, bc, e.address, e.label ?? null],
+      );
+    }
+  },
+  data: (g) => ({ address_group_id: g.address_group_id, name: g.name, entries: g.entries }),
+};
+
+/** Wallet-group and address-group operations. */
+export class GroupService {
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    private readonly audit: AuditFn,
+  ) {}
+
+  // ---- one implementation for both kinds ---------------------------------------------------
+
+  private async list<V>(kind: GroupKind<V, unknown>, profileId: string): Promise<V[]> {
+    const rows = await this.db.query<{ id: string }>(
+      `SELECT ${kind.idColumn} AS id FROM ${kind.table} WHERE profile_id = $1 AND deleted_at IS NULL
+       ORDER BY created_at, ${kind.idColumn}`,
+      [profileId],
+    );
+    return Promise.all(rows.map((r) => this.get(kind, profileId, r.id)));
   }
 
-  private conflictOnName<T>(p: Promise<T>): Promise<T> {
-    return p.catch((e: unknown) => {
-      if (isUniqueViolation(e)) throw new ApiError('CONFLICT', 'a group with this name already exists in the profile');
-      throw e;
-    });
+  private async get<V>(kind: GroupKind<V, unknown>, profileId: string, id: string, q: Queryable = this.db): Promise<V> {
+    const g = (
+      await q.query<GroupRow>(
+        `SELECT profile_id, name, description, created_at, updated_at FROM ${kind.table}
+         WHERE profile_id = $1 AND ${kind.idColumn} = $2 AND deleted_at IS NULL`,
+        [profileId, id],
+      )
+    )[0];
+    if (g === undefined) throw notFound(kind.noun);
+    return kind.view(q, id, g);
   }
 
-  /** Create a wallet group; emits WALLET_GROUP_CREATED. */
-  async createWalletGroup(
+  private create<V, M>(
+    kind: GroupKind<V, M>,
     actor: string,
     profileId: string,
-    input: { name: string; description?: string | null; wallet_ids?: string[] },
-  ): Promise<WalletGroupView> {
-    return this.conflictOnName(
+    input: { name: string; description?: string | null },
+    members: M,
+  ): Promise<V> {
+    return conflictOnName(
       this.db.tx(async (q) => {
-        await this.requireProfile(q, profileId);
+        if ((await q.query('SELECT 1 FROM profiles WHERE profile_id = $1', [profileId])).length === 0)
+          throw notFound('profile');
         const id = randomUUID();
         const now = this.clock();
         await q.query(
-          `INSERT INTO wallet_groups (wallet_group_id, profile_id, name, description, created_at, updated_at)
+          `INSERT INTO ${kind.table} (${kind.idColumn}, profile_id, name, description, created_at, updated_at)
            VALUES ($1,$2,$3,$4,$5,$5)`,
           [id, profileId, input.name, input.description ?? null, now],
         );
-        await this.setWallets(q, profileId, id, input.wallet_ids ?? []);
-        const g = await this.getWalletGroup(profileId, id, q);
-        await this.audit(q, actor, 'wallet_group.created', 'wallet_group', id, { profile_id: profileId });
-        await this.emit(q, profileId, 'WALLET_GROUP_CREATED', walletGroupData(g));
+        await kind.setMembers(q, profileId, id, members);
+        const g = await this.get(kind, profileId, id, q);
+        await this.audit(q, actor, `${kind.auditPrefix}.created`, kind.auditPrefix, id, { profile_id: profileId });
+        await this.emit(q, profileId, kind.events.created, kind.data(g));
         return g;
       }),
     );
   }
 
-  /** Rename / redescribe / replace the wallets of a group; emits WALLET_GROUP_UPDATED. */
-  async updateWalletGroup(
+  private update<V extends { name: string; description: string | null }, M>(
+    kind: GroupKind<V, M>,
     actor: string,
     profileId: string,
     id: string,
-    input: { name?: string; description?: string | null; wallet_ids?: string[] },
-  ): Promise<WalletGroupView> {
-    return this.conflictOnName(
+    input: { name?: string; description?: string | null },
+    members: M | undefined,
+  ): Promise<V> {
+    return conflictOnName(
       this.db.tx(async (q) => {
-        const cur = await this.getWalletGroup(profileId, id, q);
+        const cur = await this.get(kind, profileId, id, q);
         await q.query(
-          'UPDATE wallet_groups SET name = $2, description = $3, updated_at = $4 WHERE wallet_group_id = $1',
+          `UPDATE ${kind.table} SET name = $2, description = $3, updated_at = $4 WHERE ${kind.idColumn} = $1`,
           [
             id,
             input.name ?? cur.name,
@@ -186,24 +262,62 @@ export class GroupService {
             this.clock(),
           ],
         );
-        if (input.wallet_ids !== undefined) await this.setWallets(q, profileId, id, input.wallet_ids);
-        const g = await this.getWalletGroup(profileId, id, q);
-        await this.audit(q, actor, 'wallet_group.updated', 'wallet_group', id, { profile_id: profileId });
-        await this.emit(q, profileId, 'WALLET_GROUP_UPDATED', walletGroupData(g));
+        if (members !== undefined) await kind.setMembers(q, profileId, id, members);
+        const g = await this.get(kind, profileId, id, q);
+        await this.audit(q, actor, `${kind.auditPrefix}.updated`, kind.auditPrefix, id, { profile_id: profileId });
+        await this.emit(q, profileId, kind.events.updated, kind.data(g));
         return g;
       }),
     );
   }
 
-  /** Delete a wallet group (its wallets are untouched); emits WALLET_GROUP_DELETED. */
-  async deleteWalletGroup(actor: string, profileId: string, id: string): Promise<void> {
+  private async delete<V>(kind: GroupKind<V, unknown>, actor: string, profileId: string, id: string): Promise<void> {
     await this.db.tx(async (q) => {
-      const g = await this.getWalletGroup(profileId, id, q);
-      await q.query('UPDATE wallet_groups SET deleted_at = $2 WHERE wallet_group_id = $1', [id, this.clock()]);
-      await q.query('DELETE FROM wallet_group_users WHERE wallet_group_id = $1', [id]);
-      await this.audit(q, actor, 'wallet_group.deleted', 'wallet_group', id, { profile_id: profileId });
-      await this.emit(q, profileId, 'WALLET_GROUP_DELETED', walletGroupData(g));
+      const g = await this.get(kind, profileId, id, q);
+      await q.query(`UPDATE ${kind.table} SET deleted_at = $2 WHERE ${kind.idColumn} = $1`, [id, this.clock()]);
+      await kind.onDelete?.(q, id);
+      await this.audit(q, actor, `${kind.auditPrefix}.deleted`, kind.auditPrefix, id, { profile_id: profileId });
+      await this.emit(q, profileId, kind.events.deleted, kind.data(g));
     });
+  }
+
+  private emit(q: Queryable, profileId: string, type: WebhookEventType, data: Record<string, unknown>) {
+    return emitEvent(q, this.clock, { profileId, type, data });
+  }
+
+  // ---- wallet groups ----------------------------------------------------------------------
+
+  listWalletGroups(profileId: string): Promise<WalletGroupView[]> {
+    return this.list(WALLET_GROUPS, profileId);
+  }
+
+  /** @throws ApiError RESOURCE_NOT_FOUND */
+  getWalletGroup(profileId: string, id: string, q: Queryable = this.db): Promise<WalletGroupView> {
+    return this.get(WALLET_GROUPS, profileId, id, q);
+  }
+
+  /** Create a wallet group; emits WALLET_GROUP_CREATED. @throws ApiError CONFLICT (name taken), VALIDATION_FAILED */
+  createWalletGroup(
+    actor: string,
+    profileId: string,
+    input: { name: string; description?: string | null; wallet_ids?: string[] },
+  ): Promise<WalletGroupView> {
+    return this.create(WALLET_GROUPS, actor, profileId, input, input.wallet_ids ?? []);
+  }
+
+  /** Rename / redescribe / replace the wallets of a group; emits WALLET_GROUP_UPDATED. */
+  updateWalletGroup(
+    actor: string,
+    profileId: string,
+    id: string,
+    input: { name?: string; description?: string | null; wallet_ids?: string[] },
+  ): Promise<WalletGroupView> {
+    return this.update(WALLET_GROUPS, actor, profileId, id, input, input.wallet_ids);
+  }
+
+  /** Delete a wallet group (its wallets are untouched, its user assignments go); emits WALLET_GROUP_DELETED. */
+  deleteWalletGroup(actor: string, profileId: string, id: string): Promise<void> {
+    return this.delete(WALLET_GROUPS, actor, profileId, id);
   }
 
   /**
@@ -231,16 +345,8 @@ export class GroupService {
             userId,
           ]);
       if (changed.length > 0) {
-        await this.audit(
-          q,
-          actor,
-          assigned ? 'wallet_group.user_assigned' : 'wallet_group.user_unassigned',
-          'wallet_group',
-          id,
-          {
-            user_id: userId,
-          },
-        );
+        const action = assigned ? 'wallet_group.user_assigned' : 'wallet_group.user_unassigned';
+        await this.audit(q, actor, action, 'wallet_group', id, { user_id: userId });
         await this.emit(q, profileId, 'WALLET_GROUP_USER_ASSIGNED', { wallet_group_id: id, user_id: userId, assigned });
       }
       return this.getWalletGroup(profileId, id, q);
@@ -249,136 +355,43 @@ export class GroupService {
 
   // ---- address groups ---------------------------------------------------------------------
 
-  async listAddressGroups(profileId: string): Promise<AddressGroupView[]> {
-    const rows = await this.db.query<{ address_group_id: string }>(
-      'SELECT address_group_id FROM address_groups WHERE profile_id = $1 AND deleted_at IS NULL ORDER BY created_at, address_group_id',
-      [profileId],
-    );
-    return Promise.all(rows.map((r) => this.getAddressGroup(profileId, r.address_group_id)));
+  listAddressGroups(profileId: string): Promise<AddressGroupView[]> {
+    return this.list(ADDRESS_GROUPS, profileId);
   }
 
-  async getAddressGroup(profileId: string, id: string, q: Queryable = this.db): Promise<AddressGroupView> {
-    const g = (
-      await q.query<{
-        address_group_id: string;
-        profile_id: string;
-        name: string;
-        description: string | null;
-        created_at: Date;
-        updated_at: Date;
-      }>(
-        `SELECT address_group_id, profile_id, name, description, created_at, updated_at FROM address_groups
-         WHERE profile_id = $1 AND address_group_id = $2 AND deleted_at IS NULL`,
-        [profileId, id],
-      )
-    )[0];
-    if (g === undefined) throw notFound('address group');
-    const entries = await q.query<AddressGroupEntry>(
-      'SELECT blockchain_id, address, label FROM address_group_entries WHERE address_group_id = $1 ORDER BY blockchain_id, address',
-      [id],
-    );
-    return { ...g, entries, created_at: iso(g.created_at)!, updated_at: iso(g.updated_at)! };
+  /** @throws ApiError RESOURCE_NOT_FOUND */
+  getAddressGroup(profileId: string, id: string, q: Queryable = this.db): Promise<AddressGroupView> {
+    return this.get(ADDRESS_GROUPS, profileId, id, q);
   }
 
-  private async setEntries(q: Queryable, id: string, entries: AddressGroupEntry[]) {
-    const chains = new Set(
-      (await q.query<{ blockchain_id: string }>('SELECT blockchain_id FROM blockchains')).map((b) => b.blockchain_id),
-    );
-    const seen = new Set<string>();
-    await q.query('DELETE FROM address_group_entries WHERE address_group_id = $1', [id]);
-    for (const [i, e] of entries.entries()) {
-      const bc = e.blockchain_id.toLowerCase();
-      if (!chains.has(bc)) {
-        throw new ApiError('VALIDATION_FAILED', `unknown blockchain ${e.blockchain_id}`, [
-          { field: `body.entries[${i}].blockchain_id`, message: 'unknown blockchain' },
-        ]);
-      }
-      const key = `${bc}|${e.address}`;
-      if (seen.has(key)) {
-        throw new ApiError('VALIDATION_FAILED', 'duplicate address entry', [
-          { field: `body.entries[${i}].address`, message: 'listed twice for this blockchain' },
-        ]);
-      }
-      seen.add(key);
-      await q.query(
-        'INSERT INTO address_group_entries (address_group_id, blockchain_id, address, label) VALUES ($1,$2,$3,$4)',
-        [id, bc, e.address, e.label ?? null],
-      );
-    }
-  }
-
-  /** Create an address group; emits ADDRESS_GROUP_CREATED. */
-  async createAddressGroup(
+  /** Create an address group; emits ADDRESS_GROUP_CREATED. @throws ApiError CONFLICT (name taken), VALIDATION_FAILED */
+  createAddressGroup(
     actor: string,
     profileId: string,
     input: { name: string; description?: string | null; entries?: AddressGroupEntry[] },
   ): Promise<AddressGroupView> {
-    return this.conflictOnName(
-      this.db.tx(async (q) => {
-        await this.requireProfile(q, profileId);
-        const id = randomUUID();
-        const now = this.clock();
-        await q.query(
-          `INSERT INTO address_groups (address_group_id, profile_id, name, description, created_at, updated_at)
-           VALUES ($1,$2,$3,$4,$5,$5)`,
-          [id, profileId, input.name, input.description ?? null, now],
-        );
-        await this.setEntries(q, id, input.entries ?? []);
-        const g = await this.getAddressGroup(profileId, id, q);
-        await this.audit(q, actor, 'address_group.created', 'address_group', id, { profile_id: profileId });
-        await this.emit(q, profileId, 'ADDRESS_GROUP_CREATED', addressGroupData(g));
-        return g;
-      }),
-    );
+    return this.create(ADDRESS_GROUPS, actor, profileId, input, input.entries ?? []);
   }
 
   /** Rename / redescribe / replace the entries of an address group; emits ADDRESS_GROUP_UPDATED. */
-  async updateAddressGroup(
+  updateAddressGroup(
     actor: string,
     profileId: string,
     id: string,
     input: { name?: string; description?: string | null; entries?: AddressGroupEntry[] },
   ): Promise<AddressGroupView> {
-    return this.conflictOnName(
-      this.db.tx(async (q) => {
-        const cur = await this.getAddressGroup(profileId, id, q);
-        await q.query(
-          'UPDATE address_groups SET name = $2, description = $3, updated_at = $4 WHERE address_group_id = $1',
-          [
-            id,
-            input.name ?? cur.name,
-            input.description === undefined ? cur.description : input.description,
-            this.clock(),
-          ],
-        );
-        if (input.entries !== undefined) await this.setEntries(q, id, input.entries);
-        const g = await this.getAddressGroup(profileId, id, q);
-        await this.audit(q, actor, 'address_group.updated', 'address_group', id, { profile_id: profileId });
-        await this.emit(q, profileId, 'ADDRESS_GROUP_UPDATED', addressGroupData(g));
-        return g;
-      }),
-    );
+    return this.update(ADDRESS_GROUPS, actor, profileId, id, input, input.entries);
   }
 
   /** Delete an address group; emits ADDRESS_GROUP_DELETED. */
-  async deleteAddressGroup(actor: string, profileId: string, id: string): Promise<void> {
-    await this.db.tx(async (q) => {
-      const g = await this.getAddressGroup(profileId, id, q);
-      await q.query('UPDATE address_groups SET deleted_at = $2 WHERE address_group_id = $1', [id, this.clock()]);
-      await this.audit(q, actor, 'address_group.deleted', 'address_group', id, { profile_id: profileId });
-      await this.emit(q, profileId, 'ADDRESS_GROUP_DELETED', addressGroupData(g));
-    });
-  }
-
-  private async requireProfile(q: Queryable, id: string) {
-    if ((await q.query('SELECT 1 FROM profiles WHERE profile_id = $1', [id])).length === 0) throw notFound('profile');
+  deleteAddressGroup(actor: string, profileId: string, id: string): Promise<void> {
+    return this.delete(ADDRESS_GROUPS, actor, profileId, id);
   }
 }
 
-function walletGroupData(g: WalletGroupView) {
-  return { wallet_group_id: g.wallet_group_id, name: g.name, wallet_ids: g.wallet_ids, user_ids: g.user_ids };
-}
-
-function addressGroupData(g: AddressGroupView) {
-  return { address_group_id: g.address_group_id, name: g.name, entries: g.entries };
+function conflictOnName<T>(p: Promise<T>): Promise<T> {
+  return p.catch((e: unknown) => {
+    if (isUniqueViolation(e)) throw new ApiError('CONFLICT', 'a group with this name already exists in the profile');
+    throw e;
+  });
 }

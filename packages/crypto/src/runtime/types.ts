@@ -8,8 +8,10 @@
  * (bytes, bigints, strings, lists, records) so they can be hashed for the broadcast echo and
  * serialised by the wire layer.
  */
+
 import type { RandomSource } from '../bytes.js';
 import type { Canonical } from '../encoding.js';
+import { CryptoError } from '../errors.js';
 
 /** 0-based position of a party in the session's ordered party list. */
 export type PartyIndex = number;
@@ -48,12 +50,11 @@ export interface Aborted {
  * Thrown by a round's `process` (or a body parser) to abort naming culprits. The runtime turns it
  * into an {@link Aborted} outcome. Any other exception is a bug and propagates.
  */
-export class ProtocolAbort extends Error {
+export class ProtocolAbort extends CryptoError {
   readonly culprits: readonly Culprit[];
   constructor(culprits: readonly Culprit[] | Culprit, reason?: string) {
     const list = Array.isArray(culprits) ? culprits : [culprits as Culprit];
-    super(reason ?? list.map((c) => `party ${c.party}: ${c.reason}`).join('; '));
-    this.name = 'ProtocolAbort';
+    super('PROTOCOL_ABORTED', reason ?? list.map((c) => `party ${c.party}: ${c.reason}`).join('; '));
     this.culprits = list;
   }
 }

@@ -1,5 +1,5 @@
 /**
- * `custodian admin policies …` and `custodian admin transfers …` (registered from cli.ts).
+ * `custodian admin policies …` and `custodian admin transfers …`.
  *
  * Signing a policy version (`policies sign`) happens on the operator's machine: the CLI fetches
  * the version's document, signs `policyDigest(document)` with the Admin's enrolled device key
@@ -11,20 +11,8 @@
  */
 import { readFile } from 'node:fs/promises';
 import { signPolicy } from '@custodian/wire';
-import type { Command } from 'commander';
-
-/** The helpers of `registerAdminCommands` the commands use. */
-export interface TransferCliContext {
-  // biome-ignore lint/suspicious/noExplicitAny: admin API responses are JSON whose fields the commands read
-  call(method: string, path: string, body?: unknown): Promise<any>;
-  print(data: unknown, columns?: string[]): void;
-  run<A extends unknown[]>(fn: (...args: A) => Promise<unknown>): (...args: A) => Promise<void>;
-  q(params: Record<string, string | number | undefined>): string;
-  pageOpts(c: Command): Command;
-  fail(message: string): never;
-}
-
-const E = encodeURIComponent;
+import { type AdminContext, type PageFlags, pageOpts, pageQuery } from './context.js';
+import type { PolicyInput } from './types.js';
 
 /**
  * Read a raw P-256 secret key file (64 hex digits).
@@ -36,23 +24,22 @@ export async function readDeviceKeyFile(path: string): Promise<Uint8Array> {
   return Uint8Array.from(Buffer.from(text, 'hex'));
 }
 
-/** Register the commands on the `admin` command. */
-export function registerTransferCommands(admin: Command, c: TransferCliContext): void {
-  const base = (p: string) => `/admin/v1/profiles/${E(p)}`;
-  const body = async (file: string) => {
+/** Register `policies` and `transfers` on `admin`. */
+export function registerPolicyCommands(ctx: AdminContext): void {
+  const body = async (file: string): Promise<PolicyInput> => {
     try {
       return JSON.parse(await readFile(file, 'utf8'));
     } catch (e) {
-      return c.fail(`${file}: ${(e as Error).message}`);
+      return ctx.fail(`${file}: ${(e as Error).message}`);
     }
   };
 
-  const pol = admin
+  const pol = ctx.admin
     .command('policies')
     .description('transfer policies: whitelist, limits, approval quorum (signed by an Admin device)');
-  c.pageOpts(pol.command('list <profile_id>').description('policies of a profile')).action(
-    c.run(async (p: string, o: { page: string; pageSize: string }) =>
-      c.print(await c.call('GET', `${base(p)}/policies${c.q({ page: o.page, page_size: o.pageSize })}`), [
+  pageOpts(pol.command('list <profile_id>').description('policies of a profile')).action(
+    ctx.run(async (p: string, o: PageFlags) =>
+      ctx.print(await (await ctx.client()).listPolicies(p, pageQuery(o)), [
         'policy_id',
         'name',
         'active_version',
@@ -63,7 +50,7 @@ export function registerTransferCommands(admin: Command, c: TransferCliContext):
   pol
     .command('show <profile_id> <policy_id>')
     .description('a policy with its versions')
-    .action(c.run(async (p: string, id: string) => c.print(await c.call('GET', `${base(p)}/policies/${E(id)}`))));
+    .action(ctx.run(async (p: string, id: string) => ctx.print(await (await ctx.client()).getPolicy(p, id))));
   pol
     .command('create <profile_id>')
     .description('create a policy (version 1 takes effect once signed: `policies sign`)')
@@ -72,22 +59,24 @@ export function registerTransferCommands(admin: Command, c: TransferCliContext):
       'JSON: { name, scope: { wallet_ids, blockchain, asset_id }, whitelist, per_transaction_limit, daily_limit, approvals: { quorum, above_amount } } — amounts in base units',
     )
     .action(
-      c.run(async (p: string, o: { file: string }) =>
-        c.print(await c.call('POST', `${base(p)}/policies`, await body(o.file))),
-      ),
+      ctx.run(async (p: string, o: { file: string }) => {
+        const api = await ctx.client();
+        ctx.print(await api.createPolicy(p, await body(o.file)));
+      }),
     );
   pol
     .command('update <profile_id> <policy_id>')
     .description('new version of a policy (in force once signed)')
     .requiredOption('--file <policy.json>', 'JSON as for create')
     .action(
-      c.run(async (p: string, id: string, o: { file: string }) =>
-        c.print(await c.call('PUT', `${base(p)}/policies/${E(id)}`, await body(o.file))),
-      ),
+      ctx.run(async (p: string, id: string, o: { file: string }) => {
+        const api = await ctx.client();
+        ctx.print(await api.updatePolicy(p, id, await body(o.file)));
+      }),
     );
   pol
     .command('delete <profile_id> <policy_id>')
-    .action(c.run(async (p: string, id: string) => c.print(await c.call('DELETE', `${base(p)}/policies/${E(id)}`))));
+    .action(ctx.run(async (p: string, id: string) => ctx.print(await (await ctx.client()).deletePolicy(p, id))));
   pol
     .command('sign <profile_id> <policy_id>')
     .description("sign a policy version with the Admin's enrolled device key (it becomes ACTIVE)")
@@ -95,62 +84,54 @@ export function registerTransferCommands(admin: Command, c: TransferCliContext):
     .requiredOption('--device-key <file>', 'raw P-256 secret key of the device, 64 hex digits')
     .option('--version <n>', 'version to sign (default: the one awaiting a signature)')
     .action(
-      c.run(async (p: string, id: string, o: { deviceId: string; deviceKey: string; version?: string }) => {
-        const policy = await c.call('GET', `${base(p)}/policies/${E(id)}`);
-        const versions = policy.versions as { version: number; status: string; document: never; digest: string }[];
+      ctx.run(async (p: string, id: string, o: { deviceId: string; deviceKey: string; version?: string }) => {
+        const api = await ctx.client();
+        const policy = await api.getPolicy(p, id);
         const v =
           o.version !== undefined
-            ? versions.find((x) => x.version === Number(o.version))
-            : versions.find((x) => x.status === 'PENDING_SIGNATURE');
-        if (v === undefined) return c.fail('no such version awaiting a signature');
+            ? policy.versions.find((x) => x.version === Number(o.version))
+            : policy.versions.find((x) => x.status === 'PENDING_SIGNATURE');
+        if (v === undefined) return ctx.fail('no such version awaiting a signature');
         let sk: Uint8Array;
         try {
           sk = await readDeviceKeyFile(o.deviceKey);
         } catch (e) {
-          return c.fail((e as Error).message);
+          return ctx.fail((e as Error).message);
         }
         const signed = signPolicy(v.document, o.deviceId, sk);
         sk.fill(0);
-        c.print(
-          await c.call('POST', `${base(p)}/policies/${E(id)}/versions/${v.version}/signature`, {
-            device_id: o.deviceId,
-            signature: signed.signature,
-          }),
+        ctx.print(
+          await api.signPolicyVersion(p, id, v.version, { device_id: o.deviceId, signature: signed.signature }),
         );
       }),
     );
 
-  const tr = admin.command('transfers').description('transfers: list, cancel a pending one, fee bump a stuck one');
-  c.pageOpts(
+  const tr = ctx.admin.command('transfers').description('transfers: list, cancel a pending one, fee bump a stuck one');
+  pageOpts(
     tr
       .command('list <profile_id>')
       .option('--wallet <wallet_id>', 'only this wallet')
       .option('--status <status>', 'only this status'),
   ).action(
-    c.run(async (p: string, o: { wallet?: string; status?: string; page: string; pageSize: string }) =>
-      c.print(
-        await c.call(
-          'GET',
-          `${base(p)}/transfers${c.q({ wallet_id: o.wallet, status: o.status, page: o.page, page_size: o.pageSize })}`,
-        ),
+    ctx.run(async (p: string, o: PageFlags & { wallet?: string; status?: string }) =>
+      ctx.print(
+        await (await ctx.client()).listTransfers(p, { wallet_id: o.wallet, status: o.status, ...pageQuery(o) }),
         ['transfer_id', 'status', 'sub_status', 'amount', 'destination_address', 'tx_hash', 'created_at'],
       ),
     ),
   );
   tr.command('show <profile_id> <transfer_id>').action(
-    c.run(async (p: string, id: string) => c.print(await c.call('GET', `${base(p)}/transfers/${E(id)}`))),
+    ctx.run(async (p: string, id: string) => ctx.print(await (await ctx.client()).getTransfer(p, id))),
   );
   tr.command('cancel <profile_id> <transfer_id>')
     .description('cancel a pending transfer (ADMIN, FINANCE_MANAGER)')
-    .action(
-      c.run(async (p: string, id: string) => c.print(await c.call('POST', `${base(p)}/transfers/${E(id)}/cancel`))),
-    );
+    .action(ctx.run(async (p: string, id: string) => ctx.print(await (await ctx.client()).cancelTransfer(p, id))));
   tr.command('fee-bump <profile_id> <transfer_id>')
     .description('replace a stuck SENT transaction with a higher fee (needs new device approvals)')
     .option('--priority <level>', 'SLOW, STANDARD or FAST', 'FAST')
     .action(
-      c.run(async (p: string, id: string, o: { priority: string }) =>
-        c.print(await c.call('POST', `${base(p)}/transfers/${E(id)}/fee-bump`, { priority: o.priority })),
+      ctx.run(async (p: string, id: string, o: { priority: string }) =>
+        ctx.print(await (await ctx.client()).feeBumpTransfer(p, id, o.priority)),
       ),
     );
 }

@@ -4,14 +4,14 @@
  */
 
 import { join } from 'node:path';
+import { blockchainId } from '@custodian/coordinator';
 import { fingerprint } from '@custodian/signer';
 import { peerIdFromString } from '@libp2p/peer-id';
 import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type CliIo, registerAdminCommands } from '../src/cli.js';
-import { blockchainId } from '../src/directory.js';
-import { enrollmentBody, phoneKeys, userIdOf } from './device-fixtures.js';
-import { ADMIN_EMAIL, ADMIN_PASSWORD, type Harness, startHarness } from './helpers.js';
+import { enrollmentBody, phoneKeys, userIdOf } from '../../coordinator/test/device-fixtures.js';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, type Harness, startHarness } from '../../coordinator/test/helpers.js';
+import { type CliIo, registerAdminCommands } from '../src/admin/index.js';
 
 let h: Harness;
 beforeAll(async () => {

@@ -1,0 +1,104 @@
+/**
+ * `custodian admin signers …` (server signers), `custodian admin master-keys …` (the k-of-n key
+ * generation ceremony among exactly the selected signers) and `custodian admin ceremonies …`.
+ */
+import type { AdminContext } from './context.js';
+
+/** Register `signers` on `admin`. */
+export function registerSignerCommands(ctx: AdminContext): void {
+  const signers = ctx.admin.command('signers').description('server signers');
+  signers
+    .command('list')
+    .description('registered server signers')
+    .action(ctx.run(async () => ctx.print(await (await ctx.client()).listSigners())));
+  signers
+    .command('add')
+    .description('register a server signer')
+    .requiredOption('--name <name>')
+    .requiredOption('--peer-id <peer_id>', 'libp2p peer id')
+    .requiredOption('--address <multiaddr>', 'e.g. /ip4/10.0.0.5/tcp/7400')
+    .requiredOption('--fingerprint <fingerprint>', 'identity key fingerprint')
+    .action(
+      ctx.run(async (o: { name: string; peerId: string; address: string; fingerprint: string }) =>
+        ctx.print(
+          await (await ctx.client()).addSigner({
+            name: o.name,
+            peer_id: o.peerId,
+            address: o.address,
+            fingerprint: o.fingerprint,
+          }),
+        ),
+      ),
+    );
+  signers
+    .command('remove <signer_id>')
+    .description('remove a server signer')
+    .action(ctx.run(async (id: string) => ctx.print(await (await ctx.client()).removeSigner(id))));
+}
+
+/** Register `master-keys` and `ceremonies` on `admin`. */
+export function registerMasterKeyCommands(ctx: AdminContext): void {
+  const { io } = ctx;
+  const mk = ctx.admin.command('master-keys').description('the master key (DKG ceremony) and ceremonies');
+  mk.command('list')
+    .description('master key records (public keys and chain codes)')
+    .action(
+      ctx.run(async () =>
+        ctx.print(await (await ctx.client()).listMasterKeys(), [
+          'master_key_id',
+          'threshold',
+          'secp256k1_public_key',
+          'created_at',
+        ]),
+      ),
+    );
+  mk.command('create')
+    .description('run the k-of-n ceremony among exactly the selected signers (5-minute timeout)')
+    .requiredOption('--threshold <k>', 'signers needed to sign')
+    .option('--server <signer_id...>', 'server signers', [])
+    .option('--device <device_id...>', 'approved mobile devices', [])
+    .option('--wait', 'wait for the outcome, printing progress')
+    .action(
+      ctx.run(async (o: { threshold: string; server: string[]; device: string[]; wait?: boolean }) => {
+        const signers = [
+          ...o.server.map((id) => ({ kind: 'server' as const, id })),
+          ...o.device.map((id) => ({ kind: 'device' as const, id })),
+        ];
+        const api = await ctx.client();
+        let c = await api.createMasterKey({ threshold: Number(o.threshold), signers });
+        if (o.wait) {
+          let last = '';
+          while (c.status === 'RUNNING') {
+            const p = `${c.progress.phase} ${c.progress.parties_ready}/${c.progress.parties_total}`;
+            if (p !== last && !ctx.json) io.out(p);
+            last = p;
+            await new Promise((r) => setTimeout(r, 1000));
+            c = await api.getCeremony(c.ceremony_id);
+          }
+        }
+        ctx.print(c);
+        if (c.status === 'FAILED' || c.status === 'TIMED_OUT') process.exitCode = 1;
+      }),
+    );
+  const cer = ctx.admin.command('ceremonies').description('ceremony records');
+  cer
+    .command('list')
+    .description('ceremonies, newest first')
+    .action(
+      ctx.run(async () =>
+        ctx.print(await (await ctx.client()).listCeremonies(), [
+          'ceremony_id',
+          'kind',
+          'status',
+          'threshold',
+          'started_at',
+          'finished_at',
+          'error',
+        ]),
+      ),
+    );
+  cer
+    .command('show <ceremony_id>')
+    .description('progress and outcome')
+    .action(ctx.run(async (id: string) => ctx.print(await (await ctx.client()).getCeremony(id))));
+}

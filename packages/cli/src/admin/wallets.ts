@@ -1,0 +1,112 @@
+/**
+ * `custodian admin profiles …` (profiles and the blockchains and assets enabled for each) and
+ * `custodian admin wallets …` (list, create with addresses derived at once, show, balances, rename).
+ */
+import { type AdminContext, formatTable, type PageFlags, pageOpts, pageQuery } from './context.js';
+
+/** Register `profiles` on `admin`. */
+export function registerProfileCommands(ctx: AdminContext): void {
+  const profiles = ctx.admin.command('profiles').description('profiles and their enabled blockchains and assets');
+  profiles
+    .command('list')
+    .description('list profiles')
+    .action(ctx.run(async () => ctx.print(await (await ctx.client()).listProfiles())));
+  profiles
+    .command('create <name>')
+    .description('create a profile')
+    .action(ctx.run(async (name: string) => ctx.print(await (await ctx.client()).createProfile(name))));
+  for (const kind of ['blockchains', 'assets'] as const) {
+    pageOpts(profiles.command(`${kind} <profile_id>`).description(`${kind} enabled for a profile`)).action(
+      ctx.run(async (p: string, o: PageFlags) => {
+        const api = await ctx.client();
+        if (kind === 'blockchains')
+          ctx.print(await api.listProfileBlockchains(p, pageQuery(o)), [
+            'blockchain_id',
+            'key',
+            'name',
+            'account_model',
+            'testnet',
+          ]);
+        else
+          ctx.print(await api.listProfileAssets(p, pageQuery(o)), [
+            'asset_id',
+            'symbol',
+            'decimals',
+            'blockchain',
+            'kind',
+          ]);
+      }),
+    );
+    for (const enabled of [true, false]) {
+      const singular = kind.slice(0, -1);
+      profiles
+        .command(`${enabled ? 'enable' : 'disable'}-${singular} <profile_id> <${singular}_id>`)
+        .description(`${enabled ? 'enable' : 'disable'} a ${singular} for a profile`)
+        .action(
+          ctx.run(async (p: string, id: string) => {
+            const api = await ctx.client();
+            ctx.print(
+              kind === 'blockchains'
+                ? await api.setProfileBlockchain(p, id, enabled)
+                : await api.setProfileAsset(p, id, enabled),
+            );
+          }),
+        );
+    }
+  }
+}
+
+/** Register `wallets` on `admin`. */
+export function registerWalletCommands(ctx: AdminContext): void {
+  const { io } = ctx;
+  const wallets = ctx.admin.command('wallets').description('wallets (view; create as Admin)');
+  pageOpts(wallets.command('list <profile_id>').description('wallet ids of a profile')).action(
+    ctx.run(async (p: string, o: PageFlags) => ctx.print(await (await ctx.client()).listWallets(p, pageQuery(o)))),
+  );
+  wallets
+    .command('create <profile_id>')
+    .description('create a wallet on one or more blockchains (addresses are derived at once)')
+    .requiredOption('--blockchain <ids...>', 'blockchain ids')
+    .option('--name <name>')
+    .action(
+      ctx.run(async (p: string, o: { blockchain: string[]; name?: string }) => {
+        const w = await (await ctx.client()).createWallet(p, {
+          blockchain_ids: o.blockchain,
+          ...(o.name ? { name: o.name } : {}),
+        });
+        if (ctx.json) return ctx.print(w);
+        io.out(`wallet ${w.wallet_id}${w.name ? ` (${w.name})` : ''}`);
+        io.out(formatTable(w.addresses, ['blockchain_id', 'address', 'derivation_path']));
+      }),
+    );
+  wallets
+    .command('show <profile_id> <wallet_id>')
+    .description('a wallet and its addresses')
+    .action(
+      ctx.run(async (p: string, w: string) => {
+        const r = await (await ctx.client()).getWallet(p, w);
+        if (ctx.json) return ctx.print(r);
+        io.out(`wallet ${r.wallet_id}${r.name ? ` (${r.name})` : ''}, created ${r.created_at}`);
+        io.out(formatTable(r.addresses, ['blockchain_id', 'address', 'address_type', 'derivation_path']));
+      }),
+    );
+  pageOpts(wallets.command('balances <profile_id> <wallet_id>').description('balances of a wallet')).action(
+    ctx.run(async (p: string, w: string, o: PageFlags) =>
+      ctx.print(await (await ctx.client()).listBalances(p, w, pageQuery(o)), [
+        'asset_id',
+        'symbol',
+        'amount',
+        'updated_at',
+      ]),
+    ),
+  );
+  wallets
+    .command('rename <profile_id> <wallet_id>')
+    .description('rename a wallet (emits WALLET_UPDATED)')
+    .requiredOption('--name <name>')
+    .action(
+      ctx.run(async (p: string, id: string, o: { name: string }) =>
+        ctx.print(await (await ctx.client()).renameWallet(p, id, o.name)),
+      ),
+    );
+}

@@ -1,0 +1,13 @@
+/**
+ * Base of the `signer` family of {@link CustodianError} (STYLE.md item 10). Codes:
+ * `CONFIG_INVALID` (config.ts ConfigError, naming the field), `GENERATION_FILE_INVALID`
+ * (generation.ts), `STORE_INTEGRITY` (secretbox.ts: a stored value does not decrypt),
+ * `REQUEST_REFUSED` (ceremonies.ts: a ceremony request invalid for this signer), and the
+ * transfer-evidence refusals of enforce.ts (`EvidenceRefused`, one code per {@link SignerRefusal}
+ * — the code that travels back to the coordinator as the CeremonyResult's error).
+ */
+import { CustodianError } from '@custodian/crypto';
+
+export class SignerError extends CustodianError {
+  readonly family = 'signer' as const;
+}
