@@ -1,6 +1,6 @@
 /**
- * What a device is bound to at enrollment (issue #26 items 7, 10, 11), shared by the admin
- * service (enrollment, approval, server signer registration) and the device hub (hello):
+ * What a device is bound to at enrollment (issue #26 items 7, 10, 11), shared by the devices room
+ * (enrollment, approval), the signers room (server signer registration) and the device hub (hello):
  *
  * - **MPC peer id**: one libp2p peer id (Ed25519) names one party. A device's is pinned in its
  *   `devices.mpc_peer_id` at enrollment after a proof of possession (`verifyEnrollmentProof` of
@@ -13,6 +13,11 @@
  */
 
 import type { Queryable } from '../db/db.js';
+
+/** Normalise a fingerprint typed by a person: drop spaces and colons, uppercase. */
+export function normaliseFingerprint(s: string): string {
+  return s.replace(/[\s:]/g, '').toUpperCase();
+}
 
 /** Longest device name, in Unicode code points. */
 export const DEVICE_NAME_MAX_CHARS = 64;
