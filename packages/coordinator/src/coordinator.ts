@@ -401,17 +401,13 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
     },
     { prefix: '/api/v1/profiles/:profile_id' },
   );
+  const rooms = { audit, users, wallets, apiKeys, signers, devices };
   await app.register(async (a) =>
     adminRoutes(a, {
       db,
       clock,
       options: adminOptions,
-      audit,
-      users,
-      wallets,
-      apiKeys,
-      signers,
-      devices,
+      ...rooms,
       webhooks: { registrations, notifications: webhookService, signingKeys },
     }),
   );
@@ -443,12 +439,7 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
     app,
     db,
     clock,
-    audit,
-    users,
-    wallets,
-    apiKeys,
-    signers,
-    devices,
+    ...rooms,
     idempotency,
     mailboxDir,
     signing,

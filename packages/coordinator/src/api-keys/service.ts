@@ -30,6 +30,7 @@ export class ApiKeyService {
     this.store = new ApiKeyStore(c);
   }
 
+  /** API keys (never the secret), of one profile or all, oldest first. */
   async list(profileId: string | undefined, p: PageRequest) {
     const where = profileId === undefined ? '' : 'WHERE profile_id = $3';
     const params: unknown[] = [p.page_size, pageOffset(p)];
@@ -78,6 +79,7 @@ export class ApiKeyService {
     });
   }
 
+  /** Revoke an API key (idempotent; audited once). @throws ApiError RESOURCE_NOT_FOUND */
   async revoke(actor: string, id: string): Promise<void> {
     await this.c.db.tx(async (q) => {
       const r = await q.query<{ revoked_at: Date | null }>(

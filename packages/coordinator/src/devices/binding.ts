@@ -12,11 +12,36 @@
  *   and to webhooks, so it must display as what it is: {@link deviceNameProblem}.
  */
 
+import { peerIdFromString } from '@libp2p/peer-id';
 import type { Queryable } from '../db/db.js';
+import { ApiError } from '../errors.js';
 
 /** Normalise a fingerprint typed by a person: drop spaces and colons, uppercase. */
 export function normaliseFingerprint(s: string): string {
   return s.replace(/[\s:]/g, '').toUpperCase();
+}
+
+/**
+ * The raw Ed25519 public key (32 bytes) of a libp2p peer id (base58btc), as a device's MPC peer id
+ * and a server signer's peer id must be.
+ * @param field the request field the 422 names, e.g. `body.peer_id`
+ * @param label how its message names the field (default `field`)
+ * @throws ApiError VALIDATION_FAILED when it does not parse or is not an Ed25519 peer id
+ */
+export function ed25519PeerKey(peerId: string, field: string, label = field): Uint8Array {
+  let key: Uint8Array | undefined;
+  try {
+    const pid = peerIdFromString(peerId);
+    if (pid.type === 'Ed25519') key = pid.publicKey.raw;
+  } catch {
+    key = undefined;
+  }
+  if (key === undefined) {
+    throw new ApiError('VALIDATION_FAILED', `${label}: not an Ed25519 libp2p peer id`, [
+      { field, message: 'not an Ed25519 libp2p peer id' },
+    ]);
+  }
+  return key;
 }
 
 /** Longest device name, in Unicode code points. */

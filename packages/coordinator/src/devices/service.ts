@@ -7,7 +7,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { deviceFingerprint, verifyEnrollmentProof } from '@custodian/wire';
-import { peerIdFromString } from '@libp2p/peer-id';
 import { p256 } from '@noble/curves/nist.js';
 import type { AuditLog } from '../audit/service.js';
 import type { Db } from '../db/db.js';
@@ -15,7 +14,7 @@ import { ApiError } from '../errors.js';
 import { notFound } from '../store.js';
 import { type Clock, iso } from '../util.js';
 import { emitInstanceEvent } from '../webhooks/outbox.js';
-import { deviceNameProblem, lockPeerId, normaliseFingerprint, peerIdHolder } from './binding.js';
+import { deviceNameProblem, ed25519PeerKey, lockPeerId, normaliseFingerprint, peerIdHolder } from './binding.js';
 
 /** Fingerprint of a device identity key (one definition for the whole product: `@custodian/wire`). */
 export { deviceFingerprint };
@@ -95,18 +94,7 @@ export class DeviceService {
         { field: 'body.hardware_backed_keystore', message: 'must be true' },
       ]);
     }
-    let peerKey: Uint8Array | undefined;
-    try {
-      const pid = peerIdFromString(input.mpc_peer_id);
-      if (pid.type === 'Ed25519') peerKey = pid.publicKey.raw;
-    } catch {
-      peerKey = undefined;
-    }
-    if (peerKey === undefined) {
-      throw new ApiError('VALIDATION_FAILED', 'mpc_peer_id: not an Ed25519 libp2p peer id', [
-        { field: 'body.mpc_peer_id', message: 'not an Ed25519 libp2p peer id' },
-      ]);
-    }
+    const peerKey = ed25519PeerKey(input.mpc_peer_id, 'body.mpc_peer_id', 'mpc_peer_id');
     if (!verifyEnrollmentProof(input.mpc_peer_proof, key, input.mpc_peer_id, peerKey)) {
       throw new ApiError('VALIDATION_FAILED', 'mpc_peer_proof: not the peer key’s signature over this enrollment', [
         {
@@ -153,6 +141,7 @@ export class DeviceService {
     });
   }
 
+  /** One device (any status). @throws ApiError RESOURCE_NOT_FOUND */
   async getDevice(id: string) {
     const r = (
       await this.c.db.query<
@@ -171,6 +160,7 @@ export class DeviceService {
     return { ...r, created_at: iso(r.created_at), decided_at: iso(r.decided_at) };
   }
 
+  /** Devices, oldest first, optionally of one status (PENDING, APPROVED, REJECTED, REMOVED). */
   async listDevices(status?: string) {
     const rows = await this.c.db.query<{ device_id: string }>(
       `SELECT device_id FROM devices ${status ? 'WHERE status = $1' : ''} ORDER BY created_at, device_id`,

@@ -50,6 +50,7 @@ export class CeremonyService {
 
   constructor(private readonly c: CeremonyComponents) {}
 
+  /** Every ceremony, newest first. */
   async listCeremonies() {
     const rows = await this.c.db.query<{ ceremony_id: string }>(
       'SELECT ceremony_id FROM ceremonies ORDER BY started_at DESC',
@@ -57,6 +58,7 @@ export class CeremonyService {
     return Promise.all(rows.map((r) => this.getCeremony(r.ceremony_id)));
   }
 
+  /** One ceremony's progress and outcome. @throws ApiError RESOURCE_NOT_FOUND */
   async getCeremony(id: string): Promise<CeremonyView> {
     const r = (
       await this.c.db.query<

@@ -6,12 +6,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import { fingerprint as signerFingerprint } from '@custodian/signer';
-import { peerIdFromString } from '@libp2p/peer-id';
 import type { AdminOptions } from '../admin/options.js';
 import type { AuditLog } from '../audit/service.js';
 import type { CeremonyClient } from '../ceremony.js';
 import type { Db } from '../db/db.js';
-import { lockPeerId, normaliseFingerprint } from '../devices/binding.js';
+import { ed25519PeerKey, lockPeerId, normaliseFingerprint } from '../devices/binding.js';
 import { ApiError } from '../errors.js';
 import { notFound } from '../store.js';
 import { type Clock, iso } from '../util.js';
@@ -60,18 +59,7 @@ export class SignerService {
    *   any device, whatever its status: one peer id names one party)
    */
   async add(actor: string, input: { name: string; peer_id: string; address: string; fingerprint: string }) {
-    let key: Uint8Array | undefined;
-    try {
-      const pid = peerIdFromString(input.peer_id);
-      if (pid.type === 'Ed25519') key = pid.publicKey.raw;
-    } catch {
-      key = undefined;
-    }
-    if (key === undefined) {
-      throw new ApiError('VALIDATION_FAILED', 'body.peer_id: not an Ed25519 libp2p peer id', [
-        { field: 'body.peer_id', message: 'not an Ed25519 libp2p peer id' },
-      ]);
-    }
+    const key = ed25519PeerKey(input.peer_id, 'body.peer_id');
     const expected = signerFingerprint(key);
     if (normaliseFingerprint(input.fingerprint) !== normaliseFingerprint(expected)) {
       throw new ApiError('VALIDATION_FAILED', "the fingerprint is not the peer id's identity key; do not register", [
@@ -103,6 +91,7 @@ export class SignerService {
     });
   }
 
+  /** Remove a server signer; audited, SERVER_DELETED. @throws ApiError RESOURCE_NOT_FOUND */
   async remove(actor: string, id: string): Promise<void> {
     await this.c.db.tx(async (q) => {
       const r = await q.query<{ name: string; peer_id: string }>(

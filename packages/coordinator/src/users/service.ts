@@ -149,6 +149,7 @@ export class UserService {
     }
   }
 
+  /** Live users, oldest first (never a password hash or TOTP secret). */
   async listUsers(p: PageRequest): Promise<Page<UserView>> {
     const rows = await this.c.db.query<UserRow>(
       'SELECT * FROM users WHERE deleted_at IS NULL ORDER BY created_at, user_id LIMIT $1 OFFSET $2',
@@ -160,6 +161,7 @@ export class UserService {
     return { data: rows.map(userView), page: p.page, page_size: p.page_size, total };
   }
 
+  /** One live user. @throws ApiError RESOURCE_NOT_FOUND */
   async getUser(id: string): Promise<UserView> {
     return userView(await userById(this.c.db, id));
   }
@@ -179,6 +181,12 @@ export class UserService {
     });
   }
 
+  /**
+   * Change role, name, blocked state or password (blocking or a new password revokes the user's
+   * sessions); audited, with USER_ROLE_UPDATED / USER_BLOCKED / USER_UNBLOCKED /
+   * USER_PASSWORD_RESET_INITIATED to the instance-level webhooks.
+   * @throws ApiError RESOURCE_NOT_FOUND; CONFLICT when no active Admin would remain; VALIDATION_FAILED (`body.password`)
+   */
   async updateUser(
     actor: string,
     id: string,
@@ -242,6 +250,7 @@ export class UserService {
     });
   }
 
+  /** Delete (soft) a user and revoke its sessions. @throws ApiError RESOURCE_NOT_FOUND; CONFLICT (last active Admin) */
   async deleteUser(actor: string, id: string): Promise<void> {
     await this.c.db.tx(async (q) => {
       const u = await userById(q, id);

@@ -50,6 +50,10 @@ export class WalletService {
     });
   }
 
+  /**
+   * Enable or disable a blockchain or an asset for a profile; audited `profile.<kind>_enabled|disabled`.
+   * @throws ApiError RESOURCE_NOT_FOUND (profile, blockchain or asset)
+   */
   async setDirectoryEntry(
     actor: string,
     profileId: string,
@@ -67,6 +71,10 @@ export class WalletService {
     });
   }
 
+  /**
+   * Wallet creation from the dashboard (same derivation as the REST API); audited `wallet.created`.
+   * @throws ApiError RESOURCE_NOT_FOUND (profile), UNKNOWN_BLOCKCHAIN (422), NO_MASTER_KEY (409)
+   */
   async createWallet(actor: string, profileId: string, input: { name?: string; blockchain_ids: string[] }) {
     await this.profiles.requireProfile(this.c.db, profileId);
     return this.store.createWallet(profileId, input, (q, w) =>

@@ -3,6 +3,7 @@
  * instance-level ones (instance and security events only), their delivery notifications and
  * redelivery, and the signing keys (list, rotate).
  */
+import type { FastifyRequest } from 'fastify';
 import { type AdminRouter, actor, B, P } from '../admin/route.js';
 import { ADMIN, anyObject, listOf, obj, pageEnvelope } from '../admin/schemas.js';
 import { PAGE_QUERY, UUID } from '../api/schemas.js';
@@ -122,6 +123,20 @@ export function webhookAdminRoutes(r: AdminRouter, hooks: WebhookAdminServices):
   );
 
   // ---- webhook notifications and signing keys ----
+  const notificationQuery = {
+    type: 'object',
+    additionalProperties: false,
+    properties: { ...PAGE_QUERY, status: { type: 'string', enum: ['PENDING', 'DELIVERED', 'FAILED'] } },
+  };
+  const listNotifications = (req: FastifyRequest, profileId: string | null, webhookId: string) => {
+    const q = req.query as PageRequest & { status?: 'PENDING' | 'DELIVERED' | 'FAILED' };
+    return hooks.notifications.listNotifications(
+      profileId,
+      webhookId,
+      { page: q.page, page_size: q.page_size },
+      q.status,
+    );
+  };
   const notificationParams = obj({ profile_id: UUID, webhook_id: UUID, notification_id: UUID }, [
     'profile_id',
     'webhook_id',
@@ -135,24 +150,14 @@ export function webhookAdminRoutes(r: AdminRouter, hooks: WebhookAdminServices):
       tags: ['Admin: webhooks'],
       summary: 'Delivery notifications of a webhook, newest first, with attempts (optional status filter)',
       params: webhookParams,
-      querystring: {
-        type: 'object',
-        additionalProperties: false,
-        properties: { ...PAGE_QUERY, status: { type: 'string', enum: ['PENDING', 'DELIVERED', 'FAILED'] } },
-      },
+      querystring: notificationQuery,
       status: 200,
       response: pageEnvelope('Notifications'),
       errors: ['RESOURCE_NOT_FOUND'],
     },
     async (req) => {
       const p = P<{ profile_id: string; webhook_id: string }>(req);
-      const q = req.query as PageRequest & { status?: 'PENDING' | 'DELIVERED' | 'FAILED' };
-      return hooks.notifications.listNotifications(
-        p.profile_id,
-        p.webhook_id,
-        { page: q.page, page_size: q.page_size },
-        q.status,
-      );
+      return listNotifications(req, p.profile_id, p.webhook_id);
     },
   );
   r.route(
@@ -264,24 +269,12 @@ export function webhookAdminRoutes(r: AdminRouter, hooks: WebhookAdminServices):
       tags: ['Admin: webhooks'],
       summary: 'Delivery notifications of an instance-level webhook, newest first, with attempts',
       params: instanceHook,
-      querystring: {
-        type: 'object',
-        additionalProperties: false,
-        properties: { ...PAGE_QUERY, status: { type: 'string', enum: ['PENDING', 'DELIVERED', 'FAILED'] } },
-      },
+      querystring: notificationQuery,
       status: 200,
       response: pageEnvelope('Notifications'),
       errors: ['RESOURCE_NOT_FOUND'],
     },
-    async (req) => {
-      const q = req.query as PageRequest & { status?: 'PENDING' | 'DELIVERED' | 'FAILED' };
-      return hooks.notifications.listNotifications(
-        null,
-        P<{ webhook_id: string }>(req).webhook_id,
-        { page: q.page, page_size: q.page_size },
-        q.status,
-      );
-    },
+    async (req) => listNotifications(req, null, P<{ webhook_id: string }>(req).webhook_id),
   );
   r.route(
     'POST',
