@@ -7,35 +7,43 @@ import proxyaddr from '@fastify/proxy-addr';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { pino } from 'pino';
 import { adminNetworksFromEnv, parseAdminNetworks } from './admin/networks.js';
+import { type AdminOptions, DEFAULT_ADMIN_OPTIONS } from './admin/options.js';
 import { adminRoutes } from './admin/routes.js';
-import { type AdminOptions, AdminService, DEFAULT_ADMIN_OPTIONS } from './admin/service.js';
+import { IdempotencyStore } from './api/idempotency-store.js';
 import { apiKeyHook, type ProfileRoutesContext, walletRoutes } from './api/routes.js';
+import { ApiKeyService } from './api-keys/service.js';
+import type { ApiKeyStore } from './api-keys/store.js';
+import { AuditLog } from './audit/service.js';
 import type { CeremonyClient } from './ceremony.js';
 import { type Db, openPglite, openPostgres } from './db/db.js';
 import { migrate } from './db/migrations.js';
 import { API_DECISIONS } from './decisions.js';
 import type { DeviceHubLimits } from './devices/hub.js';
+import { DeviceService } from './devices/service.js';
 import { resolveFeeCaps, syncDirectory } from './directory.js';
 import { createMailer, type Mailer } from './mailer.js';
 import { addressBucket, createServer, parseTrustProxy, type RateLimitOptions } from './server.js';
+import { SignerService } from './signers/service.js';
 import type { SignerGateway } from './signing/gateway.js';
 import { createSigningServices, type SigningServices } from './signing/services.js';
-import { Store } from './store.js';
 import { transferAdminRoutes } from './transfers/admin-routes.js';
 import { type ChainNodeConfig, ChainRegistry } from './transfers/chains.js';
 import { DEFAULT_PIPELINE_OPTIONS, type PipelineOptions, TransferPipeline } from './transfers/pipeline.js';
 import { PolicyService } from './transfers/policies.js';
 import { TRANSFER_SCHEMAS, transferRoutes } from './transfers/routes.js';
 import { TransferService } from './transfers/service.js';
+import { UserService } from './users/service.js';
+import type { SessionService } from './users/sessions.js';
 import { type Clock, systemClock } from './util.js';
+import { WalletService } from './wallets/service.js';
 import { openApiWebhooks } from './webhooks/events.js';
-import { GroupService } from './webhooks/groups.js';
 import {
   DEFAULT_SIGNING_KEY_OPTIONS,
   resolveKeyEncryptionKey,
   type SigningKeyOptions,
   WebhookSigningKeys,
 } from './webhooks/keys.js';
+import { WebhookRegistrations } from './webhooks/registrations.js';
 import { jwksRoute, webhookRoutes } from './webhooks/routes.js';
 import { WebhookService } from './webhooks/service.js';
 import { DEFAULT_WORKER_OPTIONS, WebhookWorker, type WebhookWorkerOptions } from './webhooks/worker.js';
@@ -152,14 +160,46 @@ export interface CoordinatorOptions {
   webhooks?: WebhookOptions;
 }
 
-/** A configured coordinator. */
+/**
+ * A configured coordinator. Its rooms (one folder each under `src/`, with routes, service and
+ * store side by side) are fields: `audit`, `users` (with `users.sessions`, `users.totp`),
+ * `wallets` (with `wallets.profiles`, `wallets.store`, `wallets.balances`, `wallets.groups`),
+ * `apiKeys` (with `apiKeys.store`), `signers` (with `signers.masterKeys`, `signers.ceremonies`),
+ * `devices`, `webhooks` (with `webhooks.registrations`), and `idempotency`.
+ */
 export interface Coordinator {
   app: FastifyInstance;
-  store: Store;
-  admin: AdminService;
   db: Db;
-  /** Webhook signing keys, queries and the delivery worker. */
-  webhooks: { keys: WebhookSigningKeys; service: WebhookService; worker: WebhookWorker };
+  /** The clock every room reads (`CoordinatorOptions.clock`, default the system clock). */
+  clock: Clock;
+  /** The append-only audit log of admin actions. */
+  audit: AuditLog;
+  /** Users and roles; `users.sessions`: login, sessions, step-up; `users.totp`: the user's own TOTP. */
+  users: UserService;
+  /**
+   * Profiles and directory settings (`wallets.profiles`), wallets and addresses (`wallets.store`),
+   * balances (`wallets.balances`), wallet and address groups (`wallets.groups`), and the
+   * dashboard's audited changes.
+   */
+  wallets: WalletService;
+  /** API keys (admin functions); `apiKeys.store`: the key records and their authentication. */
+  apiKeys: ApiKeyService;
+  /** Server signers; `signers.masterKeys`: master key records; `signers.ceremonies`: the DKG. */
+  signers: SignerService;
+  /** Mobile signer devices: enrollment, approval, removal. */
+  devices: DeviceService;
+  /** Idempotency records of the REST API's create routes. */
+  idempotency: IdempotencyStore;
+  /**
+   * Webhook signing keys, notification queries and redelivery (`service`), the delivery worker,
+   * and the admin registrations (`registrations`).
+   */
+  webhooks: {
+    keys: WebhookSigningKeys;
+    service: WebhookService;
+    worker: WebhookWorker;
+    registrations: WebhookRegistrations;
+  };
   /** Every registered route (method, URL pattern, hidden from OpenAPI). */
   routes: { method: string; url: string; hidden: boolean }[];
   /** The mailbox folder of development mail, when used. */
@@ -215,7 +255,9 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
   }
   const { db } = await runMigrations(opts);
   await db.tx((q) => syncDirectory(q, opts.mode === 'development'));
-  const store = new Store(db, clock);
+  const idempotency = new IdempotencyStore({ db, clock });
+  const audit = new AuditLog({ db, clock });
+  const wallets = new WalletService({ db, clock, audit });
   const mailer =
     opts.mailer ??
     createMailer({
@@ -242,19 +284,24 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
         log: pino({ level: process.env.CUSTODIAN_SIGNING_LOG ?? 'warn', base: { service: 'coordinator-signing' } }),
       })
     : undefined;
-  const admin = new AdminService(
-    store,
-    mailer,
-    {
-      ...DEFAULT_ADMIN_OPTIONS,
-      ...opts.admin,
-      adminNetworks,
-      mode: opts.mode,
-    },
+  const adminOptions: AdminOptions = { ...DEFAULT_ADMIN_OPTIONS, ...opts.admin, adminNetworks, mode: opts.mode };
+  const users = new UserService({ db, clock, audit, mailer, profiles: wallets.profiles, options: adminOptions });
+  const apiKeys = new ApiKeyService({ db, clock, audit, profiles: wallets.profiles });
+  const signers = new SignerService({
+    db,
     clock,
-    opts.ceremonyClient ?? signing?.ceremonyClient,
-  );
-  await admin.recoverCeremonies();
+    audit,
+    ceremonyClient: opts.ceremonyClient ?? signing?.ceremonyClient,
+    options: adminOptions,
+  });
+  const deviceHub = signing?.hub;
+  const devices = new DeviceService({
+    db,
+    clock,
+    audit,
+    onDeviceRevoked: deviceHub ? (deviceId, status) => deviceHub.revokeDevice(deviceId, status) : undefined,
+  });
+  await signers.ceremonies.recoverCeremonies();
 
   const { kek, source: kekSource } = await resolveKeyEncryptionKey({
     ...(opts.webhooks?.keyEncryptionKey !== undefined ? { keyEncryptionKey: opts.webhooks.keyEncryptionKey } : {}),
@@ -266,14 +313,20 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
   });
   await signingKeys.ensureKey();
   const webhookService = new WebhookService(db, clock);
-  admin.webhooks = webhookService;
-  admin.signingKeys = signingKeys;
-  admin.groups = new GroupService(db, clock, (q, ...a) => admin.audit(q, ...a));
+  const registrations = new WebhookRegistrations({
+    db,
+    clock,
+    audit,
+    notifications: webhookService,
+    signingKeys,
+    profiles: wallets.profiles,
+    options: adminOptions,
+  });
 
   const app = await createServer({
     rateLimit: { max: opts.rateLimit?.max ?? 600, windowMs: opts.rateLimit?.windowMs ?? 60_000 },
     trustProxy,
-    resolveCredential: credentialBucket(store, admin),
+    resolveCredential: credentialBucket(apiKeys.store, users.sessions),
     logger: opts.logger ?? true,
     description: API_DECISIONS,
     webhooks: openApiWebhooks(),
@@ -289,7 +342,7 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
   const chains = new ChainRegistry(opts.chains ?? {}, undefined, db);
   const policies = new PolicyService(db, clock, {
     trustedAdminKeys: opts.transfers?.trustedAdminKeys ?? [],
-    audit: (q, ...a) => admin.audit(q, ...a),
+    audit: audit.record,
   });
   const transferService = new TransferService(db, clock, policies, chains, {
     approvalWindowMs: opts.transfers?.approvalWindowMs ?? 24 * 3600_000,
@@ -319,8 +372,7 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
     };
     policies.onActivatedError = (err, signed) =>
       app.log.warn({ err, policy_id: signed.document.policy_id }, 'policy version not pushed to the signers');
-    admin.onDeviceRevoked = (deviceId, status) => hub.revokeDevice(deviceId, status);
-    hub.pinLegacyPeer = (deviceId, peerId) => admin.pinLegacyPeerId(deviceId, peerId);
+    hub.pinLegacyPeer = (deviceId, peerId) => devices.pinLegacyPeerId(deviceId, peerId);
     transferService.notifier = {
       notifyApprovalRequest: (devices, r) => {
         for (const d of devices) hub.notifyApprovalRequest(d, r.intent, `${r.transfer_id}:${r.round}`);
@@ -341,7 +393,8 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
     });
   }
   const ctx: ProfileRoutesContext = {
-    store,
+    store: idempotency,
+    wallets,
     idempotency: {
       retentionMs: opts.idempotencyRetentionMs ?? 24 * 3600_000,
       inFlightWaitMs: opts.idempotencyInFlightWaitMs ?? 5000,
@@ -352,7 +405,7 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
       // preParsing: after the rate limit (an onRequest hook), before body parsing and validation.
       api.addHook(
         'preParsing',
-        apiKeyHook(store, (id, ip) => admin.auditApiKeyAddressRefused(id, ip)),
+        apiKeyHook(apiKeys.store, (id, ip) => apiKeys.auditAddressRefused(id, ip)),
       );
       await walletRoutes(api, ctx);
       await webhookRoutes(api, webhookService);
@@ -360,8 +413,17 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
     },
     { prefix: '/api/v1/profiles/:profile_id' },
   );
-  await app.register(async (a) => adminRoutes(a, admin));
-  await app.register(async (a) => transferAdminRoutes(a, admin, policies, transferService));
+  const rooms = { audit, users, wallets, apiKeys, signers, devices };
+  await app.register(async (a) =>
+    adminRoutes(a, {
+      db,
+      clock,
+      options: adminOptions,
+      ...rooms,
+      webhooks: { registrations, notifications: webhookService, signingKeys },
+    }),
+  );
+  await app.register(async (a) => transferAdminRoutes(a, users.sessions, db, policies, transferService));
   await app.register(async (a) => jwksRoute(a, signingKeys));
   await app.ready();
   // the pre-hello cap counts per client address: the socket peer, or behind a trusted proxy the
@@ -380,21 +442,22 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
   });
 
   const purge = setInterval(() => {
-    store.purgeIdempotency().catch((err: unknown) => app.log.warn({ err }, 'idempotency purge failed'));
+    idempotency.purgeIdempotency().catch((err: unknown) => app.log.warn({ err }, 'idempotency purge failed'));
   }, 10 * 60_000);
   purge.unref();
 
   let stopped = false;
   return {
     app,
-    store,
-    admin,
     db,
+    clock,
+    ...rooms,
+    idempotency,
     mailboxDir,
     signing,
     transfers: { policies, service: transferService, pipeline, chains },
     routes,
-    webhooks: { keys: signingKeys, service: webhookService, worker },
+    webhooks: { keys: signingKeys, service: webhookService, worker, registrations },
     async start() {
       const url = await app.listen({ host: opts.listen?.host ?? '127.0.0.1', port: opts.listen?.port ?? 8080 });
       if (opts.webhooks?.runWorker !== false) worker.start();
@@ -434,7 +497,7 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
       // socket, upgraded ones included, so a connected phone would hold the stop forever
       signing?.hub.close();
       await app.close();
-      await admin.shutdown();
+      await signers.ceremonies.shutdown();
       await signing?.stop();
       await db.close();
     },
@@ -447,7 +510,7 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
  * A missing or invalid credential gives `undefined` (the client address's bucket), so inventing
  * header values buys an attacker nothing.
  */
-function credentialBucket(store: Store, admin: AdminService) {
+function credentialBucket(apiKeys: ApiKeyStore, sessions: SessionService) {
   return async (req: FastifyRequest): Promise<string | undefined> => {
     const path = req.url;
     if (path.startsWith('/api/v1/')) {
@@ -456,13 +519,13 @@ function credentialBucket(store: Store, admin: AdminService) {
       if (secret === undefined || secret === '' || secret.length > 256) return undefined;
       // A key used from outside its allowed ranges counts against the address, not the key: a leaked
       // key must not let its holder spend the owner's bucket.
-      const key = await store.authenticateApiKey(secret, req.ip);
+      const key = await apiKeys.authenticate(secret, req.ip);
       return key === null || !key.address_allowed ? undefined : `key:${key.api_key_id}`;
     }
     if (path.startsWith('/admin/v1/')) {
       const m = /^Bearer ([A-Za-z0-9_-]{1,200})$/.exec(req.headers.authorization ?? '');
       if (m?.[1] === undefined) return undefined;
-      const user = await admin.sessionUser(m[1]);
+      const user = await sessions.sessionUser(m[1]);
       return user === null ? undefined : `user:${user.user_id}`;
     }
     return undefined;

@@ -10,10 +10,12 @@ import { fingerprint } from '@custodian/signer';
 import { peerIdFromString } from '@libp2p/peer-id';
 import * as OTPAuth from 'otpauth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AdminService, DEFAULT_ADMIN_OPTIONS } from '../src/admin/service.js';
+import { DEFAULT_ADMIN_OPTIONS } from '../src/admin/options.js';
+import { AuditLog } from '../src/audit/service.js';
 import { CeremonyAbortedError, type CeremonyClient, type DkgRequest } from '../src/ceremony.js';
 import { blockchainId } from '../src/directory.js';
-import { createMailer } from '../src/mailer.js';
+import { SignerService } from '../src/signers/service.js';
+import { WebhookRegistrations } from '../src/webhooks/registrations.js';
 import { enrollmentBody, phoneKeys, userIdOf } from './device-fixtures.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, type Harness, type Json, startHarness, testMasterKey } from './helpers.js';
 
@@ -416,13 +418,14 @@ describe('signers, devices, master key', () => {
         return { secp256k1: mk.secp256k1, ed25519: mk.ed25519, transcriptHash: 'ab'.repeat(32) };
       },
     };
-    const svc = new AdminService(
-      h.c.store,
-      createMailer({ from: 'x@example.com', mailboxDir: h.c.mailboxDir! }),
-      { ...DEFAULT_ADMIN_OPTIONS, mode: 'development', dkgTimeoutMs: 300 },
-      () => new Date(),
-      client,
-    );
+    const clock = () => new Date();
+    const svc = new SignerService({
+      db: h.c.db,
+      clock,
+      audit: new AuditLog({ db: h.c.db, clock }),
+      ceremonyClient: client,
+      options: { ...DEFAULT_ADMIN_OPTIONS, dkgTimeoutMs: 300 },
+    }).ceremonies;
     const me = (await h.req('GET', '/admin/v1/me', { token: h.adminToken })).body.user_id;
     const signers = [
       { kind: 'server' as const, id: serverId },
@@ -509,13 +512,15 @@ describe('webhooks and audit', () => {
     ]) {
       expectProblem(await h.req('POST', path, { token: h.adminToken, body }), 422, 'VALIDATION_FAILED');
     }
-    const prod = new AdminService(
-      h.c.store,
-      createMailer({ from: 'x@x', mailboxDir: h.c.mailboxDir! }),
-      { ...DEFAULT_ADMIN_OPTIONS, mode: 'production' },
-      () => new Date(),
-      undefined,
-    );
+    const prod = new WebhookRegistrations({
+      db: h.c.db,
+      clock: () => new Date(),
+      audit: h.c.audit,
+      notifications: h.c.webhooks.service,
+      signingKeys: h.c.webhooks.keys,
+      profiles: h.c.wallets.profiles,
+      options: { mode: 'production' },
+    });
     expect(() => prod.checkWebhookUrl('http://127.0.0.1:9000/h')).toThrow(/HTTPS/);
     const id = ok.body.webhook_id;
     const up = await h.req('PATCH', `${path}/${id}`, {

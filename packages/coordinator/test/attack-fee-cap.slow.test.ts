@@ -146,7 +146,7 @@ beforeAll(async () => {
   walletId = w.body.wallet_id;
   source = w.body.addresses[0].address;
   await rpc('anvil_setBalance', [source, `0x${(100n * ETH).toString(16)}`]);
-  await coord.store.setBalance(walletId, assetId, (100n * ETH).toString());
+  await coord.wallets.balances.setBalance(walletId, assetId, (100n * ETH).toString());
   policy = await signedPolicy('eth', {
     scope: { blockchain: 'ethereum-local', asset_id: assetId },
     whitelist: [DEST],

@@ -42,7 +42,7 @@ async function fundedTransferBody(h: Harness): Promise<Json> {
     body: { blockchain_ids: [chain] },
   });
   expect(w.status).toBe(201);
-  await h.c.store.setBalance(w.body.wallet_id, assetId, (1000n * 10n ** 18n).toString());
+  await h.c.wallets.balances.setBalance(w.body.wallet_id, assetId, (1000n * 10n ** 18n).toString());
   return { wallet_id: w.body.wallet_id, asset_id: assetId, destination_address: DEST, amount: '1' };
 }
 
@@ -61,7 +61,7 @@ async function crashThenRetry(h: Harness, path: string, body: Json, table: 'tran
   const key = randomUUID();
   const send = () => h.req('POST', path, { key: h.apiKey, headers: { 'idempotency-key': key }, body });
   const before = await count(h, table);
-  vi.spyOn(h.c.store, 'completeIdempotent').mockRejectedValueOnce(new Error('injected crash before completion'));
+  vi.spyOn(h.c.idempotency, 'completeIdempotent').mockRejectedValueOnce(new Error('injected crash before completion'));
 
   const crashed = await send();
   expect(crashed.status).toBe(500);

@@ -43,7 +43,7 @@ describe('a Finance Manager cannot delete a signed policy on their own', () => {
       body: { blockchain_ids: [blockchainId], name: 'ops' },
     });
     expect(w.status).toBe(201);
-    await h.c.store.setBalance(w.body.wallet_id, assetId, (1000n * ETH).toString());
+    await h.c.wallets.balances.setBalance(w.body.wallet_id, assetId, (1000n * ETH).toString());
     return w.body.wallet_id;
   }
 
@@ -92,7 +92,7 @@ describe('a Finance Manager cannot delete a signed policy on their own', () => {
       body: { fingerprint: e.body.fingerprint, user_id: await userIdOf(h, ADMIN_EMAIL) },
     });
     expect(ap.status).toBe(200);
-    await h.c.store.insertMasterKey({
+    await h.c.signers.masterKeys.insertMasterKey({
       ceremonyId: null,
       threshold: 2,
       parties: [{ kind: 'server', id: crypto.randomUUID(), peer: 'x', address: null }],

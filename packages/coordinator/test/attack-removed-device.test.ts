@@ -66,7 +66,7 @@ describe('a removed or rejected device loses its socket and every approval reque
 
   /** A fresh master key whose approvers are `deviceIds`, and a funded wallet on it. */
   async function walletFor(deviceIds: string[]): Promise<string> {
-    await h.c.store.insertMasterKey({
+    await h.c.signers.masterKeys.insertMasterKey({
       ceremonyId: null,
       threshold: 2,
       parties: [
@@ -85,7 +85,7 @@ describe('a removed or rejected device loses its socket and every approval reque
       body: { blockchain_ids: [blockchainId], name: 'ops' },
     });
     expect(w.status).toBe(201);
-    await h.c.store.setBalance(w.body.wallet_id, assetId, (1000n * ETH).toString());
+    await h.c.wallets.balances.setBalance(w.body.wallet_id, assetId, (1000n * ETH).toString());
     return w.body.wallet_id;
   }
 

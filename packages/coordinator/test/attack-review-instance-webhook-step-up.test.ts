@@ -31,10 +31,10 @@ describe('attack (review): instance-level webhook writes without a step-up', () 
     });
     try {
       const email = `victim-${randomUUID().slice(0, 8)}@example.com`;
-      await h.c.admin.createUser(randomUUID(), { email, name: 'victim', role: 'ADMIN', password: PW });
+      await h.c.users.createUser(randomUUID(), { email, name: 'victim', role: 'ADMIN', password: PW });
       const stolen = await h.login(email, PW); // the token the attacker holds; never stepped up
       // the SOC's instance webhook, registered earlier by a legitimate Admin
-      const soc = await h.c.admin.createWebhook(randomUUID(), null, {
+      const soc = await h.c.webhooks.registrations.createWebhook(randomUUID(), null, {
         url: 'http://127.0.0.1:9/soc',
         event_types: ['ROLE_SCOPE_LOGIN', 'USER_CREATED'],
       });

@@ -33,20 +33,20 @@ describe('attack (review): scope lifting and blocking Admins without a step-up',
     });
     try {
       const email = `victim-${randomUUID().slice(0, 8)}@example.com`;
-      await h.c.admin.createUser(randomUUID(), { email, name: 'victim', role: 'ADMIN', password: PW });
+      await h.c.users.createUser(randomUUID(), { email, name: 'victim', role: 'ADMIN', password: PW });
       const stolen = await h.login(email, PW); // never stepped up
 
       const fmEmail = `fm-${randomUUID().slice(0, 8)}@example.com`;
-      const fm = await h.c.admin.createUser(randomUUID(), {
+      const fm = await h.c.users.createUser(randomUUID(), {
         email: fmEmail,
         name: 'fm',
         role: 'FINANCE_MANAGER',
         password: PW,
       });
-      const g = await h.c.admin.groups.createWalletGroup(randomUUID(), h.profileId, { name: 'desk A' });
-      const g2 = await h.c.admin.groups.createWalletGroup(randomUUID(), h.profileId, { name: 'desk B' });
-      await h.c.admin.groups.assignUser(randomUUID(), h.profileId, g.wallet_group_id, fm.user_id, true);
-      await h.c.admin.groups.assignUser(randomUUID(), h.profileId, g2.wallet_group_id, fm.user_id, true);
+      const g = await h.c.wallets.groups.createWalletGroup(randomUUID(), h.profileId, { name: 'desk A' });
+      const g2 = await h.c.wallets.groups.createWalletGroup(randomUUID(), h.profileId, { name: 'desk B' });
+      await h.c.wallets.groups.assignUser(randomUUID(), h.profileId, g.wallet_group_id, fm.user_id, true);
+      await h.c.wallets.groups.assignUser(randomUUID(), h.profileId, g2.wallet_group_id, fm.user_id, true);
       const owner = (
         await h.c.db.query<{ user_id: string }>('SELECT user_id FROM users WHERE email = $1', [ADMIN_EMAIL])
       )[0]!.user_id;

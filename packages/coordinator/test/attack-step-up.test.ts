@@ -15,7 +15,6 @@
 import { randomUUID } from 'node:crypto';
 import * as OTPAuth from 'otpauth';
 import { describe, expect, it } from 'vitest';
-import type { AdminService } from '../src/admin/service.js';
 import type { CoordinatorOptions } from '../src/coordinator.js';
 import { readMailbox } from '../src/mailer.js';
 import { enrollmentBody, phoneKeys } from './device-fixtures.js';
@@ -61,13 +60,13 @@ const totpOf = (secret: string) =>
  * TOTP code of step `loginStep` — the token the attacker holds.
  */
 async function totpUserWithSession(h: Harness, confirmStep: number, loginStep: number, role = 'VIEWER') {
-  const svc: AdminService = h.c.admin;
+  const svc = h.c.users;
   const email = `victim-${randomUUID().slice(0, 8)}@example.com`;
   const u = await svc.createUser(randomUUID(), { email, name: 'victim', role: role as 'VIEWER', password: PW });
-  const { secret } = await svc.totpEnroll(u.user_id);
+  const { secret } = await svc.totp.enroll(u.user_id);
   const totp = totpOf(secret);
   const codeAt = (step: number) => totp.generate({ timestamp: step * PERIOD_MS });
-  await svc.totpConfirm(u.user_id, codeAt(confirmStep), randomUUID()); // no session of the user yet
+  await svc.totp.confirm(u.user_id, codeAt(confirmStep), randomUUID()); // no session of the user yet
   const l = await h.req('POST', '/admin/v1/login', { body: { email, password: PW } });
   expect(l.body.method).toBe('totp');
   const v = await h.req('POST', '/admin/v1/login/verify', {
@@ -80,7 +79,7 @@ async function totpUserWithSession(h: Harness, confirmStep: number, loginStep: n
 /** A user without TOTP (login by e-mail code) and a session: the token the attacker holds. */
 async function passwordUserWithSession(h: Harness, role: 'ADMIN' | 'VIEWER' = 'ADMIN') {
   const email = `victim-${randomUUID().slice(0, 8)}@example.com`;
-  const u = await h.c.admin.createUser(randomUUID(), { email, name: 'victim', role, password: PW });
+  const u = await h.c.users.createUser(randomUUID(), { email, name: 'victim', role, password: PW });
   return { email, user_id: u.user_id, token: await h.login(email, PW) };
 }
 
@@ -249,7 +248,7 @@ describe('attack: a session alone performs sensitive admin actions', () => {
   it('approving a phone, registering or removing a server signer, instance webhooks, key rotation and user deletion need a step-up', async () => {
     await withHarness(async (h) => {
       const v = await passwordUserWithSession(h, 'ADMIN');
-      const target = await h.c.admin.createUser(randomUUID(), {
+      const target = await h.c.users.createUser(randomUUID(), {
         email: `target-${randomUUID().slice(0, 8)}@example.com`,
         name: 'target',
         role: 'VIEWER',
@@ -282,8 +281,8 @@ describe('attack: a session alone performs sensitive admin actions', () => {
         ),
       );
       for (const [i, r] of res.entries()) expectStepUpRequired(r, `${attempts[i]![0]} ${attempts[i]![1]}`);
-      expect((await h.c.admin.getDevice(e.body.device_id)).status).toBe('PENDING');
-      expect((await h.c.admin.getUser(target.user_id)).role).toBe('VIEWER');
+      expect((await h.c.devices.getDevice(e.body.device_id)).status).toBe('PENDING');
+      expect((await h.c.users.getUser(target.user_id)).role).toBe('VIEWER');
       // after a step-up the approval goes through
       expect(
         (await h.req('POST', '/admin/v1/session/step-up', { token: v.token, body: { password: PW } })).status,
@@ -299,17 +298,17 @@ describe('attack: a session alone performs sensitive admin actions', () => {
   it('creating an API key, registering, changing or deleting a webhook, changing a role or creating a user needs a step-up', async () => {
     await withHarness(async (h) => {
       const v = await passwordUserWithSession(h, 'ADMIN');
-      const target = await h.c.admin.createUser(randomUUID(), {
+      const target = await h.c.users.createUser(randomUUID(), {
         email: `target-${randomUUID().slice(0, 8)}@example.com`,
         name: 'target',
         role: 'VIEWER',
         password: PW,
       });
-      const hook = await h.c.admin.createWebhook(randomUUID(), h.profileId, {
+      const hook = await h.c.webhooks.registrations.createWebhook(randomUUID(), h.profileId, {
         url: 'http://127.0.0.1:9/hook',
         event_types: ['WALLET_CREATED'],
       });
-      const keyId = (await h.c.store.createApiKey(h.profileId, 'existing', null)).api_key_id;
+      const keyId = (await h.c.apiKeys.store.create(h.profileId, 'existing', null)).api_key_id;
       const hookId = String(hook.webhook_id);
       const hooks = `/admin/v1/profiles/${h.profileId}/webhooks`;
       const attempts: [string, string, unknown?][] = [
@@ -334,8 +333,8 @@ describe('attack: a session alone performs sensitive admin actions', () => {
         );
       for (const [i, r] of (await run()).entries()) expectStepUpRequired(r, `${attempts[i]![0]} ${attempts[i]![1]}`);
       // nothing changed
-      expect((await h.c.admin.getUser(target.user_id)).role).toBe('VIEWER');
-      expect((await h.c.admin.getWebhook(h.profileId, hookId)).url).toBe('http://127.0.0.1:9/hook');
+      expect((await h.c.users.getUser(target.user_id)).role).toBe('VIEWER');
+      expect((await h.c.webhooks.registrations.getWebhook(h.profileId, hookId)).url).toBe('http://127.0.0.1:9/hook');
       const keys = await h.c.db.query<{ name: string; revoked_at: Date | null }>(
         'SELECT name, revoked_at FROM api_keys ORDER BY created_at',
       );

@@ -53,7 +53,7 @@ describe('a user assigned to wallet groups sees and acts on only their wallets',
       body: { blockchain_ids: [blockchainId], name },
     });
     expect(w.status).toBe(201);
-    await h.c.store.setBalance(w.body.wallet_id, assetId, (100n * ETH).toString());
+    await h.c.wallets.balances.setBalance(w.body.wallet_id, assetId, (100n * ETH).toString());
     return w.body.wallet_id;
   }
 
@@ -104,7 +104,7 @@ describe('a user assigned to wallet groups sees and acts on only their wallets',
     const adminDevice = p256.utils.randomSecretKey();
     const adminDeviceId = await enroll(adminDevice, 'admin phone');
     const approverId = await enroll(p256.utils.randomSecretKey(), 'approver');
-    await h.c.store.insertMasterKey({
+    await h.c.signers.masterKeys.insertMasterKey({
       ceremonyId: null,
       threshold: 2,
       parties: [

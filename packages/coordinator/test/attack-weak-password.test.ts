@@ -66,7 +66,7 @@ describe('attack: guess-able passwords accepted because they are 12 characters l
       // The e-mail address is a user input: "first@example.com" plus a digit is weak.
       const own = await init('first@example.com1');
       expectWeak({ status: own.statusCode, body: own.json() }, 'body.password', 'first@example.com1');
-      expect(await c.admin.initialised()).toBe(false);
+      expect(await c.users.initialised()).toBe(false);
       expect((await init(STRONG)).statusCode).toBe(201);
     } finally {
       await c.stop();

@@ -110,7 +110,7 @@ export async function createEcdsaMasterKey(
      VALUES ($1, 'dkg', 'SUCCEEDED', 2, '[]'::jsonb, '{}'::jsonb, $2, $2, $2)`,
     [ceremonyUuid, now],
   );
-  const mk = await coord.store.insertMasterKey({
+  const mk = await coord.signers.masterKeys.insertMasterKey({
     ceremonyId: ceremonyUuid,
     threshold: 2,
     parties: [

@@ -178,7 +178,7 @@ export async function startHarness(
     body: { profile_id: profileId, name: 'test' },
   });
   if (k.status !== 201) throw new Error(`api key failed: ${JSON.stringify(k.body)}`);
-  if (opts.masterKey !== false) await c.store.insertMasterKey(testMasterKey());
+  if (opts.masterKey !== false) await c.signers.masterKeys.insertMasterKey(testMasterKey());
   return {
     c,
     url,

@@ -92,7 +92,7 @@ describe('wallets', () => {
   it('creates a wallet with addresses derived at m/44/{coin}/{wallet}/0/0 from the master public key', async () => {
     const w = await createWallet([ETH, BTC, TRX], 'Treasury');
     expect(w).toMatchObject({ profile_id: h.profileId, name: 'Treasury', blockchain_ids: [ETH, BTC, TRX] });
-    const [mk] = await h.c.store.listMasterKeys();
+    const [mk] = await h.c.signers.masterKeys.listMasterKeys();
     const pub = Uint8Array.from(Buffer.from(mk!.secp256k1_public_key, 'hex'));
     const cc = Uint8Array.from(Buffer.from(mk!.secp256k1_chain_code, 'hex'));
     const eth = w.addresses.find((a: Json) => a.blockchain_id === ETH);
@@ -237,7 +237,7 @@ describe('balances', () => {
     );
     expect(all.body.data.every((b: Json) => b.amount === '0' && b.updated_at === null)).toBe(true);
     const ethAsset = assetId('ethereum-mainnet', 'ETH');
-    await h.c.store.setBalance(w.wallet_id, ethAsset, '1500000000000000001');
+    await h.c.wallets.balances.setBalance(w.wallet_id, ethAsset, '1500000000000000001');
     const one = await h.req('GET', `${bal}/${ethAsset}`, { key: h.apiKey });
     expect(one.status).toBe(200);
     expect(one.body).toMatchObject({
@@ -246,7 +246,7 @@ describe('balances', () => {
       decimals: 18,
     });
     const big = (2n ** 255n).toString();
-    await h.c.store.setBalance(w.wallet_id, ethAsset, big);
+    await h.c.wallets.balances.setBalance(w.wallet_id, ethAsset, big);
     expect((await h.req('GET', `${bal}/${ethAsset}`, { key: h.apiKey })).body.amount_base_units).toBe(big);
     const tron = await h.req('GET', `${bal}?blockchain_id=${TRX}`, { key: h.apiKey });
     expect(tron.body.data.map((b: Json) => b.symbol).sort()).toEqual(['TRX', 'USDC', 'USDT']);
@@ -332,7 +332,7 @@ describe('idempotency', () => {
           claimed = r;
         });
         const done = pg.c.db.tx(async (q) => {
-          const c = await pg.c.store.claimIdempotent(
+          const c = await pg.c.idempotency.claimIdempotent(
             q,
             pg.profileId,
             key,
@@ -345,7 +345,7 @@ describe('idempotency', () => {
           if (c.kind !== 'started') throw new Error(`unexpected claim ${c.kind}`);
           claimed();
           await until;
-          await pg.c.store.completeIdempotent(q, pg.profileId, key, c.claimId, 201, stored);
+          await pg.c.idempotency.completeIdempotent(q, pg.profileId, key, c.claimId, 201, stored);
         });
         return { isClaimed, done };
       };

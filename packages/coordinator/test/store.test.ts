@@ -8,10 +8,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { IdempotencyStore } from '../src/api/idempotency-store.js';
+import { AuditLog } from '../src/audit/service.js';
 import { type Db, openPglite } from '../src/db/db.js';
 import { MIGRATIONS, migrate } from '../src/db/migrations.js';
 import { blockchainId, syncDirectory } from '../src/directory.js';
-import { Store } from '../src/store.js';
+import { MasterKeyStore } from '../src/signers/store.js';
+import { WalletService } from '../src/wallets/service.js';
 import { openTestDb, postgresReachable, testMasterKey } from './helpers.js';
 
 const pgUp = await postgresReachable();
@@ -20,7 +23,9 @@ describe.each(['pglite', 'postgres'] as const)('store on %s', (kind) => {
   let db: Db;
   let drop: () => Promise<void> = async () => {};
   let dir = '';
-  let store: Store;
+  let wallets: WalletService;
+  let masterKeys: MasterKeyStore;
+  let idempotency: IdempotencyStore;
   let now = new Date('2026-01-01T00:00:00Z');
 
   beforeAll(async () => {
@@ -31,7 +36,10 @@ describe.each(['pglite', 'postgres'] as const)('store on %s', (kind) => {
     } else {
       ({ db, drop } = await openTestDb('postgres'));
     }
-    store = new Store(db, () => now);
+    const c = { db, clock: () => now };
+    wallets = new WalletService({ ...c, audit: new AuditLog(c) });
+    masterKeys = new MasterKeyStore(c);
+    idempotency = new IdempotencyStore(c);
     // each test below runs alone (-t): the schema and the directory are set up here
     await migrate(db);
     await db.tx((q) => syncDirectory(q, true));
@@ -86,59 +94,64 @@ describe.each(['pglite', 'postgres'] as const)('store on %s', (kind) => {
   });
 
   maybe('stores money as numeric(78,0): exact up to 2^256 − 1, never negative', async () => {
-    const p = await store.createProfile('money');
-    await store.insertMasterKey(testMasterKey());
-    const w = await store.createWallet(p.profile_id, { blockchain_ids: [blockchainId('ethereum-mainnet')] });
+    const p = await wallets.profiles.createProfile('money');
+    await masterKeys.insertMasterKey(testMasterKey());
+    const w = await wallets.store.createWallet(p.profile_id, { blockchain_ids: [blockchainId('ethereum-mainnet')] });
     const asset = (
       await db.query<{ asset_id: string }>(`SELECT asset_id FROM assets WHERE symbol = 'ETH' AND blockchain_id = $1`, [
         blockchainId('ethereum-mainnet'),
       ])
     )[0]!.asset_id;
     const max = (2n ** 256n - 1n).toString();
-    await store.setBalance(w.wallet_id, asset, max);
-    const b = await store.getBalance(p.profile_id, w.wallet_id, asset);
+    await wallets.balances.setBalance(w.wallet_id, asset, max);
+    const b = await wallets.balances.getBalance(p.profile_id, w.wallet_id, asset);
     expect(b.amount_base_units).toBe(max);
     expect(b.amount).toBe(`${max.slice(0, -18)}.${max.slice(-18)}`);
-    await expect(store.setBalance(w.wallet_id, asset, '1.5')).rejects.toThrow(RangeError);
+    await expect(wallets.balances.setBalance(w.wallet_id, asset, '1.5')).rejects.toThrow(RangeError);
     await expect(db.query('UPDATE balances SET amount = -1 WHERE wallet_id = $1', [w.wallet_id])).rejects.toThrow();
   });
 
   maybe('validates master key points before storing them', async () => {
     const mk = testMasterKey();
     await expect(
-      store.insertMasterKey({ ...mk, secp256k1: { ...mk.secp256k1, publicKey: new Uint8Array(33) } }),
+      masterKeys.insertMasterKey({ ...mk, secp256k1: { ...mk.secp256k1, publicKey: new Uint8Array(33) } }),
     ).rejects.toThrow();
     await expect(
-      store.insertMasterKey({ ...mk, ed25519: { ...mk.ed25519, chainCode: new Uint8Array(31) } }),
+      masterKeys.insertMasterKey({ ...mk, ed25519: { ...mk.ed25519, chainCode: new Uint8Array(31) } }),
     ).rejects.toThrow(RangeError);
   });
 
   maybe('claims idempotency keys inside the creating transaction; mismatch, replay, rollback and expiry', async () => {
-    const p = await store.createProfile('idem');
+    const p = await wallets.profiles.createProfile('idem');
     const key = randomUUID();
-    const claim = (q: Parameters<Store['completeIdempotent']>[0], hash = 'h1', path = '/x', id = p.profile_id) =>
-      store.claimIdempotent(q, id, key, 'POST', path, hash, 1000, 2000);
+    const claim = (
+      q: Parameters<IdempotencyStore['completeIdempotent']>[0],
+      hash = 'h1',
+      path = '/x',
+      id = p.profile_id,
+    ) => idempotency.claimIdempotent(q, id, key, 'POST', path, hash, 1000, 2000);
     // Concurrent claims of one key: exactly one creates, the others replay its committed record.
     const results = await Promise.all(
       Array.from({ length: 20 }, () =>
         db.tx(async (q) => {
           const c = await claim(q);
-          if (c.kind === 'started') await store.completeIdempotent(q, p.profile_id, key, c.claimId, 201, { a: 1 });
+          if (c.kind === 'started')
+            await idempotency.completeIdempotent(q, p.profile_id, key, c.claimId, 201, { a: 1 });
           return c.kind;
         }),
       ),
     );
     expect(results.filter((k) => k === 'started')).toHaveLength(1);
     expect(results.filter((k) => k === 'replay')).toHaveLength(19);
-    expect(await store.peekIdempotent(p.profile_id, key, 'POST', '/x', 'h1')).toEqual({
+    expect(await idempotency.peekIdempotent(p.profile_id, key, 'POST', '/x', 'h1')).toEqual({
       kind: 'replay',
       status: 201,
       body: { a: 1 },
     });
-    expect((await store.peekIdempotent(p.profile_id, key, 'POST', '/x', 'h2')).kind).toBe('mismatch');
+    expect((await idempotency.peekIdempotent(p.profile_id, key, 'POST', '/x', 'h2')).kind).toBe('mismatch');
     expect((await db.tx((q) => claim(q, 'h1', '/y'))).kind).toBe('mismatch');
     // A transaction that dies after claiming (a crash, an error) leaves the key free.
-    const other = await store.createProfile('other');
+    const other = await wallets.profiles.createProfile('other');
     await expect(
       db.tx(async (q) => {
         const c = await claim(q, 'h9', '/x', other.profile_id);
@@ -146,7 +159,7 @@ describe.each(['pglite', 'postgres'] as const)('store on %s', (kind) => {
         throw new Error('crash before commit');
       }),
     ).rejects.toThrow('crash before commit');
-    expect((await store.peekIdempotent(other.profile_id, key, 'POST', '/x', 'h9')).kind).toBe('absent');
+    expect((await idempotency.peekIdempotent(other.profile_id, key, 'POST', '/x', 'h9')).kind).toBe('absent');
     // Another profile's identical key is independent.
     expect((await db.tx((q) => claim(q, 'h9', '/x', other.profile_id))).kind).toBe('started');
     // An IN_FLIGHT record committed by an earlier version (claims used to commit alone) is taken over.
@@ -156,14 +169,14 @@ describe.each(['pglite', 'postgres'] as const)('store on %s', (kind) => {
          expires_at) VALUES ($1,$2,$3,'POST','/x','h1','IN_FLIGHT',$4,$5)`,
       [p.profile_id, legacy, randomUUID(), now, new Date(now.getTime() + 60_000)],
     );
-    expect((await store.peekIdempotent(p.profile_id, legacy, 'POST', '/x', 'h1')).kind).toBe('absent');
+    expect((await idempotency.peekIdempotent(p.profile_id, legacy, 'POST', '/x', 'h1')).kind).toBe('absent');
     expect(
-      (await db.tx((q) => store.claimIdempotent(q, p.profile_id, legacy, 'POST', '/x', 'h1', 1000, 2000))).kind,
+      (await db.tx((q) => idempotency.claimIdempotent(q, p.profile_id, legacy, 'POST', '/x', 'h1', 1000, 2000))).kind,
     ).toBe('started');
     // After the retention window the key is forgotten: purged, and free again.
     now = new Date(now.getTime() + 1001);
-    expect((await store.peekIdempotent(p.profile_id, key, 'POST', '/x', 'h1')).kind).toBe('absent');
-    expect(await store.purgeIdempotency()).toBeGreaterThanOrEqual(1);
+    expect((await idempotency.peekIdempotent(p.profile_id, key, 'POST', '/x', 'h1')).kind).toBe('absent');
+    expect(await idempotency.purgeIdempotency()).toBeGreaterThanOrEqual(1);
     expect((await db.tx((q) => claim(q, 'h2'))).kind).toBe('started');
   });
 

@@ -40,7 +40,7 @@ describe('daily limit on PostgreSQL', () => {
       body: { blockchain_ids: [chainId] },
     });
     const walletId = w.body.wallet_id;
-    await h.c.store.setBalance(walletId, assetId, (100n * ETH).toString());
+    await h.c.wallets.balances.setBalance(walletId, assetId, (100n * ETH).toString());
     const p = await h.req('POST', `/admin/v1/profiles/${h.profileId}/policies`, {
       token: h.adminToken,
       body: {

@@ -96,7 +96,7 @@ beforeAll(async () => {
   adminDeviceId = await enrollDevice(adminDevice, 'admin phone');
   dev1Id = await enrollDevice(dev1, 'approver 1');
   dev2Id = await enrollDevice(dev2, 'approver 2');
-  await h.c.store.insertMasterKey({
+  await h.c.signers.masterKeys.insertMasterKey({
     ceremonyId: null,
     threshold: 2,
     parties: [
@@ -121,7 +121,7 @@ beforeAll(async () => {
   });
   expect(w.status).toBe(201);
   walletId = w.body.wallet_id;
-  await h.c.store.setBalance(walletId, assetId, (1000n * ETH).toString());
+  await h.c.wallets.balances.setBalance(walletId, assetId, (1000n * ETH).toString());
   fmToken = await user('FINANCE_MANAGER', 'fm@example.com');
   viewerToken = await user('VIEWER', 'viewer@example.com');
 }, 60_000);
@@ -337,7 +337,7 @@ describe('transfers', () => {
       body: { blockchain_ids: [blockchainId] },
     });
     const wid = w.body.wallet_id as string;
-    await h.c.store.setBalance(wid, assetId, (1000n * ETH).toString());
+    await h.c.wallets.balances.setBalance(wid, assetId, (1000n * ETH).toString());
     const p = await createPolicy({
       name: 'limited',
       scope: { wallet_ids: [wid], blockchain: 'ethereum-local', asset_id: assetId },

@@ -15,7 +15,7 @@ let assetId = '';
 
 beforeAll(async () => {
   h = await startHarness({ coordinator: { transfers: { runPipeline: false } } });
-  store = new PgWatcherStore(h.c.db, h.c.store.clock);
+  store = new PgWatcherStore(h.c.db, h.c.clock);
   const A = `/api/v1/profiles/${h.profileId}`;
   const chains = await h.req('GET', `${A}/blockchains?page_size=200`, { key: h.apiKey });
   const chainId = chains.body.data.find((b: Json) => b.key === 'litecoin-regtest').blockchain_id;

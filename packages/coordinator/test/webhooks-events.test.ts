@@ -197,7 +197,7 @@ describe.skipIf(!pgUp)('several workers on PostgreSQL (FOR UPDATE SKIP LOCKED)',
     });
     await h.c.db.tx(async (q) => {
       for (let i = 0; i < 40; i++) {
-        await emitEvent(q, h.c.store.clock, { profileId: h.profileId, type: 'WALLET_UPDATED', data: { i } });
+        await emitEvent(q, h.c.clock, { profileId: h.profileId, type: 'WALLET_UPDATED', data: { i } });
       }
     });
     const workers = Array.from(

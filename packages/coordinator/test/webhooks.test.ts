@@ -445,14 +445,14 @@ describe('outbox guarantees', () => {
     };
     try {
       const c1 = await createCoordinator(opts);
-      const profileId = (await c1.store.createProfile('p')).profile_id;
+      const profileId = (await c1.wallets.profiles.createProfile('p')).profile_id;
       await c1.db.query(
         `INSERT INTO webhooks (webhook_id, profile_id, url, event_types, created_at, updated_at)
          VALUES ($1,$2,$3,'["WALLET_CREATED"]'::jsonb,now(),now())`,
         [randomUUID(), profileId, rx.url],
       );
-      await c1.store.insertMasterKey(testMasterKey());
-      const w = await c1.store.createWallet(profileId, { blockchain_ids: [ETH] }); // committed
+      await c1.signers.masterKeys.insertMasterKey(testMasterKey());
+      const w = await c1.wallets.store.createWallet(profileId, { blockchain_ids: [ETH] }); // committed
       const kid1 = (await c1.webhooks.keys.jwks()).keys[0]!.kid;
       await c1.stop(); // the process goes away before any delivery
       expect(rx.received).toHaveLength(0);

@@ -23,7 +23,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { Queryable } from '../db/db.js';
 import { ApiError } from '../errors.js';
-import type { Role } from './service.js';
+import type { Role } from './options.js';
 
 /** What a user may see in one profile: everything, or exactly `walletIds` (maybe none). */
 export type WalletScope =

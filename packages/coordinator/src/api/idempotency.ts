@@ -13,8 +13,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Queryable } from '../db/db.js';
 import { ApiError } from '../errors.js';
-import type { Store } from '../store.js';
 import { canonicalJson, sha256Hex, UUID_RE } from '../util.js';
+import type { IdempotencyStore } from './idempotency-store.js';
 
 /** Idempotency settings. */
 export interface IdempotencyOptions {
@@ -69,7 +69,7 @@ export function idempotencyKeyOf(req: FastifyRequest): string {
  *   (the transaction then rolls back and the key stays free)
  */
 export async function runIdempotent<T>(
-  store: Store,
+  store: IdempotencyStore,
   opts: IdempotencyOptions,
   req: FastifyRequest,
   reply: FastifyReply,
@@ -130,7 +130,7 @@ export async function runIdempotent<T>(
  * concurrent request with the same key recorded its answer first, that one is replayed.
  */
 export async function runIdempotentAnswer<T>(
-  store: Store,
+  store: IdempotencyStore,
   opts: IdempotencyOptions,
   req: FastifyRequest,
   reply: FastifyReply,

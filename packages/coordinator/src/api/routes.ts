@@ -6,10 +6,13 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AddressType } from '../addresses.js';
+import type { ApiKeyStore } from '../api-keys/store.js';
 import { ApiError, type ErrorCode } from '../errors.js';
-import type { PageRequest, Store } from '../store.js';
+import type { PageRequest } from '../store.js';
 import { UUID_RE } from '../util.js';
+import type { WalletService } from '../wallets/service.js';
 import { type IdempotencyOptions, idempotencyKeyOf, runIdempotent } from './idempotency.js';
+import type { IdempotencyStore } from './idempotency-store.js';
 import {
   API_COMMON_ERRORS,
   BODY_ERRORS,
@@ -23,7 +26,10 @@ import {
 
 /** What a profile-scoped route plugin receives. */
 export interface ProfileRoutesContext {
-  store: Store;
+  /** Idempotency records of the create routes (api/idempotency-store.ts). */
+  store: IdempotencyStore;
+  /** The wallets room: wallets, addresses, balances, the profile's directory. */
+  wallets: WalletService;
   idempotency: IdempotencyOptions;
 }
 
@@ -62,12 +68,12 @@ function errors(...extra: ErrorCode[]) {
  * then 403 PROFILE_FORBIDDEN when the path's profile is not the key's (whether or not that profile
  * exists).
  */
-export function apiKeyHook(store: Store, onAddressRefused?: (apiKeyId: string, ip: string) => Promise<void>) {
+export function apiKeyHook(apiKeys: ApiKeyStore, onAddressRefused?: (apiKeyId: string, ip: string) => Promise<void>) {
   return async <P>(req: FastifyRequest, _reply: unknown, payload: P): Promise<P> => {
     const raw = req.headers['x-api-key'];
     const secret = Array.isArray(raw) ? raw[0] : raw;
     if (secret === undefined || secret === '') throw new ApiError('API_KEY_MISSING', 'send your API key in X-API-Key');
-    const key = secret.length <= 256 ? await store.authenticateApiKey(secret, req.ip) : null;
+    const key = secret.length <= 256 ? await apiKeys.authenticate(secret, req.ip) : null;
     if (key === null) throw new ApiError('API_KEY_INVALID', 'the X-API-Key is not valid');
     if (!key.address_allowed) {
       await onAddressRefused?.(key.api_key_id, req.ip);
@@ -95,7 +101,7 @@ export async function requireIdempotencyKey(req: FastifyRequest) {
  * `/api/v1/profiles/:profile_id` with {@link apiKeyHook} installed.
  */
 export async function walletRoutes(app: FastifyInstance, ctx: ProfileRoutesContext) {
-  const { store } = ctx;
+  const { store, wallets } = ctx;
 
   app.get(
     '/wallets',
@@ -114,7 +120,7 @@ export async function walletRoutes(app: FastifyInstance, ctx: ProfileRoutesConte
     },
     async (req) => {
       const { profile_id } = req.params as { profile_id: string };
-      return store.listWallets(profile_id.toLowerCase(), req.query as PageRequest);
+      return wallets.store.listWallets(profile_id.toLowerCase(), req.query as PageRequest);
     },
   );
 
@@ -152,7 +158,7 @@ export async function walletRoutes(app: FastifyInstance, ctx: ProfileRoutesConte
       const profileId = (req.params as { profile_id: string }).profile_id.toLowerCase();
       const body = req.body as { blockchain_ids: string[]; name?: string };
       return runIdempotent(store, ctx.idempotency, req, reply, profileId, 201, async (q) => ({
-        body: await store.createWallet(profileId, body, undefined, q),
+        body: await wallets.store.createWallet(profileId, body, undefined, q),
       }));
     },
   );
@@ -176,7 +182,7 @@ export async function walletRoutes(app: FastifyInstance, ctx: ProfileRoutesConte
     async (req) => {
       const { profile_id, wallet_id } = req.params as { profile_id: string; wallet_id: string };
       const q = req.query as PageRequest & { blockchain_id?: string };
-      return store.listAddresses(profile_id.toLowerCase(), wallet_id, q.blockchain_id, q);
+      return wallets.store.listAddresses(profile_id.toLowerCase(), wallet_id, q.blockchain_id, q);
     },
   );
 
@@ -221,7 +227,7 @@ export async function walletRoutes(app: FastifyInstance, ctx: ProfileRoutesConte
       const profileId = profile_id.toLowerCase();
       const body = req.body as { blockchain_id: string; address_type?: AddressType };
       return runIdempotent(store, ctx.idempotency, req, reply, profileId, 201, async (q) => ({
-        body: await store.createAddress(profileId, wallet_id, body, q),
+        body: await wallets.store.createAddress(profileId, wallet_id, body, q),
       }));
     },
   );
@@ -251,7 +257,7 @@ export async function walletRoutes(app: FastifyInstance, ctx: ProfileRoutesConte
       const filter: { blockchain_id?: string; asset_id?: string } = {};
       if (q.blockchain_id !== undefined) filter.blockchain_id = q.blockchain_id.toLowerCase();
       if (q.asset_id !== undefined) filter.asset_id = q.asset_id.toLowerCase();
-      return store.listBalances(profile_id.toLowerCase(), wallet_id, filter, q);
+      return wallets.balances.listBalances(profile_id.toLowerCase(), wallet_id, filter, q);
     },
   );
 
@@ -279,7 +285,7 @@ export async function walletRoutes(app: FastifyInstance, ctx: ProfileRoutesConte
         wallet_id: string;
         asset_id: string;
       };
-      return store.getBalance(profile_id.toLowerCase(), wallet_id, asset_id.toLowerCase());
+      return wallets.balances.getBalance(profile_id.toLowerCase(), wallet_id, asset_id.toLowerCase());
     },
   );
 
@@ -297,7 +303,7 @@ export async function walletRoutes(app: FastifyInstance, ctx: ProfileRoutesConte
     },
     async (req) => {
       const { profile_id } = req.params as { profile_id: string };
-      return store.listAssets(profile_id.toLowerCase(), req.query as PageRequest);
+      return wallets.profiles.listAssets(profile_id.toLowerCase(), req.query as PageRequest);
     },
   );
 
@@ -315,7 +321,7 @@ export async function walletRoutes(app: FastifyInstance, ctx: ProfileRoutesConte
     },
     async (req) => {
       const { profile_id } = req.params as { profile_id: string };
-      return store.listBlockchains(profile_id.toLowerCase(), req.query as PageRequest);
+      return wallets.profiles.listBlockchains(profile_id.toLowerCase(), req.query as PageRequest);
     },
   );
 }

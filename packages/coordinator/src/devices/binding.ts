@@ -1,6 +1,6 @@
 /**
- * What a device is bound to at enrollment (issue #26 items 7, 10, 11), shared by the admin
- * service (enrollment, approval, server signer registration) and the device hub (hello):
+ * What a device is bound to at enrollment (issue #26 items 7, 10, 11), shared by the devices room
+ * (enrollment, approval), the signers room (server signer registration) and the device hub (hello):
  *
  * - **MPC peer id**: one libp2p peer id (Ed25519) names one party. A device's is pinned in its
  *   `devices.mpc_peer_id` at enrollment after a proof of possession (`verifyEnrollmentProof` of
@@ -12,7 +12,37 @@
  *   and to webhooks, so it must display as what it is: {@link deviceNameProblem}.
  */
 
+import { peerIdFromString } from '@libp2p/peer-id';
 import type { Queryable } from '../db/db.js';
+import { ApiError } from '../errors.js';
+
+/** Normalise a fingerprint typed by a person: drop spaces and colons, uppercase. */
+export function normaliseFingerprint(s: string): string {
+  return s.replace(/[\s:]/g, '').toUpperCase();
+}
+
+/**
+ * The raw Ed25519 public key (32 bytes) of a libp2p peer id (base58btc), as a device's MPC peer id
+ * and a server signer's peer id must be.
+ * @param field the request field the 422 names, e.g. `body.peer_id`
+ * @param label how its message names the field (default `field`)
+ * @throws ApiError VALIDATION_FAILED when it does not parse or is not an Ed25519 peer id
+ */
+export function ed25519PeerKey(peerId: string, field: string, label = field): Uint8Array {
+  let key: Uint8Array | undefined;
+  try {
+    const pid = peerIdFromString(peerId);
+    if (pid.type === 'Ed25519') key = pid.publicKey.raw;
+  } catch {
+    key = undefined;
+  }
+  if (key === undefined) {
+    throw new ApiError('VALIDATION_FAILED', `${label}: not an Ed25519 libp2p peer id`, [
+      { field, message: 'not an Ed25519 libp2p peer id' },
+    ]);
+  }
+  return key;
+}
 
 /** Longest device name, in Unicode code points. */
 export const DEVICE_NAME_MAX_CHARS = 64;

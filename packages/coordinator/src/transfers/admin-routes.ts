@@ -16,11 +16,13 @@
  * transfer answers 404 TRANSFER_NOT_FOUND) and the policies naming only those wallets (admin/scope.ts).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ROLES, type Role } from '../admin/options.js';
 import { scopeFilter, visiblePolicyIds, walletScopeHook } from '../admin/scope.js';
-import { type AdminService, ROLES, type Role } from '../admin/service.js';
 import { errorResponses, PAGE_QUERY, UUID } from '../api/schemas.js';
+import type { Db } from '../db/db.js';
 import { ApiError, type ErrorCode } from '../errors.js';
 import type { PageRequest } from '../store.js';
+import type { SessionService } from '../users/sessions.js';
 import type { PolicyInput, PolicyService } from './policies.js';
 import { TRANSFER_STATUSES, type TransferService, type TransferStatus } from './service.js';
 
@@ -80,7 +82,8 @@ const POLICY_BODY = {
 /** Register the routes (mount at the root; paths are absolute). */
 export async function transferAdminRoutes(
   app: FastifyInstance,
-  admin: AdminService,
+  sessions: SessionService,
+  db: Db,
   policies: PolicyService,
   transfers: TransferService,
 ) {
@@ -89,7 +92,7 @@ export async function transferAdminRoutes(
     async <P>(req: FastifyRequest, _reply: unknown, payload: P): Promise<P> => {
       const h = req.headers.authorization;
       const m = typeof h === 'string' ? /^Bearer ([A-Za-z0-9_-]{1,200})$/.exec(h) : null;
-      const user = m?.[1] !== undefined ? await admin.sessionUser(m[1]) : null;
+      const user = m?.[1] !== undefined ? await sessions.sessionUser(m[1]) : null;
       if (user === null) throw new ApiError('SESSION_REQUIRED', 'log in and send Authorization: Bearer <token>');
       req.adminUser = user;
       if (!roles.includes(user.role))
@@ -118,7 +121,7 @@ export async function transferAdminRoutes(
   });
   const pid = (req: FastifyRequest) => (req.params as { profile_id: string }).profile_id.toLowerCase();
   // Wallet-group scoping: a transfer of a wallet outside the user's groups is 404 (admin/scope.ts).
-  app.addHook('preHandler', walletScopeHook(admin.store.db));
+  app.addHook('preHandler', walletScopeHook(db));
   const actor = (req: FastifyRequest) => req.adminUser!.user_id;
 
   app.get(
@@ -135,7 +138,7 @@ export async function transferAdminRoutes(
       const scope = req.walletScope;
       if (scope === undefined || scope.all) return policies.list(pid(req), page);
       // wallet-group scoping: only the policies naming no wallet outside the user's groups
-      const { ids, total } = await visiblePolicyIds(admin.store.db, pid(req), scope, page);
+      const { ids, total } = await visiblePolicyIds(db, pid(req), scope, page);
       const data = [];
       for (const id of ids) data.push(await policies.get(pid(req), id));
       return { data, page: page.page, page_size: page.page_size, total };

@@ -43,6 +43,7 @@ import {
   type TransferIntent,
 } from '@custodian/wire';
 import { bytesToHex } from '@noble/hashes/utils.js';
+import type { AuditFn } from '../audit/service.js';
 import type { Db, Queryable } from '../db/db.js';
 import { ApiError } from '../errors.js';
 import type { Page, PageRequest } from '../store.js';
@@ -97,21 +98,14 @@ export interface PolicyServiceOptions {
    */
   trustedAdminKeys?: readonly string[];
   /**
-   * Appends an audit entry in the caller's transaction (AdminService `audit`); absent: no audit
+   * Appends an audit entry in the caller's transaction (`AuditLog.record`, audit/service.ts); absent: no audit
    * entries (embedding without the admin service only).
    */
   audit?: PolicyAudit;
 }
 
-/** AdminService `audit` (`details` without secrets). */
-export type PolicyAudit = (
-  q: Queryable,
-  actor: string | null,
-  action: string,
-  targetType: string | null,
-  targetId: string | null,
-  details?: Record<string, unknown>,
-) => Promise<void>;
+/** `AuditLog.record` of audit/service.ts (`details` without secrets). */
+export type PolicyAudit = AuditFn;
 
 const INT = /^(0|[1-9][0-9]{0,77})$/;
 

@@ -10,21 +10,20 @@
  * Every change is audited and emits its webhook event in the same transaction.
  */
 import { randomUUID } from 'node:crypto';
+import type { AuditFn } from '../audit/service.js';
 import type { Db, Queryable } from '../db/db.js';
 import { ApiError } from '../errors.js';
 import { type Clock, iso } from '../util.js';
-import type { WebhookEventType } from './events.js';
-import { emitEvent } from './outbox.js';
+import type { WebhookEventType } from '../webhooks/events.js';
+import { emitEvent } from '../webhooks/outbox.js';
 
-/** Audit hook: (transaction, actor, action, target type, target id, details). */
-export type AuditFn = (
-  q: Queryable,
-  actor: string | null,
-  action: string,
-  targetType: string | null,
-  targetId: string | null,
-  details?: Record<string, unknown>,
-) => Promise<void>;
+/** Dependencies of {@link GroupService}. */
+export interface GroupComponents {
+  readonly db: Db;
+  readonly clock: Clock;
+  /** Appends the audit entry of each change in its transaction (audit room, `AuditLog.record`). */
+  readonly audit: AuditFn;
+}
 
 /** A wallet group. */
 export interface WalletGroupView {
@@ -186,16 +185,12 @@ const ADDRESS_GROUPS: GroupKind<AddressGroupView, AddressGroupEntry[]> = {
 
 /** Wallet-group and address-group operations. */
 export class GroupService {
-  constructor(
-    private readonly db: Db,
-    private readonly clock: Clock,
-    private readonly audit: AuditFn,
-  ) {}
+  constructor(private readonly c: GroupComponents) {}
 
   // ---- one implementation for both kinds ---------------------------------------------------
 
   private async list<V>(kind: GroupKind<V, unknown>, profileId: string): Promise<V[]> {
-    const rows = await this.db.query<{ id: string }>(
+    const rows = await this.c.db.query<{ id: string }>(
       `SELECT ${kind.idColumn} AS id FROM ${kind.table} WHERE profile_id = $1 AND deleted_at IS NULL
        ORDER BY created_at, ${kind.idColumn}`,
       [profileId],
@@ -203,7 +198,12 @@ export class GroupService {
     return Promise.all(rows.map((r) => this.get(kind, profileId, r.id)));
   }
 
-  private async get<V>(kind: GroupKind<V, unknown>, profileId: string, id: string, q: Queryable = this.db): Promise<V> {
+  private async get<V>(
+    kind: GroupKind<V, unknown>,
+    profileId: string,
+    id: string,
+    q: Queryable = this.c.db,
+  ): Promise<V> {
     const g = (
       await q.query<GroupRow>(
         `SELECT profile_id, name, description, created_at, updated_at FROM ${kind.table}
@@ -223,11 +223,11 @@ export class GroupService {
     members: M,
   ): Promise<V> {
     return conflictOnName(
-      this.db.tx(async (q) => {
+      this.c.db.tx(async (q) => {
         if ((await q.query('SELECT 1 FROM profiles WHERE profile_id = $1', [profileId])).length === 0)
           throw notFound('profile');
         const id = randomUUID();
-        const now = this.clock();
+        const now = this.c.clock();
         await q.query(
           `INSERT INTO ${kind.table} (${kind.idColumn}, profile_id, name, description, created_at, updated_at)
            VALUES ($1,$2,$3,$4,$5,$5)`,
@@ -235,7 +235,7 @@ export class GroupService {
         );
         await kind.setMembers(q, profileId, id, members);
         const g = await this.get(kind, profileId, id, q);
-        await this.audit(q, actor, `${kind.auditPrefix}.created`, kind.auditPrefix, id, { profile_id: profileId });
+        await this.c.audit(q, actor, `${kind.auditPrefix}.created`, kind.auditPrefix, id, { profile_id: profileId });
         await this.emit(q, profileId, kind.events.created, kind.data(g));
         return g;
       }),
@@ -251,7 +251,7 @@ export class GroupService {
     members: M | undefined,
   ): Promise<V> {
     return conflictOnName(
-      this.db.tx(async (q) => {
+      this.c.db.tx(async (q) => {
         const cur = await this.get(kind, profileId, id, q);
         await q.query(
           `UPDATE ${kind.table} SET name = $2, description = $3, updated_at = $4 WHERE ${kind.idColumn} = $1`,
@@ -259,12 +259,12 @@ export class GroupService {
             id,
             input.name ?? cur.name,
             input.description === undefined ? cur.description : input.description,
-            this.clock(),
+            this.c.clock(),
           ],
         );
         if (members !== undefined) await kind.setMembers(q, profileId, id, members);
         const g = await this.get(kind, profileId, id, q);
-        await this.audit(q, actor, `${kind.auditPrefix}.updated`, kind.auditPrefix, id, { profile_id: profileId });
+        await this.c.audit(q, actor, `${kind.auditPrefix}.updated`, kind.auditPrefix, id, { profile_id: profileId });
         await this.emit(q, profileId, kind.events.updated, kind.data(g));
         return g;
       }),
@@ -272,17 +272,17 @@ export class GroupService {
   }
 
   private async delete<V>(kind: GroupKind<V, unknown>, actor: string, profileId: string, id: string): Promise<void> {
-    await this.db.tx(async (q) => {
+    await this.c.db.tx(async (q) => {
       const g = await this.get(kind, profileId, id, q);
-      await q.query(`UPDATE ${kind.table} SET deleted_at = $2 WHERE ${kind.idColumn} = $1`, [id, this.clock()]);
+      await q.query(`UPDATE ${kind.table} SET deleted_at = $2 WHERE ${kind.idColumn} = $1`, [id, this.c.clock()]);
       await kind.onDelete?.(q, id);
-      await this.audit(q, actor, `${kind.auditPrefix}.deleted`, kind.auditPrefix, id, { profile_id: profileId });
+      await this.c.audit(q, actor, `${kind.auditPrefix}.deleted`, kind.auditPrefix, id, { profile_id: profileId });
       await this.emit(q, profileId, kind.events.deleted, kind.data(g));
     });
   }
 
   private emit(q: Queryable, profileId: string, type: WebhookEventType, data: Record<string, unknown>) {
-    return emitEvent(q, this.clock, { profileId, type, data });
+    return emitEvent(q, this.c.clock, { profileId, type, data });
   }
 
   // ---- wallet groups ----------------------------------------------------------------------
@@ -292,7 +292,7 @@ export class GroupService {
   }
 
   /** @throws ApiError RESOURCE_NOT_FOUND */
-  getWalletGroup(profileId: string, id: string, q: Queryable = this.db): Promise<WalletGroupView> {
+  getWalletGroup(profileId: string, id: string, q: Queryable = this.c.db): Promise<WalletGroupView> {
     return this.get(WALLET_GROUPS, profileId, id, q);
   }
 
@@ -331,7 +331,7 @@ export class GroupService {
     userId: string,
     assigned: boolean,
   ): Promise<WalletGroupView> {
-    return this.db.tx(async (q) => {
+    return this.c.db.tx(async (q) => {
       await this.getWalletGroup(profileId, id, q);
       const u = await q.query('SELECT 1 FROM users WHERE user_id = $1 AND deleted_at IS NULL', [userId]);
       if (u.length === 0) throw notFound('user');
@@ -346,7 +346,7 @@ export class GroupService {
           ]);
       if (changed.length > 0) {
         const action = assigned ? 'wallet_group.user_assigned' : 'wallet_group.user_unassigned';
-        await this.audit(q, actor, action, 'wallet_group', id, { user_id: userId });
+        await this.c.audit(q, actor, action, 'wallet_group', id, { user_id: userId });
         await this.emit(q, profileId, 'WALLET_GROUP_USER_ASSIGNED', { wallet_group_id: id, user_id: userId, assigned });
       }
       return this.getWalletGroup(profileId, id, q);
@@ -360,7 +360,7 @@ export class GroupService {
   }
 
   /** @throws ApiError RESOURCE_NOT_FOUND */
-  getAddressGroup(profileId: string, id: string, q: Queryable = this.db): Promise<AddressGroupView> {
+  getAddressGroup(profileId: string, id: string, q: Queryable = this.c.db): Promise<AddressGroupView> {
     return this.get(ADDRESS_GROUPS, profileId, id, q);
   }
 

@@ -1,0 +1,142 @@
+/** Admin API of the signers room: server signers (`Admin: signers`), master keys and ceremonies (`Admin: master keys`). */
+import { type AdminRouter, actor, B, P } from '../admin/route.js';
+import { ADMIN, ALL, anyObject, listOf, name, obj } from '../admin/schemas.js';
+import { UUID } from '../api/schemas.js';
+import type { SignerService } from './service.js';
+
+/** Register the server signer routes. */
+export function signerRoutes(r: AdminRouter, signers: SignerService): void {
+  r.route(
+    'GET',
+    '/admin/v1/signers',
+    {
+      roles: ADMIN,
+      tags: ['Admin: signers'],
+      summary: 'Registered server signers',
+      status: 200,
+      response: listOf('Server signers'),
+    },
+    async () => signers.list(),
+  );
+  r.route(
+    'POST',
+    '/admin/v1/signers',
+    {
+      roles: ADMIN,
+      tags: ['Admin: signers'],
+      summary: 'Register a server signer: libp2p peer id, dial address (multiaddr) and identity fingerprint',
+      body: obj(
+        {
+          name,
+          peer_id: {
+            type: 'string',
+            pattern: '^[1-9A-HJ-NP-Za-km-z]{40,80}$',
+            description: 'libp2p peer id (base58btc)',
+          },
+          address: {
+            type: 'string',
+            minLength: 1,
+            maxLength: 500,
+            pattern: '^/',
+            description: 'multiaddr, e.g. /ip4/10.0.0.5/tcp/7400',
+          },
+          fingerprint: { type: 'string', minLength: 8, maxLength: 200 },
+        },
+        ['name', 'peer_id', 'address', 'fingerprint'],
+      ),
+      stepUp: true,
+      status: 201,
+      response: anyObject('Server signer'),
+      errors: ['CONFLICT'],
+    },
+    async (req) => signers.add(actor(req), B(req)),
+  );
+  r.route(
+    'DELETE',
+    '/admin/v1/signers/:signer_id',
+    {
+      roles: ADMIN,
+      tags: ['Admin: signers'],
+      summary: 'Remove a server signer',
+      params: obj({ signer_id: UUID }, ['signer_id']),
+      stepUp: true,
+      status: 204,
+      response: { description: 'Removed', type: 'null' },
+      errors: ['RESOURCE_NOT_FOUND'],
+    },
+    async (req) => signers.remove(actor(req), P<{ signer_id: string }>(req).signer_id),
+  );
+}
+
+/** Register the master key and ceremony routes. */
+export function masterKeyRoutes(r: AdminRouter, signers: SignerService): void {
+  r.route(
+    'GET',
+    '/admin/v1/master-keys',
+    {
+      roles: ALL,
+      tags: ['Admin: master keys'],
+      summary: 'Master key records (public keys and chain codes only)',
+      status: 200,
+      response: listOf('Master keys'),
+    },
+    async () => signers.masterKeys.listMasterKeys(),
+  );
+  r.route(
+    'POST',
+    '/admin/v1/master-keys',
+    {
+      roles: ADMIN,
+      tags: ['Admin: master keys'],
+      summary: 'Start the master key ceremony (k of n) among exactly the selected signers',
+      description:
+        'All selected signers must be online; they take part automatically. The ceremony times out after 5 minutes. ' +
+        'Returns 202 with the ceremony record; poll GET /admin/v1/ceremonies/{ceremony_id} for progress and outcome. ' +
+        'Without a signer control channel the coordinator answers 503 SIGNERS_UNAVAILABLE.',
+      body: obj(
+        {
+          threshold: { type: 'integer', minimum: 2, maximum: 64, description: 'k: signers needed to sign' },
+          signers: {
+            type: 'array',
+            minItems: 2,
+            maxItems: 64,
+            items: obj({ kind: { type: 'string', enum: ['server', 'device'] }, id: UUID }, ['kind', 'id']),
+          },
+        },
+        ['threshold', 'signers'],
+      ),
+      status: 202,
+      response: anyObject('The ceremony'),
+      errors: ['CONFLICT', 'SIGNERS_UNAVAILABLE'],
+    },
+    async (req) => signers.ceremonies.startDkg(actor(req), B(req)),
+  );
+  r.route(
+    'GET',
+    '/admin/v1/ceremonies',
+    {
+      roles: ALL,
+      tags: ['Admin: master keys'],
+      summary: 'Ceremonies, newest first',
+      status: 200,
+      response: listOf('Ceremonies'),
+    },
+    async () => signers.ceremonies.listCeremonies(),
+  );
+  r.route(
+    'GET',
+    '/admin/v1/ceremonies/:ceremony_id',
+    {
+      roles: ALL,
+      tags: ['Admin: master keys'],
+      summary: 'Ceremony progress and outcome',
+      description:
+        'status RUNNING | SUCCEEDED | FAILED | TIMED_OUT; progress {phase, parties_ready, parties_total}; blamed parties on identifiable abort.',
+      params: obj({ ceremony_id: UUID }, ['ceremony_id']),
+      status: 200,
+      response: anyObject('Ceremony'),
+      errors: ['RESOURCE_NOT_FOUND'],
+    },
+    async (req) => signers.ceremonies.getCeremony(P<{ ceremony_id: string }>(req).ceremony_id),
+  );
+}

@@ -1,0 +1,110 @@
+/**
+ * The signers room: registered server signers (list, register after the out-of-band fingerprint
+ * check, remove), with the master key records ({@link MasterKeyStore}, `store.ts`) and the master
+ * key ceremonies ({@link CeremonyService}, `ceremonies.ts`) built from the same components and
+ * exposed as {@link SignerService.masterKeys} and {@link SignerService.ceremonies}.
+ */
+import { randomUUID } from 'node:crypto';
+import { fingerprint as signerFingerprint } from '@custodian/signer';
+import type { AdminOptions } from '../admin/options.js';
+import type { AuditLog } from '../audit/service.js';
+import type { CeremonyClient } from '../ceremony.js';
+import type { Db } from '../db/db.js';
+import { ed25519PeerKey, lockPeerId, normaliseFingerprint } from '../devices/binding.js';
+import { ApiError } from '../errors.js';
+import { notFound } from '../store.js';
+import { type Clock, iso } from '../util.js';
+import { emitInstanceEvent } from '../webhooks/outbox.js';
+import { CeremonyService } from './ceremonies.js';
+import { MasterKeyStore } from './store.js';
+
+/** Dependencies of {@link SignerService} (and of its ceremonies and master key records). */
+export interface SignerComponents {
+  readonly db: Db;
+  readonly clock: Clock;
+  readonly audit: AuditLog;
+  /** Signer control channel for ceremonies; absent: ceremonies answer 503 SIGNERS_UNAVAILABLE. */
+  readonly ceremonyClient: CeremonyClient | undefined;
+  readonly options: Pick<AdminOptions, 'minMobileSigners' | 'dkgTimeoutMs'>;
+}
+
+/** Server signers; master keys and ceremonies as sub-services. */
+export class SignerService {
+  /** Master key records (public keys and chain codes). */
+  readonly masterKeys: MasterKeyStore;
+  /** Master key ceremonies (DKG). */
+  readonly ceremonies: CeremonyService;
+
+  constructor(private readonly c: SignerComponents) {
+    this.masterKeys = new MasterKeyStore(c);
+    this.ceremonies = new CeremonyService({ ...c, masterKeys: this.masterKeys });
+  }
+
+  /** Live server signers, oldest first. */
+  async list() {
+    const rows = await this.c.db.query<Record<string, unknown> & { created_at: Date }>(
+      `SELECT signer_id, name, peer_id, address, fingerprint, created_at FROM server_signers
+       WHERE removed_at IS NULL ORDER BY created_at, signer_id`,
+    );
+    return rows.map((r) => ({ ...r, created_at: iso(r.created_at) }));
+  }
+
+  /**
+   * Register a server signer. The fingerprint the operator compared out of band must be the one of
+   * the peer id's Ed25519 identity key (`custodian signer init` prints both; `fingerprint` of
+   * @custodian/signer identity.ts); spaces, colons and case are ignored, and it is stored as the
+   * signer prints it.
+   * @throws ApiError VALIDATION_FAILED (`body.peer_id` not an Ed25519 peer id, `body.fingerprint`
+   *   not the peer id's), CONFLICT (peer id already registered, or given to a device at enrollment —
+   *   any device, whatever its status: one peer id names one party)
+   */
+  async add(actor: string, input: { name: string; peer_id: string; address: string; fingerprint: string }) {
+    const key = ed25519PeerKey(input.peer_id, 'body.peer_id');
+    const expected = signerFingerprint(key);
+    if (normaliseFingerprint(input.fingerprint) !== normaliseFingerprint(expected)) {
+      throw new ApiError('VALIDATION_FAILED', "the fingerprint is not the peer id's identity key; do not register", [
+        { field: 'body.fingerprint', message: "does not match the peer id's identity key" },
+      ]);
+    }
+    input = { ...input, fingerprint: expected };
+    return this.c.db.tx(async (q) => {
+      await lockPeerId(q, input.peer_id);
+      const dup = await q.query('SELECT 1 FROM server_signers WHERE peer_id = $1 AND removed_at IS NULL', [
+        input.peer_id,
+      ]);
+      if (dup.length > 0) throw new ApiError('CONFLICT', 'a server signer with this peer id is already registered');
+      const device = await q.query('SELECT 1 FROM devices WHERE mpc_peer_id = $1 LIMIT 1', [input.peer_id]);
+      if (device.length > 0) throw new ApiError('CONFLICT', 'this peer id is a mobile device’s MPC peer id');
+      const id = randomUUID();
+      const now = this.c.clock();
+      await q.query(
+        'INSERT INTO server_signers (signer_id, name, peer_id, address, fingerprint, created_at) VALUES ($1,$2,$3,$4,$5,$6)',
+        [id, input.name, input.peer_id, input.address, input.fingerprint, now],
+      );
+      await this.c.audit.record(q, actor, 'server_signer.added', 'server_signer', id, { peer_id: input.peer_id });
+      await emitInstanceEvent(q, this.c.clock, 'SERVER_CREATED', {
+        signer_id: id,
+        name: input.name,
+        peer_id: input.peer_id,
+      });
+      return { signer_id: id, ...input, created_at: iso(now) };
+    });
+  }
+
+  /** Remove a server signer; audited, SERVER_DELETED. @throws ApiError RESOURCE_NOT_FOUND */
+  async remove(actor: string, id: string): Promise<void> {
+    await this.c.db.tx(async (q) => {
+      const r = await q.query<{ name: string; peer_id: string }>(
+        'UPDATE server_signers SET removed_at = $2 WHERE signer_id = $1 AND removed_at IS NULL RETURNING name, peer_id',
+        [id, this.c.clock()],
+      );
+      if (r[0] === undefined) throw notFound('server signer');
+      await this.c.audit.record(q, actor, 'server_signer.removed', 'server_signer', id);
+      await emitInstanceEvent(q, this.c.clock, 'SERVER_DELETED', {
+        signer_id: id,
+        name: r[0].name,
+        peer_id: r[0].peer_id,
+      });
+    });
+  }
+}

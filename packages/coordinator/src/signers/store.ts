@@ -1,0 +1,95 @@
+/**
+ * The signers room's data: master key records (`master_keys`) — the PUBLIC output of the DKG
+ * ceremony; no secret ever reaches the coordinator.
+ */
+import { randomUUID } from 'node:crypto';
+import { ed25519Group, secp256k1Group } from '@custodian/crypto';
+import type { Db, Queryable } from '../db/db.js';
+import { type Clock, iso } from '../util.js';
+
+/**
+ * The key id the signers know a master key by: hex of the 16 bytes of the master key ceremony's
+ * UUID (the ceremony id the coordinator sends in StartCeremony), else of the master key id.
+ */
+export function transferKeyId(mk: { ceremony_id: string | null; master_key_id: string }): string {
+  return (mk.ceremony_id ?? mk.master_key_id).replaceAll('-', '').toLowerCase();
+}
+
+/** Public master key record (no secret ever reaches the coordinator). Hex-encoded keys. */
+export interface MasterKeyView {
+  master_key_id: string;
+  ceremony_id: string | null;
+  threshold: number;
+  parties: unknown;
+  secp256k1_public_key: string;
+  secp256k1_chain_code: string;
+  ed25519_public_key: string;
+  ed25519_chain_code: string;
+  created_at: string;
+}
+
+/** Input of {@link MasterKeyStore.insertMasterKey}: 33-byte compressed secp256k1 key, 32-byte Ed25519 key, 32-byte chain codes. */
+export interface MasterKeyInput {
+  ceremonyId: string | null;
+  threshold: number;
+  parties: unknown;
+  secp256k1: { publicKey: Uint8Array; chainCode: Uint8Array };
+  ed25519: { publicKey: Uint8Array; chainCode: Uint8Array };
+}
+
+const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+
+/** Dependencies of {@link MasterKeyStore}. */
+export interface MasterKeyStoreComponents {
+  readonly db: Db;
+  readonly clock: Clock;
+}
+
+/** Master key records. */
+export class MasterKeyStore {
+  constructor(private readonly c: MasterKeyStoreComponents) {}
+
+  /**
+   * Record a master key's PUBLIC material (output of the DKG ceremony). Keys are validated as
+   * curve points before they are stored.
+   * @throws RangeError / Error for wrong lengths or invalid points
+   */
+  async insertMasterKey(input: MasterKeyInput, q: Queryable = this.c.db): Promise<MasterKeyView> {
+    secp256k1Group.decodePoint(input.secp256k1.publicKey, 'secp256k1.publicKey');
+    ed25519Group.decodePoint(input.ed25519.publicKey, 'ed25519.publicKey');
+    for (const [n, c] of [
+      ['secp256k1.chainCode', input.secp256k1.chainCode],
+      ['ed25519.chainCode', input.ed25519.chainCode],
+    ] as const) {
+      if (!(c instanceof Uint8Array) || c.length !== 32) throw new RangeError(`${n} must be 32 bytes`);
+    }
+    const id = randomUUID();
+    const now = this.c.clock();
+    await q.query(
+      `INSERT INTO master_keys (master_key_id, ceremony_id, threshold, parties, secp256k1_public_key,
+         secp256k1_chain_code, ed25519_public_key, ed25519_chain_code, created_at)
+       VALUES ($1,$2,$3,$4::jsonb,$5,$6,$7,$8,$9)`,
+      [
+        id,
+        input.ceremonyId,
+        input.threshold,
+        JSON.stringify(input.parties),
+        hex(input.secp256k1.publicKey),
+        hex(input.secp256k1.chainCode),
+        hex(input.ed25519.publicKey),
+        hex(input.ed25519.chainCode),
+        now,
+      ],
+    );
+    return (await this.listMasterKeys(q)).find((m) => m.master_key_id === id)!;
+  }
+
+  /** Every master key record, oldest first. */
+  async listMasterKeys(q: Queryable = this.c.db): Promise<MasterKeyView[]> {
+    const rows = await q.query<MasterKeyView & { created_at: Date }>(
+      `SELECT master_key_id, ceremony_id, threshold, parties, secp256k1_public_key, secp256k1_chain_code,
+              ed25519_public_key, ed25519_chain_code, created_at FROM master_keys ORDER BY created_at, master_key_id`,
+    );
+    return rows.map((r) => ({ ...r, created_at: iso(r.created_at)! }));
+  }
+}

@@ -1,0 +1,172 @@
+/**
+ * Admin API of the wallets room: profiles and their directory settings (`Admin: profiles`),
+ * wallets and their balances (`Admin: wallets`). A Finance Manager or Viewer assigned to wallet
+ * groups sees only their wallets (admin/scope.ts).
+ */
+import { type AdminRouter, actor, B, P } from '../admin/route.js';
+import { ADMIN, ALL, anyObject, listOf, name, obj, pageEnvelope, pageQuery } from '../admin/schemas.js';
+import { scopeFilter } from '../admin/scope.js';
+import { UUID } from '../api/schemas.js';
+import type { PageRequest } from '../store.js';
+import type { WalletService } from './service.js';
+
+/** Register the profile, directory and wallet routes. */
+export function walletAdminRoutes(r: AdminRouter, wallets: WalletService): void {
+  const profileParams = obj({ profile_id: UUID }, ['profile_id']);
+  r.route(
+    'GET',
+    '/admin/v1/profiles',
+    { roles: ALL, tags: ['Admin: profiles'], summary: 'List profiles', status: 200, response: listOf('Profiles') },
+    async () => wallets.profiles.listProfiles(),
+  );
+  r.route(
+    'POST',
+    '/admin/v1/profiles',
+    {
+      roles: ADMIN,
+      tags: ['Admin: profiles'],
+      summary: 'Create a profile',
+      body: obj({ name }, ['name']),
+      status: 201,
+      response: anyObject('Profile'),
+    },
+    async (req) => wallets.createProfile(actor(req), B<{ name: string }>(req).name),
+  );
+  for (const kind of ['blockchain', 'asset'] as const) {
+    const idName = `${kind}_id`;
+    r.route(
+      'GET',
+      `/admin/v1/profiles/:profile_id/${kind}s`,
+      {
+        roles: ALL,
+        tags: ['Admin: profiles'],
+        summary: `${kind === 'blockchain' ? 'Blockchains' : 'Assets'} enabled for a profile`,
+        params: profileParams,
+        querystring: pageQuery,
+        status: 200,
+        response: pageEnvelope(`${kind}s`),
+      },
+      async (req) => {
+        const id = P<{ profile_id: string }>(req).profile_id;
+        const q = req.query as PageRequest;
+        return kind === 'blockchain' ? wallets.profiles.listBlockchains(id, q) : wallets.profiles.listAssets(id, q);
+      },
+    );
+    r.route(
+      'PUT',
+      `/admin/v1/profiles/:profile_id/${kind}s/:${idName}`,
+      {
+        roles: ADMIN,
+        tags: ['Admin: profiles'],
+        summary: `Enable or disable a ${kind} for a profile`,
+        params: obj({ profile_id: UUID, [idName]: UUID }, ['profile_id', idName]),
+        body: obj({ enabled: { type: 'boolean' } }, ['enabled']),
+        status: 204,
+        response: { description: 'Saved', type: 'null' },
+        errors: ['RESOURCE_NOT_FOUND'],
+      },
+      async (req) => {
+        const p = req.params as Record<string, string>;
+        await wallets.setDirectoryEntry(
+          actor(req),
+          p.profile_id!,
+          kind,
+          p[idName]!,
+          B<{ enabled: boolean }>(req).enabled,
+        );
+      },
+    );
+  }
+  const walletParams = obj({ profile_id: UUID, wallet_id: UUID }, ['profile_id', 'wallet_id']);
+  r.route(
+    'GET',
+    '/admin/v1/profiles/:profile_id/wallets',
+    {
+      roles: ALL,
+      tags: ['Admin: wallets'],
+      summary: 'List wallets of a profile',
+      params: profileParams,
+      querystring: pageQuery,
+      status: 200,
+      response: pageEnvelope('Wallet ids'),
+    },
+    async (req) =>
+      wallets.store.listWallets(
+        P<{ profile_id: string }>(req).profile_id,
+        req.query as PageRequest,
+        scopeFilter(req.walletScope),
+      ),
+  );
+  r.route(
+    'POST',
+    '/admin/v1/profiles/:profile_id/wallets',
+    {
+      roles: ADMIN,
+      tags: ['Admin: wallets'],
+      summary: 'Create a wallet (dashboard): a name and one or more blockchains; addresses are available immediately',
+      params: profileParams,
+      body: obj({ name, blockchain_ids: { type: 'array', minItems: 1, maxItems: 64, items: UUID } }, [
+        'blockchain_ids',
+      ]),
+      status: 201,
+      response: { description: 'The wallet', $ref: 'Wallet#' },
+      errors: ['RESOURCE_NOT_FOUND', 'UNKNOWN_BLOCKCHAIN', 'NO_MASTER_KEY'],
+    },
+    async (req) => wallets.createWallet(actor(req), P<{ profile_id: string }>(req).profile_id, B(req)),
+  );
+  r.route(
+    'GET',
+    '/admin/v1/profiles/:profile_id/wallets/:wallet_id',
+    {
+      roles: ALL,
+      tags: ['Admin: wallets'],
+      summary: 'One wallet with its addresses',
+      params: walletParams,
+      status: 200,
+      response: { description: 'The wallet', $ref: 'Wallet#' },
+      errors: ['WALLET_NOT_FOUND'],
+    },
+    async (req) => {
+      const p = P<{ profile_id: string; wallet_id: string }>(req);
+      return wallets.store.getWallet(p.profile_id, p.wallet_id);
+    },
+  );
+  r.route(
+    'GET',
+    '/admin/v1/profiles/:profile_id/wallets/:wallet_id/balances',
+    {
+      roles: ALL,
+      tags: ['Admin: wallets'],
+      summary: 'Balances of a wallet',
+      params: walletParams,
+      querystring: pageQuery,
+      status: 200,
+      response: pageEnvelope('Balances'),
+      errors: ['WALLET_NOT_FOUND'],
+    },
+    async (req) => {
+      const p = P<{ profile_id: string; wallet_id: string }>(req);
+      return wallets.balances.listBalances(p.profile_id, p.wallet_id, {}, req.query as PageRequest);
+    },
+  );
+
+  // ---- wallets (dashboard edit) ----
+  r.route(
+    'PATCH',
+    '/admin/v1/profiles/:profile_id/wallets/:wallet_id',
+    {
+      roles: ADMIN,
+      tags: ['Admin: wallets'],
+      summary: 'Rename a wallet (emits WALLET_UPDATED)',
+      params: obj({ profile_id: UUID, wallet_id: UUID }, ['profile_id', 'wallet_id']),
+      body: obj({ name: { type: ['string', 'null'], minLength: 1, maxLength: 200 } }, ['name']),
+      status: 200,
+      response: anyObject('Wallet'),
+      errors: ['WALLET_NOT_FOUND'],
+    },
+    async (req) => {
+      const p = P<{ profile_id: string; wallet_id: string }>(req);
+      return wallets.updateWallet(actor(req), p.profile_id, p.wallet_id, B(req));
+    },
+  );
+}
