@@ -61,7 +61,7 @@ beforeAll(async () => {
   adminDeviceId = await enrollDevice(adminDevice, 'admin phone');
   const dev1Id = await enrollDevice(dev1, 'approver 1');
   const dev2Id = await enrollDevice(dev2, 'approver 2');
-  await h.c.store.insertMasterKey({
+  await h.c.signers.masterKeys.insertMasterKey({
     ceremonyId: null,
     threshold: 2,
     parties: [
@@ -86,7 +86,7 @@ beforeAll(async () => {
   });
   expect(w.status).toBe(201);
   walletId = w.body.wallet_id;
-  await h.c.store.setBalance(walletId, assetId, (1000n * ETH).toString());
+  await h.c.wallets.balances.setBalance(walletId, assetId, (1000n * ETH).toString());
   // the policy under which a transfer to DEST waits for device approval (PENDING_APPROVAL)
   const policy = await h.req('POST', `${P()}/policies`, {
     token: h.adminToken,
