@@ -39,6 +39,7 @@ import {
   deviceHelloDigest,
   encodeDeviceFrame,
   learnSignedPolicies,
+  presignatureDiscards,
   runCeremony,
   type ScryptParams,
   SecureStore,
@@ -195,6 +196,14 @@ export class MobileSigner {
       device: vault.info.deviceId,
     });
     const store = await SecureStore.open(join(opts.dataDir, 'db'), opts.pin, opts.storeScrypt);
+    // presignatures of an earlier run are discarded before anything else, as the server signer
+    // does at every start (generation.ts): a folder restored from a backup or a copy never brings
+    // back one that already signed (a second signature with it would reveal this phone's share)
+    const discards = await presignatureDiscards(store);
+    if (discards.length > 0) {
+      await store.batch(discards, { sync: true });
+      log.info({ discarded: discards.length }, 'presignatures of an earlier run discarded');
+    }
     const nonceLedger = new StoredNonceLedger(store);
     await nonceLedger.load();
     let self: MobileSigner | undefined;
