@@ -5,18 +5,23 @@
  * - the transfer stays PENDING_SIGNATURE with sub_status WAITING_FOR_SIGNERS and an `error` naming
  *   a missing server signer (stored; the API shows the sub_status), said once (one TRANSFER_UPDATED however many retries); a signer
  *   started again → the transfer is signed (a set of live signers) → SENT, the sub_status cleared;
- * - the signing window over → FAILED / SIGNING_WINDOW_EXPIRED, the error saying what was missing.
+ * - the signing window over → FAILED / SIGNING_WINDOW_EXPIRED, the error saying what was missing;
+ * - a signer killed DURING its ceremony (its libp2p control stream closes): the gateway sees it
+ *   fail at once and ends the ceremony on the other party (not at the 10 min deadline); the retry
+ *   picks the set of the two live signers → SENT.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startNode, stopNode } from '../../signer/test/cluster.js';
+import { type NodeSpec, readLog, startNode, stopNode } from '../../signer/test/cluster.js';
 import {
   approvedTransfer,
   closeFaultsEnv,
   eventsOf,
   type FaultsEnv,
+  freeze,
   fundedWallet,
   masterKey,
   pipeline,
+  resume,
   startFaultsEnv,
   waitTransfer,
 } from './faults-harness.js';
@@ -90,5 +95,39 @@ describe('waiting for signers', () => {
       'TRANSFER_FAILED FAILED SIGNING_WINDOW_EXPIRED',
     ]);
     await p.stop();
+  }, 300_000);
+});
+
+/** Start a signer again if it is not running. */
+async function running(node: NodeSpec): Promise<void> {
+  if (node.proc === undefined || node.proc.exitCode !== null || node.proc.signalCode !== null) await startNode(node);
+}
+
+describe('a signer killed mid-ceremony', () => {
+  it('its stream closing ends the ceremony at once; the retry signs with the live signers → SENT', async () => {
+    await Promise.all(env.nodes.map((n) => running(n)));
+    const [s0, s1] = [env.nodes[0]!, env.nodes[1]!];
+    const lines: string[] = [];
+    // s0 frozen: the ceremony {s0, s1} cannot progress until s1 has been killed inside it
+    freeze(s0);
+    try {
+      const before = readLog(s1).length;
+      const p = pipeline(env, { signDeadlineMs: 600_000, retryInitialMs: 300, retryMaxMs: 1000 }, lines);
+      const id = await approvedTransfer(env, wallet, '1');
+      for (let i = 0; i < 300 && !readLog(s1).slice(before).includes('"ceremony started"'); i++)
+        await new Promise((r) => setTimeout(r, 50));
+      expect(readLog(s1).slice(before)).toContain('"ceremony started"');
+      await stopNode(s1, 'SIGKILL');
+      resume(s0);
+      const sent = await waitTransfer(env, id, (t) => ['SENT', 'FAILED', 'REJECTED'].includes(t.status), 90_000);
+      expect(sent.status, JSON.stringify(sent)).toBe('SENT');
+      // the failure seen was s1's, as unavailable (a retry), not a deadline
+      const retried = lines.filter((l) => l.includes('transfer signing will be retried') && l.includes(id));
+      expect(retried.length).toBeGreaterThanOrEqual(1);
+      expect(retried[0]).toContain(`server ${env.serverIds[1]} unreachable`);
+      await p.stop();
+    } finally {
+      resume(s0);
+    }
   }, 300_000);
 });
