@@ -241,7 +241,8 @@ export class CeremonyRunner {
   /** Cancel every session of a group (a ceremony), and the group's sessions that start later. */
   cancelGroup(group: string, reason: string): number {
     this.cancelledGroups.set(group, reason);
-    if (this.cancelledGroups.size > 4096) this.cancelledGroups.delete(this.cancelledGroups.keys().next().value as string);
+    if (this.cancelledGroups.size > 4096)
+      this.cancelledGroups.delete(this.cancelledGroups.keys().next().value as string);
     const hit = [...this.sessions.values()].filter((s) => s.params.group === group);
     for (const s of hit) s.finish({ status: 'cancelled', reason });
     return hit.length;

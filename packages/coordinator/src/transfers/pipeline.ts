@@ -457,7 +457,8 @@ export class TransferPipeline {
     intent: TransferIntent,
     signal: AbortSignal,
   ): Promise<SignOutcome> {
-    if (!this.gateway) return { kind: 'retry', missing: 'no signer gateway is configured on this coordinator' };
+    // a replica without signing services: retried later without a state change (a replica with them takes it)
+    if (!this.gateway) throw new Error('SIGNERS_UNAVAILABLE: no signer gateway configured');
     const gateway = this.gateway;
     const mk = (
       await this.db.query<{
@@ -707,7 +708,7 @@ export class TransferPipeline {
         build.catch(() => {}),
       );
       stored = await build;
-      if (stored === null) return { row: undefined };
+      if (stored === null) return { release: null }; // failed (terminal), or no longer ours (release does nothing)
     }
     const unsigned = loadUnsigned(stored, fieldsOf(t.intent));
     const out = await this.attemptSignature(t, unsigned, 0, t.intent, signal);
