@@ -145,7 +145,13 @@ export interface CoordinatorOptions {
     feeCaps?: Record<string, string>;
     /** Admin device keys (compressed P-256 hex) allowed to sign policies; mirror of the signers' `trustedAdminDevices`. */
     trustedAdminKeys?: string[];
-    /** Signing deadline, lease, poll intervals. */
+    /**
+     * Pipeline settings (transfers/pipeline.ts `PipelineOptions`; config file `transfers.pipeline`):
+     * `signDeadlineMs` (one ceremony, default 120 000), `signingWindowMs` (how long a transfer may
+     * wait for its signers, default 3 600 000), `retryInitialMs` / `retryMaxMs` (retry backoff,
+     * defaults 2000 / 60 000), `leaseMs` (default 15 000, renewed every third), `concurrency`
+     * (transfers at once, default 8), `pollMs`, `confirmationRecheckMs`.
+     */
     pipeline?: Partial<Omit<PipelineOptions, 'log'>>;
     /** Run the pipeline and the deposit watchers in this process after `start()` (default true). */
     runPipeline?: boolean;
@@ -231,6 +237,23 @@ export async function runMigrations(opts: {
       : await openPglite(opts.dataDir !== undefined ? join(opts.dataDir, 'pgdata') : undefined));
   const applied = await migrate(db);
   return { db, applied };
+}
+
+/**
+ * Whether a signing party is connected now (the pipeline prefers signing sets of connected parties
+ * and does not invite a device that is offline): a device by its hub connection, a server signer by
+ * the libp2p connection the coordinator keeps to it (signer links).
+ */
+function partyAvailability(db: Db, signing: SigningServices): NonNullable<SignerGateway['availability']> {
+  return async (party) => {
+    if (party.kind === 'device') return signing.hub.online().includes(party.id.toLowerCase()) ? 'up' : 'down';
+    const r = await db.query<{ peer_id: string }>(
+      'SELECT peer_id FROM server_signers WHERE signer_id::text = $1 AND removed_at IS NULL',
+      [party.id.toLowerCase()],
+    );
+    if (r[0] === undefined) return 'down';
+    return signing.control.host.connectedPeers().includes(r[0].peer_id) ? 'up' : 'down';
+  };
 }
 
 /** Build a coordinator: database (migrated, directory synced), services and routes. */
@@ -353,7 +376,8 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
     clock,
     chains,
     transferService,
-    opts.transfers?.gateway ?? signing?.gateway,
+    opts.transfers?.gateway ??
+      (signing ? { ...signing.gateway, availability: partyAvailability(db, signing) } : undefined),
     {
       ...DEFAULT_PIPELINE_OPTIONS,
       ...opts.transfers?.pipeline,

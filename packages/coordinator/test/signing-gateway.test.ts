@@ -78,7 +78,18 @@ describe('signer gateway result mapping', () => {
         unreachable: true,
       },
     ]);
-    expect(gone).toMatchObject({ ok: false, reason: 'ABORTED', culprits: [d0] });
+    // an unreachable party is not a culprit: it is unavailable (the pipeline retries, #27 item 2)
+    expect(gone).toMatchObject({
+      ok: false,
+      reason: 'UNAVAILABLE',
+      unavailable: [{ party: d0, error: 'unreachable: offline' }],
+    });
+    // a party aborted without blame (e.g. by the coordinator): no culprit
+    const unblamed = mapSignResults({ algorithm: 'ED25519', digests: [digest] }, targets, [
+      { party: s0, result: { ceremonyId: cid, outcome: Outcome.ABORTED, error: 'cancelled' }, unreachable: false },
+      { party: d0, result: ok, unreachable: false },
+    ]);
+    expect(unblamed).toMatchObject({ ok: false, reason: 'ABORTED', culprits: [] });
   });
 
   it('parties that disagree on the signature fail the ceremony', () => {

@@ -121,6 +121,12 @@ export class CeremonyRunner {
     { at: number; items: { from: string | undefined; bytes: Uint8Array }[] }
   >();
   private readonly finished = new Set<string>();
+  /**
+   * Groups cancelled (ceremony id → reason), kept for sessions that start after the cancel: an
+   * AbortCeremony can overtake a ceremony's first session (the start is still being checked), and
+   * such a session must end at once instead of running to its deadline. Bounded (oldest dropped).
+   */
+  private readonly cancelledGroups = new Map<string, string>();
 
   constructor(
     private readonly transport: CeremonyTransport,
@@ -143,6 +149,11 @@ export class CeremonyRunner {
     if (this.sessions.has(sid)) throw new Error(`session ${sid.slice(0, 16)} already running`);
     const label = params.label ?? params.spec.name;
     const log = this.log.child({ session: sid.slice(0, 16), protocol: label });
+    const cancelled = params.group === undefined ? undefined : this.cancelledGroups.get(params.group);
+    if (cancelled !== undefined) {
+      log.warn('session of a cancelled ceremony not started');
+      return Promise.resolve({ status: 'cancelled', reason: cancelled });
+    }
     return new Promise<SessionOutcome<O>>((settle) => {
       let timer: NodeJS.Timeout | undefined;
       const hold = params.releaseAfter?.then(
@@ -227,8 +238,11 @@ export class CeremonyRunner {
     this.sessions.get(bytesToHex(sessionId))?.finish({ status: 'cancelled', reason });
   }
 
-  /** Cancel every session of a group (a ceremony). */
+  /** Cancel every session of a group (a ceremony), and the group's sessions that start later. */
   cancelGroup(group: string, reason: string): number {
+    this.cancelledGroups.set(group, reason);
+    if (this.cancelledGroups.size > 4096)
+      this.cancelledGroups.delete(this.cancelledGroups.keys().next().value as string);
     const hit = [...this.sessions.values()].filter((s) => s.params.group === group);
     for (const s of hit) s.finish({ status: 'cancelled', reason });
     return hit.length;

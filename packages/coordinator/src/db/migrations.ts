@@ -303,6 +303,17 @@ ALTER TABLE sessions ADD COLUMN step_up_until timestamptz;
 ALTER TABLE api_keys ADD COLUMN allowed_cidrs jsonb;`,
   },
   { version: 8, name: 'instance_webhooks', sql: INSTANCE_WEBHOOKS_MIGRATION_SQL },
+  {
+    version: 9,
+    name: 'transfer_lease_owner_signing_window',
+    // #27 items 2 and 4. transfers.lease_owner: the pipeline process (random id per process) that
+    // holds `lease_until`; a renewal or a result write of another owner does nothing.
+    // transfers.signing_since: when the transfer entered PENDING_SIGNATURE (its signing window
+    // counts from it); transfers waiting for a signature now count from this migration's time.
+    sql: `ALTER TABLE transfers ADD COLUMN lease_owner text;
+ALTER TABLE transfers ADD COLUMN signing_since timestamptz;
+UPDATE transfers SET signing_since = now() WHERE status = 'PENDING_SIGNATURE';`,
+  },
 ];
 
 /**

@@ -399,7 +399,11 @@ export class DeviceHub implements DeviceCeremonyPort {
     this.approvalQueue.get(deviceId)?.delete(requestId);
   }
 
-  /** {@link DeviceCeremonyPort}: run a device's part of a ceremony (waits for it to connect until the deadline). */
+  /**
+   * {@link DeviceCeremonyPort}: run a device's part of a ceremony (waits for it to connect until the
+   * deadline). Resolves with the device's result; rejects when the device does not connect in time
+   * or its connection closes before it answers.
+   */
   async startCeremony(deviceId: string, start: StartCeremony): Promise<CeremonyResult> {
     const conn = await this.waitOnline(deviceId, Number(start.deadlineUnixMs));
     // checked at send time: an invitation goes only to a device APPROVED now
@@ -407,14 +411,17 @@ export class DeviceHub implements DeviceCeremonyPort {
       return { ceremonyId: start.ceremonyId, outcome: Outcome.REFUSED, error: 'device is not APPROVED' };
     }
     const key = `${deviceId}/${bytesToHex(start.ceremonyId)}`;
-    const answer = new Promise<CeremonyResult>((resolve) => this.answers.set(key, resolve));
-    // answered ABORTED if this connection closes first (the device cannot finish without it)
+    let fail: (e: Error) => void = () => {};
+    const answer = new Promise<CeremonyResult>((resolve, reject) => {
+      this.answers.set(key, resolve);
+      fail = reject;
+    });
+    // rejected if this connection closes first: the device cannot finish without it, and the
+    // gateway counts it unavailable (it ends the ceremony on every party at once)
     const gone = () =>
-      this.answers.get(key)?.({
-        ceremonyId: start.ceremonyId,
-        outcome: Outcome.ABORTED,
-        error: this.closed ? 'coordinator shutting down' : 'device disconnected during the ceremony',
-      });
+      fail(
+        new Error(this.closed ? 'coordinator shutting down' : `device ${deviceId} disconnected during the ceremony`),
+      );
     conn.ws.once('close', gone);
     const signedControl = signControlRequest(
       { version: CONTROL_VERSION, issuedUnixMs: Date.now(), start },

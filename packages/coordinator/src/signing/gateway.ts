@@ -10,11 +10,15 @@
  *
  * Result mapping (first match wins): any party REFUSED → `REFUSED` naming it and the refusal code
  * (the leading `UPPER_CASE` word of its error, e.g. `POLICY_SIGNATURE_VERIFICATION_FAILED`, else the
- * error text); any party ABORTED with blame → `ABORTED` naming the blamed parties; a deadline (the
- * request's, or a party's) → `DEADLINE_EXCEEDED`; a party unreachable or aborted without blame →
- * `ABORTED` naming it; every party OK with the same signatures → `ok` (a disagreement between the
- * parties' signatures is `ABORTED` with no culprit). On a deadline or `signal` the ceremony is
- * aborted on every party (AbortCeremony), best effort.
+ * error text); any party ABORTED with blame → `ABORTED` naming the blamed parties in `culprits`
+ * (identifiable abort); a party that could not take part — unknown to the directory, not connected,
+ * its control stream or WebSocket closed during the ceremony, no answer — → `UNAVAILABLE` naming it
+ * in `unavailable`; a deadline (the request's, or a party's) → `DEADLINE_EXCEEDED`; a party aborted
+ * without blame → `ABORTED` with no culprit; every party OK with the same signatures → `ok` (a
+ * disagreement between the parties' signatures is `ABORTED` with no culprit). Only `REFUSED` and
+ * `ABORTED` with culprits are definitive; the others say the ceremony may succeed when tried again.
+ * A party that cannot take part ends the ceremony on every party at once (AbortCeremony, best
+ * effort), as do a deadline and `signal`.
  *
  * ECDSA fast path (control.proto `SignatureShares`; `@custodian/signer` share-combiner.ts): when the
  * request gives the master ECDSA key and chain code (`ecdsaKey`) and every party is a server signer,
@@ -106,13 +110,35 @@ export type GatewaySignResult =
       signatures: { signature: Uint8Array; recovery?: number; publicKey: Uint8Array }[];
     }
   | { ok: false; reason: 'REFUSED'; refusal: string; by: SignParty }
+  /**
+   * The protocol aborted. `culprits`: the parties the blame names (identifiable abort: definitive);
+   * empty: no party was blamed (aborted by the coordinator or a peer, parties that disagree) — worth
+   * another attempt.
+   */
   | { ok: false; reason: 'ABORTED'; culprits: SignParty[]; message: string }
+  /** Parties that could not take part (unknown, not connected, connection closed, no answer): worth another attempt. */
+  | { ok: false; reason: 'UNAVAILABLE'; unavailable: UnavailableParty[]; message: string }
   | { ok: false; reason: 'DEADLINE_EXCEEDED' };
+
+/** A party that could not take part in a ceremony, and why (`error`: human-readable, no secret). */
+export interface UnavailableParty {
+  party: SignParty;
+  error: string;
+}
+
+/** `server <id>` / `device <id>`. */
+export const partyName = (p: SignParty): string => `${p.kind} ${p.id}`;
 
 /** Runs signing ceremonies. */
 export interface SignerGateway {
   /** Never rejects for ceremony failures (those are results); rejects only for a caller bug (bad request shape). */
   sign(req: GatewaySignRequest): Promise<GatewaySignResult>;
+  /**
+   * What the coordinator knows of a party's connection now: `'up'` (linked / connected), `'down'`
+   * (not connected: a ceremony would fail or wait), `undefined` (not known: e.g. no links kept).
+   * Absent: nothing is known.
+   */
+  availability?(party: SignParty): Promise<'up' | 'down' | undefined>;
 }
 
 /** Resolves the coordinator's party records to MPC peer ids (libp2p Ed25519 peer id strings). */
@@ -157,7 +183,7 @@ export interface SigningAttemptLog {
    * parties)` in the same transaction. @returns that id, or undefined (pool empty or not pooled)
    */
   begin(attempt: SigningAttempt): Promise<string | undefined>;
-  /** Record the outcome (`OK`, `PRESIGNATURE_UNAVAILABLE`, `REFUSED:<code>`, `ABORTED`, `DEADLINE_EXCEEDED`). */
+  /** Record the outcome (`OK`, `PRESIGNATURE_UNAVAILABLE`, `REFUSED:<code>`, `ABORTED`, `UNAVAILABLE`, `DEADLINE_EXCEEDED`). */
   finish(attempt: SigningAttempt, outcome: string): Promise<void>;
 }
 
@@ -179,6 +205,8 @@ export interface SignerGatewayInit {
   attempts?: SigningAttemptLog;
   /** Warnings (a failed attempt record never fails a signature). */
   log?(msg: string, fields?: Record<string, unknown>): void;
+  /** {@link SignerGateway.availability}: whether a party is connected now (absent: not known). */
+  availability?(party: SignParty): Promise<'up' | 'down' | undefined>;
 }
 
 const ALGORITHMS = {
@@ -335,6 +363,9 @@ export async function dispatchCeremony(
           return { party: t.party, result, unreachable: false };
         } catch (e) {
           const msg = e instanceof Error ? e.message : String(e);
+          // a party that cannot take part (not reachable, its stream or socket closed, silent):
+          // the others cannot finish without it — end the ceremony everywhere now, not at the deadline
+          if (options.abortOnFailure) abortAll(`${t.party.kind} ${t.party.id} is unreachable`);
           return {
             party: t.party,
             result: { ceremonyId: start.ceremonyId, outcome: Outcome.ABORTED, error: `unreachable: ${msg}` },
@@ -407,18 +438,15 @@ export function createSignerGateway(init: SignerGatewayInit): SignerGateway {
       if (req.signal?.aborted || req.deadline.getTime() <= Date.now())
         return { ok: false, reason: 'DEADLINE_EXCEEDED' };
       const targets: PartyDispatch[] = [];
+      const unknown: UnavailableParty[] = [];
       for (const party of req.parties) {
         try {
           targets.push({ party, peerId: await init.directory.peerIdOf(party) });
         } catch (e) {
-          return {
-            ok: false,
-            reason: 'ABORTED',
-            culprits: [party],
-            message: `party unavailable: ${e instanceof Error ? e.message : String(e)}`,
-          };
+          unknown.push({ party, error: e instanceof Error ? e.message : String(e) });
         }
       }
+      if (unknown.length > 0) return unavailableResult(unknown);
       const algorithm = ALGORITHMS[req.algorithm];
       const base: SignRequest = {
         keyId: req.keyId,
@@ -432,10 +460,11 @@ export function createSignerGateway(init: SignerGatewayInit): SignerGateway {
       try {
         await init.prepare?.(targets);
       } catch (e) {
+        // policy sync or the relay stream to a server signer failed: a signer not reachable now
         return {
           ok: false,
-          reason: 'ABORTED',
-          culprits: [],
+          reason: 'UNAVAILABLE',
+          unavailable: [],
           message: `relay: ${e instanceof Error ? e.message : String(e)}`,
         };
       }
@@ -537,6 +566,17 @@ export function createSignerGateway(init: SignerGatewayInit): SignerGateway {
       init.log?.('pooled presignature unavailable at the signers; signing cold', { keyId: req.keyId });
       return (await attempt(false)).result;
     },
+    ...(init.availability ? { availability: init.availability } : {}),
+  };
+}
+
+/** `UNAVAILABLE` naming `parties`, its message listing each with its error. */
+function unavailableResult(parties: UnavailableParty[]): GatewaySignResult {
+  return {
+    ok: false,
+    reason: 'UNAVAILABLE',
+    unavailable: parties,
+    message: parties.map((u) => `${partyName(u.party)}: ${u.error}`).join('; '),
   };
 }
 
@@ -603,6 +643,10 @@ export function mapSignResults(
     ];
     return { ok: false, reason: 'ABORTED', culprits, message: blamed.result.error ?? 'aborted' };
   }
+  // the others' ABORTED answers are the consequence (the coordinator aborted them): name the cause
+  const unreachable = results.filter((r) => r.unreachable);
+  if (unreachable.length > 0)
+    return unavailableResult(unreachable.map((r) => ({ party: r.party, error: r.result.error || 'unreachable' })));
   if (results.some((r) => r.result.outcome === Outcome.DEADLINE_EXCEEDED))
     return { ok: false, reason: 'DEADLINE_EXCEEDED' };
   const failed = results.filter((r) => r.result.outcome !== Outcome.OK);
@@ -610,7 +654,7 @@ export function mapSignResults(
     return {
       ok: false,
       reason: 'ABORTED',
-      culprits: failed.filter((r) => r.unreachable).map((r) => r.party),
+      culprits: [],
       message: failed.map((r) => `${r.party.kind} ${r.party.id}: ${r.result.error ?? 'failed'}`).join('; '),
     };
   }

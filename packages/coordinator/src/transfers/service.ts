@@ -13,7 +13,9 @@
  *                               ├─ cancelled (admin) ──────→ REJECTED (CANCELLED_BY_USER)
  *                               ├─ window elapsed ─────────→ EXPIRED  (APPROVAL_EXPIRED)
  *                               └→ PENDING_SIGNATURE ─┬─ a signer refuses ──→ REJECTED (<refusal code>)
- *                                                     ├─ build / MPC fails ─→ FAILED (SIGNING_FAILED)
+ *                                                     ├─ build fails / identifiable MPC abort ─→ FAILED (SIGNING_FAILED)
+ *                                                     ├─ signers unavailable: stays, sub_status WAITING_FOR_SIGNERS (retried)
+ *                                                     ├─ signing window over ─→ FAILED (SIGNING_WINDOW_EXPIRED)
  *                                                     ├─ no transaction within the fee cap ─→ FAILED (FEE_CAP_EXCEEDED)
  *                                                     ├─ no node for the chain: stays, sub_status CHAIN_UNAVAILABLE
  *                                                     └→ READY_TO_SEND ─┬─ node refuses → FAILED (BROADCAST_FAILED)
@@ -112,6 +114,8 @@ export interface FeeBump {
   cap_raised?: boolean;
   /** The replacement transaction (never shown in the API). */
   unsigned?: StoredUnsigned;
+  /** ISO time the bump entered PENDING_SIGNATURE (start of its signing window; never shown in the API). */
+  signing_since?: string;
 }
 
 /** Fee bump of the API's transfer object (the stored {@link FeeBump} without its transaction and intent). */
@@ -245,6 +249,10 @@ interface TransferRow {
   fee_bump: FeeBump | null;
   error: string | null;
   lease_until: Date | null;
+  /** The pipeline process holding the lease (its random id), or null. */
+  lease_owner: string | null;
+  /** When the transfer entered PENDING_SIGNATURE (start of its signing window), or null. */
+  signing_since: Date | null;
   created_at: Date;
   updated_at: Date;
   sent_at: Date | null;
@@ -258,7 +266,7 @@ export type { TransferRow };
 const SELECT = `SELECT t.transfer_id, t.profile_id, t.wallet_id, t.asset_id, t.blockchain_id, t.master_key_id, t.source_address,
   t.destination_address, t.amount::text AS amount, t.external_id, t.status, t.sub_status, t.intent, t.intent_digest,
   t.policy_id, t.policy_version, t.approvals_required, t.approval_round, t.approval_deadline, t.unsigned, t.signed_tx,
-  t.tx_hash, t.tx_hashes, t.fee_bump, t.error, t.lease_until, t.created_at, t.updated_at, t.sent_at, t.delivered_at,
+  t.tx_hash, t.tx_hashes, t.fee_bump, t.error, t.lease_until, t.lease_owner, t.signing_since, t.created_at, t.updated_at, t.sent_at, t.delivered_at,
   a.decimals,
   (SELECT count(*)::int FROM transfer_approvals ta WHERE ta.transfer_id = t.transfer_id AND ta.round = t.approval_round
      AND ta.decision = 'APPROVE') AS approvals_received
@@ -284,7 +292,7 @@ function summaryFee(i: TransferIntent): { max_fee: string; fee_currency: string 
 
 /** The API form of a stored fee bump: no transaction, no intent; the round's fee cap in native units. */
 export function feeBumpView(b: FeeBump, blockchain: string): FeeBumpView {
-  const { unsigned: _u, intent, intent_digest: _d, cap_raised, ...rest } = b;
+  const { unsigned: _u, intent, intent_digest: _d, cap_raised, signing_since: _s, ...rest } = b;
   return {
     ...rest,
     ...(intent !== undefined ? { ...feeFields(blockchain, intentCap(intent)), cap_raised: cap_raised === true } : {}),
@@ -378,8 +386,11 @@ export async function transition(
 ): Promise<TransferView> {
   const cols = Object.keys(extra);
   const sets = cols.map((c, i) => `${c} = $${i + 5}`).join(', ');
+  // entering PENDING_SIGNATURE starts the signing window (pipeline.ts); staying in it keeps it
   await q.query(
-    `UPDATE transfers SET status = $2, sub_status = $3, updated_at = $4${sets ? `, ${sets}` : ''} WHERE transfer_id = $1`,
+    `UPDATE transfers SET status = $2, sub_status = $3, updated_at = $4,
+       signing_since = CASE WHEN $2 = 'PENDING_SIGNATURE' AND status <> 'PENDING_SIGNATURE' THEN $4 ELSE signing_since END
+       ${sets ? `, ${sets}` : ''} WHERE transfer_id = $1`,
     [transferId, status, subStatus, clock(), ...cols.map((c) => extra[c])],
   );
   const row = await loadTransfer(q, transferId);
@@ -860,7 +871,7 @@ export class TransferService {
         approval.decision === 'REJECT'
           ? { ...(bump as FeeBump), status: 'REJECTED', sub_status: 'REJECTED_BY_APPROVER' }
           : (await this.approveCount(q, t.transfer_id, round)) >= t.approvals_required
-            ? { ...(bump as FeeBump), status: 'PENDING_SIGNATURE' }
+            ? { ...(bump as FeeBump), status: 'PENDING_SIGNATURE', signing_since: this.clock().toISOString() }
             : (bump as FeeBump);
       return transition(q, this.clock, t.transfer_id, 'SENT', t.sub_status, { fee_bump: JSON.stringify(next) });
     });
