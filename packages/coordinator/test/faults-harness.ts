@@ -199,7 +199,7 @@ export async function masterKey(env: FaultsEnv, members: number[]): Promise<stri
      VALUES ($1, 'dkg', 'SUCCEEDED', 2, '[]'::jsonb, '{}'::jsonb, $2, $2, $2)`,
     [ceremonyUuid, now],
   );
-  const mk = await env.coord.store.insertMasterKey({
+  const mk = await env.coord.signers.masterKeys.insertMasterKey({
     ceremonyId: ceremonyUuid,
     threshold: 2,
     parties: [
@@ -225,7 +225,7 @@ export async function fundedWallet(env: FaultsEnv): Promise<string> {
   env.model.mine([env.model.tx('trx', FUNDER, w.body.addresses[0].address, 100n * TRX)]);
   env.model.mine();
   // the coordinator's deposit watchers run with its pipeline (not started here): record the balance
-  await env.coord.store.setBalance(walletId, env.trxAsset, (100n * TRX).toString());
+  await env.coord.wallets.balances.setBalance(walletId, env.trxAsset, (100n * TRX).toString());
   return walletId;
 }
 
