@@ -69,7 +69,12 @@ export const TRANSFER_SCHEMAS = [
       '(POLICY_SIGNATURE_VERIFICATION_FAILED, DESTINATION_NOT_WHITELISTED, TRANSACTION_LIMIT_EXCEEDED, DAILY_LIMIT_EXCEEDED, ' +
       'INSUFFICIENT_APPROVALS, APPROVAL_SIGNATURE_INVALID, REJECTED_BY_APPROVER, DIGEST_MISMATCH, POLICY_OUT_OF_SCOPE, ' +
       'NO_POLICY_FOUND, EVIDENCE_MISSING, TRANSFER_ALREADY_SIGNED, POLICY_VERSION_SUPERSEDED, POLICY_DELETED, FEE_ABOVE_CAP, FEE_ABOVE_CEILING); EXPIRED: APPROVAL_EXPIRED; ' +
-      'FAILED: SIGNING_FAILED | BROADCAST_FAILED | FEE_CAP_EXCEEDED (no transaction could be built within `max_fee`: nothing was sent to the signers). ' +
+      'FAILED: SIGNING_FAILED (the build failed, or an MPC abort blamed a party) | SIGNING_WINDOW_EXPIRED (no signature within the signing window, ' +
+      'default 1 h after the transfer entered PENDING_SIGNATURE, while signers stayed unavailable) | BROADCAST_FAILED | ' +
+      'FEE_CAP_EXCEEDED (no transaction could be built within `max_fee`: nothing was sent to the signers). ' +
+      'A PENDING_SIGNATURE transfer has `sub_status` WAITING_FOR_SIGNERS while a server signer or phone of its signing set is unreachable, ' +
+      'offline or timed out: it is retried with backoff (another signing set of the key is picked when one is available) and signed as soon as ' +
+      'the parties are back; only a refusal, a blamed party or the end of the window ends it. ' +
       '`max_fee` is the fee cap the approvers signed (part of the transfer intent): the most the transaction may pay in fees, a decimal string in ' +
       "units of the blockchain's native asset `fee_currency` (ETH, BTC, LTC, TRX; `max_fee_base_units` the integer in its base units). " +
       "It is the operator's cap for the blockchain when the transfer was created. The coordinator never builds a transaction above it " +
@@ -78,7 +83,8 @@ export const TRANSFER_SCHEMAS = [
       'A PENDING_SIGNATURE or READY_TO_SEND transfer has `sub_status` CHAIN_UNAVAILABLE while no node is configured for its blockchain (it waits, and can still be cancelled before signing). ' +
       'SENT is terminal success; `delivered_at` is set (and TRANSFER_DELIVERED sent) once the transaction has the ' +
       "chain's confirmations. `fee_bump` shows the latest fee bump requested in the admin API, with the fee cap its approval round " +
-      'signs (`max_fee`, `max_fee_base_units`, `fee_currency`; `cap_raised` when it is above the cap of the transaction it replaces).',
+      'signs (`max_fee`, `max_fee_base_units`, `fee_currency`; `cap_raised` when it is above the cap of the transaction it replaces); ' +
+      'its `sub_status` is WAITING_FOR_SIGNERS or SIGNING_WINDOW_EXPIRED under the same rules.',
     required: [
       'transfer_id',
       'wallet_id',
