@@ -446,6 +446,15 @@ describe('kill -9 sweep against a real custodian dev cluster (issue #27)', () =>
       .map((x) => Number(BigInt((x.tx as { nonce: string }).nonce)))
       .sort((a, b) => a - b);
     const hashes = sent.map((t) => t.view?.tx_hash);
+    // SENT transactions the node holds but never mined (e.g. a nonce above a gap), with their nonces
+    const unmined = txs
+      .filter((x) => !x.tx?.blockNumber)
+      .map((x) => ({
+        label: x.t.label,
+        nonce: x.tx ? Number(BigInt(x.tx.nonce)) : null,
+        known_to_node: x.tx !== null,
+      }));
+    const pendingCount = Number(BigInt(await rpc<string>(anvilUrl, 'eth_getTransactionCount', [source, 'pending'])));
     const contiguous = nonces.length === onchainCount && nonces.every((n, i) => n === i);
 
     // ---- measurements ----
@@ -489,7 +498,14 @@ describe('kill -9 sweep against a real custodian dev cluster (issue #27)', () =>
         failed_or_rejected: bad.map((t) => ({ id: t.id, label: t.label, seen: t.seen, error: null as string | null })),
         not_finished: open.map((t) => ({ label: t.label, seen: t.seen })),
       },
-      chain: { onchain_count: onchainCount, sent_count: sent.length, nonces_contiguous: contiguous },
+      chain: {
+        onchain_count: onchainCount,
+        pending_count: pendingCount,
+        sent_count: sent.length,
+        nonces_contiguous: contiguous,
+        mined_nonces: nonces,
+        sent_not_mined: unmined,
+      },
       restarts,
       problems,
       sweep_ms: sweepMs,
