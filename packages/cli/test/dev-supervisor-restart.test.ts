@@ -80,4 +80,28 @@ describe('custodian dev supervisor: restarts of dead children', () => {
     expect(m.restarts).toBe(0);
     expect(text()).toMatch(/exited with code 3 \(final: not restarted\)/);
   });
+
+  it('a kill with a held restart stays down for the chosen time, then comes back; it never counts toward giving up', async () => {
+    const { sup, text } = supervisor();
+    // giveUpAfter 2: two plain crashes in a row would be given up — two held kills must not be
+    const m = sup.spawn('signer', process.execPath, ['-e', LIVES], {
+      ready: /^up /,
+      restart: { ...FAST, giveUpAfter: 2 },
+    });
+    await m.ready;
+    for (const round of [1, 2]) {
+      const before = m.child.pid;
+      const killedAt = Date.now();
+      m.kill('SIGKILL', { restartAfterMs: 700 });
+      await until(() => m.child.pid !== before, 5_000, `restart ${round}`);
+      // a lower bound only (the chosen downtime; a timer may fire a millisecond early)
+      expect(Date.now() - killedAt).toBeGreaterThanOrEqual(690);
+      await until(() => (text().match(/up \d+/g) ?? []).length === round + 1, 5_000, `up again ${round}`);
+    }
+    expect(m.restarts).toBe(2);
+    expect(text()).toMatch(/exited unexpectedly \(signal SIGKILL\); restarting in 700 ms \(held\) \(attempt 1\)/);
+    expect(text()).toMatch(/restarting in 700 ms \(held\) \(attempt 2\)/);
+    expect(text()).not.toMatch(/giving up/);
+    expect(m.child.exitCode).toBe(null);
+  });
 });

@@ -4,7 +4,8 @@
  * for a readiness line, restarts a process that dies unexpectedly (with a {@link RestartPolicy}:
  * capped, jittered backoff; given up after a few crashes right after start; never during shutdown
  * or after a deliberate {@link Managed.stop}), and stops everything (SIGTERM, then SIGKILL after a
- * grace period) on exit.
+ * grace period) on exit. A caller injecting faults can {@link Managed.kill} a process and hold its
+ * restart for a chosen time (the kill -9 sweep test); `custodian dev` itself never does.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -29,6 +30,14 @@ export interface Managed {
   readonly restarts: number;
   /** Stop it for good (SIGTERM, then SIGKILL after `graceMs`, default 5000): no restart. */
   stop(graceMs?: number): Promise<void>;
+  /**
+   * Kill the current process from outside (a fault injected on purpose), with `signal` (default
+   * SIGKILL). With a restart policy it is restarted like any unexpected exit — but after exactly
+   * `restartAfterMs` (ms) when given (a held restart: the downtime the caller chose, logged as
+   * `restarting in N ms (held)`), and that exit does not count toward giving up. Without a
+   * restart policy it stays down. No effect on a process that has already exited.
+   */
+  kill(signal?: NodeJS.Signals, opts?: { readonly restartAfterMs?: number }): void;
 }
 
 /**
@@ -118,6 +127,8 @@ export class Supervisor {
     let stopped = false;
     let done = false;
     let restartTimer: NodeJS.Timeout | undefined;
+    // set by `kill(…, { restartAfterMs })` for the current process only
+    let heldRestartMs: number | undefined;
     const finish = (code: number | null) => {
       done = true;
       resolveExited(code);
@@ -166,19 +177,30 @@ export class Supervisor {
           this.out(`${tag}exited with code ${code} (final: not restarted)`);
           return finish(code);
         }
-        if (Date.now() - startedAt >= stableMs) {
-          quickExits = 0;
-          backoff.reset();
+        const held = heldRestartMs;
+        heldRestartMs = undefined;
+        let k: number;
+        let delayMs: number;
+        if (held !== undefined) {
+          // killed on purpose with a chosen downtime: not a crash, so no backoff step and no give-up count
+          k = restarts + 1;
+          delayMs = held;
+          this.out(`${tag}exited unexpectedly (${how}); restarting in ${delayMs} ms (held) (attempt ${k})`);
+        } else {
+          if (Date.now() - startedAt >= stableMs) {
+            quickExits = 0;
+            backoff.reset();
+          }
+          quickExits++;
+          if (quickExits >= giveUpAfter) {
+            this.out(
+              `${tag}exited ${quickExits} times in a row within ${stableMs} ms of starting: giving up (not restarted); see its output above`,
+            );
+            return finish(code);
+          }
+          ({ attempt: k, delayMs } = backoff.next());
+          this.out(`${tag}exited unexpectedly (${how}); restarting in ${delayMs} ms (attempt ${k})`);
         }
-        quickExits++;
-        if (quickExits >= giveUpAfter) {
-          this.out(
-            `${tag}exited ${quickExits} times in a row within ${stableMs} ms of starting: giving up (not restarted); see its output above`,
-          );
-          return finish(code);
-        }
-        const { attempt: k, delayMs } = backoff.next();
-        this.out(`${tag}exited unexpectedly (${how}); restarting in ${delayMs} ms (attempt ${k})`);
         restartTimer = setTimeout(() => {
           restartTimer = undefined;
           if (this.stopping || stopped) return finish(code);
@@ -218,6 +240,16 @@ export class Supervisor {
         return restarts;
       },
       stop: (graceMs = 5_000) => halt(graceMs),
+      kill: (signal = 'SIGKILL', o = {}) => {
+        const c = child;
+        if (c.exitCode !== null || c.signalCode !== null) return;
+        if (o.restartAfterMs !== undefined) {
+          if (!Number.isFinite(o.restartAfterMs) || o.restartAfterMs < 0)
+            throw new RangeError(`${name}: restartAfterMs must be a finite number ≥ 0`);
+          heldRestartMs = o.restartAfterMs;
+        }
+        c.kill(signal);
+      },
     };
     this.procs.push({ managed, halt });
     return managed;
