@@ -204,6 +204,7 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
     from: string,
     bytes: Uint8Array,
     interim: (body: Uint8Array) => void,
+    closed: AbortSignal,
   ): Promise<Uint8Array> => {
     const opened = openControlRequest(bytes, coordinatorKey);
     if (!opened.ok) {
@@ -269,10 +270,32 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
         result: { ceremonyId: req.abort.ceremonyId, outcome: Outcome.ABORTED, error: 'aborted' },
       });
     }
-    const result: CeremonyResult = await runCeremony(ctx, req.start as NonNullable<typeof req.start>, {
-      // the coordinator's fast path: each released ECDSA signature share as an interim frame
-      onSignatureShares: (shares) => interim(encodeControlResponse({ version: CONTROL_VERSION, shares })),
-    });
+    const start = req.start as NonNullable<typeof req.start>;
+    // The ceremony's result goes back on the stream that started it: when that stream ends first
+    // (the coordinator died, the connection dropped), nobody waits for the result. The ceremony is
+    // aborted at once, as an AbortCeremony would (its sessions end, its transfer's reservation is
+    // released; what it wrote before a share left stays), so the coordinator's retry after its
+    // restart is not refused as SIGNING_IN_PROGRESS until this ceremony's deadline.
+    const group = start.ceremonyId instanceof Uint8Array ? bytesToHex(start.ceremonyId) : '';
+    const onClosed = () => {
+      if (!group) return;
+      const n = runner.cancelGroup(group, 'control stream closed');
+      log.warn(
+        { peer: from, ceremony: group.slice(0, 16), sessions: n },
+        'ceremony aborted: the control stream that started it closed before its result',
+      );
+    };
+    if (closed.aborted) onClosed();
+    else closed.addEventListener('abort', onClosed, { once: true });
+    let result: CeremonyResult;
+    try {
+      result = await runCeremony(ctx, start, {
+        // the coordinator's fast path: each released ECDSA signature share as an interim frame
+        onSignatureShares: (shares) => interim(encodeControlResponse({ version: CONTROL_VERSION, shares })),
+      });
+    } finally {
+      closed.removeEventListener('abort', onClosed);
+    }
     scheduleStatus();
     return encodeControlResponse({ version: CONTROL_VERSION, result });
   };

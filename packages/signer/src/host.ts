@@ -60,9 +60,16 @@ export interface HostOptions {
   /**
    * Control request from a pinned peer; returns the response frame. `interim` sends a frame of this
    * exchange ahead of the response (ControlResponse bytes with ControlFrame.interim set); calls
-   * after the response are ignored.
+   * after the response are ignored. `closed` aborts when the control stream ends (closed, reset,
+   * the connection dropped: the coordinator is gone) before this exchange's response was written:
+   * nobody will read it.
    */
-  readonly onControl?: (from: string, bytes: Uint8Array, interim: (body: Uint8Array) => void) => Promise<Uint8Array>;
+  readonly onControl?: (
+    from: string,
+    bytes: Uint8Array,
+    interim: (body: Uint8Array) => void,
+    closed: AbortSignal,
+  ) => Promise<Uint8Array>;
   /** Which peers may use the control protocol (default: none). */
   readonly controlPeers?: ReadonlySet<string>;
 }
@@ -194,6 +201,11 @@ export async function createHost(opts: HostOptions): Promise<Host> {
     const lp = lpStream(stream, { maxDataLength: opts.maxFrameBytes + FRAME_OVERHEAD });
     let writes: Promise<void> = Promise.resolve();
     const inflight = new Set<Promise<void>>();
+    // aborted when the stream ends: the coordinator never half-closes a control stream, so its end
+    // (or a reset, or the connection's loss) means no response of it will be read
+    const ended = new AbortController();
+    const end = () => ended.abort(new Error('control stream closed'));
+    stream.addEventListener('close', end, { once: true });
     try {
       for (;;) {
         let raw: Uint8Array;
@@ -208,6 +220,12 @@ export async function createHost(opts: HostOptions): Promise<Host> {
         const { id } = frame.value;
         // exchanges run concurrently; frames are written one at a time, in the order they are ready
         let answered = false;
+        const closed = new AbortController();
+        const onEnd = () => {
+          if (!answered) closed.abort(ended.signal.reason);
+        };
+        if (ended.signal.aborted) onEnd();
+        else ended.signal.addEventListener('abort', onEnd, { once: true });
         const interim = (body: Uint8Array) => {
           if (answered) return;
           writes = writes.then(() =>
@@ -217,8 +235,9 @@ export async function createHost(opts: HostOptions): Promise<Host> {
             log.warn({ peer: from, err: e instanceof Error ? e.message : String(e) }, 'interim control frame not sent'),
           );
         };
-        const p = onControl(from, frame.value.body, interim).then((res) => {
+        const p = onControl(from, frame.value.body, interim, closed.signal).then((res) => {
           answered = true;
+          ended.signal.removeEventListener('abort', onEnd);
           writes = writes.then(() => lp.write(encodeControlFrame({ id, body: res }), { signal: writeDeadline() }));
           return writes;
         });
@@ -228,9 +247,11 @@ export async function createHost(opts: HostOptions): Promise<Host> {
         inflight.add(tracked);
         void tracked.finally(() => inflight.delete(tracked));
       }
+      end();
       await Promise.all(inflight);
       await stream.close().catch(() => undefined);
     } catch (e) {
+      end();
       log.warn({ peer: from, code: 'frame', err: e instanceof Error ? e.message : String(e) }, 'control stream failed');
       stream.abort(e instanceof Error ? e : new Error('failed'));
     }
