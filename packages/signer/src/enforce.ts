@@ -122,6 +122,13 @@ export type SignerRefusal =
   /** The transfer was already signed as another transaction that is not a fee replacement of it. */
   | 'TRANSFER_ALREADY_SIGNED'
   /**
+   * Another ceremony of this signer is signing the transfer right now (its in-memory reservation:
+   * one signature of a transfer at a time). Transient: the request may be sent again once that
+   * ceremony has ended (at its result, its abort, the close of the control stream that started it,
+   * or its deadline); nothing was checked against the ledger or written.
+   */
+  | 'SIGNING_IN_PROGRESS'
+  /**
    * The policy version is older than one this signer already signed under or learned from a push
    * (a superseded version replayed).
    */
@@ -298,7 +305,9 @@ const transferKey = (transferId: string) => `t/${transferId}`;
  * (transfer id → its sum key and amount; no sum key for a re-signature, which adds nothing) from
  * the check until its ceremony ends, and its amount counts towards its day's sum meanwhile (then
  * the ledger entry, written only with a produced signature, takes over). Checks are serialised per
- * store, so concurrent sign requests cannot both pass a daily limit only one of them fits in.
+ * store, so concurrent sign requests cannot both pass a daily limit only one of them fits in. A
+ * request for a transfer held here is refused `SIGNING_IN_PROGRESS` (transient: the coordinator
+ * asks again once the holder has ended).
  */
 const reservations = new WeakMap<SecureStore, Map<string, { sumKey?: string; amount: bigint }>>();
 const checkLocks = new WeakMap<SecureStore, Promise<unknown>>();
@@ -687,7 +696,7 @@ async function enforceLocked(
   // 3. ledger: a transfer is signed once, or re-signed identically, or replaced with fresh approvals
   const key = transferKey(intent.transfer_id);
   if (reserved(store).has(intent.transfer_id)) {
-    throw new EvidenceRefused('TRANSFER_ALREADY_SIGNED', 'a signature of this transfer is already in progress');
+    throw new EvidenceRefused('SIGNING_IN_PROGRESS', 'a signature of this transfer is already in progress');
   }
   const previous = await ledgerEntry(store, intent);
   const sansCap = transferDigest(intent);

@@ -313,6 +313,20 @@ describe('re-signing one transfer', () => {
   });
 });
 
+describe('a transfer being signed', () => {
+  it('a second request while the first is in flight is refused SIGNING_IN_PROGRESS (transient), accepted once it ended', async () => {
+    const at = new Date('2026-07-02T01:00:00.000Z');
+    const i = intent({ created_at: '2026-07-02T00:00:00.000Z' });
+    const req = request(i, { ctx: context(7) });
+    const running = await enforceTransferEvidence(store, req, trust, at);
+    // the same transfer, the same digests, while the first ceremony holds the reservation
+    expect(await refusal(req, at)).toBe('SIGNING_IN_PROGRESS');
+    // the first ceremony ended without a signature (nothing written): the retry goes through
+    running.release();
+    expect(await refusal(req, at)).toBe('ACCEPTED');
+  });
+});
+
 describe('policy versions only move forward', () => {
   it('after signing under version 2, the superseded version 1 is refused', async () => {
     const v2 = signPolicy({ ...policyDoc, version: 2, daily_limit: '100000' }, 'admin-phone', adminSk);
