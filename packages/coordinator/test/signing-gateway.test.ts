@@ -92,6 +92,33 @@ describe('signer gateway result mapping', () => {
     expect(unblamed).toMatchObject({ ok: false, reason: 'ABORTED', culprits: [] });
   });
 
+  it('SIGNING_IN_PROGRESS is transient: UNAVAILABLE naming the party and the reason; a definitive refusal still wins', () => {
+    const busy = {
+      ceremonyId: cid,
+      outcome: Outcome.REFUSED,
+      error: 'SIGNING_IN_PROGRESS: a signature of this transfer is already in progress',
+    };
+    const r = mapSignResults({ algorithm: 'ED25519', digests: [digest] }, targets, [
+      { party: s0, result: busy, unreachable: false },
+      { party: d0, result: { ceremonyId: cid, outcome: Outcome.ABORTED, error: 'aborted' }, unreachable: false },
+    ]);
+    expect(r).toEqual({
+      ok: false,
+      reason: 'UNAVAILABLE',
+      unavailable: [{ party: s0, error: busy.error }],
+      message: `server s0: ${busy.error}`,
+    });
+    const refused = mapSignResults({ algorithm: 'ED25519', digests: [digest] }, targets, [
+      { party: s0, result: busy, unreachable: false },
+      {
+        party: d0,
+        result: { ceremonyId: cid, outcome: Outcome.REFUSED, error: 'TRANSFER_ALREADY_SIGNED: another transaction' },
+        unreachable: false,
+      },
+    ]);
+    expect(refused).toEqual({ ok: false, reason: 'REFUSED', refusal: 'TRANSFER_ALREADY_SIGNED', by: d0 });
+  });
+
   it('parties that disagree on the signature fail the ceremony', () => {
     const other = { ...ok, signatures: [{ ...ok.signatures[0], signature: new Uint8Array(64).fill(1) }] };
     const r = mapSignResults({ algorithm: 'SECP256K1_ECDSA', digests: [digest] }, targets, [

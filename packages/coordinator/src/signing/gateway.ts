@@ -10,10 +10,11 @@
  *
  * Result mapping (first match wins): any party REFUSED → `REFUSED` naming it and the refusal code
  * (the leading `UPPER_CASE` word of its error, e.g. `POLICY_SIGNATURE_VERIFICATION_FAILED`, else the
- * error text); any party ABORTED with blame → `ABORTED` naming the blamed parties in `culprits`
- * (identifiable abort); a party that could not take part — unknown to the directory, not connected,
- * its control stream or WebSocket closed during the ceremony, no answer — → `UNAVAILABLE` naming it
- * in `unavailable`; a deadline (the request's, or a party's) → `DEADLINE_EXCEEDED`; a party aborted
+ * error text), except a transient refusal ({@link TRANSIENT_REFUSALS}: `SIGNING_IN_PROGRESS`); any
+ * party ABORTED with blame → `ABORTED` naming the blamed parties in `culprits` (identifiable abort);
+ * a party that could not take part — unknown to the directory, not connected, its control stream
+ * or WebSocket closed during the ceremony, no answer, a transient refusal (its error, with the
+ * code, in `unavailable`) — → `UNAVAILABLE` naming it in `unavailable`; a deadline (the request's, or a party's) → `DEADLINE_EXCEEDED`; a party aborted
  * without blame → `ABORTED` with no culprit; every party OK with the same signatures → `ok` (a
  * disagreement between the parties' signatures is `ABORTED` with no culprit). Only `REFUSED` and
  * `ABORTED` with culprits are definitive; the others say the ceremony may succeed when tried again.
@@ -214,6 +215,13 @@ const ALGORITHMS = {
   SECP256K1_TAPROOT: KeyAlgorithm.SECP256K1_TAPROOT,
   ED25519: KeyAlgorithm.ED25519,
 } as const;
+
+/**
+ * Refusal codes that say "not now" rather than "no": `SIGNING_IN_PROGRESS` (the signer is still
+ * running an earlier ceremony of the same transfer, e.g. one a coordinator that died started; it
+ * ends at its result, its abort or its deadline). Mapped to `UNAVAILABLE`, so the pipeline retries.
+ */
+export const TRANSIENT_REFUSALS: ReadonlySet<string> = new Set(['SIGNING_IN_PROGRESS']);
 
 /** The refusal code of a REFUSED result: its leading UPPER_SNAKE word, else the whole text. */
 export function refusalCode(error: string | undefined): string {
@@ -629,7 +637,10 @@ export function mapSignResults(
   results: readonly { party: SignParty; result: CeremonyResult; unreachable: boolean }[],
 ): GatewaySignResult {
   const byPeer = new Map(targets.map((t) => [t.peerId, t.party]));
-  const refused = results.find((r) => r.result.outcome === Outcome.REFUSED);
+  // a party still signing this transfer in an earlier ceremony refuses for now, not for good
+  const busy = (r: (typeof results)[number]) =>
+    r.result.outcome === Outcome.REFUSED && TRANSIENT_REFUSALS.has(refusalCode(r.result.error));
+  const refused = results.find((r) => r.result.outcome === Outcome.REFUSED && !busy(r));
   if (refused) return { ok: false, reason: 'REFUSED', refusal: refusalCode(refused.result.error), by: refused.party };
   const blamed = results.find((r) => r.result.outcome === Outcome.ABORTED && (r.result.blame?.length ?? 0) > 0);
   if (blamed) {
@@ -644,7 +655,7 @@ export function mapSignResults(
     return { ok: false, reason: 'ABORTED', culprits, message: blamed.result.error ?? 'aborted' };
   }
   // the others' ABORTED answers are the consequence (the coordinator aborted them): name the cause
-  const unreachable = results.filter((r) => r.unreachable);
+  const unreachable = results.filter((r) => r.unreachable || busy(r));
   if (unreachable.length > 0)
     return unavailableResult(unreachable.map((r) => ({ party: r.party, error: r.result.error || 'unreachable' })));
   if (results.some((r) => r.result.outcome === Outcome.DEADLINE_EXCEEDED))
