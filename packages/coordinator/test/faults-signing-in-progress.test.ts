@@ -13,7 +13,6 @@
  * coordinator's control client, so that signer holds the transfer (waiting for a co-signer that
  * was never asked) until that ceremony's deadline.
  */
-import { hexToBytes } from '@custodian/crypto';
 import { CeremonyKind, KeyAlgorithm } from '@custodian/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type NodeSpec, readLog } from '../../signer/test/cluster.js';
