@@ -241,9 +241,11 @@ export async function createHost(opts: HostOptions): Promise<Host> {
           writes = writes.then(() => lp.write(encodeControlFrame({ id, body: res }), { signal: writeDeadline() }));
           return writes;
         });
-        const tracked = p.catch((e: unknown) =>
-          log.warn({ peer: from, err: e instanceof Error ? e.message : String(e) }, 'control response not sent'),
-        );
+        const tracked = p
+          .catch((e: unknown) =>
+            log.warn({ peer: from, err: e instanceof Error ? e.message : String(e) }, 'control response not sent'),
+          )
+          .finally(() => ended.signal.removeEventListener('abort', onEnd));
         inflight.add(tracked);
         void tracked.finally(() => inflight.delete(tracked));
       }
