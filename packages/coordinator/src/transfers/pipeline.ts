@@ -476,10 +476,10 @@ export class TransferPipeline {
     const now = Date.now();
     const known = new Map<string, 'up' | 'down' | undefined>();
     for (const p of all) known.set(partyKey(p), await gateway.availability?.(p).catch(() => undefined));
+    // a party a recent ceremony found unavailable is avoided even while its connection is up: a
+    // hung or hostile signer keeps its connection open and answers nothing
     const unavailable = new Set(
-      all
-        .map(partyKey)
-        .filter((k) => known.get(k) === 'down' || (known.get(k) !== 'up' && (this.#unavailable.get(k) ?? 0) > now)),
+      all.map(partyKey).filter((k) => known.get(k) === 'down' || (this.#unavailable.get(k) ?? 0) > now),
     );
     const parties = signingParties(mk.parties, mk.threshold, unavailable);
     const offline = parties.filter((p) => p.kind === 'device' && known.get(partyKey(p)) === 'down');
@@ -523,9 +523,10 @@ export class TransferPipeline {
     if (res.reason === 'REFUSED' || (res.reason === 'ABORTED' && res.culprits.length > 0))
       return { kind: 'failed', res };
     if (signal.aborted) return { kind: 'abandoned' };
-    // worth another attempt: remember who was missing, so the next set avoids them if it can
-    if (res.reason === 'UNAVAILABLE')
-      for (const u of res.unavailable) this.#unavailable.set(partyKey(u.party), now + this.opts.retryMaxMs);
+    // worth another attempt: remember who was missing, so the next set avoids them if it can —
+    // counted from now (the ceremony may have taken its whole deadline), past the next retry
+    const until = Date.now() + 2 * Math.max(this.opts.retryMaxMs, this.opts.pollMs);
+    if (res.reason === 'UNAVAILABLE') for (const u of res.unavailable) this.#unavailable.set(partyKey(u.party), until);
     const missing =
       res.reason === 'UNAVAILABLE'
         ? res.unavailable.length > 0
