@@ -69,6 +69,8 @@ import { loadUnsigned, type StoredUnsigned, storeUnsigned } from './unsigned.js'
 export const WAITING_FOR_SIGNERS = 'WAITING_FOR_SIGNERS';
 /** sub_status of a FAILED transfer (or fee bump) whose signing window ended without a signature. */
 export const SIGNING_WINDOW_EXPIRED = 'SIGNING_WINDOW_EXPIRED';
+/** sub_status of a FAILED fee bump whose transfer was confirmed before the replacement was signed. */
+export const ALREADY_CONFIRMED = 'ALREADY_CONFIRMED';
 
 /** Pipeline settings. */
 export interface PipelineOptions {
@@ -842,9 +844,31 @@ export class TransferPipeline {
     return { row };
   }
 
-  /** SENT: a fee bump to sign or broadcast, then the confirmation follow-up. */
+  /**
+   * SENT: a fee bump to sign or broadcast, then the confirmation follow-up. With a bump to sign
+   * the confirmations are looked at first: a transfer already confirmed is delivered (a bump waiting
+   * for its signers never holds that back) and its bump, moot, ends FAILED / ALREADY_CONFIRMED
+   * without a replacement being signed.
+   */
   private async sentStep(t: TransferRow, signal: AbortSignal): Promise<StepResult> {
     let row: TransferRow | undefined = t;
+    if (row.fee_bump?.status === 'PENDING_SIGNATURE' && row.delivered_at === null && (await this.confirmStep(row))) {
+      const done = await this.owned(t.transfer_id, async (q, cur) => {
+        if (cur.fee_bump?.status !== 'PENDING_SIGNATURE') return cur;
+        this.#backoffs.delete(`${t.transfer_id}/bump/${cur.fee_bump.round}`);
+        const { sub_status: _s, error: _e, ...base } = cur.fee_bump;
+        await transition(q, this.clock, t.transfer_id, 'SENT', cur.sub_status, {
+          fee_bump: JSON.stringify({
+            ...base,
+            status: 'FAILED',
+            sub_status: ALREADY_CONFIRMED,
+            error: `${ALREADY_CONFIRMED}: the transfer's transaction was confirmed before the replacement was signed`,
+          }),
+        });
+        return loadTransfer(q, t.transfer_id);
+      });
+      return done === undefined ? { row: undefined } : { release: null };
+    }
     if (row.fee_bump?.status === 'PENDING_SIGNATURE') {
       const r = await this.bumpSignStep(row, signal);
       if ('release' in r) return r;
