@@ -696,8 +696,20 @@ export class TransferPipeline {
   }
 
   /** PENDING_SIGNATURE: build and store the transaction (once), then sign it (→ READY_TO_SEND), or wait and retry. */
-  private async signStep(t: TransferRow, signal: AbortSignal): Promise<StepResult> {
+  private async signStep(claimed: TransferRow, signal: AbortSignal): Promise<StepResult> {
+    let t = claimed;
     const adapter = this.adapterOf(t);
+    if (t.sub_status === 'CHAIN_UNAVAILABLE') {
+      // the window counts the wait for signers, not for a chain node: it starts now that one is here
+      const row = await this.owned(t.transfer_id, async (q, cur) => {
+        if (cur.status !== 'PENDING_SIGNATURE' || cur.sub_status !== 'CHAIN_UNAVAILABLE') return cur;
+        await transition(q, this.clock, t.transfer_id, 'PENDING_SIGNATURE', null, { error: null });
+        await q.query('UPDATE transfers SET signing_since = $2 WHERE transfer_id = $1', [t.transfer_id, this.clock()]);
+        return loadTransfer(q, t.transfer_id);
+      });
+      if (row === undefined || row.status !== 'PENDING_SIGNATURE') return { row };
+      t = row;
+    }
     const windowEnd = (t.signing_since ?? t.updated_at).getTime() + this.opts.signingWindowMs;
     if (this.clock().getTime() >= windowEnd) return this.windowExpired(t);
     let stored = t.unsigned as StoredUnsigned | null;
