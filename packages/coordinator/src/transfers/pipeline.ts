@@ -684,7 +684,11 @@ export class TransferPipeline {
       if (cur.unsigned !== null) return cur.unsigned as StoredUnsigned;
       const final = def.family === 'ethereum' ? await this.ethereumNonce(q, t, built) : built;
       if (final.maxFee > cap) throw new Error('the nonce step raised the fee above the cap'); // never: it only sets the nonce
-      const st = storeUnsigned(final, cap.toString());
+      // Ethereum: marked until its first signing request (nonceOrder may still move its nonce)
+      const st = {
+        ...storeUnsigned(final, cap.toString()),
+        ...(def.family === 'ethereum' ? { neverSentToSigners: true } : {}),
+      };
       await q.query('UPDATE transfers SET unsigned = $2::jsonb, updated_at = $3 WHERE transfer_id = $1', [
         t.transfer_id,
         JSON.stringify(st),
@@ -724,6 +728,12 @@ export class TransferPipeline {
       );
       stored = await build;
       if (stored === null) return { release: null }; // failed (terminal), or no longer ours (release does nothing)
+    }
+    if (blockchainByKey(t.intent.blockchain)?.family === 'ethereum') {
+      const ordered = await this.nonceOrder(t);
+      if (ordered === 'wait') return { release: Math.max(this.opts.pollMs, this.opts.retryInitialMs) };
+      if (ordered === undefined) return { row: undefined };
+      stored = ordered;
     }
     const unsigned = loadUnsigned(stored, fieldsOf(t.intent));
     const out = await this.attemptSignature(t, unsigned, 0, t.intent, signal);
@@ -822,6 +832,66 @@ export class TransferPipeline {
       unsignedTx: new Uint8Array(0),
       digests: recomputeEthereumDigests(built.fields, context),
     };
+  }
+
+  /**
+   * Ethereum: the transactions of one address go to the signers in nonce order, and one never sent
+   * to a signer takes the lowest nonce nobody holds. A transaction whose nonce a transfer that ended
+   * unsigned left behind (its signing window over, a refusal) would never be mined: the transfer
+   * would stay SENT, undelivered, and block every later transaction of the address.
+   * - `'wait'`: another transfer of the address holds a lower nonce and is not signed yet (its
+   *   signers may never come: this one must not be signed past it).
+   * - Else, the first time only (the stored transaction carries `neverSentToSigners`, set when its
+   *   nonce was chosen), the nonce moves to the lowest one ≥ the node's pending count that no other
+   *   transfer of the address holds, and the mark is removed — both stored before any signer sees
+   *   it. Never after: a transaction that a signer may have signed keeps its nonce (its signers'
+   *   ledgers refuse another for the transfer anyway).
+   * @returns the stored transaction to sign; undefined when this process no longer holds the lease
+   *   or the transfer left PENDING_SIGNATURE
+   */
+  private async nonceOrder(t: TransferRow): Promise<StoredUnsigned | 'wait' | undefined> {
+    const r = await this.owned(t.transfer_id, async (q, cur) => {
+      if (cur.status !== 'PENDING_SIGNATURE' || cur.unsigned === null) return undefined;
+      await q.query('SELECT pg_advisory_xact_lock(hashtext($1))', [
+        `custodian.eth-nonce:${t.source_address.toLowerCase()}`,
+      ]);
+      const s = cur.unsigned as StoredUnsigned & { neverSentToSigners?: boolean };
+      const mine = Number((s.context as unknown as EthereumContext).nonce);
+      const others = await q.query<{ n: number; status: TransferStatus }>(
+        `SELECT (unsigned->'context'->>'nonce')::int AS n, status FROM transfers
+         WHERE source_address = $1 AND blockchain_id = $2 AND status IN ('PENDING_SIGNATURE', 'READY_TO_SEND')
+           AND unsigned IS NOT NULL AND transfer_id <> $3`,
+        [t.source_address, t.blockchain_id, t.transfer_id],
+      );
+      if (others.some((o) => o.n < mine && o.status === 'PENDING_SIGNATURE')) return 'wait' as const;
+      if (s.neverSentToSigners !== true) return s;
+      const adapter = this.adapterOf(t) as unknown as { client: { getTransactionCount(a: object): Promise<number> } };
+      const pending = await adapter.client.getTransactionCount({ address: t.source_address, blockTag: 'pending' });
+      const held = new Set(others.map((o) => o.n));
+      let free = pending;
+      while (held.has(free)) free++;
+      const { neverSentToSigners: _n, ...base } = s;
+      let next: StoredUnsigned = base;
+      if (free !== mine) {
+        const u = loadUnsigned(base, fieldsOf(t.intent));
+        const context = { ...(u.context as EthereumContext), nonce: free };
+        next = storeUnsigned(
+          { ...u, context, unsignedTx: new Uint8Array(0), digests: recomputeEthereumDigests(u.fields, context) },
+          base.approvedMaxFee,
+        );
+        this.opts.log('info', 'transfer moved to a nonce left free before its first signing request', {
+          transfer_id: t.transfer_id,
+          from: mine,
+          to: free,
+        });
+      }
+      await q.query('UPDATE transfers SET unsigned = $2::jsonb WHERE transfer_id = $1', [
+        t.transfer_id,
+        JSON.stringify(next),
+      ]);
+      return next;
+    });
+    return r;
   }
 
   private async send(
