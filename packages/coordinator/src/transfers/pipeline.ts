@@ -31,6 +31,12 @@
  * signed raw transaction and its hash are stored with READY_TO_SEND before broadcasting, and on
  * resume the node is asked for that hash first — a transaction the node knows is never broadcast
  * again.
+ *
+ * Ethereum nonces: the transactions of one address are sent to the signers in nonce order (a
+ * transfer waits while one with a lower nonce is unsigned), and a transaction not yet sent to any
+ * signer takes the lowest nonce left free — so a transfer that ends unsigned (window over, refused)
+ * never leaves a gap that a later one is signed past. A fee bump waiting for its signers never holds
+ * back its transfer's confirmation (a confirmed transfer's bump ends FAILED / ALREADY_CONFIRMED).
  */
 import { randomUUID } from 'node:crypto';
 import {
