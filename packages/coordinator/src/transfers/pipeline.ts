@@ -535,6 +535,8 @@ export class TransferPipeline {
     // counted from now (the ceremony may have taken its whole deadline), past the next retry
     const until = Date.now() + 2 * Math.max(this.opts.retryMaxMs, this.opts.pollMs);
     if (res.reason === 'UNAVAILABLE') for (const u of res.unavailable) this.#unavailable.set(partyKey(u.party), until);
+    // a party whose abort (no blame) ended the ceremony: left out of the next set when possible
+    if (res.reason === 'ABORTED' && res.abortedBy) this.#unavailable.set(partyKey(res.abortedBy), until);
     const missing =
       res.reason === 'UNAVAILABLE'
         ? res.unavailable.length > 0
