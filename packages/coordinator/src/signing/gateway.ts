@@ -14,8 +14,10 @@
  * (identifiable abort); a party that could not take part — unknown to the directory, not connected,
  * its control stream or WebSocket closed during the ceremony, no answer — → `UNAVAILABLE` naming it
  * in `unavailable`; a deadline (the request's, or a party's) → `DEADLINE_EXCEEDED`; a party aborted
- * without blame → `ABORTED` with no culprit; every party OK with the same signatures → `ok` (a
- * disagreement between the parties' signatures is `ABORTED` with no culprit). Only `REFUSED` and
+ * without blame → `ABORTED` with no culprit (`abortedBy` names the party whose failure ended the
+ * ceremony, when one did before the coordinator aborted anyone: not blame); every party OK with
+ * the same signatures → `ok` (a disagreement between the parties' signatures is `ABORTED` with no
+ * culprit). Only `REFUSED` and
  * `ABORTED` with culprits are definitive; the others say the ceremony may succeed when tried again.
  * A party that cannot take part ends the ceremony on every party at once (AbortCeremony, best
  * effort), as do a deadline and `signal`.
