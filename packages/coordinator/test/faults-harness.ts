@@ -69,8 +69,12 @@ export interface FaultsEnv {
   pipelines: TransferPipeline[];
 }
 
-/** Start the signers, the chain model and the coordinator (pipeline not running); enrol the devices and sign a TRX policy. */
-export async function startFaultsEnv(label: string): Promise<FaultsEnv> {
+/**
+ * Start the signers, the chain model and the coordinator (pipeline not running); enrol the devices and sign a TRX policy.
+ * `availability`: the gateway tells the pipeline whether a server signer is connected, as the
+ * coordinator's does (coordinator.ts partyAvailability: the control host's libp2p connections).
+ */
+export async function startFaultsEnv(label: string, opts: { availability?: boolean } = {}): Promise<FaultsEnv> {
   buildSigner();
   const dir = tempDir(label);
   const model = new TronChainModel({ [FUNDER]: 10_000n * TRX }, {});
@@ -116,6 +120,15 @@ export async function startFaultsEnv(label: string): Promise<FaultsEnv> {
         return (nodes[i] as NodeSpec).peerId;
       },
     },
+    ...(opts.availability
+      ? {
+          async availability(party: { kind: 'server' | 'device'; id: string }) {
+            const i = serverIds.indexOf(party.id);
+            if (party.kind !== 'server' || i < 0) return 'down' as const;
+            return control.host.connectedPeers().includes((nodes[i] as NodeSpec).peerId) ? 'up' : 'down';
+          },
+        }
+      : {}),
   });
   const dataDir = join(dir, 'coord');
   const coord = await pipelineCoordinator(dataDir, {

@@ -14,8 +14,10 @@
  * party ABORTED with blame → `ABORTED` naming the blamed parties in `culprits` (identifiable abort);
  * a party that could not take part — unknown to the directory, not connected, its control stream
  * or WebSocket closed during the ceremony, no answer, a transient refusal (its error, with the
- * code, in `unavailable`) — → `UNAVAILABLE` naming it in `unavailable`; a deadline (the request's, or a party's) → `DEADLINE_EXCEEDED`; a party aborted
- * without blame → `ABORTED` with no culprit; every party OK with the same signatures → `ok` (a
+ * code, in `unavailable`) — → `UNAVAILABLE` naming it in `unavailable`; a deadline (the request's,
+ * or a party's) → `DEADLINE_EXCEEDED`; a party aborted without blame → `ABORTED` with no culprit
+ * (`abortedBy` names the party whose failure ended the ceremony, when one did before the
+ * coordinator aborted anyone: not blame); every party OK with the same signatures → `ok` (a
  * disagreement between the parties' signatures is `ABORTED` with no culprit). Only `REFUSED` and
  * `ABORTED` with culprits are definitive; the others say the ceremony may succeed when tried again.
  * A party that cannot take part ends the ceremony on every party at once (AbortCeremony, best
@@ -116,7 +118,18 @@ export type GatewaySignResult =
    * empty: no party was blamed (aborted by the coordinator or a peer, parties that disagree) — worth
    * another attempt.
    */
-  | { ok: false; reason: 'ABORTED'; culprits: SignParty[]; message: string }
+  | {
+      ok: false;
+      reason: 'ABORTED';
+      culprits: SignParty[];
+      message: string;
+      /**
+       * No culprit: the party whose failure ended the ceremony (the first to answer anything but OK
+       * before the coordinator aborted anyone) — not blame (nothing proves it misbehaved), but the
+       * party a retry should leave out of its signing set when the key has enough others.
+       */
+      abortedBy?: SignParty;
+    }
   /** Parties that could not take part (unknown, not connected, connection closed, no answer): worth another attempt. */
   | { ok: false; reason: 'UNAVAILABLE'; unavailable: UnavailableParty[]; message: string }
   | { ok: false; reason: 'DEADLINE_EXCEEDED' };
@@ -322,11 +335,22 @@ export async function dispatchCeremony(
    * `abortOnFailure`: abort the ceremony on every party as soon as one party answers anything but
    * OK. `onInterim`: interim frames of server signers (their position in `targets` and the body).
    */
-  options: { abortOnFailure?: boolean; onInterim?: (position: number, response: ControlResponse) => void } = {},
+  options: {
+    abortOnFailure?: boolean;
+    onInterim?: (position: number, response: ControlResponse) => void;
+    /** The first party that failed (answered anything but OK, or could not be reached) before any abort by the coordinator. */
+    onFirstFailure?: (party: SignParty) => void;
+  } = {},
 ): Promise<{ party: SignParty; result: CeremonyResult; unreachable: boolean }[]> {
   const slack = init.responseSlackMs ?? 10_000;
   const timeoutMs = Math.max(1000, Number(start.deadlineUnixMs) - Date.now() + slack);
+  let aborting = false;
+  const failed = (party: SignParty) => {
+    if (!aborting) options.onFirstFailure?.(party);
+    aborting = true;
+  };
   const abortAll = (reason: string) => {
+    aborting = true;
     for (const t of targets) {
       const p =
         t.party.kind === 'server'
@@ -366,11 +390,13 @@ export async function dispatchCeremony(
             if (!init.devices) throw new Error('no device hub configured');
             result = await withTimeout(init.devices.startCeremony(t.party.id, start), timeoutMs);
           }
+          if (result.outcome !== Outcome.OK) failed(t.party);
           if (options.abortOnFailure && result.outcome !== Outcome.OK)
             abortAll(`${t.party.kind} ${t.party.id} did not take part`);
           return { party: t.party, result, unreachable: false };
         } catch (e) {
           const msg = e instanceof Error ? e.message : String(e);
+          failed(t.party);
           // a party that cannot take part (not reachable, its stream or socket closed, silent):
           // the others cannot finish without it — end the ceremony everywhere now, not at the deadline
           if (options.abortOnFailure) abortAll(`${t.party.kind} ${t.party.id} is unreachable`);
@@ -508,8 +534,12 @@ export function createSignerGateway(init: SignerGatewayInit): SignerGateway {
         };
         // a party that cannot take part (refused, unreachable, a device that went away) ends the
         // ceremony everywhere at once instead of leaving the others to wait for the deadline
+        let firstFailed: SignParty | undefined;
         const dispatched = dispatchCeremony(init, targets, start, req.signal, {
           abortOnFailure: true,
+          onFirstFailure: (p) => {
+            firstFailed = p;
+          },
           ...(combiner
             ? {
                 onInterim: (position: number, res: ControlResponse) => {
@@ -548,6 +578,8 @@ export function createSignerGateway(init: SignerGatewayInit): SignerGateway {
         } else {
           const results = await dispatched;
           result = mapSignResults(req, targets, results);
+          if (!result.ok && result.reason === 'ABORTED' && result.culprits.length === 0 && firstFailed !== undefined)
+            result = { ...result, abortedBy: firstFailed };
           stale =
             presignatureId !== undefined &&
             results.some((r) => r.result.outcome === Outcome.REFUSED && STALE_PRESIGNATURE.test(r.result.error ?? ''));

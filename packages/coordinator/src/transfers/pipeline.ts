@@ -31,6 +31,12 @@
  * signed raw transaction and its hash are stored with READY_TO_SEND before broadcasting, and on
  * resume the node is asked for that hash first — a transaction the node knows is never broadcast
  * again.
+ *
+ * Ethereum nonces: the transactions of one address are sent to the signers in nonce order (a
+ * transfer waits while one with a lower nonce is unsigned), and a transaction not yet sent to any
+ * signer takes the lowest nonce left free — so a transfer that ends unsigned (window over, refused)
+ * never leaves a gap that a later one is signed past. A fee bump waiting for its signers never holds
+ * back its transfer's confirmation (a confirmed transfer's bump ends FAILED / ALREADY_CONFIRMED).
  */
 import { randomUUID } from 'node:crypto';
 import {
@@ -69,6 +75,8 @@ import { loadUnsigned, type StoredUnsigned, storeUnsigned } from './unsigned.js'
 export const WAITING_FOR_SIGNERS = 'WAITING_FOR_SIGNERS';
 /** sub_status of a FAILED transfer (or fee bump) whose signing window ended without a signature. */
 export const SIGNING_WINDOW_EXPIRED = 'SIGNING_WINDOW_EXPIRED';
+/** sub_status of a FAILED fee bump whose transfer was confirmed before the replacement was signed. */
+export const ALREADY_CONFIRMED = 'ALREADY_CONFIRMED';
 
 /** Pipeline settings. */
 export interface PipelineOptions {
@@ -476,10 +484,10 @@ export class TransferPipeline {
     const now = Date.now();
     const known = new Map<string, 'up' | 'down' | undefined>();
     for (const p of all) known.set(partyKey(p), await gateway.availability?.(p).catch(() => undefined));
+    // a party a recent ceremony found unavailable is avoided even while its connection is up: a
+    // hung or hostile signer keeps its connection open and answers nothing
     const unavailable = new Set(
-      all
-        .map(partyKey)
-        .filter((k) => known.get(k) === 'down' || (known.get(k) !== 'up' && (this.#unavailable.get(k) ?? 0) > now)),
+      all.map(partyKey).filter((k) => known.get(k) === 'down' || (this.#unavailable.get(k) ?? 0) > now),
     );
     const parties = signingParties(mk.parties, mk.threshold, unavailable);
     const offline = parties.filter((p) => p.kind === 'device' && known.get(partyKey(p)) === 'down');
@@ -523,9 +531,12 @@ export class TransferPipeline {
     if (res.reason === 'REFUSED' || (res.reason === 'ABORTED' && res.culprits.length > 0))
       return { kind: 'failed', res };
     if (signal.aborted) return { kind: 'abandoned' };
-    // worth another attempt: remember who was missing, so the next set avoids them if it can
-    if (res.reason === 'UNAVAILABLE')
-      for (const u of res.unavailable) this.#unavailable.set(partyKey(u.party), now + this.opts.retryMaxMs);
+    // worth another attempt: remember who was missing, so the next set avoids them if it can —
+    // counted from now (the ceremony may have taken its whole deadline), past the next retry
+    const until = Date.now() + 2 * Math.max(this.opts.retryMaxMs, this.opts.pollMs);
+    if (res.reason === 'UNAVAILABLE') for (const u of res.unavailable) this.#unavailable.set(partyKey(u.party), until);
+    // a party whose abort (no blame) ended the ceremony: left out of the next set when possible
+    if (res.reason === 'ABORTED' && res.abortedBy) this.#unavailable.set(partyKey(res.abortedBy), until);
     const missing =
       res.reason === 'UNAVAILABLE'
         ? res.unavailable.length > 0
@@ -681,7 +692,11 @@ export class TransferPipeline {
       if (cur.unsigned !== null) return cur.unsigned as StoredUnsigned;
       const final = def.family === 'ethereum' ? await this.ethereumNonce(q, t, built) : built;
       if (final.maxFee > cap) throw new Error('the nonce step raised the fee above the cap'); // never: it only sets the nonce
-      const st = storeUnsigned(final, cap.toString());
+      // Ethereum: marked until its first signing request (nonceOrder may still move its nonce)
+      const st = {
+        ...storeUnsigned(final, cap.toString()),
+        ...(def.family === 'ethereum' ? { neverSentToSigners: true } : {}),
+      };
       await q.query('UPDATE transfers SET unsigned = $2::jsonb, updated_at = $3 WHERE transfer_id = $1', [
         t.transfer_id,
         JSON.stringify(st),
@@ -693,8 +708,20 @@ export class TransferPipeline {
   }
 
   /** PENDING_SIGNATURE: build and store the transaction (once), then sign it (→ READY_TO_SEND), or wait and retry. */
-  private async signStep(t: TransferRow, signal: AbortSignal): Promise<StepResult> {
+  private async signStep(claimed: TransferRow, signal: AbortSignal): Promise<StepResult> {
+    let t = claimed;
     const adapter = this.adapterOf(t);
+    if (t.sub_status === 'CHAIN_UNAVAILABLE') {
+      // the window counts the wait for signers, not for a chain node: it starts now that one is here
+      const row = await this.owned(t.transfer_id, async (q, cur) => {
+        if (cur.status !== 'PENDING_SIGNATURE' || cur.sub_status !== 'CHAIN_UNAVAILABLE') return cur;
+        await transition(q, this.clock, t.transfer_id, 'PENDING_SIGNATURE', null, { error: null });
+        await q.query('UPDATE transfers SET signing_since = $2 WHERE transfer_id = $1', [t.transfer_id, this.clock()]);
+        return loadTransfer(q, t.transfer_id);
+      });
+      if (row === undefined || row.status !== 'PENDING_SIGNATURE') return { row };
+      t = row;
+    }
     const windowEnd = (t.signing_since ?? t.updated_at).getTime() + this.opts.signingWindowMs;
     if (this.clock().getTime() >= windowEnd) return this.windowExpired(t);
     let stored = t.unsigned as StoredUnsigned | null;
@@ -709,6 +736,12 @@ export class TransferPipeline {
       );
       stored = await build;
       if (stored === null) return { release: null }; // failed (terminal), or no longer ours (release does nothing)
+    }
+    if (blockchainByKey(t.intent.blockchain)?.family === 'ethereum') {
+      const ordered = await this.nonceOrder(t);
+      if (ordered === 'wait') return { release: Math.max(this.opts.pollMs, this.opts.retryInitialMs) };
+      if (ordered === undefined) return { row: undefined };
+      stored = ordered;
     }
     const unsigned = loadUnsigned(stored, fieldsOf(t.intent));
     const out = await this.attemptSignature(t, unsigned, 0, t.intent, signal);
@@ -809,6 +842,66 @@ export class TransferPipeline {
     };
   }
 
+  /**
+   * Ethereum: the transactions of one address go to the signers in nonce order, and one never sent
+   * to a signer takes the lowest nonce nobody holds. A transaction whose nonce a transfer that ended
+   * unsigned left behind (its signing window over, a refusal) would never be mined: the transfer
+   * would stay SENT, undelivered, and block every later transaction of the address.
+   * - `'wait'`: another transfer of the address holds a lower nonce and is not signed yet (its
+   *   signers may never come: this one must not be signed past it).
+   * - Else, the first time only (the stored transaction carries `neverSentToSigners`, set when its
+   *   nonce was chosen), the nonce moves to the lowest one ≥ the node's pending count that no other
+   *   transfer of the address holds, and the mark is removed — both stored before any signer sees
+   *   it. Never after: a transaction that a signer may have signed keeps its nonce (its signers'
+   *   ledgers refuse another for the transfer anyway).
+   * @returns the stored transaction to sign; undefined when this process no longer holds the lease
+   *   or the transfer left PENDING_SIGNATURE
+   */
+  private async nonceOrder(t: TransferRow): Promise<StoredUnsigned | 'wait' | undefined> {
+    const r = await this.owned(t.transfer_id, async (q, cur) => {
+      if (cur.status !== 'PENDING_SIGNATURE' || cur.unsigned === null) return undefined;
+      await q.query('SELECT pg_advisory_xact_lock(hashtext($1))', [
+        `custodian.eth-nonce:${t.source_address.toLowerCase()}`,
+      ]);
+      const s = cur.unsigned as StoredUnsigned & { neverSentToSigners?: boolean };
+      const mine = Number((s.context as unknown as EthereumContext).nonce);
+      const others = await q.query<{ n: number; status: TransferStatus }>(
+        `SELECT (unsigned->'context'->>'nonce')::int AS n, status FROM transfers
+         WHERE source_address = $1 AND blockchain_id = $2 AND status IN ('PENDING_SIGNATURE', 'READY_TO_SEND')
+           AND unsigned IS NOT NULL AND transfer_id <> $3`,
+        [t.source_address, t.blockchain_id, t.transfer_id],
+      );
+      if (others.some((o) => o.n < mine && o.status === 'PENDING_SIGNATURE')) return 'wait' as const;
+      if (s.neverSentToSigners !== true) return s;
+      const adapter = this.adapterOf(t) as unknown as { client: { getTransactionCount(a: object): Promise<number> } };
+      const pending = await adapter.client.getTransactionCount({ address: t.source_address, blockTag: 'pending' });
+      const held = new Set(others.map((o) => o.n));
+      let free = pending;
+      while (held.has(free)) free++;
+      const { neverSentToSigners: _n, ...base } = s;
+      let next: StoredUnsigned = base;
+      if (free !== mine) {
+        const u = loadUnsigned(base, fieldsOf(t.intent));
+        const context = { ...(u.context as EthereumContext), nonce: free };
+        next = storeUnsigned(
+          { ...u, context, unsignedTx: new Uint8Array(0), digests: recomputeEthereumDigests(u.fields, context) },
+          base.approvedMaxFee,
+        );
+        this.opts.log('info', 'transfer moved to a nonce left free before its first signing request', {
+          transfer_id: t.transfer_id,
+          from: mine,
+          to: free,
+        });
+      }
+      await q.query('UPDATE transfers SET unsigned = $2::jsonb WHERE transfer_id = $1', [
+        t.transfer_id,
+        JSON.stringify(next),
+      ]);
+      return next;
+    });
+    return r;
+  }
+
   private async send(
     t: TransferRow,
     rawHex: string,
@@ -841,9 +934,31 @@ export class TransferPipeline {
     return { row };
   }
 
-  /** SENT: a fee bump to sign or broadcast, then the confirmation follow-up. */
+  /**
+   * SENT: a fee bump to sign or broadcast, then the confirmation follow-up. With a bump to sign
+   * the confirmations are looked at first: a transfer already confirmed is delivered (a bump waiting
+   * for its signers never holds that back) and its bump, moot, ends FAILED / ALREADY_CONFIRMED
+   * without a replacement being signed.
+   */
   private async sentStep(t: TransferRow, signal: AbortSignal): Promise<StepResult> {
     let row: TransferRow | undefined = t;
+    if (row.fee_bump?.status === 'PENDING_SIGNATURE' && row.delivered_at === null && (await this.confirmStep(row))) {
+      const done = await this.owned(t.transfer_id, async (q, cur) => {
+        if (cur.fee_bump?.status !== 'PENDING_SIGNATURE') return cur;
+        this.#backoffs.delete(`${t.transfer_id}/bump/${cur.fee_bump.round}`);
+        const { sub_status: _s, error: _e, ...base } = cur.fee_bump;
+        await transition(q, this.clock, t.transfer_id, 'SENT', cur.sub_status, {
+          fee_bump: JSON.stringify({
+            ...base,
+            status: 'FAILED',
+            sub_status: ALREADY_CONFIRMED,
+            error: `${ALREADY_CONFIRMED}: the transfer's transaction was confirmed before the replacement was signed`,
+          }),
+        });
+        return loadTransfer(q, t.transfer_id);
+      });
+      return done === undefined ? { row: undefined } : { release: null };
+    }
     if (row.fee_bump?.status === 'PENDING_SIGNATURE') {
       const r = await this.bumpSignStep(row, signal);
       if ('release' in r) return r;
