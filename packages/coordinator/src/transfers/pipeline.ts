@@ -50,6 +50,7 @@ import type { GatewaySignResult, SignerGateway, SignParty } from '../signing/gat
 import type { Clock } from '../util.js';
 import { emitEvent } from '../webhooks/outbox.js';
 import type { ChainRegistry } from './chains.js';
+import { ethereumNonce, type NonceNode } from './eth-nonce.js';
 import { capFee, FEE_CAP_EXCEEDED, nativeAmount } from './fee-cap.js';
 import {
   type FeeBump,
@@ -787,18 +788,12 @@ export class TransferPipeline {
    * that blocks every later transaction of the address. Rebuilds the digests for that nonce.
    */
   private async ethereumNonce(q: Queryable, t: TransferRow, built: UnsignedTransfer): Promise<UnsignedTransfer> {
-    await q.query('SELECT pg_advisory_xact_lock(hashtext($1))', [
-      `custodian.eth-nonce:${t.source_address.toLowerCase()}`,
-    ]);
-    const adapter = this.adapterOf(t) as unknown as { client: { getTransactionCount(a: object): Promise<number> } };
-    const pending = await adapter.client.getTransactionCount({ address: t.source_address, blockTag: 'pending' });
-    const r = await q.query<{ n: number | null }>(
-      `SELECT max((unsigned->'context'->>'nonce')::int) AS n FROM transfers
-       WHERE source_address = $1 AND blockchain_id = $2 AND status IN ('PENDING_SIGNATURE', 'READY_TO_SEND')
-         AND unsigned IS NOT NULL AND transfer_id <> $3`,
-      [t.source_address, t.blockchain_id, t.transfer_id],
-    );
-    const nonce = Math.max(pending, (r[0]?.n ?? -1) + 1);
+    const adapter = this.adapterOf(t) as unknown as { client: NonceNode };
+    const nonce = await ethereumNonce(q, adapter.client, {
+      transferId: t.transfer_id,
+      sourceAddress: t.source_address,
+      blockchainId: t.blockchain_id,
+    });
     const context = { ...(built.context as EthereumContext), nonce };
     // `unsignedTx` of the built one has the old nonce: attachSignatures rebuilds from fields + context
     return {
