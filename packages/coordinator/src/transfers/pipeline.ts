@@ -31,6 +31,20 @@
  * signed raw transaction and its hash are stored with READY_TO_SEND before broadcasting, and on
  * resume the node is asked for that hash first — a transaction the node knows is never broadcast
  * again.
+ *
+ * Ethereum nonces (eth-nonce.ts {@link ethereumNonce}): decided once, when the unsigned transaction
+ * is stored, under a per-sender advisory lock, from the database and the node only (nothing in
+ * process memory, so a restart decides the same way): the lowest nonce ≥ the node's pending count
+ * not held by a live transaction of the sender (stored unsigned in PENDING_SIGNATURE or
+ * READY_TO_SEND, or SENT and not yet delivered). A transfer that ends FAILED, REJECTED or EXPIRED
+ * before its broadcast frees its nonce, and the next transfer of the address takes it, so no gap
+ * blocks the later ones. Safe: that transaction never reached a node (a READY_TO_SEND transfer is
+ * FAILED / BROADCAST_FAILED only when the node does not know its hash after the refusal), and if it
+ * was signed, a mined transaction with the same nonce makes the signed one invalid forever. A
+ * transfer's stored unsigned transaction never changes (the signers sign identical digests again,
+ * and refuse another transaction for a transfer they signed: TRANSFER_ALREADY_SIGNED), so a freed
+ * nonce only ever goes to a new transfer. A broadcast refusal is logged and stored in the transfer's
+ * `error` with the node's own reason (e.g. `nonce too low`).
  */
 import { randomUUID } from 'node:crypto';
 import {
@@ -782,10 +796,10 @@ export class TransferPipeline {
   }
 
   /**
-   * The nonce of a new Ethereum transaction, decided under a per-sender lock from the node's
-   * pending count and the transactions this coordinator built but has not broadcast yet — not from
-   * the adapter's in-process reservations, which a refused or failed transfer would leave as a gap
-   * that blocks every later transaction of the address. Rebuilds the digests for that nonce.
+   * The nonce of a new Ethereum transaction ({@link ethereumNonce}: the lowest ≥ the node's pending
+   * count not held by a live transaction of the sender), replacing the adapter's (its in-process
+   * reservations are lost on restart and keep the nonces of failed transfers as gaps). Rebuilds the
+   * digests for that nonce. Runs in the transaction that stores the unsigned transaction.
    */
   private async ethereumNonce(q: Queryable, t: TransferRow, built: UnsignedTransfer): Promise<UnsignedTransfer> {
     const adapter = this.adapterOf(t) as unknown as { client: NonceNode };
@@ -819,6 +833,14 @@ export class TransferPipeline {
       if (!(e instanceof BroadcastError)) throw e;
       const again = await this.chains.lookup(t.intent.blockchain, txid);
       if (again.state !== 'unknown') return { ok: true };
+      // the node's own words (e.g. "nonce too low"), logged and stored in the transfer's `error`
+      const ctx = (t.unsigned as StoredUnsigned | null)?.context as { nonce?: unknown } | null | undefined;
+      this.opts.log('warn', 'broadcast refused by the node', {
+        transfer_id: t.transfer_id,
+        tx_hash: txid,
+        ...(typeof ctx?.nonce === 'number' ? { nonce: ctx.nonce } : {}),
+        err: e.message,
+      });
       return { ok: false, error: e.message };
     }
   }
