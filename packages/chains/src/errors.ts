@@ -69,10 +69,18 @@ export class NodeRpcError extends ChainError {
   }
 }
 
-/** The node rejected a transaction at broadcast. HTTP 502 (the pipeline maps it to BROADCAST_FAILED). */
+/**
+ * The node rejected a transaction at broadcast. HTTP 502 (the pipeline maps it to BROADCAST_FAILED).
+ * `message` is `<rpc method>: <the node's reason>…`; `reason` is the node's own refusal text (e.g.
+ * `nonce too low`, `transaction already imported`, `replacement transaction underpriced`), or the
+ * message when the node gave none (unreachable, no answer).
+ */
 export class BroadcastError extends ChainError {
-  constructor(detail: string, options?: { cause?: unknown }) {
+  /** The node's own words for the refusal (never contains the RPC URL). */
+  readonly reason: string;
+  constructor(detail: string, options?: { cause?: unknown; reason?: string }) {
     super('BROADCAST_FAILED', detail, 502, options);
+    this.reason = options?.reason ?? detail;
   }
 }
 

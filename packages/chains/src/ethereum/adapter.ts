@@ -321,7 +321,11 @@ export class EthereumAdapter implements ChainAdapter<EthereumContext> {
     try {
       return await this.client.sendRawTransaction({ serializedTransaction: `0x${bytesToHex(signed.rawTx)}` });
     } catch (e) {
-      throw new BroadcastError(`eth_sendRawTransaction: ${(e as Error).message.split('\n')[0]}`, { cause: e });
+      const { reason, summary } = nodeRefusal(e);
+      throw new BroadcastError(`eth_sendRawTransaction: ${reason}${summary ? ` (${summary})` : ''}`, {
+        cause: e,
+        reason,
+      });
     }
   }
 
@@ -347,6 +351,32 @@ export class EthereumAdapter implements ChainAdapter<EthereumContext> {
       maxPriorityFeePerGas: maxPriorityFeePerGas.toString(),
     });
   }
+}
+
+/**
+ * The node's own reason of a failed viem call: the JSON-RPC error's message (viem `details`, e.g.
+ * `nonce too low`) found on the error or its cause chain, else the first line of the message; and
+ * viem's summary of the error class with its JSON-RPC code (e.g. `Transaction creation failed.,
+ * RPC code -32003`). Never the RPC URL or the request body (viem keeps those in `metaMessages`).
+ * Capped at 500 characters.
+ */
+function nodeRefusal(e: unknown): { reason: string; summary: string } {
+  type ViemLike = { details?: unknown; shortMessage?: unknown; message?: unknown; code?: unknown; cause?: unknown };
+  let details: string | undefined;
+  let code: number | undefined;
+  for (let c = e as ViemLike | undefined, i = 0; c && typeof c === 'object' && i < 8; c = c.cause as ViemLike, i++) {
+    if (details === undefined && typeof c.details === 'string' && c.details.trim() !== '') details = c.details.trim();
+    if (code === undefined && typeof c.code === 'number') code = c.code;
+  }
+  const top = (e ?? {}) as ViemLike;
+  const short = typeof top.shortMessage === 'string' ? top.shortMessage : String(top.message ?? e).split('\n')[0];
+  const cap = (s: string) => (s.length > 500 ? `${s.slice(0, 500)}…` : s);
+  if (details === undefined)
+    return { reason: cap(short ?? 'unknown error'), summary: code !== undefined ? `RPC code ${code}` : '' };
+  return {
+    reason: cap(details),
+    summary: [short, code !== undefined ? `RPC code ${code}` : ''].filter(Boolean).join(', '),
+  };
 }
 
 /** Pure digest recomputation for signers: keccak256 of the unsigned EIP-1559 serialisation. */

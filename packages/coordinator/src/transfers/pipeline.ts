@@ -32,11 +32,22 @@
  * resume the node is asked for that hash first — a transaction the node knows is never broadcast
  * again.
  *
- * Ethereum nonces: the transactions of one address are sent to the signers in nonce order (a
- * transfer waits while one with a lower nonce is unsigned), and a transaction not yet sent to any
- * signer takes the lowest nonce left free — so a transfer that ends unsigned (window over, refused)
- * never leaves a gap that a later one is signed past. A fee bump waiting for its signers never holds
- * back its transfer's confirmation (a confirmed transfer's bump ends FAILED / ALREADY_CONFIRMED).
+ * Ethereum nonces (eth-nonce.ts {@link ethereumNonce}): decided from the database and the node
+ * only (nothing in process memory, so a restart decides the same way), under a per-sender advisory
+ * lock: the lowest nonce ≥ the node's pending count not held by a live transaction of the sender
+ * (stored unsigned in PENDING_SIGNATURE or READY_TO_SEND, or SENT and not yet delivered). The
+ * transactions of one address are sent to the signers in nonce order (a transfer waits while one
+ * with a lower nonce is unsigned), and a transaction not yet sent to any signer is moved to the
+ * lowest free nonce before its first signing request — so a transfer that ends FAILED, REJECTED or
+ * EXPIRED before its broadcast frees its nonce and no gap blocks the later ones. Safe: that
+ * transaction never reached a node (a READY_TO_SEND transfer is FAILED / BROADCAST_FAILED only when
+ * the node does not know its hash after the refusal), and if it was signed, a mined transaction
+ * with the same nonce makes the signed one invalid forever. A transaction a signer may have signed
+ * never changes (the signers sign identical digests again, and refuse another transaction for a
+ * transfer they signed: TRANSFER_ALREADY_SIGNED). A broadcast refusal is logged and stored in the
+ * transfer's `error` with the node's own reason (e.g. `nonce too low`). A fee bump waiting for its
+ * signers never holds back its transfer's confirmation (a confirmed transfer's bump ends FAILED /
+ * ALREADY_CONFIRMED).
  */
 import { randomUUID } from 'node:crypto';
 import {
@@ -56,6 +67,7 @@ import type { GatewaySignResult, SignerGateway, SignParty } from '../signing/gat
 import type { Clock } from '../util.js';
 import { emitEvent } from '../webhooks/outbox.js';
 import type { ChainRegistry } from './chains.js';
+import { ethereumNonce, type NonceNode } from './eth-nonce.js';
 import { capFee, FEE_CAP_EXCEEDED, nativeAmount } from './fee-cap.js';
 import {
   type FeeBump,
@@ -814,24 +826,18 @@ export class TransferPipeline {
   }
 
   /**
-   * The nonce of a new Ethereum transaction, decided under a per-sender lock from the node's
-   * pending count and the transactions this coordinator built but has not broadcast yet — not from
-   * the adapter's in-process reservations, which a refused or failed transfer would leave as a gap
-   * that blocks every later transaction of the address. Rebuilds the digests for that nonce.
+   * The nonce of a new Ethereum transaction ({@link ethereumNonce}: the lowest ≥ the node's pending
+   * count not held by a live transaction of the sender), replacing the adapter's (its in-process
+   * reservations are lost on restart and keep the nonces of failed transfers as gaps). Rebuilds the
+   * digests for that nonce. Runs in the transaction that stores the unsigned transaction.
    */
   private async ethereumNonce(q: Queryable, t: TransferRow, built: UnsignedTransfer): Promise<UnsignedTransfer> {
-    await q.query('SELECT pg_advisory_xact_lock(hashtext($1))', [
-      `custodian.eth-nonce:${t.source_address.toLowerCase()}`,
-    ]);
-    const adapter = this.adapterOf(t) as unknown as { client: { getTransactionCount(a: object): Promise<number> } };
-    const pending = await adapter.client.getTransactionCount({ address: t.source_address, blockTag: 'pending' });
-    const r = await q.query<{ n: number | null }>(
-      `SELECT max((unsigned->'context'->>'nonce')::int) AS n FROM transfers
-       WHERE source_address = $1 AND blockchain_id = $2 AND status IN ('PENDING_SIGNATURE', 'READY_TO_SEND')
-         AND unsigned IS NOT NULL AND transfer_id <> $3`,
-      [t.source_address, t.blockchain_id, t.transfer_id],
-    );
-    const nonce = Math.max(pending, (r[0]?.n ?? -1) + 1);
+    const adapter = this.adapterOf(t) as unknown as { client: NonceNode };
+    const nonce = await ethereumNonce(q, adapter.client, {
+      transferId: t.transfer_id,
+      sourceAddress: t.source_address,
+      blockchainId: t.blockchain_id,
+    });
     const context = { ...(built.context as EthereumContext), nonce };
     // `unsignedTx` of the built one has the old nonce: attachSignatures rebuilds from fields + context
     return {
@@ -850,8 +856,8 @@ export class TransferPipeline {
    * - `'wait'`: another transfer of the address holds a lower nonce and is not signed yet (its
    *   signers may never come: this one must not be signed past it).
    * - Else, the first time only (the stored transaction carries `neverSentToSigners`, set when its
-   *   nonce was chosen), the nonce moves to the lowest one ≥ the node's pending count that no other
-   *   transfer of the address holds, and the mark is removed — both stored before any signer sees
+   *   nonce was chosen), the nonce moves to the lowest free one ({@link ethereumNonce}), and the
+   *   mark is removed — both stored before any signer sees
    *   it. Never after: a transaction that a signer may have signed keeps its nonce (its signers'
    *   ledgers refuse another for the transfer anyway).
    * @returns the stored transaction to sign; undefined when this process no longer holds the lease
@@ -873,11 +879,13 @@ export class TransferPipeline {
       );
       if (others.some((o) => o.n < mine && o.status === 'PENDING_SIGNATURE')) return 'wait' as const;
       if (s.neverSentToSigners !== true) return s;
-      const adapter = this.adapterOf(t) as unknown as { client: { getTransactionCount(a: object): Promise<number> } };
-      const pending = await adapter.client.getTransactionCount({ address: t.source_address, blockTag: 'pending' });
-      const held = new Set(others.map((o) => o.n));
-      let free = pending;
-      while (held.has(free)) free++;
+      // the lowest free nonce, SENT-but-unmined transactions counted as held (eth-nonce.ts)
+      const adapter = this.adapterOf(t) as unknown as { client: NonceNode };
+      const free = await ethereumNonce(q, adapter.client, {
+        transferId: t.transfer_id,
+        sourceAddress: t.source_address,
+        blockchainId: t.blockchain_id,
+      });
       const { neverSentToSigners: _n, ...base } = s;
       let next: StoredUnsigned = base;
       if (free !== mine) {
@@ -917,6 +925,14 @@ export class TransferPipeline {
       if (!(e instanceof BroadcastError)) throw e;
       const again = await this.chains.lookup(t.intent.blockchain, txid);
       if (again.state !== 'unknown') return { ok: true };
+      // the node's own words (e.g. "nonce too low"), logged and stored in the transfer's `error`
+      const ctx = (t.unsigned as StoredUnsigned | null)?.context as { nonce?: unknown } | null | undefined;
+      this.opts.log('warn', 'broadcast refused by the node', {
+        transfer_id: t.transfer_id,
+        tx_hash: txid,
+        ...(typeof ctx?.nonce === 'number' ? { nonce: ctx.nonce } : {}),
+        err: e.message,
+      });
       return { ok: false, error: e.message };
     }
   }
