@@ -40,7 +40,7 @@ import {
 import { type Db, openPglite } from '../src/db/db.js';
 import { migrate } from '../src/db/migrations.js';
 import type { GatewaySignResult, SignParty } from '../src/signing/gateway.js';
-import { signingSetKey } from '../src/signing/presignature-pool.js';
+import { REFILL_LEASE_MS, signingSetKey } from '../src/signing/presignature-pool.js';
 import { createSigningServices, type SigningServices } from '../src/signing/services.js';
 import { signingParties } from '../src/transfers/pipeline.js';
 
@@ -294,6 +294,38 @@ describe('presignature pool (3 signer processes, libp2p, PGlite)', () => {
       return st.every((x) => x?.activeCeremonies === 0) ? true : undefined;
     });
   }, 180_000);
+
+  it('a refill holds its set with a short lease renewed while the PRESIGN runs: a crashed coordinator blocks it for 15 s at most (#27)', async () => {
+    // every signer frozen (SIGSTOP): the refill's PRESIGN ceremony hangs, as it would when its
+    // coordinator is killed mid-ceremony; what another process sees is the lease left in the table
+    for (const node of nodes) node.proc?.kill('SIGSTOP');
+    try {
+      await (db as Db).query('DELETE FROM presignatures');
+      const leaseAhead = async () => {
+        const r = await (db as Db).query<{ lease_until: Date | null }>(
+          'SELECT lease_until FROM presignature_refills WHERE key_id = $1 AND signing_set = $2',
+          [keyId, signingSetKey(parties)],
+        );
+        const until = r[0]?.lease_until;
+        return until ? new Date(until).getTime() - Date.now() : undefined;
+      };
+      const first = await until('the refill to claim its set', async () => {
+        const ms = await leaseAhead();
+        return ms !== undefined && ms > 0 ? ms : undefined;
+      });
+      expect(first).toBeLessThanOrEqual(REFILL_LEASE_MS + 1000);
+      // two renewal periods later the ceremony still runs: the lease was renewed, still short
+      await new Promise((r) => setTimeout(r, (2 * REFILL_LEASE_MS) / 3 + 1000));
+      const later = (await leaseAhead()) ?? 0;
+      expect(later).toBeGreaterThan(0);
+      expect(later).toBeLessThanOrEqual(REFILL_LEASE_MS + 1000);
+    } finally {
+      for (const node of nodes) node.proc?.kill('SIGCONT');
+    }
+    await until('the pool to fill again', async () =>
+      (await services?.presignatures.size(keyId, parties)) === 2 ? true : undefined,
+    );
+  }, 300_000);
 
   it('an empty pool signs cold (the fast path too)', async () => {
     await services?.presignatures.stop(); // no refill from here on

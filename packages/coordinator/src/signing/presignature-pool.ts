@@ -8,7 +8,8 @@
  * (signing/schema.ts), so a restarted coordinator keeps using them.
  *
  * - At most one PRESIGN ceremony per (key, set) runs at a time, across coordinator replicas: a
- *   lease row in `presignature_refills`. After a failed ceremony (a party offline, a device not
+ *   lease row in `presignature_refills`, short and renewed while the ceremony runs
+ *   ({@link REFILL_LEASE_MS}). After a failed ceremony (a party offline, a device not
  *   connected, a key without ECDSA) the set backs off for `retryMs`.
  * - {@link PresignaturePool.begin} records a signing attempt and, for a pooled request, deletes
  *   one id of exactly that set in the same transaction (`FOR UPDATE SKIP LOCKED`): an id is handed
@@ -62,6 +63,14 @@ import type { Db } from '../db/db.js';
 import { signingParties } from '../transfers/pipeline.js';
 import { transferKeyId } from '../transfers/service.js';
 import type { SigningAttempt, SigningAttemptLog, SignParty } from './gateway.js';
+
+/**
+ * Lease of a set's refill (ms), renewed every third of it while its PRESIGN ceremony runs (#27): a
+ * coordinator killed during a refill holds the set for at most this long, then another process (or
+ * its own restart) refills it. Two ceremonies of one set overlapping after a lost renewal only make
+ * more presignatures (distinct ids), never a shared one.
+ */
+export const REFILL_LEASE_MS = 15_000;
 
 /** Settings of {@link PresignaturePool}. */
 export interface PresignaturePoolOptions {
@@ -457,7 +466,9 @@ export class PresignaturePool implements SigningAttemptLog {
   async #refill(keyId: string, parties: readonly SignParty[], set: string): Promise<void> {
     const { target, batch, deadlineMs, retryMs } = this.options;
     while (!this.#stopped) {
-      const lease = new Date(Date.now() + deadlineMs + 30_000);
+      // a short lease renewed while the ceremony runs: a crashed coordinator's refill blocks the
+      // set for REFILL_LEASE_MS at most, not for the whole ceremony deadline
+      const lease = new Date(Date.now() + REFILL_LEASE_MS);
       // one PRESIGN ceremony per set across replicas; also honours the back-off of a failed one
       const claimed = await this.db.query(
         `INSERT INTO presignature_refills (key_id, signing_set, lease_until) VALUES ($1, $2, $3)
@@ -469,6 +480,15 @@ export class PresignaturePool implements SigningAttemptLog {
       if (claimed.length === 0) return;
       let next: Date | null = null;
       let error: string | null = null;
+      const heartbeat = setInterval(() => {
+        this.db
+          .query(
+            'UPDATE presignature_refills SET lease_until = $3 WHERE key_id = $1 AND signing_set = $2 AND lease_until > $4',
+            [keyId, set, new Date(Date.now() + REFILL_LEASE_MS), new Date()],
+          )
+          .catch(() => undefined); // the lease then runs out: another refill may start, never a wrong id
+      }, REFILL_LEASE_MS / 3);
+      heartbeat.unref();
       try {
         const have = await this.size(keyId, parties);
         const count = Math.min(batch, target - have);
@@ -491,6 +511,7 @@ export class PresignaturePool implements SigningAttemptLog {
         });
         this.log('info', 'presignatures pooled', { keyId, set, added: r.ids.length, pooled: have + r.ids.length });
       } finally {
+        clearInterval(heartbeat);
         await this.db.query(
           'UPDATE presignature_refills SET lease_until = $3, last_error = $4 WHERE key_id = $1 AND signing_set = $2',
           [keyId, set, next, error],
