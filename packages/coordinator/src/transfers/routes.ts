@@ -85,7 +85,7 @@ export const TRANSFER_SCHEMAS = [
       "chain's confirmations. `fee_bump` shows the latest fee bump requested in the admin API, with the fee cap its approval round " +
       'signs (`max_fee`, `max_fee_base_units`, `fee_currency`; `cap_raised` when it is above the cap of the transaction it replaces); ' +
       'its `sub_status` is WAITING_FOR_SIGNERS or SIGNING_WINDOW_EXPIRED under the same rules, or ALREADY_CONFIRMED (FAILED) when the ' +
-      "transfer's transaction was confirmed before the replacement was signed.',
+      "transfer's transaction was confirmed before the replacement was signed.",
     required: [
       'transfer_id',
       'wallet_id',
