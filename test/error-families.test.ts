@@ -16,6 +16,7 @@ import * as mobile from '../packages/mobile/src/index.js';
 import * as paillier from '../packages/paillier/src/index.js';
 import * as sdk from '../packages/sdk/src/index.js';
 import * as signer from '../packages/signer/src/index.js';
+import * as signerClient from '../packages/signer-client/src/index.js';
 import * as wire from '../packages/wire/src/index.js';
 
 type Ctor = abstract new (...args: never[]) => unknown;
@@ -35,6 +36,7 @@ const PACKAGES: [string, Record<string, unknown>, string][] = [
   ['@custodian/chains', chains, 'chains'],
   ['@custodian/wire', wire, 'wire'],
   ['@custodian/signer', signer, 'signer'],
+  ['@custodian/signer-client', signerClient, 'signer'],
   ['@custodian/coordinator', coordinator, 'coordinator'],
   ['@custodian/mobile', mobile, 'mobile'],
   ['@custodian/cli', cli, 'cli'],

@@ -22,7 +22,8 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EcdsaShareCombiner, PresignaturePoolKeeper, startLocalCluster, verifySignature } from '@custodian/signer';
+import { startLocalCluster, verifySignature } from '@custodian/signer';
+import { EcdsaShareCombiner, PresignaturePoolKeeper } from '@custodian/signer-client';
 import { CeremonyKind, type CeremonyResult, KeyAlgorithm, Outcome, type StartCeremony } from '@custodian/wire';
 import { bench, measure, report, summarise } from './harness.js';
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import '@custodian/signer/polyfills';
+import '@custodian/signer-client/polyfills';
 import { createProgram } from './index.js';
 
 createProgram()

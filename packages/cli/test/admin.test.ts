@@ -5,7 +5,7 @@
 
 import { join } from 'node:path';
 import { blockchainId } from '@custodian/coordinator';
-import { fingerprint } from '@custodian/signer';
+import { fingerprint } from '@custodian/signer-client';
 import { peerIdFromString } from '@libp2p/peer-id';
 import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -6,7 +6,7 @@
  */
 
 import { randomUUID } from 'node:crypto';
-import { fingerprint } from '@custodian/signer';
+import { fingerprint } from '@custodian/signer-client';
 import { peerIdFromString } from '@libp2p/peer-id';
 import * as OTPAuth from 'otpauth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -11,7 +11,7 @@
  * and a server signer cannot be registered with a peer id a device holds.
  */
 
-import { fingerprint, type RelayFrame } from '@custodian/signer';
+import { fingerprint, type RelayFrame } from '@custodian/signer-client';
 import { signEnrollmentProof } from '@custodian/wire';
 import { generateKeyPair } from '@libp2p/crypto/keys';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';

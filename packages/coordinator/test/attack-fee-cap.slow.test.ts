@@ -20,7 +20,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { EthereumContext } from '@custodian/chains';
 import { bytesToHex } from '@custodian/crypto';
-import type { ControlClient } from '@custodian/signer';
+import type { ControlClient } from '@custodian/signer-client';
 import { type SignedPolicy, signApproval, type TransferIntent, transferIntentDigest } from '@custodian/wire';
 import { p256 } from '@noble/curves/nist.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -12,7 +12,7 @@
  */
 
 import { randomBytes } from 'node:crypto';
-import { type DeviceFrame, decodeDeviceFrame, deviceHelloDigest, encodeDeviceFrame } from '@custodian/signer';
+import { type DeviceFrame, decodeDeviceFrame, deviceHelloDigest, encodeDeviceFrame } from '@custodian/signer-client';
 import { DEFAULT_LIMITS, deviceSign, Outcome, openControlRequest, signPolicy } from '@custodian/wire';
 import { peerIdFromString } from '@libp2p/peer-id';
 import { ed25519 } from '@noble/curves/ed25519.js';

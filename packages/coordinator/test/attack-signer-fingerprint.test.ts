@@ -5,7 +5,7 @@
  * passes that check with any typed value. The fingerprint given must be the one derived from the
  * peer id's Ed25519 key, or the registration is refused — as device approval already does.
  */
-import { fingerprint } from '@custodian/signer';
+import { fingerprint } from '@custodian/signer-client';
 import { generateKeyPair } from '@libp2p/crypto/keys';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

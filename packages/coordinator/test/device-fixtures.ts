@@ -5,7 +5,7 @@
  * device protocol (challenge → P-256-signed hello → welcome).
  */
 
-import { type DeviceFrame, decodeDeviceFrame, deviceHelloDigest, encodeDeviceFrame } from '@custodian/signer';
+import { type DeviceFrame, decodeDeviceFrame, deviceHelloDigest, encodeDeviceFrame } from '@custodian/signer-client';
 import { DEFAULT_LIMITS, deviceSign, signEnrollmentProof } from '@custodian/wire';
 import { generateKeyPair } from '@libp2p/crypto/keys';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';

@@ -5,7 +5,7 @@
  * and the signer gateway over it (server parties only, `serverIds[i]` ↔ signer i).
  */
 import { hexToBytes } from '@custodian/crypto';
-import { ControlClient } from '@custodian/signer';
+import { ControlClient } from '@custodian/signer-client';
 import { CeremonyKind, type CeremonyResult, KeyAlgorithm, Outcome } from '@custodian/wire';
 import { generateKeyPair } from '@libp2p/crypto/keys';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';

@@ -7,7 +7,7 @@
  * as UNAVAILABLE (unreachable, a retry for the pipeline), not as an abort or at the deadline.
  */
 import { randomBytes } from 'node:crypto';
-import { type DeviceFrame, decodeDeviceFrame, deviceHelloDigest, encodeDeviceFrame } from '@custodian/signer';
+import { type DeviceFrame, decodeDeviceFrame, deviceHelloDigest, encodeDeviceFrame } from '@custodian/signer-client';
 import { CeremonyKind, DEFAULT_LIMITS, deviceSign } from '@custodian/wire';
 import { p256 } from '@noble/curves/nist.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

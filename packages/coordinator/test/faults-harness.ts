@@ -13,7 +13,7 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tronAddress } from '@custodian/chains';
 import { hexToBytes } from '@custodian/crypto';
-import { ControlClient } from '@custodian/signer';
+import { ControlClient } from '@custodian/signer-client';
 import { CeremonyKind, type CeremonyResult, KeyAlgorithm, Outcome } from '@custodian/wire';
 import { generateKeyPair } from '@libp2p/crypto/keys';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';

@@ -13,7 +13,7 @@
  */
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ControlClient } from '@custodian/signer';
+import type { ControlClient } from '@custodian/signer-client';
 import { signApproval } from '@custodian/wire';
 import { p256 } from '@noble/curves/nist.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -15,16 +15,13 @@ import { Writable } from 'node:stream';
 import { bytesToHex } from '@custodian/crypto';
 import {
   createIdentity,
-  type DeviceFrame,
-  decodeDeviceFrame,
-  deviceHelloDigest,
-  encodeDeviceFrame,
   learnedPolicy,
   SecureStore,
   type SignerConfig,
   type SignerDaemon,
   startSigner,
 } from '@custodian/signer';
+import { type DeviceFrame, decodeDeviceFrame, deviceHelloDigest, encodeDeviceFrame } from '@custodian/signer-client';
 import { DEFAULT_LIMITS, deviceSign, openControlRequest, type SignedPolicy, signPolicy } from '@custodian/wire';
 import { peerIdFromString } from '@libp2p/peer-id';
 import { p256 } from '@noble/curves/nist.js';

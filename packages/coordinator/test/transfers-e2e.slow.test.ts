@@ -18,7 +18,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { type EthereumContext, recomputeEthereumDigests } from '@custodian/chains';
 import { bytesToHex, deriveSecp256k1 } from '@custodian/crypto';
-import type { ControlClient } from '@custodian/signer';
+import type { ControlClient } from '@custodian/signer-client';
 import {
   CeremonyKind,
   KeyAlgorithm,

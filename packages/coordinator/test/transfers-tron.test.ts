@@ -17,7 +17,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { recomputeTronDigests, type TronContext, tronAddress } from '@custodian/chains';
 import { hexToBytes } from '@custodian/crypto';
-import type { ControlClient } from '@custodian/signer';
+import type { ControlClient } from '@custodian/signer-client';
 import { type SignedPolicy, signApproval, type TransferIntent } from '@custodian/wire';
 import { p256 } from '@noble/curves/nist.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';

@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fingerprint } from '@custodian/signer';
+import { fingerprint } from '@custodian/signer-client';
 import { peerIdFromString } from '@libp2p/peer-id';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { blockchainId } from '../src/directory.js';

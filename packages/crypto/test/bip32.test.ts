@@ -10,7 +10,13 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { bytesToBigint, bytesToHex, hexToBytes } from '../src/bytes.js';
 import { secp256k1Group } from '../src/group.js';
-import { Bip32InvalidChildError, deriveSecp256k1, HARDENED_OFFSET, parseDerivationPath } from '../src/hd.js';
+import {
+  Bip32InvalidChildError,
+  derivedChild,
+  deriveSecp256k1,
+  HARDENED_OFFSET,
+  parseDerivationPath,
+} from '../src/hd.js';
 
 // ---------------------------------------------------------------------------------------------
 // A small parser for the BIP32 mediawiki test-vector text.
@@ -234,6 +240,38 @@ describe('CKDpub equals private derivation (@scure/bip32), property', () => {
       ),
       { numRuns: 30 },
     );
+  });
+});
+
+describe('derivedChild (memoised CKDpub walk)', () => {
+  it('gives the child of deriveSecp256k1 for any key and path, from memoised prefixes or not (fast-check)', () => {
+    // two masters share paths: the memo must keep them apart; short paths over a small index set
+    // make later runs start from prefixes memoised by earlier ones
+    const masters = [
+      HDKey.fromMasterSeed(new Uint8Array(32).fill(1)),
+      HDKey.fromMasterSeed(new Uint8Array(32).fill(2)),
+    ];
+    fc.assert(
+      fc.property(fc.nat(1), fc.array(fc.nat(5), { minLength: 0, maxLength: 4 }), (m, path) => {
+        const master = masters[m] as HDKey;
+        const pk = master.publicKey as Uint8Array;
+        const cc = master.chainCode as Uint8Array;
+        const want = deriveSecp256k1(pk, cc, path);
+        const got = derivedChild(secp256k1Group.decodePoint(pk, 'publicKey'), cc, path);
+        expect(got.tweak).toBe(want.tweak);
+        expect(bytesToHex(got.publicKey)).toBe(bytesToHex(want.publicKey));
+        expect(bytesToHex(secp256k1Group.encodePoint(got.point))).toBe(bytesToHex(want.publicKey));
+        expect(bytesToHex(got.chainCode)).toBe(bytesToHex(want.chainCode));
+      }),
+      { numRuns: 80 },
+    );
+  });
+
+  it('a hardened index is a RangeError, also below a memoised prefix', () => {
+    const master = HDKey.fromMasterSeed(new Uint8Array(32).fill(3));
+    const Y = secp256k1Group.decodePoint(master.publicKey as Uint8Array, 'publicKey');
+    derivedChild(Y, master.chainCode as Uint8Array, [7]);
+    expect(() => derivedChild(Y, master.chainCode as Uint8Array, [7, HARDENED_OFFSET])).toThrow(RangeError);
   });
 });
 

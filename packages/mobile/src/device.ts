@@ -30,14 +30,9 @@ import { join } from 'node:path';
 import { LEVELS } from '@custodian/cggmp';
 import { bytesToHex } from '@custodian/crypto';
 import {
-  Backoff,
   type CeremonyContext,
   CeremonyRunner,
   type ChainsConfig,
-  type DeviceFrame,
-  decodeDeviceFrame,
-  deviceHelloDigest,
-  encodeDeviceFrame,
   learnSignedPolicies,
   presignatureDiscards,
   runCeremony,
@@ -46,6 +41,13 @@ import {
   StoredNonceLedger,
   StoredPrimePool,
 } from '@custodian/signer';
+import {
+  Backoff,
+  type DeviceFrame,
+  decodeDeviceFrame,
+  deviceHelloDigest,
+  encodeDeviceFrame,
+} from '@custodian/signer-client';
 import {
   CONTROL_VERSION,
   DEFAULT_LIMITS,

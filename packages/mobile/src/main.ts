@@ -3,7 +3,7 @@
  * Stand-alone entry of the mobile simulator: `node packages/mobile/dist/main.js mobile run --data d`
  * (the same commands as `custodian mobile …`). Imports the Node.js 20 polyfills libp2p needs first.
  */
-import '@custodian/signer/polyfills';
+import '@custodian/signer-client/polyfills';
 import { Command } from 'commander';
 import { registerMobileCommands } from './cli.js';
 

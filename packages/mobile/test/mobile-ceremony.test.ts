@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { type RelayedEvent, type SignerGateway, type SignParty, signerKeyId } from '@custodian/coordinator';
 import { deriveEd25519 } from '@custodian/crypto';
-import { decodeDeviceFrame, deviceHelloDigest, encodeDeviceFrame } from '@custodian/signer';
+import { decodeDeviceFrame, deviceHelloDigest, encodeDeviceFrame } from '@custodian/signer-client';
 import {
   decodeMessage,
   deviceSign,

@@ -1,5 +1,5 @@
 /**
- * libp2p host of a signer (and of a coordinator's control client): TCP + Noise + Yamux, peers
+ * libp2p host of a signer and of the coordinator (its control client): TCP + Noise + Yamux, peers
  * pinned by peer id (a connection gater refuses every peer that is not configured), and two
  * protocols carrying length-prefixed (unsigned varint) frames:
  * - `/custodian/mpc/1`: SignedEnvelope frames between signers (one long-lived stream per peer and
@@ -9,6 +9,10 @@
  *   responses in any order, since ceremonies run concurrently; frames with `interim` set come
  *   before an exchange's response, e.g. ECDSA signature shares for the coordinator). No stream is set up per request:
  *   opening one costs ≈ 1–5 ms in libp2p (peer-store updates on both sides).
+ *
+ * Both ends build the same host: what a signer does with the frames it receives is its own
+ * (`onMpc`, `onControl`, given by the `@custodian/signer` daemon), so the host holds no daemon logic.
+ * Longer than 400 lines because both ends of the control stream share its framing and limits here.
  */
 import { setMaxListeners } from 'node:events';
 import { noise } from '@chainsafe/libp2p-noise';

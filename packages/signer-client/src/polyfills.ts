@@ -1,6 +1,8 @@
 /**
- * Node.js 20 polyfills, imported first by every daemon entry point: the `custodian` binary
- * (packages/cli `bin.ts`, via `@custodian/signer/polyfills`), the signer's `main.ts` and its index.
+ * Node.js 20 polyfills, imported first by every entry point that runs libp2p: the `custodian`
+ * binary (packages/cli `bin.ts`) and the phone simulator's `main.ts` (both via
+ * `@custodian/signer-client/polyfills`), the signer's `main.ts`, and the indexes of
+ * `@custodian/signer-client` and `@custodian/signer`.
  *
  * - `Promise.withResolvers` (ES2024) is used by libp2p 3 but only ships natively from Node.js 22.
  *

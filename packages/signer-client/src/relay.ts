@@ -11,18 +11,20 @@
  * encrypted to the receiver (X25519 + ChaCha20-Poly1305, `@custodian/wire` envelope.ts) and which
  * is signed by its sender's Ed25519 identity; the runner authenticates it (`deliver(undefined, …)`).
  *
- * This module also holds the codecs of the device WebSocket protocol (`DeviceFrame`), shared by the
- * coordinator's device hub and `@custodian/mobile`.
+ * This module holds the frames of both ends and the coordinator's end ({@link createCoordinatorRelay});
+ * the signer's end is `attachSignerRelay` of `@custodian/signer` (signer-relay.ts). It also holds the
+ * codecs of the device WebSocket protocol (`DeviceFrame`), shared by the coordinator's device hub and
+ * `@custodian/mobile`.
  */
 
 import { canonicalEncode } from '@custodian/crypto';
 import { DEFAULT_LIMITS, decodeMessage, encodeMessage, messageType, type WireLimits } from '@custodian/wire';
-import type { Connection, Stream } from '@libp2p/interface';
+import type { Stream } from '@libp2p/interface';
 import { lpStream } from '@libp2p/utils';
 import { multiaddr } from '@multiformats/multiaddr';
 import { sha256 } from '@noble/hashes/sha2.js';
 import type { Logger } from 'pino';
-import { type Host, isStreamEnd, writeDeadline } from './host.js';
+import { type Host, writeDeadline } from './host.js';
 
 export const RELAY_PROTOCOL = '/custodian/relay/1';
 
@@ -126,73 +128,6 @@ export function deviceHelloDigest(
   mpcPeerId: string,
 ): Uint8Array {
   return sha256(canonicalEncode(['custodian/v1/device-hello', nonce, coordinatorPeerId, deviceId, mpcPeerId]));
-}
-
-/** Signer side of the relay. */
-export interface SignerRelay {
-  /** Send an envelope to a device party through the coordinator. Rejects when the coordinator has no relay stream open. */
-  send(devicePeerId: string, envelope: Uint8Array): Promise<void>;
-}
-
-/**
- * Accept relay streams from the configured coordinator on a signer's host. Frames received are
- * handed to `onEnvelope` (then to `CeremonyRunner.deliver(undefined, …)`); frames to devices go out
- * on the most recent stream the coordinator opened, in order.
- */
-export async function attachSignerRelay(
-  host: Host,
-  opts: {
-    coordinatorPeerId: string;
-    maxFrameBytes: number;
-    log: Logger;
-    onEnvelope: (fromDevicePeerId: string, envelope: Uint8Array) => void;
-  },
-): Promise<SignerRelay> {
-  let current: { lp: ReturnType<typeof lpStream>; stream: Stream } | undefined;
-  let chain = Promise.resolve();
-  await host.node.handle(
-    RELAY_PROTOCOL,
-    async (stream: Stream, connection: Connection) => {
-      const from = connection.remotePeer.toString();
-      if (from !== opts.coordinatorPeerId) {
-        opts.log.warn({ peer: from, code: 'not-coordinator' }, 'relay stream refused: peer is not the coordinator');
-        stream.abort(new Error('not the coordinator'));
-        return;
-      }
-      const lp = lpStream(stream, { maxDataLength: opts.maxFrameBytes });
-      const mine = { lp, stream };
-      current = mine;
-      opts.log.info({ peer: from }, 'relay stream from the coordinator opened');
-      try {
-        for (;;) {
-          const bytes = (await lp.read()).subarray();
-          const f = decodeRelayFrame(bytes, { ...DEFAULT_LIMITS, maxMessageBytes: opts.maxFrameBytes });
-          if (!f) {
-            opts.log.warn({ peer: from, code: 'malformed', size: bytes.length }, 'relay frame rejected');
-            continue;
-          }
-          opts.onEnvelope(f.peerId, f.envelope);
-        }
-      } catch (e) {
-        if (!isStreamEnd(e))
-          opts.log.warn({ peer: from, err: e instanceof Error ? e.message : String(e) }, 'relay stream failed');
-      } finally {
-        if (current === mine) current = undefined;
-      }
-    },
-    { maxInboundStreams: 8 },
-  );
-  return {
-    send(devicePeerId, envelope) {
-      const next = chain.then(async () => {
-        const c = current;
-        if (!c) throw new Error('no relay stream from the coordinator');
-        await c.lp.write(encodeRelayFrame({ peerId: devicePeerId, envelope }), { signal: writeDeadline() });
-      });
-      chain = next.catch(() => undefined);
-      return next;
-    },
-  };
 }
 
 /** Coordinator side of the relay: one stream per server signer, opened on demand. */

@@ -14,9 +14,8 @@
  * coordinator learns what every co-signer receives anyway (CGGMP21 §4.4 broadcast).
  */
 import { type CombinationContext, combinationContext, type EcdsaSignature, finishCombination } from '@custodian/cggmp';
-import { bytesToHex, type Secp256k1Point, secp256k1Group } from '@custodian/crypto';
+import { bytesToHex, derivedChild, type Secp256k1Point, secp256k1Group } from '@custodian/crypto';
 import type { SignatureSharesWire } from '@custodian/wire';
-import { derivedChild } from './ceremonies.js';
 
 /** Master keys decoded once per process (public data; point decoding costs a square root). */
 const masterPoints = new Map<string, Secp256k1Point>();

@@ -11,8 +11,8 @@ import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import '../src/polyfills.js';
+import { freePort, waitFor } from '../../signer/test/cluster.js';
 import { createHost, type Host } from '../src/index.js';
-import { freePort, waitFor } from './cluster.js';
 
 /** js-yamux's initial stream receive window (256 KiB). */
 const INITIAL_WINDOW = 256 * 1024;

@@ -4,10 +4,11 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fingerprint } from '@custodian/signer-client';
 import { Command } from 'commander';
 import { ConfigError, loadConfig, type PassphraseSource, readPassphrase } from './config.js';
 import { STATUS_FILE, startSigner } from './daemon.js';
-import { createIdentity, fingerprint } from './identity.js';
+import { createIdentity } from './identity.js';
 
 interface InitOptions {
   dataDir: string;

@@ -11,6 +11,7 @@ import { rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { LEVELS } from '@custodian/cggmp';
 import { bytesToHex } from '@custodian/crypto';
+import { createHost, type Host } from '@custodian/signer-client';
 import {
   type CeremonyResult,
   CONTROL_VERSION,
@@ -27,12 +28,11 @@ import { type CeremonyContext, listKeys, presignatureControl, runCeremony, Store
 import { readPassphrase, type SignerConfig } from './config.js';
 import { learnSignedPolicies } from './enforce.js';
 import { defaultGenerationFile, type GenerationStart, startGeneration, stopGeneration } from './generation.js';
-import { createHost, type Host } from './host.js';
 import { loadIdentity, type NodeIdentity } from './identity.js';
 import { PreparedPresignatures, presignaturePoolSizes } from './presignatures.js';
 import { StoredPrimePool } from './primes.js';
-import { attachSignerRelay, type SignerRelay } from './relay.js';
 import { CeremonyRunner } from './runner.js';
+import { attachSignerRelay, type SignerRelay } from './signer-relay.js';
 import { SecureStore } from './store.js';
 
 /** Control requests issued longer ago (or further ahead) than this are refused as stale/replayed. */

@@ -10,7 +10,6 @@ import { join } from 'node:path';
 import { generateKeyPair, privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys';
 import type { PrivateKey } from '@libp2p/interface';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
-import { sha256 } from '@noble/hashes/sha2.js';
 import { DEFAULT_SCRYPT, deriveStorageKey, open, type ScryptParams, seal } from './secretbox.js';
 
 /** File name of the sealed identity inside the data folder. */
@@ -25,15 +24,6 @@ export interface NodeIdentity {
   readonly secretKey: Uint8Array;
   /** Ed25519 public key (32 bytes). */
   readonly publicKey: Uint8Array;
-}
-
-/**
- * Short fingerprint for out-of-band checks: first 10 bytes of SHA-256(public key), hex in groups
- * of four ("ab12 cd34 …").
- */
-export function fingerprint(publicKey: Uint8Array): string {
-  const h = Buffer.from(sha256(publicKey).subarray(0, 10)).toString('hex');
-  return h.match(/.{4}/g)?.join(' ') ?? h;
 }
 
 function toIdentity(privateKey: PrivateKey): NodeIdentity {

@@ -3,7 +3,7 @@
  * Stand-alone entry of the signer daemon: `node packages/signer/dist/main.js signer start -c cfg.json`
  * (the same commands as `custodian signer …`). Imports the Node.js 20 polyfills first.
  */
-import './polyfills.js';
+import '@custodian/signer-client/polyfills';
 import { createSignerProgram } from './cli.js';
 
 createSignerProgram()

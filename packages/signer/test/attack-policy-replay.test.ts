@@ -23,6 +23,7 @@ import { Writable } from 'node:stream';
 import { type KeyShare as EcdsaKeyShare, keyShareToJson } from '@custodian/cggmp';
 import { type EthereumContext, ethereumAddress, recomputeEthereumDigests } from '@custodian/chains';
 import { bytesToHex, secp256k1Group } from '@custodian/crypto';
+import { ControlClient, createHost, type Host } from '@custodian/signer-client';
 import {
   assetId,
   CeremonyKind,
@@ -43,11 +44,8 @@ import { p256 } from '@noble/curves/nist.js';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  ControlClient,
-  createHost,
   createIdentity,
   derivedChild,
-  type Host,
   type KeyRecord,
   SecureStore,
   type SignerConfig,

@@ -18,6 +18,7 @@ import { Writable } from 'node:stream';
 import { type KeyShare as EcdsaKeyShare, keyShareToJson } from '@custodian/cggmp';
 import { type EthereumContext, ethereumAddress, recomputeEthereumDigests } from '@custodian/chains';
 import { bytesToHex, secp256k1Group } from '@custodian/crypto';
+import { ControlClient, createHost, type Host } from '@custodian/signer-client';
 import {
   assetId,
   CeremonyKind,
@@ -38,12 +39,9 @@ import { p256 } from '@noble/curves/nist.js';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
-  ControlClient,
   CREATED_AT_SKEW_MS,
-  createHost,
   createIdentity,
   derivedChild,
-  type Host,
   type KeyRecord,
   type NodeIdentity,
   SecureStore,

@@ -12,8 +12,9 @@ import { generateKeyPair } from '@libp2p/crypto/keys';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import '../src/polyfills.js';
-import { ControlClient, EcdsaShareCombiner, PresignaturePoolKeeper, verifySignature } from '../src/index.js';
+import '@custodian/signer-client/polyfills';
+import { ControlClient, EcdsaShareCombiner, PresignaturePoolKeeper } from '@custodian/signer-client';
+import { verifySignature } from '../src/index.js';
 import { buildSigner, type NodeSpec, startNode, startSeededNodes, stopNode, tempDir } from './cluster.js';
 
 let nodes: NodeSpec[] = [];

@@ -26,8 +26,9 @@ import { schnorr } from '@noble/curves/secp256k1.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import '../src/polyfills.js';
-import { CeremonyRunner, CONTROL_PROTOCOL, ControlClient, createHost, type Host, sessionId } from '../src/index.js';
+import '@custodian/signer-client/polyfills';
+import { CONTROL_PROTOCOL, ControlClient, createHost, type Host } from '@custodian/signer-client';
+import { CeremonyRunner, sessionId } from '../src/index.js';
 import {
   buildSigner,
   freePort,

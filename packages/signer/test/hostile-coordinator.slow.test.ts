@@ -28,8 +28,9 @@ import { p256 } from '@noble/curves/nist.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import '../src/polyfills.js';
-import { ControlClient, type LedgerEntry, PresignaturePoolKeeper, SecureStore } from '../src/index.js';
+import '@custodian/signer-client/polyfills';
+import { ControlClient, PresignaturePoolKeeper } from '@custodian/signer-client';
+import { type LedgerEntry, SecureStore } from '../src/index.js';
 import {
   adminSk,
   CHAINS,

@@ -13,6 +13,14 @@ import { messageType } from './schema.js';
 /** Control protocol version. */
 export const CONTROL_VERSION = 1;
 
+/**
+ * Longest ceremony deadline a signer accepts, ms: a `StartCeremony.deadline_unix_ms` more than this
+ * after the request reaches the signer is refused (the master key ceremony's 5 minutes, seed §8,
+ * plus slack). The coordinator relies on it too: no signer still runs a ceremony started longer
+ * ago than this.
+ */
+export const MAX_DEADLINE_MS = 10 * 60_000;
+
 const ControlRequestType = messageType('custodian.v1.ControlRequest');
 const SignedControlType = messageType('custodian.v1.SignedControl');
 const ControlResponseType = messageType('custodian.v1.ControlResponse');

@@ -9,7 +9,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { Backoff } from '@custodian/signer';
+import { Backoff } from '@custodian/signer-client';
 
 const COLOURS = [36, 35, 33, 32, 34, 91, 92, 93, 94, 95];
 const LEVELS: Record<number, string> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };

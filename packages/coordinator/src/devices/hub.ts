@@ -46,7 +46,7 @@ import {
   deviceHelloDigest,
   encodeDeviceFrame,
   type RelayFrame,
-} from '@custodian/signer';
+} from '@custodian/signer-client';
 import {
   type Approval,
   approvalDigest,

@@ -5,7 +5,7 @@
  * exposed as {@link SignerService.masterKeys} and {@link SignerService.ceremonies}.
  */
 import { randomUUID } from 'node:crypto';
-import { fingerprint as signerFingerprint } from '@custodian/signer';
+import { fingerprint as signerFingerprint } from '@custodian/signer-client';
 import type { AdminOptions } from '../admin/options.js';
 import type { AuditLog } from '../audit/service.js';
 import type { CeremonyClient } from '../ceremony.js';

@@ -41,7 +41,7 @@
  * aborted at once and the request is signed cold (presign + sign) in a new ceremony, so a stale
  * pool never fails a transfer.
  */
-import { type ControlClient, EcdsaShareCombiner } from '@custodian/signer';
+import { type ControlClient, EcdsaShareCombiner } from '@custodian/signer-client';
 import {
   type Approval,
   CeremonyKind,

@@ -17,7 +17,7 @@
  * compromised before an activation can withhold that push; the signer then knows only the versions
  * it signed under or was pushed earlier.
  */
-import type { ControlClient } from '@custodian/signer';
+import type { ControlClient } from '@custodian/signer-client';
 import type { SignedPolicy } from '@custodian/wire';
 
 /** Largest JSON (characters) of one PolicySync request: well below the 4 MiB control message limit. */

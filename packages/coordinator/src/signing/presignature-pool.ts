@@ -58,7 +58,7 @@
  * Deleting is harmless for safety (it can only make a signature cold); the counts per set are
  * logged (never ids' contents) and kept in {@link PresignaturePool.lastReconciliation}.
  */
-import { MAX_DEADLINE_MS } from '@custodian/signer';
+import { MAX_DEADLINE_MS } from '@custodian/wire';
 import type { Db } from '../db/db.js';
 import { signingParties } from '../transfers/pipeline.js';
 import { transferKeyId } from '../transfers/service.js';

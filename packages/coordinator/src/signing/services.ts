@@ -13,7 +13,7 @@
  */
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ControlClient, createCoordinatorRelay, PeerLinks } from '@custodian/signer';
+import { ControlClient, createCoordinatorRelay, PeerLinks } from '@custodian/signer-client';
 import { DEFAULT_LIMITS, KeyAlgorithm } from '@custodian/wire';
 import { generateKeyPair, privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys';
 import type { PrivateKey } from '@libp2p/interface';

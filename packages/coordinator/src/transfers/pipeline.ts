@@ -59,7 +59,7 @@ import {
   type SignedTransfer,
   type UnsignedTransfer,
 } from '@custodian/chains';
-import { Backoff } from '@custodian/signer';
+import { Backoff } from '@custodian/signer-client';
 import type { TransferIntent } from '@custodian/wire';
 import type { Db, Queryable } from '../db/db.js';
 import { blockchainByKey } from '../directory.js';
