@@ -42,7 +42,7 @@ export interface Managed {
 
 /**
  * When and how a process that exits unexpectedly is started again. Delays: attempt k waits a
- * delay drawn from [b/2, b], b = min(maxMs, initialMs · 2^(k−1)) (`@custodian/signer` backoff.ts).
+ * delay drawn from [b/2, b], b = min(maxMs, initialMs · 2^(k−1)) (`@custodian/signer-client` backoff.ts).
  */
 export interface RestartPolicy {
   /** Base of the first restart delay, ms (default 1000). */

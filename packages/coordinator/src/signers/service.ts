@@ -52,7 +52,7 @@ export class SignerService {
   /**
    * Register a server signer. The fingerprint the operator compared out of band must be the one of
    * the peer id's Ed25519 identity key (`custodian signer init` prints both; `fingerprint` of
-   * @custodian/signer identity.ts); spaces, colons and case are ignored, and it is stored as the
+   * @custodian/signer-client fingerprint.ts); spaces, colons and case are ignored, and it is stored as the
    * signer prints it.
    * @throws ApiError VALIDATION_FAILED (`body.peer_id` not an Ed25519 peer id, `body.fingerprint`
    *   not the peer id's), CONFLICT (peer id already registered, or given to a device at enrollment —
