@@ -9,7 +9,7 @@ import { openSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ChainsConfig } from './config.js';
+import type { ChainsConfig } from '@custodian/ceremony';
 import { ControlClient } from './control-client.js';
 import { createIdentity } from './identity.js';
 

@@ -13,10 +13,11 @@
  * after its release gate is durable (pending record, ledger entry, presignature deletion): the
  * coordinator learns what every co-signer receives anyway (CGGMP21 §4.4 broadcast).
  */
+
+import { derivedChild } from '@custodian/ceremony';
 import { type CombinationContext, combinationContext, type EcdsaSignature, finishCombination } from '@custodian/cggmp';
 import { bytesToHex, type Secp256k1Point, secp256k1Group } from '@custodian/crypto';
 import type { SignatureSharesWire } from '@custodian/wire';
-import { derivedChild } from './ceremonies.js';
 
 /** Master keys decoded once per process (public data; point decoding costs a square root). */
 const masterPoints = new Map<string, Secp256k1Point>();

@@ -31,72 +31,27 @@
  *    (@custodian/wire), else `WALLET_MISMATCH` — so a policy scoped to one wallet, and its daily
  *    limit, cannot be applied to another wallet's funds; the intent's `created_at` is an ISO 8601
  *    time no later than the signer's clock + {@link CREATED_AT_SKEW_MS}, else `INTENT_TIME_INVALID`
- *    (the rollback rule of generation.ts compares it with the detection time);
+ *    (the rollback rule of rollback.ts compares it with the detection time);
  * 2. `verifyTransferEvidence` (packages/wire/src/evidence.ts) with the Admin device keys pinned in
  *    the signer's configuration, the key's approver devices (stored with the key at the master key
  *    ceremony) and the amount already spent today taken from the signer's OWN ledger (never from
- *    the coordinator), see "Daily limit" below;
+ *    the coordinator), see "Daily limit" in ledger.ts;
  * 3. the ledger rules of re-signing one transfer (see {@link LedgerEntry}), and policy versions
  *    only moving forward: a version older than the newest this signer signed under OR learned
  *    (`POLICY_VERSION_SUPERSEDED`), and any version of a policy whose signed tombstone it learned
- *    (`POLICY_DELETED`), are refused — see "Learned policy versions" below.
+ *    (`POLICY_DELETED`), are refused — see policies.ts.
  *
- * The ledger lives in the signer's encrypted LevelDB store (sublevel `ledger`) and its entries are
- * written in the same batch as the ceremony's audit record, only when the signature was produced:
- * - `t/<transfer_id>` → {@link LedgerEntry} (JSON): what was signed for the transfer (re-signing rules);
- * - `d/<key_id>/<blockchain>/<wallet index>/<asset>/<YYYY-MM-DD>/<transfer_id>` → amount (base
- *   units, decimal string): the daily sums, see below;
- * - `policy/<policy_id>` → the newest policy version signed under (decimal string);
- * - `policy-known/<policy_id>` → {@link LearnedPolicy} (JSON): the highest Admin-signed version
- *   pushed by the coordinator, and whether it is the policy's tombstone.
- *
- * Learned policy versions (issue #26 item 3). The coordinator pushes every policy version as it
- * becomes ACTIVE, every tombstone as the deletion takes effect, and all of them when a signer
- * (re)connects (control.proto `PolicySync`, {@link learnSignedPolicies}). The signer checks each
- * against its OWN pinned Admin device keys (a push that does not verify is refused, logged and
- * never stored), keeps the highest version per policy (never lowering it; a tombstone is final)
- * and checks it at each sign request. So a version that was activated but never used to sign, or
- * a deletion, still ends the older versions at this signer — as far as the push reached it: a
- * coordinator compromised BEFORE an activation can withhold that push (the signer then knows only
- * what it signed under).
- *
- * Daily limit. The sums are keyed only by what the signer derives or checks itself — the key id
- * (the key record the request signs with), the configured blockchain, the wallet index of the
- * derivation path, the asset identity ({@link assetIdentity}: `native`, or the token contract the
- * digests bind, lowercased on EVM chains) — and by the UTC day of the signer's OWN clock when it
- * FIRST signs the transfer: a transfer counts on that day, once; a retry or fee replacement of an
- * already signed transfer adds nothing, even on a later day. The coordinator's `wallet_id`,
- * `asset_id` and `created_at` choose no bucket. The coordinator counts a transfer on the UTC day it
- * was created, so near midnight a signer may refuse (`DAILY_LIMIT_EXCEEDED`) what the coordinator
- * allowed, never the reverse.
+ * The ledger (sublevel `ledger`: what was signed, the daily sums, the newest policy versions) is
+ * described in ledger.ts, the learned policy versions in policies.ts. Files: refusals.ts (the
+ * refusal codes), intent.ts (the intent's fields, time and digests), chain-context.ts (item 1b),
+ * ledger.ts, policies.ts; this file holds the check itself ({@link enforceTransferEvidence}).
  */
-
-import {
-  type BitcoinContext,
-  type DigestToSign,
-  type EthereumContext,
-  ethereumAddress,
-  type Json,
-  recomputeBitcoinDigests,
-  recomputeEthereumDigests,
-  recomputeTronDigests,
-  type TransferFields,
-  type TronContext,
-  tronAddress,
-  UTXO_NETWORKS,
-  utxoAddress,
-} from '@custodian/chains';
-import { bytesToHex, deriveSecp256k1, hexToBytes } from '@custodian/crypto';
+import type { Json } from '@custodian/chains';
+import { bytesToHex } from '@custodian/crypto';
 import {
   type Approval,
-  type EvidenceRefusal,
-  isPolicyTombstone,
   KeyAlgorithm,
-  type PolicyDocument,
-  type PolicySyncItemWire,
-  type PolicySyncOutcome,
   policyDigest,
-  policySignedByTrustedAdmin,
   type SignedPolicy,
   type SignRequest,
   type TransferIntent,
@@ -104,70 +59,27 @@ import {
   verifyTransferEvidence,
   walletIdOf,
 } from '@custodian/wire';
-import { assetMismatch } from './assets.js';
-import type { ChainConfig, ChainsConfig } from './config.js';
-import { SignerError } from './errors.js';
-import type { SecureStore, StoreOp } from './store.js';
+import type { ChainsConfig } from '../chains-config.js';
+import type { CeremonyStore, StoreOp } from '../storage.js';
+import { checkChainContext } from './chain-context.js';
+import { familyOfKey, intentTime, recomputeIntentDigests } from './intent.js';
+import {
+  assetIdentity,
+  type LedgerEntry,
+  ledgerEntry,
+  ledgerSpent,
+  reserved,
+  type SpendIdentity,
+  serialised,
+  sumPrefix,
+  transferKey,
+  utcDay,
+} from './ledger.js';
+import { learnedPolicy } from './policies.js';
+import { EvidenceRefused } from './refusals.js';
 
-/** Why a signer refuses a transfer signature: the evidence codes plus the ledger's own. */
-export type SignerRefusal =
-  | EvidenceRefusal
-  /** The request carries no transfer evidence (every signature is for a transfer). */
-  | 'EVIDENCE_MISSING'
-  /**
-   * The signer has no trusted Admin device configured and does not opt out of enforcement
-   * (`allowUnenforcedSigning`): it cannot check any evidence, so it signs nothing.
-   */
-  | 'ENFORCEMENT_NOT_CONFIGURED'
-  /** The transfer was already signed as another transaction that is not a fee replacement of it. */
-  | 'TRANSFER_ALREADY_SIGNED'
-  /**
-   * Another ceremony of this signer is signing the transfer right now (its in-memory reservation:
-   * one signature of a transfer at a time). Transient: the request may be sent again once that
-   * ceremony has ended (at its result, its abort, the close of the control stream that started it,
-   * or its deadline); nothing was checked against the ledger or written.
-   */
-  | 'SIGNING_IN_PROGRESS'
-  /**
-   * The policy version is older than one this signer already signed under or learned from a push
-   * (a superseded version replayed).
-   */
-  | 'POLICY_VERSION_SUPERSEDED'
-  /** The intent's blockchain is not in this signer's `chains` configuration. */
-  | 'CHAIN_NOT_CONFIGURED'
-  /** The context's chain id / network (or the configured family) is not the one configured for the intent's blockchain. */
-  | 'CHAIN_MISMATCH'
-  /** The transaction's maximum fee exceeds the intent's `max_fee` (the cap the approvers signed). */
-  | 'FEE_ABOVE_CAP'
-  /** The transaction's maximum fee exceeds this signer's own ceiling for the blockchain (`chains.<key>.maxFee`). */
-  | 'FEE_ABOVE_CEILING'
-  /**
-   * The sender (context `from` / `fromPublicKey`, intent `source_address`) is not the key the signer
-   * derives for (key_id, derivation_path), or the path is not a wallet path of the chain's coin type.
-   */
-  | 'SENDER_MISMATCH'
-  /** A Bitcoin-family input's path is not a path of the intent's wallet, or its key/address is not the derived one. */
-  | 'INPUT_KEY_MISMATCH'
-  /** The change output's path is not a path of the intent's wallet, or its key/address is not the derived one. */
-  | 'CHANGE_MISMATCH'
-  /**
-   * The intent's asset is not one this signer knows for the blockchain: a native transfer whose
-   * symbol/decimals are not the chain's, a token absent from `chains.<key>.assets` or with another
-   * contract/decimals, or an `asset_id` that is not the directory id of (blockchain, symbol).
-   */
-  | 'ASSET_MISMATCH'
-  /** The intent's `wallet_id` is not `walletIdOf(key_id, derivation_path[2])`: the label of another wallet. */
-  | 'WALLET_MISMATCH'
-  /** The intent's `created_at` is not an ISO 8601 time, or is later than the signer's clock + {@link CREATED_AT_SKEW_MS}. */
-  | 'INTENT_TIME_INVALID';
-
-/** A refusal raised by {@link enforceTransferEvidence}; `code` travels back as the CeremonyResult's error. */
-export class EvidenceRefused extends SignerError {
-  declare readonly code: SignerRefusal;
-  constructor(code: SignerRefusal, detail: string) {
-    super(code, `${code}: ${detail}`);
-  }
-}
+const enc = new TextEncoder();
+const dec = new TextDecoder();
 
 /** A master public key of the signer's key record (KeyRecord.keys): hex public key and chain code. */
 export interface MasterPublicKey {
@@ -194,166 +106,6 @@ export interface EnforcementTrust {
   readonly keys?: readonly MasterPublicKey[];
 }
 
-/**
- * One signed transfer in a signer's ledger (JSON in sublevel `ledger`, key `t/<transfer_id>`).
- *
- * Re-signing the same `transfer_id` is allowed only (a) for the very same digests (a retry after
- * the coordinator lost the result: no second transaction can come out of it), or (b) for a fee
- * replacement — same `replacement_key` (Ethereum: sender and nonce; Bitcoin family: the spent
- * outpoints) — and then only with approvals not used for an earlier signature of the transfer.
- * The intent must be the one already signed, or differ from it ONLY in a higher `max_fee` (a
- * "raised cap" intent for a bump above the approved cap, whose approvals are necessarily fresh).
- * Neither adds to the daily sums: the transfer counts once, under {@link LedgerEntry.sum_key}.
- */
-export interface LedgerEntry {
-  readonly transfer_id: string;
-  /** The intent's labels (informational: no ledger key is formed from them). */
-  readonly wallet_id: string;
-  readonly asset_id: string;
-  /** UTC day (YYYY-MM-DD, signer clock) of the transfer's first signature: the day it counts on. */
-  readonly day: string;
-  /** Ledger key of the transfer's amount in the daily sums (`d/…/<day>/<transfer_id>`). */
-  readonly sum_key: string;
-  /** Base units, decimal string. */
-  readonly amount: string;
-  readonly intent_digest: string;
-  /** Hex digests of every signature made for the transfer. */
-  readonly digests: readonly string[];
-  readonly replacement_key: string;
-  /**
-   * Hex digest of the intent without `max_fee`: a later intent differing only in a higher
-   * `max_fee` (a fee bump above the approved cap, approved afresh) is the same transfer. Then
-   * `intent_digest` and `max_fee` become the raised intent's.
-   */
-  readonly transfer_digest: string;
-  /** The intent's fee cap, base units of the native asset. */
-  readonly max_fee: string;
-  /** Signatures (hex) of the approvals already used. */
-  readonly approvals_used: readonly string[];
-  /** Time of the first signature (ISO 8601, signer clock). */
-  readonly signed_at: string;
-}
-
-/** Identity of a daily-limit bucket: everything but the day, each derived or checked by the signer. */
-export interface SpendIdentity {
-  /** The key id the request signs with (the signer's key record). */
-  readonly keyId: string;
-  /** The blockchain key, present in the signer's `chains` configuration. */
-  readonly blockchain: string;
-  /** The wallet index, element 2 of the wallet path `m/44/{coin}/{wallet}/{0|1}/{index}`. */
-  readonly walletIndex: number;
-  /** {@link assetIdentity}. */
-  readonly asset: string;
-}
-
-/**
- * How long an intent's `created_at` may lie ahead of the signer's clock (milliseconds): 5 minutes
- * of clock skew between the coordinator and the signer. Later: `INTENT_TIME_INVALID`. The rollback
- * rule (generation.ts `rollbackRefusal`) refuses intents created before a detected restore plus
- * this skew.
- */
-export const CREATED_AT_SKEW_MS = 5 * 60_000;
-
-/** ISO 8601 date-time with seconds and an explicit zone (what `Date.prototype.toISOString` writes). */
-const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
-
-/**
- * The time of an intent's `created_at`, checked against the signer's clock.
- * @param createdAt ISO 8601 date-time with seconds and zone, e.g. `2026-03-04T10:00:00.000Z`
- * @param now the signer's clock
- * @returns milliseconds since the epoch
- * @throws EvidenceRefused INTENT_TIME_INVALID when it is not such a time, or later than `now` + {@link CREATED_AT_SKEW_MS}
- */
-export function intentTime(createdAt: unknown, now: Date): number {
-  const t = typeof createdAt === 'string' && ISO_TIME.test(createdAt) ? Date.parse(createdAt) : Number.NaN;
-  if (!Number.isFinite(t))
-    throw new EvidenceRefused('INTENT_TIME_INVALID', 'intent.created_at is not an ISO 8601 time');
-  if (t > now.getTime() + CREATED_AT_SKEW_MS)
-    throw new EvidenceRefused('INTENT_TIME_INVALID', 'intent.created_at is later than the signer clock allows');
-  return t;
-}
-
-const enc = new TextEncoder();
-const dec = new TextDecoder();
-
-/** UTC day (YYYY-MM-DD) of a time (the signer's clock). @throws RangeError for an invalid date */
-export function utcDay(t: Date): string {
-  return t.toISOString().slice(0, 10);
-}
-
-/**
- * Asset identity of an intent in the daily sums: `native` for the chain's coin, else the token
- * contract as the digests bind it — lowercased on EVM chains (whose adapter takes a contract in
- * lower, upper or EIP-55 case: three spellings of one contract), verbatim elsewhere (TRON base58check
- * has one spelling per contract).
- */
-export function assetIdentity(intent: TransferIntent, family: ChainConfig['family']): string {
-  if (intent.asset_contract === null) return 'native';
-  return family === 'ethereum' ? intent.asset_contract.toLowerCase() : intent.asset_contract;
-}
-
-/** Key prefix of a bucket of the daily sums (`d/<key_id>/<blockchain>/<wallet>/<asset>/<day>/`). */
-function sumPrefix(id: SpendIdentity, day: string): string {
-  const e = encodeURIComponent;
-  return `d/${e(id.keyId)}/${e(id.blockchain)}/${id.walletIndex}/${e(id.asset)}/${day}/`;
-}
-
-const transferKey = (transferId: string) => `t/${transferId}`;
-
-/**
- * In-flight reservations per store: a transfer accepted by {@link enforceTransferEvidence} is held
- * (transfer id → its sum key and amount; no sum key for a re-signature, which adds nothing) from
- * the check until its ceremony ends, and its amount counts towards its day's sum meanwhile (then
- * the ledger entry, written only with a produced signature, takes over). Checks are serialised per
- * store, so concurrent sign requests cannot both pass a daily limit only one of them fits in. A
- * request for a transfer held here is refused `SIGNING_IN_PROGRESS` (transient: the coordinator
- * asks again once the holder has ended).
- */
-const reservations = new WeakMap<SecureStore, Map<string, { sumKey?: string; amount: bigint }>>();
-const checkLocks = new WeakMap<SecureStore, Promise<unknown>>();
-
-function reserved(store: SecureStore): Map<string, { sumKey?: string; amount: bigint }> {
-  let m = reservations.get(store);
-  if (!m) {
-    m = new Map();
-    reservations.set(store, m);
-  }
-  return m;
-}
-
-/**
- * Sum (base units) of a daily-limit bucket: the transfers first signed on `day` (signer clock)
- * under `id`, plus in-flight reservations of the same bucket, except `exceptTransferId`.
- */
-export async function ledgerSpent(
-  store: SecureStore,
-  id: SpendIdentity,
-  day: string,
-  exceptTransferId?: string,
-): Promise<bigint> {
-  let sum = 0n;
-  const prefix = sumPrefix(id, day);
-  const except = exceptTransferId === undefined ? undefined : `${prefix}${exceptTransferId}`;
-  for (const k of await store.keys('ledger', prefix)) {
-    if (k === except) continue;
-    const v = await store.get('ledger', k);
-    if (v) sum += BigInt(dec.decode(v));
-  }
-  for (const { sumKey, amount } of reserved(store).values()) {
-    if (sumKey?.startsWith(prefix) && sumKey !== except && !(await store.get('ledger', sumKey))) sum += amount;
-  }
-  return sum;
-}
-
-/** The ledger entry of a transfer (by its transfer id alone), if it was signed before. */
-export async function ledgerEntry(
-  store: SecureStore,
-  transfer: { readonly transfer_id: string },
-): Promise<LedgerEntry | undefined> {
-  const v = await store.get('ledger', transferKey(transfer.transfer_id));
-  return v ? (JSON.parse(dec.decode(v)) as LedgerEntry) : undefined;
-}
-
 function parseJson<T>(text: string | undefined, what: string): T {
   if (text === undefined || text === '') throw new EvidenceRefused('EVIDENCE_MISSING', `${what} missing`);
   try {
@@ -368,224 +120,6 @@ const ALGORITHMS: Record<TransferIntent['key_algorithm'], number> = {
   SECP256K1_TAPROOT: KeyAlgorithm.SECP256K1_TAPROOT,
   ED25519: KeyAlgorithm.ED25519,
 };
-
-/** Chain fields of an intent, as the chain adapters take them. */
-export function intentFields(intent: TransferIntent): TransferFields {
-  if (!/^[1-9][0-9]{0,77}$/.test(intent.amount)) throw new EvidenceRefused('DIGEST_MISMATCH', 'intent.amount');
-  return {
-    asset:
-      intent.asset_contract === null
-        ? { kind: 'native' }
-        : {
-            kind: 'token',
-            contract: intent.asset_contract,
-            symbol: intent.asset_symbol,
-            decimals: intent.asset_decimals,
-          },
-    destination: intent.destination_address,
-    amount: BigInt(intent.amount),
-  };
-}
-
-/** Chain family of a directory blockchain key (`ethereum*`, `bitcoin*` / `litecoin*`, `tron*`). */
-function familyOfKey(chain: string): ChainConfig['family'] | undefined {
-  if (chain.startsWith('ethereum')) return 'ethereum';
-  if (chain.startsWith('bitcoin') || chain.startsWith('litecoin')) return 'bitcoin';
-  if (chain.startsWith('tron')) return 'tron';
-  return undefined;
-}
-
-/**
- * Recompute a transfer's digests from its intent and chain context, by the intent's blockchain
- * family (blockchain keys `ethereum*`, `bitcoin*` / `litecoin*`, `tron*`), and the replacement key
- * of the transaction (see {@link LedgerEntry}).
- * @param chain the signer's configuration of the intent's blockchain: the Bitcoin-family network
- *   is then the configured one (else it is inferred from the blockchain key)
- * @throws EvidenceRefused DIGEST_MISMATCH when the context does not fit the fields or the chain is unknown
- */
-export function recomputeIntentDigests(
-  intent: TransferIntent,
-  context: Json,
-  chain?: ChainConfig,
-): { digests: DigestToSign[]; replacementKey: string } {
-  const fields = intentFields(intent);
-  const key = intent.blockchain;
-  try {
-    if (key.startsWith('ethereum')) {
-      const ctx = context as EthereumContext;
-      const digests = recomputeEthereumDigests(fields, ctx);
-      if (ctx.from !== intent.source_address) throw new Error('context.from is not the intent source_address');
-      return { digests, replacementKey: `eth:${ctx.chainId}:${ctx.from}:${ctx.nonce}` };
-    }
-    if (key.startsWith('bitcoin') || key.startsWith('litecoin')) {
-      const ctx = context as Parameters<typeof recomputeBitcoinDigests>[2];
-      const network = UTXO_NETWORKS.find((n) => n.id === ctx.network);
-      // directory keys name mainnets `<coin>-mainnet`; chains' network ids are `<coin>`
-      const expected = chain?.family === 'bitcoin' ? chain.network : key.replace(/-mainnet$/, '');
-      if (network === undefined || network.id !== expected) {
-        throw new Error('context.network is not the intent chain');
-      }
-      const digests = recomputeBitcoinDigests(network, fields, ctx);
-      const outpoints = ctx.inputs.map((i) => `${i.txid}:${i.vout}`).sort();
-      return { digests, replacementKey: `utxo:${key}:${outpoints.join(',')}` };
-    }
-    if (key.startsWith('tron')) {
-      const ctx = context as Parameters<typeof recomputeTronDigests>[1];
-      const digests = recomputeTronDigests(fields, ctx);
-      if (ctx.from !== intent.source_address) throw new Error('context.from is not the intent source_address');
-      // a TRON transaction cannot be replaced: every different tx is a different key
-      return { digests, replacementKey: `tron:${bytesToHex(digests[0]?.digest ?? new Uint8Array(0))}` };
-    }
-  } catch (e) {
-    if (e instanceof EvidenceRefused) throw e;
-    throw new EvidenceRefused('DIGEST_MISMATCH', `chain context does not fit the intent: ${(e as Error).message}`);
-  }
-  throw new EvidenceRefused('DIGEST_MISMATCH', `unsupported blockchain ${key}`);
-}
-
-/**
- * Coin type of wallet paths on a configured chain (SLIP-0044): 60 on every EVM chain (EIP-155
- * chain ids separate them), 195 on TRON mainnet, 1 on every TRON and Bitcoin-family test network
- * (a TRON transaction has no chain id: a test-network approval must never sign with the mainnet key).
- */
-function coinTypeOf(chain: ChainConfig): number {
-  if (chain.family === 'ethereum') return 60;
-  if (chain.family === 'tron') return chain.network === 'mainnet' ? 195 : 1;
-  const n = UTXO_NETWORKS.find((x) => x.id === chain.network);
-  if (!n) throw new EvidenceRefused('CHAIN_NOT_CONFIGURED', `unknown network ${chain.network}`);
-  return n.coinType;
-}
-
-/** Whether `path` is `m/44/{coinType}/{wallet}/{0|1}/{index}` (non-hardened), and of `wallet` when given. */
-function isWalletPath(path: unknown, coinType: number, wallet?: number): path is number[] {
-  if (!Array.isArray(path) || path.length !== 5) return false;
-  if (!path.every((x) => Number.isSafeInteger(x) && x >= 0 && x < 0x8000_0000)) return false;
-  return (
-    path[0] === 44 &&
-    path[1] === coinType &&
-    (wallet === undefined || path[2] === wallet) &&
-    (path[3] === 0 || path[3] === 1)
-  );
-}
-
-const DERIVED_LIMIT = 1024;
-const derivedKeys = new Map<string, string>();
-
-/**
- * The child public key (33 bytes, hex) of a master key at a non-hardened path (BIP32 CKDpub,
- * `deriveSecp256k1`), memoised (public data). An x-only master key (32 bytes) is taken with even Y,
- * as the coordinator does. @throws EvidenceRefused SENDER_MISMATCH when the key record has no such key
- */
-function derivedKey(keys: readonly MasterPublicKey[] | undefined, suite: string, path: readonly number[]): string {
-  const k = keys?.find((x) => x.suite === suite);
-  if (!k) throw new EvidenceRefused('SENDER_MISMATCH', `the key record has no ${suite} key to derive from`);
-  const id = `${k.publicKey}/${k.chainCode}/${path.join('/')}`;
-  const hit = derivedKeys.get(id);
-  if (hit !== undefined) return hit;
-  const pub = hexToBytes(k.publicKey.length === 64 ? `02${k.publicKey}` : k.publicKey);
-  const child = bytesToHex(deriveSecp256k1(pub, hexToBytes(k.chainCode), path).publicKey);
-  if (derivedKeys.size >= DERIVED_LIMIT) derivedKeys.delete(derivedKeys.keys().next().value as string);
-  derivedKeys.set(id, child);
-  return child;
-}
-
-/** The master key that can spend a UTXO address kind: ECDSA (cggmp) for P2WPKH, Taproot (FROST) for P2TR. */
-const SUITE_OF_KIND = { p2wpkh: 'cggmp', p2tr: 'secp256k1-tr' } as const;
-
-function big(v: unknown, what: string): bigint {
-  if (typeof v !== 'string' && typeof v !== 'number')
-    throw new EvidenceRefused('DIGEST_MISMATCH', `${what}: not a number`);
-  try {
-    const b = BigInt(v);
-    if (b < 0n) throw new Error('negative');
-    return b;
-  } catch {
-    throw new EvidenceRefused('DIGEST_MISMATCH', `${what}: not a non-negative integer`);
-  }
-}
-
-/**
- * Issue #20 items 1–4 on the signer side: the asset (review finding 3: {@link assetMismatch}), chain
- * id / network, wallet path and sender, Bitcoin-family inputs and change, and the fee bound, each
- * against the signer's own configuration and key record.
- * Called after the digests were recomputed from the same context (so the context's shapes are the
- * adapters' and every address matches its public key).
- * @throws EvidenceRefused ASSET_MISMATCH, CHAIN_MISMATCH, SENDER_MISMATCH, INPUT_KEY_MISMATCH,
- *   CHANGE_MISMATCH, FEE_ABOVE_CAP, FEE_ABOVE_CEILING
- */
-function checkChainContext(intent: TransferIntent, context: Json, chain: ChainConfig, trust: EnforcementTrust): void {
-  const asset = assetMismatch(intent, chain);
-  if (asset !== undefined) throw new EvidenceRefused('ASSET_MISMATCH', asset);
-  const coinType = coinTypeOf(chain);
-  const path = intent.derivation_path;
-  if (!isWalletPath(path, coinType)) {
-    throw new EvidenceRefused('SENDER_MISMATCH', `derivation path is not a wallet path m/44/${coinType}/w/{0|1}/i`);
-  }
-  const wallet = path[2] as number;
-  const cap = big(intent.max_fee, 'intent.max_fee');
-  const ceiling = BigInt(chain.maxFee);
-  let fee: bigint;
-  if (chain.family === 'ethereum') {
-    const ctx = context as EthereumContext;
-    if (ctx.chainId !== chain.chainId)
-      throw new EvidenceRefused('CHAIN_MISMATCH', `context chain id ${ctx.chainId} is not ${chain.chainId}`);
-    if (intent.key_algorithm !== 'SECP256K1_ECDSA')
-      throw new EvidenceRefused('SENDER_MISMATCH', 'EVM signs with ECDSA');
-    const sender = derivedKey(trust.keys, 'cggmp', path);
-    const address = ethereumAddress(hexToBytes(sender));
-    if (ctx.fromPublicKey !== sender || ctx.from !== address || intent.source_address !== address)
-      throw new EvidenceRefused('SENDER_MISMATCH', 'the sender is not the key derived for the intent path');
-    fee = big(ctx.gas, 'context.gas') * big(ctx.maxFeePerGas, 'context.maxFeePerGas');
-  } else if (chain.family === 'tron') {
-    const ctx = context as TronContext & { network?: unknown };
-    if (ctx.network !== chain.network)
-      throw new EvidenceRefused('CHAIN_MISMATCH', `context network ${String(ctx.network)} is not ${chain.network}`);
-    if (intent.key_algorithm !== 'SECP256K1_ECDSA')
-      throw new EvidenceRefused('SENDER_MISMATCH', 'TRON signs with ECDSA');
-    const sender = derivedKey(trust.keys, 'cggmp', path);
-    const address = tronAddress(hexToBytes(sender));
-    if (ctx.fromPublicKey !== sender || ctx.from !== address || intent.source_address !== address)
-      throw new EvidenceRefused('SENDER_MISMATCH', 'the sender is not the key derived for the intent path');
-    // TRC-20: fee_limit bounds the energy burnt; a TRX transfer has no fee field (bandwidth only)
-    fee = intent.asset_contract === null ? 0n : big(ctx.feeLimit, 'context.feeLimit');
-  } else {
-    const ctx = context as BitcoinContext;
-    const network = UTXO_NETWORKS.find((n) => n.id === chain.network);
-    if (!network || ctx.network !== network.id)
-      throw new EvidenceRefused('CHAIN_MISMATCH', `context network ${String(ctx.network)} is not ${chain.network}`);
-    const kind = intent.key_algorithm === 'SECP256K1_TAPROOT' ? 'p2tr' : 'p2wpkh';
-    if (intent.key_algorithm === 'ED25519') throw new EvidenceRefused('SENDER_MISMATCH', 'UTXO keys are secp256k1');
-    const sender = derivedKey(trust.keys, SUITE_OF_KIND[kind], path);
-    if (intent.source_address !== utxoAddress(network, hexToBytes(sender), kind))
-      throw new EvidenceRefused('SENDER_MISMATCH', `source_address is not the ${kind} address of the derived key`);
-    let total = 0n;
-    for (const [i, input] of ctx.inputs.entries()) {
-      // one sign request signs with one key kind: every input is of the algorithm's address kind
-      if (input.kind !== kind || !isWalletPath(input.path, coinType, wallet))
-        throw new EvidenceRefused('INPUT_KEY_MISMATCH', `inputs[${i}]: not a ${kind} address of the intent's wallet`);
-      const pk = derivedKey(trust.keys, SUITE_OF_KIND[kind], input.path);
-      if (input.publicKey !== pk || input.address !== utxoAddress(network, hexToBytes(pk), kind))
-        throw new EvidenceRefused('INPUT_KEY_MISMATCH', `inputs[${i}]: key is not the one derived for its path`);
-      total += big(input.value, `inputs[${i}].value`);
-    }
-    let out = big(intent.amount, 'intent.amount');
-    if (ctx.change !== null) {
-      const c = ctx.change;
-      const ck = c.kind === 'p2tr' || c.kind === 'p2wpkh' ? c.kind : undefined;
-      if (ck === undefined || !isWalletPath(c.path, coinType, wallet))
-        throw new EvidenceRefused('CHANGE_MISMATCH', "change: not an address of the intent's wallet (branch 0 or 1)");
-      const pk = derivedKey(trust.keys, SUITE_OF_KIND[ck], c.path);
-      if (c.publicKey !== pk || c.address !== utxoAddress(network, hexToBytes(pk), ck))
-        throw new EvidenceRefused('CHANGE_MISMATCH', 'change: key is not the one derived for its path');
-      out += big(c.value, 'change.value');
-    }
-    if (total < out) throw new EvidenceRefused('DIGEST_MISMATCH', 'outputs exceed inputs');
-    fee = total - out;
-  }
-  if (fee > cap) throw new EvidenceRefused('FEE_ABOVE_CAP', `maximum fee ${fee} exceeds the approved cap ${cap}`);
-  if (fee > ceiling)
-    throw new EvidenceRefused('FEE_ABOVE_CEILING', `maximum fee ${fee} exceeds this signer's ceiling ${ceiling}`);
-}
 
 /** Digest (hex) of an intent without its `max_fee`: what stays the same across a raised fee cap. */
 function transferDigest(intent: TransferIntent): string {
@@ -619,22 +153,16 @@ export interface EnforcementVerdict {
  * @throws EvidenceRefused with the refusal code; nothing is written
  */
 export async function enforceTransferEvidence(
-  store: SecureStore,
+  store: CeremonyStore,
   req: SignRequest,
   trust: EnforcementTrust,
   now: Date = new Date(),
 ): Promise<EnforcementVerdict> {
-  const prev = checkLocks.get(store) ?? Promise.resolve();
-  const run = prev.then(() => enforceLocked(store, req, trust, now));
-  checkLocks.set(
-    store,
-    run.catch(() => {}),
-  );
-  return run;
+  return serialised(store, () => enforceLocked(store, req, trust, now));
 }
 
 async function enforceLocked(
-  store: SecureStore,
+  store: CeremonyStore,
   req: SignRequest,
   trust: EnforcementTrust,
   now: Date,
@@ -809,137 +337,4 @@ async function enforceLocked(
       released = true;
     },
   };
-}
-
-/**
- * The highest Admin-signed version of a policy a signer learned from the coordinator's pushes
- * (JSON in sublevel `ledger`, key `policy-known/<policy_id>`).
- */
-export interface LearnedPolicy {
-  /** The version number (a positive safe integer). */
-  readonly version: number;
-  /** True when that version is the policy's signed tombstone (the policy is deleted). */
-  readonly deleted: boolean;
-  /** Hex `policyDigest` of that version's document (which exact version was learned). */
-  readonly digest: string;
-  /** When this signer stored it (ISO 8601, signer clock). */
-  readonly learned_at: string;
-}
-
-const learnedKey = (policyId: string) => `policy-known/${policyId}`;
-
-/** What this signer learned of a policy (see {@link LearnedPolicy}), if anything. */
-export async function learnedPolicy(store: SecureStore, policyId: string): Promise<LearnedPolicy | undefined> {
-  const v = await store.get('ledger', learnedKey(policyId));
-  return v ? (JSON.parse(dec.decode(v)) as LearnedPolicy) : undefined;
-}
-
-const POLICY_ID = /^[0-9a-zA-Z-]{1,64}$/;
-
-/**
- * Learn pushed policy versions (control.proto `PolicySync`, issue #26 item 3): each JSON
- * `SignedPolicy` must be signed by one of `trustedAdminKeys` over its `policyDigest`
- * (`policySignedByTrustedAdmin`, else `POLICY_SIGNATURE_VERIFICATION_FAILED`, nothing stored);
- * then, when its version is above the one held for its policy (or it is the tombstone of the held
- * version), it becomes the held one (`STORED`), else nothing changes (`KNOWN`). A held tombstone is
- * final: no later push replaces it. Every stored item is written in ONE batch, serialised with the
- * sign checks of {@link enforceTransferEvidence} on the same store (a check sees all of a push or
- * none of it).
- * @param store the signer's store (sublevel `ledger`, keys `policy-known/<policy_id>`)
- * @param signedJson JSON texts of `SignedPolicy` (evidence.ts), at most a few hundred per call
- * @param trustedAdminKeys the signer's pinned Admin device keys (compressed P-256 hex); empty: every
- *   item is `ENFORCEMENT_NOT_CONFIGURED`
- * @param now the signer's clock (`learned_at`)
- * @returns one item per input, in order (policy id and version as read; `heldVersion` 0 when none)
- */
-export async function learnSignedPolicies(
-  store: SecureStore,
-  signedJson: readonly string[],
-  trustedAdminKeys: readonly string[],
-  now: Date = new Date(),
-): Promise<PolicySyncItemWire[]> {
-  const prev = checkLocks.get(store) ?? Promise.resolve();
-  const run = prev.then(() => learnLocked(store, signedJson, trustedAdminKeys, now));
-  checkLocks.set(
-    store,
-    run.catch(() => {}),
-  );
-  return run;
-}
-
-async function learnLocked(
-  store: SecureStore,
-  signedJson: readonly string[],
-  trustedAdminKeys: readonly string[],
-  now: Date,
-): Promise<PolicySyncItemWire[]> {
-  const held = new Map<string, LearnedPolicy | undefined>();
-  const heldOf = async (id: string) => {
-    if (!held.has(id)) held.set(id, await learnedPolicy(store, id));
-    return held.get(id);
-  };
-  const items: PolicySyncItemWire[] = [];
-  const changed = new Set<string>();
-  for (const text of signedJson) {
-    let signed: SignedPolicy | undefined;
-    try {
-      signed = JSON.parse(text) as SignedPolicy;
-    } catch {
-      signed = undefined;
-    }
-    const doc = signed?.document as Partial<PolicyDocument> | undefined;
-    const policyId = typeof doc?.policy_id === 'string' && POLICY_ID.test(doc.policy_id) ? doc.policy_id : '';
-    const version =
-      typeof doc?.version === 'number' && Number.isSafeInteger(doc.version) && doc.version >= 1 && doc.version < 2 ** 32
-        ? doc.version
-        : 0;
-    const item = (outcome: PolicySyncOutcome, h: LearnedPolicy | undefined): PolicySyncItemWire => ({
-      policyId,
-      version,
-      outcome,
-      heldVersion: h?.version ?? 0,
-      heldDeleted: h?.deleted ?? false,
-    });
-    if (policyId === '' || version === 0 || typeof doc !== 'object') {
-      items.push(item('MALFORMED', undefined));
-      continue;
-    }
-    if (trustedAdminKeys.length === 0) {
-      items.push(item('ENFORCEMENT_NOT_CONFIGURED', await heldOf(policyId)));
-      continue;
-    }
-    if (!policySignedByTrustedAdmin(signed as SignedPolicy, trustedAdminKeys)) {
-      items.push(item('POLICY_SIGNATURE_VERIFICATION_FAILED', await heldOf(policyId)));
-      continue;
-    }
-    const sp = signed as SignedPolicy;
-    const tombstone = isPolicyTombstone(sp.document);
-    const h = await heldOf(policyId);
-    // higher versions replace the held one; at the same version only a tombstone adds anything
-    const newer = h === undefined || (!h.deleted && (version > h.version || (version === h.version && tombstone)));
-    if (!newer) {
-      items.push(item('KNOWN', h));
-      continue;
-    }
-    const next: LearnedPolicy = {
-      version,
-      deleted: tombstone,
-      digest: bytesToHex(policyDigest(sp.document)),
-      learned_at: now.toISOString(),
-    };
-    held.set(policyId, next);
-    changed.add(policyId);
-    items.push(item('STORED', next));
-  }
-  if (changed.size > 0) {
-    await store.batch(
-      [...changed].map((id) => ({
-        type: 'put' as const,
-        sublevel: 'ledger' as const,
-        key: learnedKey(id),
-        value: enc.encode(JSON.stringify(held.get(id))),
-      })),
-    );
-  }
-  return items;
 }
