@@ -12,6 +12,8 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import { learnedPolicy } from '@custodian/ceremony';
+import { SecureStore } from '@custodian/ceremony/level-store';
 import { bytesToHex } from '@custodian/crypto';
 import {
   createIdentity,
@@ -19,8 +21,6 @@ import {
   decodeDeviceFrame,
   deviceHelloDigest,
   encodeDeviceFrame,
-  learnedPolicy,
-  SecureStore,
   type SignerConfig,
   type SignerDaemon,
   startSigner,

@@ -15,6 +15,8 @@
 import { cpSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import { CREATED_AT_SKEW_MS, derivedChild, type KeyRecord } from '@custodian/ceremony';
+import { SecureStore } from '@custodian/ceremony/level-store';
 import { type KeyShare as EcdsaKeyShare, keyShareToJson } from '@custodian/cggmp';
 import { type EthereumContext, ethereumAddress, recomputeEthereumDigests } from '@custodian/chains';
 import { bytesToHex, secp256k1Group } from '@custodian/crypto';
@@ -37,23 +39,19 @@ import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import { p256 } from '@noble/curves/nist.js';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
+import { intent as fixtureIntent } from '../../ceremony/test/attack-fixtures.js';
+import { fixtureShares2of3 } from '../../ceremony/test/in-process.js';
 import {
   ControlClient,
-  CREATED_AT_SKEW_MS,
   createHost,
   createIdentity,
-  derivedChild,
   type Host,
-  type KeyRecord,
   type NodeIdentity,
-  SecureStore,
   type SignerConfig,
   type SignerDaemon,
   startSigner,
 } from '../src/index.js';
-import { intent as fixtureIntent } from './attack-fixtures.js';
 import { freePort, tempDir } from './cluster.js';
-import { fixtureShares2of3 } from './in-process.js';
 
 const PASS_ENV = 'CUSTODIAN_ROLLBACK_TEST_PASS';
 const PASS = 'rollback test passphrase';

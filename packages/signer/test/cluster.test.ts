@@ -27,7 +27,8 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import '../src/polyfills.js';
-import { CeremonyRunner, CONTROL_PROTOCOL, ControlClient, createHost, type Host, sessionId } from '../src/index.js';
+import { CeremonyRunner, sessionId } from '@custodian/ceremony';
+import { CONTROL_PROTOCOL, ControlClient, createHost, type Host } from '../src/index.js';
 import {
   buildSigner,
   freePort,

@@ -29,7 +29,8 @@ import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import '../src/polyfills.js';
-import { ControlClient, type LedgerEntry, PresignaturePoolKeeper, SecureStore } from '../src/index.js';
+import type { LedgerEntry } from '@custodian/ceremony';
+import { SecureStore } from '@custodian/ceremony/level-store';
 import {
   adminSk,
   CHAINS,
@@ -47,7 +48,8 @@ import {
   tronContext,
   useMasterKey,
   utxoInput,
-} from './attack-fixtures.js';
+} from '../../ceremony/test/attack-fixtures.js';
+import { ControlClient, PresignaturePoolKeeper } from '../src/index.js';
 import { buildSigner, type NodeSpec, PASS, startSeededNodes, stopNode, tempDir } from './cluster.js';
 
 let nodes: NodeSpec[] = [];

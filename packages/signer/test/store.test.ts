@@ -1,7 +1,8 @@
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { SecureStore, StoreIntegrityError } from '@custodian/ceremony/level-store';
 import { afterAll, describe, expect, it } from 'vitest';
-import { defaultGenerationFile, parseConfig, SecureStore, StoreIntegrityError } from '../src/index.js';
+import { defaultGenerationFile, parseConfig } from '../src/index.js';
 import { tempDir as makeTemp } from './cluster.js';
 
 const dirs: string[] = [];
