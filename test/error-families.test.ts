@@ -6,6 +6,8 @@
  * package fails this test.
  */
 import { describe, expect, it } from 'vitest';
+import * as ceremony from '../packages/ceremony/src/index.js';
+import * as levelStore from '../packages/ceremony/src/level-store/index.js';
 import * as cggmp from '../packages/cggmp/src/index.js';
 import * as chains from '../packages/chains/src/index.js';
 import * as cli from '../packages/cli/src/index.js';
@@ -35,6 +37,8 @@ const PACKAGES: [string, Record<string, unknown>, string][] = [
   ['@custodian/frost', frost, 'crypto'],
   ['@custodian/chains', chains, 'chains'],
   ['@custodian/wire', wire, 'wire'],
+  ['@custodian/ceremony', ceremony, 'signer'],
+  ['@custodian/ceremony/level-store', levelStore, 'signer'],
   ['@custodian/signer', signer, 'signer'],
   ['@custodian/signer-client', signerClient, 'signer'],
   ['@custodian/coordinator', coordinator, 'coordinator'],
@@ -88,6 +92,7 @@ describe('one error base with a family per package', () => {
     const api = new coordinator.ApiError('VALIDATION_FAILED', 'x');
     expect([api.code, api.family, api.status]).toEqual(['VALIDATION_FAILED', 'coordinator', 422]);
     expect(new signer.ConfigError('signer.peers: expected a list').code).toBe('CONFIG_INVALID');
+    expect(new ceremony.EvidenceRefused('DIGEST_MISMATCH', 'x').family).toBe('signer');
     expect(new mobile.WrongPinError().code).toBe('WRONG_PIN');
     expect(new mobile.EnrollmentError('refused', 409, undefined).code).toBe('HTTP_409');
   });

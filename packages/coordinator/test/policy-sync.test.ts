@@ -12,15 +12,10 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import { learnedPolicy } from '@custodian/ceremony';
+import { SecureStore } from '@custodian/ceremony/level-store';
 import { bytesToHex } from '@custodian/crypto';
-import {
-  createIdentity,
-  learnedPolicy,
-  SecureStore,
-  type SignerConfig,
-  type SignerDaemon,
-  startSigner,
-} from '@custodian/signer';
+import { createIdentity, type SignerConfig, type SignerDaemon, startSigner } from '@custodian/signer';
 import { type DeviceFrame, decodeDeviceFrame, deviceHelloDigest, encodeDeviceFrame } from '@custodian/signer-client';
 import { DEFAULT_LIMITS, deviceSign, openControlRequest, type SignedPolicy, signPolicy } from '@custodian/wire';
 import { peerIdFromString } from '@libp2p/peer-id';

@@ -9,7 +9,7 @@
  * | `crypto`      | {@link CryptoError} (crypto, paillier, cggmp, frost) |
  * | `chains`      | `ChainError` (@custodian/chains)             |
  * | `wire`        | `WireError` (@custodian/wire)                |
- * | `signer`      | `SignerError` (@custodian/signer)            |
+ * | `signer`      | `SignerError` (@custodian/ceremony; ceremony, signer) |
  * | `coordinator` | `CoordinatorError` (@custodian/coordinator; its `ApiError` is the problem+json catalogue) |
  * | `mobile`      | `MobileError` (@custodian/mobile)            |
  * | `cli`         | `CliError` (@custodian/cli)                  |

@@ -9,10 +9,10 @@
  * transfer shows the token's contract with its symbol (the symbol alone is the coordinator's word).
  *
  * Before any of it is shown, {@link approvalRefusal} checks the asset against the phone's own
- * `--chains` configuration exactly as a signer does (`@custodian/signer` assetMismatch): a request
+ * `--chains` configuration exactly as a signer does (`@custodian/ceremony` assetMismatch): a request
  * the signers would refuse (`ASSET_MISMATCH`, `CHAIN_NOT_CONFIGURED`) is never shown or approved.
  */
-import { assetMismatch, type ChainsConfig } from '@custodian/signer';
+import { assetMismatch, type ChainsConfig } from '@custodian/ceremony';
 import type { TransferIntent } from '@custodian/wire';
 
 /** Native asset (symbol, decimals) of a blockchain key's family, as the coordinator's directory names them. */

@@ -14,7 +14,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline/promises';
-import { parseChainsConfig } from '@custodian/signer';
+import { parseChainsConfig } from '@custodian/ceremony';
 import type { TransferIntent } from '@custodian/wire';
 import type { Command } from 'commander';
 import { pino } from 'pino';

@@ -2,7 +2,7 @@
  * The mobile signer (DESIGN §1): connects OUT to the coordinator over WebSocket (`ws`; phones take
  * no inbound connections), authenticates with its device key, receives push notifications —
  * approval requests and ceremony invitations — and takes part in ceremonies through the
- * coordinator's relay, reusing `@custodian/signer`'s {@link CeremonyRunner} and `runCeremony` (the
+ * coordinator's relay, reusing `@custodian/ceremony`'s {@link CeremonyRunner} and `runCeremony` (the
  * same protocol code, checks and persistence rules as a server signer).
  *
  * Trust: ceremony invitations must be `SignedControl`s of the coordinator key pinned at the first
@@ -23,12 +23,10 @@
  * coordinator revoked (REMOVED or REJECTED: close code 4403 or `Error { DEVICE_REVOKED }`) stops
  * for good and says so ({@link MobileSignerEvents.onRevoked}).
  *
- * Storage: shares in `<dataDir>/db`, the signer's encrypted LevelDB store (XChaCha20-Poly1305 under
- * a key derived by scrypt from the PIN).
+ * Storage: shares in `<dataDir>/db`, the signer's encrypted LevelDB store
+ * (`@custodian/ceremony/level-store`: XChaCha20-Poly1305 under a key derived by scrypt from the PIN).
  */
 import { join } from 'node:path';
-import { LEVELS } from '@custodian/cggmp';
-import { bytesToHex } from '@custodian/crypto';
 import {
   type CeremonyContext,
   CeremonyRunner,
@@ -36,11 +34,12 @@ import {
   learnSignedPolicies,
   presignatureDiscards,
   runCeremony,
-  type ScryptParams,
-  SecureStore,
   StoredNonceLedger,
   StoredPrimePool,
-} from '@custodian/signer';
+} from '@custodian/ceremony';
+import { type ScryptParams, SecureStore } from '@custodian/ceremony/level-store';
+import { LEVELS } from '@custodian/cggmp';
+import { bytesToHex } from '@custodian/crypto';
 import {
   Backoff,
   type DeviceFrame,
@@ -100,8 +99,9 @@ export interface MobileSignerOptions {
   reconnectMaxMs?: number;
   /**
    * Compressed P-256 keys (hex) of the Admin devices whose policy signatures this phone trusts:
-   * when given, every sign request must carry evidence that passes `@custodian/signer` enforce.ts
-   * (policy, limits against this phone's own ledger, approvals), exactly as on a server signer.
+   * when given, every sign request must carry evidence that passes `@custodian/ceremony`
+   * enforce/enforce.ts (policy, limits against this phone's own ledger, approvals), exactly as on a
+   * server signer.
    * Signed policy versions and tombstones the hub pushes (`policy_sync` invitations) are checked
    * against the same keys and their highest version per policy kept in the store: older versions
    * and deleted policies are then refused (`POLICY_VERSION_SUPERSEDED`, `POLICY_DELETED`).
@@ -109,7 +109,7 @@ export interface MobileSignerOptions {
   trustedAdminKeys?: string[];
   /**
    * Blockchains this phone signs transfers for, with their chain id / network and fee ceiling
-   * (`@custodian/signer` ChainsConfig, the `chains` object of a server signer's config). With
+   * (`@custodian/ceremony` ChainsConfig, the `chains` object of a server signer's config). With
    * {@link trustedAdminKeys}, a transfer of a blockchain absent here is refused (`CHAIN_NOT_CONFIGURED`).
    * When given, approval requests are checked against it before {@link decide} sees them
    * (approval-display.ts `approvalRefusal`): one of an unconfigured blockchain or of an asset the

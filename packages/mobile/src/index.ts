@@ -2,7 +2,7 @@
  * @custodian/mobile — the mobile signer: a platform-neutral SDK (device vault sealed under a
  * PIN-derived key, enrollment, WebSocket connection to the coordinator with device-key challenge
  * authentication, approvals signed with the device key, ceremonies through the coordinator relay
- * with `@custodian/signer`'s runner) and the headless simulator of the phone app (`custodian mobile`).
+ * with `@custodian/ceremony`'s runner) and the headless simulator of the phone app (`custodian mobile`).
  */
 export * from './approval-display.js';
 export * from './cli.js';

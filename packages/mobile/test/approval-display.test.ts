@@ -3,7 +3,7 @@
  * approval binds (`TransferIntent.max_fee`, native base units) in the native asset's units with its
  * symbol, next to the amount — read from the intent the device signs, nothing else.
  */
-import { parseChainsConfig } from '@custodian/signer';
+import { parseChainsConfig } from '@custodian/ceremony';
 import { assetId, type TransferIntent } from '@custodian/wire';
 import { describe, expect, it } from 'vitest';
 import { approvalEventFields, approvalRefusal, describeApproval, formatMaxFee } from '../src/approval-display.js';

@@ -11,8 +11,8 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { SecureStore } from '@custodian/ceremony/level-store';
 import { createCoordinator } from '@custodian/coordinator';
-import { SecureStore } from '@custodian/signer';
 import { KeyAlgorithm } from '@custodian/wire';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';

@@ -13,6 +13,7 @@
  * after its release gate is durable (pending record, ledger entry, presignature deletion): the
  * coordinator learns what every co-signer receives anyway (CGGMP21 §4.4 broadcast).
  */
+
 import { type CombinationContext, combinationContext, type EcdsaSignature, finishCombination } from '@custodian/cggmp';
 import { bytesToHex, derivedChild, type Secp256k1Point, secp256k1Group } from '@custodian/crypto';
 import type { SignatureSharesWire } from '@custodian/wire';

@@ -9,6 +9,19 @@
  */
 import { rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import {
+  type CeremonyContext,
+  CeremonyRunner,
+  learnSignedPolicies,
+  listKeys,
+  PreparedPresignatures,
+  presignatureControl,
+  presignaturePoolSizes,
+  runCeremony,
+  StoredNonceLedger,
+  StoredPrimePool,
+} from '@custodian/ceremony';
+import { SecureStore } from '@custodian/ceremony/level-store';
 import { LEVELS } from '@custodian/cggmp';
 import { bytesToHex } from '@custodian/crypto';
 import { createHost, type Host } from '@custodian/signer-client';
@@ -24,16 +37,10 @@ import {
 import { peerIdFromString } from '@libp2p/peer-id';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { type Logger, pino } from 'pino';
-import { type CeremonyContext, listKeys, presignatureControl, runCeremony, StoredNonceLedger } from './ceremonies.js';
 import { readPassphrase, type SignerConfig } from './config.js';
-import { learnSignedPolicies } from './enforce.js';
 import { defaultGenerationFile, type GenerationStart, startGeneration, stopGeneration } from './generation.js';
 import { loadIdentity, type NodeIdentity } from './identity.js';
-import { PreparedPresignatures, presignaturePoolSizes } from './presignatures.js';
-import { StoredPrimePool } from './primes.js';
-import { CeremonyRunner } from './runner.js';
 import { attachSignerRelay, type SignerRelay } from './signer-relay.js';
-import { SecureStore } from './store.js';
 
 /** Control requests issued longer ago (or further ahead) than this are refused as stale/replayed. */
 export const CONTROL_FRESHNESS_MS = 5 * 60_000;

@@ -22,7 +22,7 @@
  * carries presignatures of the same generation: only presignatures made in the running process
  * lifetime are ever used). On a detected rollback the same batch records it (`state/rollback`, see
  * {@link RollbackRecord}) — so a restart cannot forget it — and from then on the signer refuses
- * with `STORE_ROLLED_BACK` ({@link rollbackRefusal}): every transfer whose intent was created
+ * with `STORE_ROLLED_BACK` (`rollbackRefusal`, @custodian/ceremony rollback.ts): every transfer whose intent was created
  * before the detection plus the allowed clock skew (`CREATED_AT_SKEW_MS`, 5 minutes: a signer
  * refuses any intent created later than its clock + that skew, so a transfer it signed before the
  * restore was created before then), and, for the rest of the detection's UTC day on the signer's
@@ -39,28 +39,19 @@
  */
 import { open as openFile, readFile, rename } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
+import {
+  CREATED_AT_SKEW_MS,
+  presignatureDiscards,
+  type RollbackRecord,
+  SignerError,
+  STORE_ROLLED_BACK,
+  type StoreOp,
+} from '@custodian/ceremony';
+import type { SecureStore } from '@custodian/ceremony/level-store';
 import type { Logger } from 'pino';
-import { CREATED_AT_SKEW_MS } from './enforce.js';
-import { SignerError } from './errors.js';
-import { presignatureDiscards } from './presignatures.js';
-import type { SecureStore, StoreOp } from './store.js';
 
 /** `format` of the state file. */
 export const GENERATION_FILE_FORMAT = 'custodian.signer.generation';
-
-/** Refusal code of a sign request this signer may not sign any more after a detected rollback. */
-export const STORE_ROLLED_BACK = 'STORE_ROLLED_BACK';
-
-/** A detected rollback (JSON in the store, `state/rollback`). */
-export interface RollbackRecord {
-  /** When this signer detected it (ISO 8601, UTC): the start after the restore. */
-  readonly detectedAt: string;
-  /** Generation found in the restored store. */
-  readonly storeGeneration: number;
-  /** Generation in the state file then (absent: the file was missing). */
-  readonly fileGeneration?: number;
-  readonly reason: 'older-generation' | 'state-file-missing' | 'other-store';
-}
 
 /** What {@link startGeneration} found and did. */
 export interface GenerationStart {
@@ -264,41 +255,4 @@ export async function stopGeneration(store: SecureStore, file: string): Promise<
   await store.batch([generationOp(generation)]);
   await writeGenerationFile(file, { store: store.id, generation });
   return generation;
-}
-
-const DAY_MS = 86_400_000;
-
-/**
- * Whether a transfer may be signed by a signer that detected a rollback (none: undefined).
- * Refused, with a message starting `STORE_ROLLED_BACK:`, when
- * (a) the intent was created before the detection plus `CREATED_AT_SKEW_MS` (5 minutes): it may
- *     have been signed after the copy (a signer signs intents created up to that skew ahead of its
- *     clock, enforce.ts `intentTime`), and the ledger that would say so was rolled back; or
- * (b) the policy has a daily limit and `now` (the signer's clock: the day this signature would be
- *     counted on) is on the detection's UTC day: that day's sums may miss transfers signed after
- *     the copy. From 00:00 UTC the next day the limits count from the signer's ledger again.
- * @param rollback the signer's latest detected rollback
- * @param intent the approved intent (`created_at`, ISO 8601)
- * @param dailyLimit the policy's `daily_limit` (null/undefined: no daily limit)
- * @param now the signer's clock (default: now)
- */
-export function rollbackRefusal(
-  rollback: RollbackRecord | undefined,
-  intent: { readonly created_at: string },
-  dailyLimit: string | null | undefined,
-  now: Date = new Date(),
-): string | undefined {
-  if (!rollback) return undefined;
-  const created = Date.parse(intent.created_at);
-  const detected = Date.parse(rollback.detectedAt);
-  if (!Number.isFinite(created)) return `${STORE_ROLLED_BACK}: intent.created_at is not a date`;
-  if (created < detected + CREATED_AT_SKEW_MS) {
-    return `${STORE_ROLLED_BACK}: this signer's store was restored from an earlier copy (detected ${rollback.detectedAt}); a transfer created before then (or within the clock skew after it) may have been signed after the copy and is not signed by this signer`;
-  }
-  const day = Math.floor(detected / DAY_MS);
-  if (dailyLimit !== null && dailyLimit !== undefined && Math.floor(now.getTime() / DAY_MS) === day) {
-    const next = new Date((day + 1) * DAY_MS).toISOString();
-    return `${STORE_ROLLED_BACK}: this signer's store was restored from an earlier copy (detected ${rollback.detectedAt}); its daily sums of that UTC day are not known, transfers under a daily limit are signed again from ${next}`;
-  }
-  return undefined;
 }

@@ -7,10 +7,10 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { DEFAULT_SCRYPT, deriveStorageKey, open, type ScryptParams, seal } from '@custodian/ceremony/level-store';
 import { generateKeyPair, privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys';
 import type { PrivateKey } from '@libp2p/interface';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
-import { DEFAULT_SCRYPT, deriveStorageKey, open, type ScryptParams, seal } from './secretbox.js';
 
 /** File name of the sealed identity inside the data folder. */
 export const IDENTITY_FILE = 'identity.json';

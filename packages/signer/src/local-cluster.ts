@@ -9,8 +9,8 @@ import { openSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { ChainsConfig } from '@custodian/ceremony';
 import { ControlClient } from '@custodian/signer-client';
-import type { ChainsConfig } from './config.js';
 import { createIdentity } from './identity.js';
 
 const MAIN = fileURLToPath(new URL('./main.js', import.meta.url));

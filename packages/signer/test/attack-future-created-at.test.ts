@@ -15,18 +15,20 @@
  */
 import { cpSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { EvidenceRefused, enforceTransferEvidence, type RollbackRecord, rollbackRefusal } from '@custodian/ceremony';
+import { SecureStore } from '@custodian/ceremony/level-store';
 import { signApproval, type TransferIntent } from '@custodian/wire';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
-  EvidenceRefused,
-  enforceTransferEvidence,
-  type RollbackRecord,
-  rollbackRefusal,
-  SecureStore,
-  startGeneration,
-  stopGeneration,
-} from '../src/index.js';
-import { dev1, ethContext, intent, request, signAndCommit, trustOf, verdict } from './attack-fixtures.js';
+  dev1,
+  ethContext,
+  intent,
+  request,
+  signAndCommit,
+  trustOf,
+  verdict,
+} from '../../ceremony/test/attack-fixtures.js';
+import { startGeneration, stopGeneration } from '../src/index.js';
 import { tempDir } from './cluster.js';
 
 const SCRYPT = { N: 1 << 10, r: 8, p: 1 };

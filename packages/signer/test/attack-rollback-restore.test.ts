@@ -15,9 +15,11 @@
 import { cpSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import { CREATED_AT_SKEW_MS, type KeyRecord } from '@custodian/ceremony';
+import { SecureStore } from '@custodian/ceremony/level-store';
 import { type KeyShare as EcdsaKeyShare, keyShareToJson } from '@custodian/cggmp';
 import { type EthereumContext, ethereumAddress, recomputeEthereumDigests } from '@custodian/chains';
-import { bytesToHex, secp256k1Group } from '@custodian/crypto';
+import { bytesToHex, derivedChild, secp256k1Group } from '@custodian/crypto';
 import { ControlClient, createHost, type Host } from '@custodian/signer-client';
 import {
   assetId,
@@ -38,20 +40,10 @@ import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import { p256 } from '@noble/curves/nist.js';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  CREATED_AT_SKEW_MS,
-  createIdentity,
-  derivedChild,
-  type KeyRecord,
-  type NodeIdentity,
-  SecureStore,
-  type SignerConfig,
-  type SignerDaemon,
-  startSigner,
-} from '../src/index.js';
-import { intent as fixtureIntent } from './attack-fixtures.js';
+import { intent as fixtureIntent } from '../../ceremony/test/attack-fixtures.js';
+import { fixtureShares2of3 } from '../../ceremony/test/in-process.js';
+import { createIdentity, type NodeIdentity, type SignerConfig, type SignerDaemon, startSigner } from '../src/index.js';
 import { freePort, tempDir } from './cluster.js';
-import { fixtureShares2of3 } from './in-process.js';
 
 const PASS_ENV = 'CUSTODIAN_ROLLBACK_TEST_PASS';
 const PASS = 'rollback test passphrase';

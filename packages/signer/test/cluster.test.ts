@@ -27,8 +27,8 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import '@custodian/signer-client/polyfills';
+import { CeremonyRunner, sessionId } from '@custodian/ceremony';
 import { CONTROL_PROTOCOL, ControlClient, createHost, type Host } from '@custodian/signer-client';
-import { CeremonyRunner, sessionId } from '../src/index.js';
 import {
   buildSigner,
   freePort,

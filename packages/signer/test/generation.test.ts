@@ -7,12 +7,12 @@
  */
 import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { rollbackRefusal } from '@custodian/ceremony';
+import { SecureStore } from '@custodian/ceremony/level-store';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   GenerationFileError,
   readGenerationFile,
-  rollbackRefusal,
-  SecureStore,
   startGeneration,
   stopGeneration,
   storeGeneration,

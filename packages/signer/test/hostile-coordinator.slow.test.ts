@@ -29,8 +29,9 @@ import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import '@custodian/signer-client/polyfills';
+import type { LedgerEntry } from '@custodian/ceremony';
+import { SecureStore } from '@custodian/ceremony/level-store';
 import { ControlClient, PresignaturePoolKeeper } from '@custodian/signer-client';
-import { type LedgerEntry, SecureStore } from '../src/index.js';
 import {
   adminSk,
   CHAINS,
@@ -48,7 +49,7 @@ import {
   tronContext,
   useMasterKey,
   utxoInput,
-} from './attack-fixtures.js';
+} from '../../ceremony/test/attack-fixtures.js';
 import { buildSigner, type NodeSpec, PASS, startSeededNodes, stopNode, tempDir } from './cluster.js';
 
 let nodes: NodeSpec[] = [];

@@ -193,7 +193,7 @@ export class DeviceHub implements DeviceCeremonyPort {
    * Push signed policy versions and tombstones (a signed `PolicySync` control request in an
    * `invitation` frame, no answer expected) to one connected device, or to every connected device
    * whose status is APPROVED at send time. The device checks each against its own trusted Admin
-   * keys and keeps the highest version per policy (`@custodian/signer` enforce.ts
+   * keys and keeps the highest version per policy (`@custodian/ceremony` enforce/policies.ts
    * `learnSignedPolicies`). Best effort: a device offline now gets all of them when it connects.
    */
   pushPolicies(signed: readonly SignedPolicy[], deviceId?: string): void {

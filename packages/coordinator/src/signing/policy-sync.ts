@@ -1,6 +1,6 @@
 /**
  * Policy versions pushed to the server signers (issue #26 item 3; control.proto `PolicySync`,
- * `@custodian/signer` enforce.ts `learnSignedPolicies`). Signers refuse a policy version older than
+ * `@custodian/ceremony` enforce/policies.ts `learnSignedPolicies`). Signers refuse a policy version older than
  * the highest they know, and every version of a policy whose signed tombstone they hold — so they
  * must learn each signed version and tombstone as it takes effect, not only those they sign under:
  *

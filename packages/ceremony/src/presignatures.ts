@@ -26,7 +26,7 @@ import { Presignature, PresignatureUseError, prepareSigning } from '@custodian/c
 import { bytesToBigint, secp256k1Group } from '@custodian/crypto';
 import { sha256 } from '@noble/hashes/sha2.js';
 import type { Logger } from 'pino';
-import type { SecureStore, StoreOp } from './store.js';
+import type { CeremonyStore, StoreOp } from './storage.js';
 
 /** Storage key prefix of a key's signing set. */
 export function presignPrefix(keyId: string, signers: readonly number[]): string {
@@ -138,7 +138,7 @@ export class PreparedPresignatures {
    * the insert); entries that no longer exist, do not decode, or whose presignature this process
    * used or holds already are skipped (a bad one is reported when it is taken).
    */
-  async warm(store: SecureStore, log?: Logger, signal?: AbortSignal): Promise<number> {
+  async warm(store: CeremonyStore, log?: Logger, signal?: AbortSignal): Promise<number> {
     await new Promise((r) => setImmediate(r));
     if (signal?.aborted) return 0;
     secp256k1Group.prepareBase();
@@ -181,7 +181,7 @@ export class PreparedPresignatures {
 }
 
 /** Storage keys of presignatures being taken, per store: claimed before the first await. */
-const taking = new WeakMap<SecureStore, Set<string>>();
+const taking = new WeakMap<CeremonyStore, Set<string>>();
 
 /**
  * Take a presignature out of the store: from the node's prepared ones (no read) or else read it,
@@ -203,7 +203,7 @@ const taking = new WeakMap<SecureStore, Set<string>>();
  * @throws RangeError / TypeError for a stored presignature that does not decode (nothing deleted)
  */
 export async function takePresignature(
-  store: SecureStore,
+  store: CeremonyStore,
   keyId: string,
   signers: readonly number[],
   id: string,
@@ -263,7 +263,7 @@ export interface HeldPresignature {
  * read or decoded.
  */
 export async function heldPresignatures(
-  store: SecureStore,
+  store: CeremonyStore,
   keyId: string,
   signers: readonly number[],
   now: number = Date.now(),
@@ -303,7 +303,7 @@ export async function heldPresignatures(
  * @throws the store's error when the batch fails (nothing deleted; the claims are released)
  */
 export async function deletePresignatures(
-  store: SecureStore,
+  store: CeremonyStore,
   keyId: string,
   signers: readonly number[],
   ids: readonly string[],
@@ -337,7 +337,7 @@ export async function deletePresignatures(
 }
 
 /** Pool sizes: `<keyId>/<signing set>` → count. */
-export async function presignaturePoolSizes(store: SecureStore): Promise<Record<string, number>> {
+export async function presignaturePoolSizes(store: CeremonyStore): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
   for (const k of await store.keys('presignatures')) {
     const slot = k.slice(0, k.lastIndexOf('/'));
@@ -348,8 +348,9 @@ export async function presignaturePoolSizes(store: SecureStore): Promise<Record<
 
 /**
  * Deletions of every stored presignature (all keys, all signing sets): a signer discards the
- * presignatures of earlier process lifetimes at start (generation.ts), before any is loaded.
+ * presignatures of earlier process lifetimes at start (the server signer's generation.ts; the
+ * phone at every start), before any is loaded.
  */
-export async function presignatureDiscards(store: SecureStore): Promise<StoreOp[]> {
+export async function presignatureDiscards(store: CeremonyStore): Promise<StoreOp[]> {
   return (await store.keys('presignatures')).map((key) => ({ type: 'del', sublevel: 'presignatures', key }));
 }

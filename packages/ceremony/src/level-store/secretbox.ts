@@ -8,7 +8,7 @@
  */
 import { randomBytes, scrypt } from 'node:crypto';
 import { xchacha20poly1305 } from '@noble/ciphers/chacha.js';
-import { SignerError } from './errors.js';
+import { SignerError } from '../errors.js';
 
 /** scrypt cost parameters (RFC 7914 §2). */
 export interface ScryptParams {

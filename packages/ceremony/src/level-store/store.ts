@@ -1,36 +1,21 @@
 /**
- * The signer's LevelDB store (`level`), with one sublevel per kind of record. Every value is
- * encrypted at rest (see `secretbox.ts`) with associated data `sublevel ‖ 0x00 ‖ key`; keys are
- * not secret (key ids, ceremony ids). Multi-key writes go through {@link SecureStore.batch}, one
+ * The LevelDB store (`level`) of the server signer and the phone simulator ({@link CeremonyStore},
+ * storage.ts), with one sublevel per kind of record. Every value is encrypted at rest (see
+ * `secretbox.ts`) with associated data `sublevel ‖ 0x00 ‖ key`; keys are not secret (key ids,
+ * ceremony ids). Multi-key writes go through {@link SecureStore.batch}, one
  * LevelDB write batch, so a crash leaves the old state or the new.
  *
  * Layout: sublevel `meta` (plaintext: `salt`, `check`, `format`), and encrypted sublevels
- * `shares`, `aux`, `presignatures`, `nonces`, `primes`, `ceremonies`, `ledger` (transfers signed, enforce.ts),
- * `state` (the store generation and a detected rollback, generation.ts).
+ * `shares`, `aux`, `presignatures`, `nonces`, `primes`, `ceremonies`, `ledger` (transfers signed,
+ * enforce/ledger.ts), `state` (the store generation and a detected rollback, the signer's
+ * generation.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { bytesToHex } from '@custodian/crypto';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { Level } from 'level';
+import { type CeremonyStore, type StoreOp, SUBLEVELS, type Sublevel } from '../storage.js';
 import { DEFAULT_SCRYPT, deriveStorageKey, open, type ScryptParams, StoreIntegrityError, seal } from './secretbox.js';
-
-/** Names of the encrypted sublevels. */
-export type Sublevel = 'shares' | 'aux' | 'presignatures' | 'nonces' | 'primes' | 'ceremonies' | 'ledger' | 'state';
-export const SUBLEVELS: readonly Sublevel[] = [
-  'shares',
-  'aux',
-  'presignatures',
-  'nonces',
-  'primes',
-  'ceremonies',
-  'ledger',
-  'state',
-];
-
-/** One write of a batch. */
-export type StoreOp =
-  | { readonly type: 'put'; readonly sublevel: Sublevel; readonly key: string; readonly value: Uint8Array }
-  | { readonly type: 'del'; readonly sublevel: Sublevel; readonly key: string };
 
 const enc = new TextEncoder();
 const CHECK = enc.encode('custodian.signer.store.check/v1');
@@ -42,8 +27,8 @@ function aad(sublevel: string, key: string): Uint8Array {
 // biome-ignore lint/suspicious/noExplicitAny: abstract-level sublevel generics do not compose
 type Sub = any;
 
-/** Encrypted LevelDB store. Open with {@link SecureStore.open}. */
-export class SecureStore {
+/** Encrypted LevelDB store, the {@link CeremonyStore} of the server signer and the phone. Open with {@link SecureStore.open}. */
+export class SecureStore implements CeremonyStore {
   /** Batches being written ({@link close} waits for them). */
   readonly #writing = new Set<Promise<void>>();
 

@@ -6,8 +6,12 @@
  * with its reason and the party when identifiable, and never throws. A session that misses its
  * deadline or aborts resolves with the outcome; its state is dropped (nothing partial is kept).
  *
- * The same runner serves libp2p (server signers, `host.ts`) and, later, WebSocket relays (mobile
- * signers): a transport only moves opaque bytes between peer ids.
+ * The same runner serves libp2p (server signers, `@custodian/signer` host.ts) and the coordinator's
+ * WebSocket relay (phones, `@custodian/mobile` device.ts): a transport only moves opaque bytes
+ * between peer ids.
+ *
+ * Longer than 400 lines because one class holds a session's whole life (routing, early messages
+ * held for a session not yet started, release holds, deadlines) and reads best in one place.
  */
 import {
   type Aborted,

@@ -23,9 +23,10 @@ import {
 import { p256 } from '@noble/curves/nist.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type EnforcementTrust, EvidenceRefused, enforceTransferEvidence, SecureStore } from '../src/index.js';
+import { type EnforcementTrust, EvidenceRefused, enforceTransferEvidence } from '../src/index.js';
+import { SecureStore } from '../src/level-store/index.js';
 import { intent as fixtureIntent } from './attack-fixtures.js';
-import { tempDir } from './cluster.js';
+import { tempDir } from './helpers.js';
 
 const adminSk = p256.utils.randomSecretKey();
 const otherAdminSk = p256.utils.randomSecretKey();

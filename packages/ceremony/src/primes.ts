@@ -18,7 +18,7 @@ import { readFile } from 'node:fs/promises';
 import { bigintToMinimalBytes, bytesToBigint, bytesToHex } from '@custodian/crypto';
 import { generateSafePrime, isSafePrime, type SecurityLevel } from '@custodian/paillier';
 import type { Logger } from 'pino';
-import type { SecureStore, StoreOp } from './store.js';
+import type { CeremonyStore, StoreOp } from './storage.js';
 
 /** Durable pool of safe primes of one bit length. */
 export class StoredPrimePool {
@@ -27,7 +27,7 @@ export class StoredPrimePool {
   private stopped = false;
 
   constructor(
-    private readonly store: SecureStore,
+    private readonly store: CeremonyStore,
     readonly level: SecurityLevel,
     private readonly log: Logger,
   ) {}

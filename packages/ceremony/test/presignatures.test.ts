@@ -17,11 +17,11 @@ import {
   PreparedPresignatures,
   presignaturePuts,
   presignPrefix,
-  SecureStore,
   type StoreOp,
   takePresignature,
 } from '../src/index.js';
-import { tempDir as makeTemp } from './cluster.js';
+import { SecureStore } from '../src/level-store/index.js';
+import { tempDir as makeTemp } from './helpers.js';
 import { fixtureShares2of3, presignFixture as presign } from './in-process.js';
 
 const shares = fixtureShares2of3;

@@ -17,10 +17,10 @@ import {
   PreparedPresignatures,
   presignaturePuts,
   presignPrefix,
-  SecureStore,
   takePresignature,
 } from '../src/index.js';
-import { tempDir as makeTemp } from './cluster.js';
+import { SecureStore } from '../src/level-store/index.js';
+import { tempDir as makeTemp } from './helpers.js';
 import { presignFixture as presign } from './in-process.js';
 
 const signers = [0, 1];

@@ -16,8 +16,9 @@ import { bytesToHex } from '@custodian/crypto';
 import { CeremonyKind, KeyAlgorithm, messageType, Outcome, type StartCeremony } from '@custodian/wire';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type CeremonyContext, runCeremony, SecureStore, StoredNonceLedger, type StoreOp } from '../src/index.js';
-import { tempDir } from './cluster.js';
+import { type CeremonyContext, runCeremony, StoredNonceLedger, type StoreOp } from '../src/index.js';
+import { SecureStore } from '../src/level-store/index.js';
+import { tempDir } from './helpers.js';
 import { InMemoryNetwork, identities, openContext, TEST_PASS, TEST_SCRYPT } from './in-process.js';
 
 const SignedEnvelope = messageType('custodian.v1.SignedEnvelope');

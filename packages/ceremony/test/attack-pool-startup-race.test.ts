@@ -10,8 +10,9 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Presignature } from '@custodian/cggmp';
 import { afterAll, describe, expect, it } from 'vitest';
-import { PreparedPresignatures, presignaturePuts, SecureStore, takePresignature } from '../src/index.js';
-import { tempDir as makeTemp } from './cluster.js';
+import { PreparedPresignatures, presignaturePuts, takePresignature } from '../src/index.js';
+import { SecureStore } from '../src/level-store/index.js';
+import { tempDir as makeTemp } from './helpers.js';
 import { presignFixture as presign } from './in-process.js';
 
 const signers = [0, 1];

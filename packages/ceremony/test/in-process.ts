@@ -11,7 +11,8 @@ import { generateKeyPair } from '@libp2p/crypto/keys';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import { pino } from 'pino';
 import { expect } from 'vitest';
-import { type CeremonyContext, CeremonyRunner, SecureStore, StoredNonceLedger } from '../src/index.js';
+import { type CeremonyContext, CeremonyRunner, StoredNonceLedger } from '../src/index.js';
+import { SecureStore } from '../src/level-store/index.js';
 
 export const TEST_SCRYPT = { N: 1 << 10, r: 8, p: 1 } as const;
 export const TEST_PASS = 'in-process test passphrase';

@@ -8,7 +8,7 @@
  */
 import { UTXO_NETWORKS, validateEthereumAddress } from '@custodian/chains';
 import { assetId, type TransferIntent } from '@custodian/wire';
-import type { ChainConfig } from './config.js';
+import type { ChainConfig } from './chains-config.js';
 
 /** A chain's native asset: symbol and decimals (base units per unit = 10^decimals). */
 export interface NativeAsset {

@@ -37,8 +37,9 @@ import {
 import { p256 } from '@noble/curves/nist.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { type EnforcementTrust, EvidenceRefused, enforceTransferEvidence, SecureStore } from '../src/index.js';
-import { tempDir } from './cluster.js';
+import { type EnforcementTrust, EvidenceRefused, enforceTransferEvidence } from '../src/index.js';
+import { SecureStore } from '../src/level-store/index.js';
+import { tempDir } from './helpers.js';
 
 /**
  * A fresh encrypted store in a temporary folder (`custodian-<label>-…`), opened before the file's

@@ -14,7 +14,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { ethereumAddress } from '@custodian/chains';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SecureStore } from '../src/index.js';
+import { SecureStore } from '../src/level-store/index.js';
 import {
   child,
   ethContext,
@@ -26,7 +26,7 @@ import {
   verdict,
   withPolicy,
 } from './attack-fixtures.js';
-import { tempDir } from './cluster.js';
+import { tempDir } from './helpers.js';
 
 const dirs: string[] = [];
 const stores: SecureStore[] = [];
