@@ -20,6 +20,7 @@ import helmetHeaders from 'helmet';
 import ipaddr from 'ipaddr.js';
 import { SHARED_SCHEMAS } from './api/schemas.js';
 import { ApiError, ERROR_CATALOGUE, type FieldError, ROUTELESS_ERRORS, toProblem } from './errors.js';
+import type { Startable } from './lifecycle.js';
 
 /**
  * Security headers of every response — successes, problem+json errors, 404s and 429s alike — set
@@ -486,4 +487,43 @@ export function loneSurrogateAt(value: unknown, path: string, depth = 0): string
     if (at !== undefined) return at;
   }
   return undefined;
+}
+
+/** Where {@link HttpServer} listens. */
+export interface HttpServerComponents {
+  app: FastifyInstance;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Default 8080; 0 = any free port. */
+  port?: number;
+}
+
+/** The fastify app as a {@link Startable}: `start()` listens, `stop()` closes (both idempotent). */
+export class HttpServer implements Startable {
+  #url: string | undefined;
+  #listening: Promise<void> | undefined;
+  #closing: Promise<void> | undefined;
+
+  constructor(private readonly c: HttpServerComponents) {}
+
+  /** The base URL once listening (e.g. `http://127.0.0.1:8080`). */
+  get url(): string | undefined {
+    return this.#url;
+  }
+
+  /** Listen. @throws the listen error (e.g. `EADDRINUSE`) */
+  start(): Promise<void> {
+    this.#listening ??= this.c.app
+      .listen({ host: this.c.host ?? '127.0.0.1', port: this.c.port ?? 8080 })
+      .then((url) => {
+        this.#url = url;
+      });
+    return this.#listening;
+  }
+
+  /** Stop listening and close the app (its onClose hooks run). */
+  stop(): Promise<void> {
+    this.#closing ??= this.c.app.close();
+    return this.#closing;
+  }
 }

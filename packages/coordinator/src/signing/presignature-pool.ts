@@ -60,6 +60,8 @@
  */
 import { MAX_DEADLINE_MS } from '@custodian/signer';
 import type { Db } from '../db/db.js';
+import type { Startable } from '../lifecycle.js';
+import type { MasterKeyStore } from '../signers/store.js';
 import { signingParties } from '../transfers/pipeline.js';
 import { transferKeyId } from '../transfers/service.js';
 import type { SigningAttempt, SigningAttemptLog, SignParty } from './gateway.js';
@@ -180,8 +182,21 @@ export function signingSetKey(parties: readonly SignParty[]): string {
     .join(',');
 }
 
+/** Dependencies of {@link PresignaturePool}. */
+export interface PresignaturePoolComponents {
+  readonly db: Db;
+  /** The master key records (signers room): every key's signing set is kept filled and reconciled. */
+  readonly masterKeys: Pick<MasterKeyStore, 'listMasterKeys'>;
+  /** Runs one PRESIGN ceremony. */
+  readonly presign: PresignRunner;
+  /** Asks the parties about their presignatures; absent: no reconciliation (every set is reported skipped). */
+  readonly holders?: PresignatureHolders | undefined;
+  readonly log?: ((level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>) => void) | undefined;
+  readonly options?: Partial<PresignaturePoolOptions> | undefined;
+}
+
 /** The pool (see the module comment). */
-export class PresignaturePool implements SigningAttemptLog {
+export class PresignaturePool implements SigningAttemptLog, Startable {
   readonly options: PresignaturePoolOptions;
   readonly #inFlight = new Map<string, Promise<void>>();
   readonly #abort = new AbortController();
@@ -189,20 +204,22 @@ export class PresignaturePool implements SigningAttemptLog {
   #reconcileTimer: NodeJS.Timeout | undefined;
   #reconciling: Promise<unknown> = Promise.resolve();
   #stopped = false;
+  private readonly db: Db;
+  private readonly masterKeys: Pick<MasterKeyStore, 'listMasterKeys'>;
+  private readonly presign: PresignRunner;
+  private readonly holders: PresignatureHolders | undefined;
+  private readonly log: (level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>) => void;
   /** The latest finished reconciliation (counts per set), for operators and tests. */
   lastReconciliation: PresignatureReconciliation | undefined;
 
-  /**
-   * @param holders asks the parties about their presignatures; absent: no reconciliation (every
-   *   set is reported skipped)
-   */
-  constructor(
-    private readonly db: Db,
-    private readonly presign: PresignRunner,
-    options: Partial<PresignaturePoolOptions> = {},
-    private readonly log: (level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>) => void = () => {},
-    private readonly holders?: PresignatureHolders,
-  ) {
+  /** @throws RangeError naming the option (`target` 0..1024, `batch` 1..64, `reconcileMs` / `reconcileGraceMs` ≥ 0) */
+  constructor(c: PresignaturePoolComponents) {
+    this.db = c.db;
+    this.masterKeys = c.masterKeys;
+    this.presign = c.presign;
+    this.holders = c.holders;
+    this.log = c.log ?? (() => {});
+    const options = c.options ?? {};
     const target = options.target ?? DEFAULT_PRESIGNATURE_POOL_OPTIONS.target;
     if (!Number.isSafeInteger(target) || target < 0 || target > 1024)
       throw new RangeError('presignaturePool: target 0..1024');
@@ -217,9 +234,9 @@ export class PresignaturePool implements SigningAttemptLog {
 
   /**
    * Scan now and every `scanMs`; reconcile with the signers now and every `reconcileMs` (unless 0).
-   * No-op when `target` is 0 (the pool is off: nothing is reconciled either).
+   * No-op when `target` is 0 (the pool is off: nothing is reconciled either). Idempotent.
    */
-  start(): void {
+  async start(): Promise<void> {
     if (this.options.target === 0 || this.#timer) return;
     this.#stopped = false;
     this.#timer = setInterval(() => void this.scan().catch(() => {}), this.options.scanMs);
@@ -239,7 +256,10 @@ export class PresignaturePool implements SigningAttemptLog {
     void reconcile().then(() => this.scan().catch(() => {}));
   }
 
-  /** Stop scanning, refilling and reconciling; aborts the ceremonies in flight on every party and waits for them. */
+  /**
+   * Stop scanning, refilling and reconciling; aborts the ceremonies in flight on every party and
+   * waits for them. Idempotent.
+   */
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#abort.abort(new Error('presignature pool stopping'));
@@ -269,12 +289,7 @@ export class PresignaturePool implements SigningAttemptLog {
 
   async #reconcileAll(graceMs: number): Promise<PresignatureReconciliation> {
     const at = new Date();
-    const keys = await this.db.query<{
-      master_key_id: string;
-      ceremony_id: string | null;
-      parties: unknown;
-      threshold: number;
-    }>('SELECT master_key_id, ceremony_id, parties, threshold FROM master_keys ORDER BY created_at');
+    const keys = await this.masterKeys.listMasterKeys();
     const sets: PresignatureSetReconciliation[] = [];
     for (const k of keys) {
       if (this.#stopped) break; // stopping: the control client goes next
@@ -426,12 +441,7 @@ export class PresignaturePool implements SigningAttemptLog {
   /** Start a refill of every master key's signing set that is below target. */
   async scan(): Promise<void> {
     if (this.#stopped || this.options.target === 0) return;
-    const keys = await this.db.query<{
-      master_key_id: string;
-      ceremony_id: string | null;
-      parties: unknown;
-      threshold: number;
-    }>('SELECT master_key_id, ceremony_id, parties, threshold FROM master_keys ORDER BY created_at');
+    const keys = await this.masterKeys.listMasterKeys();
     for (const k of keys) this.refill(transferKeyId(k), signingParties(k.parties, k.threshold));
   }
 
