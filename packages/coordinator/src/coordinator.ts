@@ -12,7 +12,7 @@
  */
 import { join } from 'node:path';
 import proxyaddr from '@fastify/proxy-addr';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { adminNetworksFromEnv, parseAdminNetworks } from './admin/networks.js';
 import { type AdminOptions, DEFAULT_ADMIN_OPTIONS } from './admin/options.js';
@@ -20,7 +20,6 @@ import { adminRoutes } from './admin/routes.js';
 import { IdempotencyStore } from './api/idempotency-store.js';
 import { apiKeyHook, type ProfileRoutesContext, walletRoutes } from './api/routes.js';
 import { ApiKeyService } from './api-keys/service.js';
-import type { ApiKeyStore } from './api-keys/store.js';
 import { AuditLog } from './audit/service.js';
 import { type Db, openPglite, openPostgres } from './db/db.js';
 import { migrate } from './db/migrations.js';
@@ -30,7 +29,8 @@ import { DeviceStore } from './devices/store.js';
 import { resolveFeeCaps, syncDirectory } from './directory.js';
 import { Lifecycle, type Startable } from './lifecycle.js';
 import { createMailer } from './mailer.js';
-import type { CoordinatorOptions } from './options.js';
+import type { Coordinator, CoordinatorOptions } from './options.js';
+import { credentialBucket } from './request-bucket.js';
 import { addressBucket, createServer, HttpServer, parseTrustProxy } from './server.js';
 import { SignerService } from './signers/service.js';
 import { MasterKeyStore, ServerSignerStore } from './signers/store.js';
@@ -42,7 +42,6 @@ import { PolicyService } from './transfers/policies.js';
 import { TRANSFER_SCHEMAS, transferRoutes } from './transfers/routes.js';
 import { TransferService } from './transfers/service.js';
 import { UserService } from './users/service.js';
-import type { SessionService } from './users/sessions.js';
 import { type Clock, Emitter, systemClock } from './util.js';
 import { WalletService } from './wallets/service.js';
 import { WatchList } from './wallets/watch-list.js';
@@ -53,72 +52,7 @@ import { jwksRoute, webhookRoutes } from './webhooks/routes.js';
 import { WebhookService } from './webhooks/service.js';
 import { DEFAULT_WORKER_OPTIONS, WebhookWorker } from './webhooks/worker.js';
 
-export type { CoordinatorOptions, WebhookOptions } from './options.js';
-
-/**
- * A configured coordinator. Its rooms (one folder each under `src/`, with routes, service and
- * store side by side) are fields: `audit`, `users` (with `users.sessions`, `users.totp`),
- * `wallets` (with `wallets.profiles`, `wallets.store`, `wallets.balances`, `wallets.groups`),
- * `apiKeys` (with `apiKeys.store`), `signers` (with `signers.masterKeys`, `signers.ceremonies`),
- * `devices`, `webhooks` (with `webhooks.registrations`), and `idempotency`.
- */
-export interface Coordinator {
-  app: FastifyInstance;
-  db: Db;
-  /** The clock every room reads (`CoordinatorOptions.clock`, default the system clock). */
-  clock: Clock;
-  /** The append-only audit log of admin actions. */
-  audit: AuditLog;
-  /** Users and roles; `users.sessions`: login, sessions, step-up; `users.totp`: the user's own TOTP. */
-  users: UserService;
-  /**
-   * Profiles and directory settings (`wallets.profiles`), wallets and addresses (`wallets.store`),
-   * balances (`wallets.balances`), wallet and address groups (`wallets.groups`), and the
-   * dashboard's audited changes.
-   */
-  wallets: WalletService;
-  /** API keys (admin functions); `apiKeys.store`: the key records and their authentication. */
-  apiKeys: ApiKeyService;
-  /** Server signers; `signers.masterKeys`: master key records; `signers.ceremonies`: the DKG. */
-  signers: SignerService;
-  /** Mobile signer devices: enrollment, approval, removal. */
-  devices: DeviceService;
-  /** Idempotency records of the REST API's create routes. */
-  idempotency: IdempotencyStore;
-  /**
-   * Webhook signing keys, notification queries and redelivery (`service`), the delivery worker,
-   * and the admin registrations (`registrations`).
-   */
-  webhooks: {
-    keys: WebhookSigningKeys;
-    service: WebhookService;
-    worker: WebhookWorker;
-    registrations: WebhookRegistrations;
-  };
-  /** Every registered route (method, URL pattern, hidden from OpenAPI). */
-  routes: { method: string; url: string; hidden: boolean }[];
-  /** The mailbox folder of development mail, when used. */
-  mailboxDir: string | undefined;
-  /** Signer gateway, device hub and libp2p identity, when `signing.enabled`. */
-  signing: SigningServices | undefined;
-  /** Policies, transfers, their pipeline and the chain adapters/watchers. */
-  transfers: { policies: PolicyService; service: TransferService; pipeline: TransferPipeline; chains: ChainRegistry };
-  /**
-   * Start every component in order (see the module comment) and listen; resolves with the base
-   * URL (e.g. `http://127.0.0.1:8080`). When a component's start fails, every component is stopped
-   * (the database closed) and this rejects with that error (e.g. `EADDRINUSE`). A second call
-   * shares the first; after {@link stop} it rejects.
-   */
-  start(): Promise<string>;
-  /**
-   * Stop every component in reverse order: the webhook worker, the pipeline, the deposit
-   * watchers, the device sockets, the HTTP server, the ceremonies (aborted), the signing
-   * services, the database. Idempotent; also releases a coordinator never started.
-   */
-  stop(): Promise<void>;
-  /** Names of the components in start order (stop runs them in reverse). */
-  components: readonly string[];
-}
+export type { Coordinator, CoordinatorOptions, WebhookOptions } from './options.js';
 
 /**
  * Open the configured database (PostgreSQL when `databaseUrl`, else PGlite in `<dataDir>/pgdata`,
@@ -458,33 +392,5 @@ function idempotencyPurge(idempotency: IdempotencyStore, app: FastifyInstance): 
     async stop() {
       clearInterval(timer);
     },
-  };
-}
-
-/**
- * Rate-limit bucket of a request's credential, only once it verifies: `key:<api_key_id>` for a
- * valid `X-API-Key` on the REST API used from an address its `allowed_cidrs` admit, `user:<user_id>` for a live admin session on the admin API.
- * A missing or invalid credential gives `undefined` (the client address's bucket), so inventing
- * header values buys an attacker nothing.
- */
-function credentialBucket(apiKeys: ApiKeyStore, sessions: SessionService) {
-  return async (req: FastifyRequest): Promise<string | undefined> => {
-    const path = req.url;
-    if (path.startsWith('/api/v1/')) {
-      const raw = req.headers['x-api-key'];
-      const secret = Array.isArray(raw) ? raw[0] : raw;
-      if (secret === undefined || secret === '' || secret.length > 256) return undefined;
-      // A key used from outside its allowed ranges counts against the address, not the key: a leaked
-      // key must not let its holder spend the owner's bucket.
-      const key = await apiKeys.authenticate(secret, req.ip);
-      return key === null || !key.address_allowed ? undefined : `key:${key.api_key_id}`;
-    }
-    if (path.startsWith('/admin/v1/')) {
-      const m = /^Bearer ([A-Za-z0-9_-]{1,200})$/.exec(req.headers.authorization ?? '');
-      if (m?.[1] === undefined) return undefined;
-      const user = await sessions.sessionUser(m[1]);
-      return user === null ? undefined : `user:${user.user_id}`;
-    }
-    return undefined;
   };
 }

@@ -1,20 +1,33 @@
 /**
- * The options of `createCoordinator` (coordinator.ts): database, listening, mail, signing,
- * chains, transfers, admin, logging and webhooks. `custodian coordinator start` builds them from
+ * The options of `createCoordinator` (coordinator.ts) — database, listening, mail, signing,
+ * chains, transfers, admin, logging and webhooks — and the {@link Coordinator} it returns. `custodian coordinator start` builds them from
  * its flags and config file (packages/cli/src/coordinator.ts).
  */
+import type { FastifyInstance } from 'fastify';
 import type { AdminOptions } from './admin/options.js';
+import type { IdempotencyStore } from './api/idempotency-store.js';
+import type { ApiKeyService } from './api-keys/service.js';
+import type { AuditLog } from './audit/service.js';
 import type { CeremonyClient } from './ceremony.js';
 import type { Db } from './db/db.js';
 import type { DeviceHubLimits } from './devices/hub-types.js';
+import type { DeviceService } from './devices/service.js';
 import type { Mailer } from './mailer.js';
 import type { RateLimitOptions } from './server.js';
+import type { SignerService } from './signers/service.js';
 import type { SignerGateway } from './signing/gateway.js';
-import type { ChainNodeConfig } from './transfers/chains.js';
-import type { PipelineOptions } from './transfers/pipeline.js';
+import type { SigningServices } from './signing/services.js';
+import type { ChainNodeConfig, ChainRegistry } from './transfers/chains.js';
+import type { PipelineOptions, TransferPipeline } from './transfers/pipeline.js';
+import type { PolicyService } from './transfers/policies.js';
+import type { TransferService } from './transfers/service.js';
+import type { UserService } from './users/service.js';
 import type { Clock } from './util.js';
-import type { SigningKeyOptions } from './webhooks/keys.js';
-import type { WebhookWorkerOptions } from './webhooks/worker.js';
+import type { WalletService } from './wallets/service.js';
+import type { SigningKeyOptions, WebhookSigningKeys } from './webhooks/keys.js';
+import type { WebhookRegistrations } from './webhooks/registrations.js';
+import type { WebhookService } from './webhooks/service.js';
+import type { WebhookWorker, WebhookWorkerOptions } from './webhooks/worker.js';
 
 /** Webhook settings of {@link CoordinatorOptions} (docs/webhooks.md). */
 export interface WebhookOptions {
@@ -132,4 +145,69 @@ export interface CoordinatorOptions {
   /** Public base URL (OpenAPI `servers`). */
   baseUrl?: string;
   webhooks?: WebhookOptions;
+}
+
+/**
+ * A configured coordinator. Its rooms (one folder each under `src/`, with routes, service and
+ * store side by side) are fields: `audit`, `users` (with `users.sessions`, `users.totp`),
+ * `wallets` (with `wallets.profiles`, `wallets.store`, `wallets.balances`, `wallets.groups`),
+ * `apiKeys` (with `apiKeys.store`), `signers` (with `signers.masterKeys`, `signers.ceremonies`),
+ * `devices`, `webhooks` (with `webhooks.registrations`), and `idempotency`.
+ */
+export interface Coordinator {
+  app: FastifyInstance;
+  db: Db;
+  /** The clock every room reads (`CoordinatorOptions.clock`, default the system clock). */
+  clock: Clock;
+  /** The append-only audit log of admin actions. */
+  audit: AuditLog;
+  /** Users and roles; `users.sessions`: login, sessions, step-up; `users.totp`: the user's own TOTP. */
+  users: UserService;
+  /**
+   * Profiles and directory settings (`wallets.profiles`), wallets and addresses (`wallets.store`),
+   * balances (`wallets.balances`), wallet and address groups (`wallets.groups`), and the
+   * dashboard's audited changes.
+   */
+  wallets: WalletService;
+  /** API keys (admin functions); `apiKeys.store`: the key records and their authentication. */
+  apiKeys: ApiKeyService;
+  /** Server signers; `signers.masterKeys`: master key records; `signers.ceremonies`: the DKG. */
+  signers: SignerService;
+  /** Mobile signer devices: enrollment, approval, removal. */
+  devices: DeviceService;
+  /** Idempotency records of the REST API's create routes. */
+  idempotency: IdempotencyStore;
+  /**
+   * Webhook signing keys, notification queries and redelivery (`service`), the delivery worker,
+   * and the admin registrations (`registrations`).
+   */
+  webhooks: {
+    keys: WebhookSigningKeys;
+    service: WebhookService;
+    worker: WebhookWorker;
+    registrations: WebhookRegistrations;
+  };
+  /** Every registered route (method, URL pattern, hidden from OpenAPI). */
+  routes: { method: string; url: string; hidden: boolean }[];
+  /** The mailbox folder of development mail, when used. */
+  mailboxDir: string | undefined;
+  /** Signer gateway, device hub and libp2p identity, when `signing.enabled`. */
+  signing: SigningServices | undefined;
+  /** Policies, transfers, their pipeline and the chain adapters/watchers. */
+  transfers: { policies: PolicyService; service: TransferService; pipeline: TransferPipeline; chains: ChainRegistry };
+  /**
+   * Start every component in order (see the module comment) and listen; resolves with the base
+   * URL (e.g. `http://127.0.0.1:8080`). When a component's start fails, every component is stopped
+   * (the database closed) and this rejects with that error (e.g. `EADDRINUSE`). A second call
+   * shares the first; after {@link stop} it rejects.
+   */
+  start(): Promise<string>;
+  /**
+   * Stop every component in reverse order: the webhook worker, the pipeline, the deposit
+   * watchers, the device sockets, the HTTP server, the ceremonies (aborted), the signing
+   * services, the database. Idempotent; also releases a coordinator never started.
+   */
+  stop(): Promise<void>;
+  /** Names of the components in start order (stop runs them in reverse). */
+  components: readonly string[];
 }
