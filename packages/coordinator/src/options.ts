@@ -1,7 +1,8 @@
 /**
  * The options of `createCoordinator` (coordinator.ts) — database, listening, mail, signing,
- * chains, transfers, admin, logging and webhooks — and the {@link Coordinator} it returns. `custodian coordinator start` builds them from
- * its flags and config file (packages/cli/src/coordinator.ts).
+ * chains, transfers, admin, logging and webhooks — and the {@link Coordinator} it returns.
+ * `custodian coordinator start` builds them from its flags and config file
+ * (packages/cli/src/coordinator.ts).
  */
 import type { FastifyInstance } from 'fastify';
 import type { AdminOptions } from './admin/options.js';

@@ -3,6 +3,11 @@
  * `custodian/v1/relay.proto` `DeviceFrame`, one binary WebSocket message per frame). Its
  * components, constants and events are in `hub-types.ts`.
  *
+ * Longer than 400 lines because the connection registry (connections by device and by MPC peer
+ * id), the per-socket frame loop and every send (approval requests, ceremony invitations, relay,
+ * policy pushes) read and change the same private state; the parts that stand alone are split out
+ * (`hub-gate.ts`, `hub-hello.ts`, `hub-approvals.ts`).
+ *
  * - **Authentication**: on connect the hub sends `DeviceChallenge { nonce (32 random bytes),
  *   coordinator_peer_id }`; the device answers `DeviceHello` within 10 s, checked by `hub-hello.ts`
  *   (APPROVED device, its pinned MPC peer id, its signature). Anything else closes the socket (code
