@@ -197,7 +197,7 @@ export interface Coordinator {
   /** Policies, transfers, their pipeline and the chain adapters/watchers. */
   transfers: { policies: PolicyService; service: TransferService; pipeline: TransferPipeline; chains: ChainRegistry };
   /**
-   * Start every component in order (see the module comment) and listen; resolves with the base
+   * Start every component in order (coordinator.ts module comment) and listen; resolves with the base
    * URL (e.g. `http://127.0.0.1:8080`). When a component's start fails, every component is stopped
    * (the database closed) and this rejects with that error (e.g. `EADDRINUSE`). A second call
    * shares the first; after {@link stop} it rejects.
