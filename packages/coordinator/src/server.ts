@@ -2,11 +2,11 @@
  * The coordinator's HTTP server: fastify with one error path (every failure becomes an RFC 9457
  * problem from the catalogue — route errors, fastify's framework errors, Node's HTTP parser
  * errors and requests arriving during shutdown alike), Ajv validation (no type coercion of JSON
- * bodies; query strings coerced), security headers on every response ({@link SECURITY_HEADERS}), a
+ * bodies; query strings coerced), security headers on every response (http-headers.ts `SECURITY_HEADERS`), a
  * rate limit per resolved credential or client address, and the OpenAPI 3.1 document at
- * `/api/openapi.json`.
+ * `/api/openapi.json`; problems outside the routes in http-errors.ts. {@link HttpServer} runs it
+ * as a `Startable` (listen, close).
  */
-import { STATUS_CODES } from 'node:http';
 import { isIP } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { CustodianError } from '@custodian/crypto';
@@ -15,82 +15,22 @@ import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import helmetHeaders from 'helmet';
-import ipaddr from 'ipaddr.js';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { SHARED_SCHEMAS } from './api/schemas.js';
-import { ApiError, ERROR_CATALOGUE, type FieldError, ROUTELESS_ERRORS, toProblem } from './errors.js';
+import { ApiError, ERROR_CATALOGUE, type FieldError, ROUTELESS_ERRORS } from './errors.js';
+import {
+  clientError,
+  fastifyError,
+  frameworkErrors,
+  ROUTELESS_WHEN,
+  sendProblem,
+  writeRawProblem,
+} from './http-errors.js';
+import { cacheAndTransportHeaders, HELMET_OPTIONS } from './http-headers.js';
+import type { Startable } from './lifecycle.js';
 
-/**
- * Security headers of every response — successes, problem+json errors, 404s and 429s alike — set
- * in `onRequest` hooks registered before every other hook (#26 item 11):
- *
- * - by `@fastify/helmet`: `X-Content-Type-Options: nosniff`, `Referrer-Policy: no-referrer`,
- *   `X-Frame-Options: DENY`, `Content-Security-Policy` below (a JSON API loads nothing and is never
- *   framed), `Cross-Origin-Opener-Policy` / `Cross-Origin-Resource-Policy: same-origin`,
- *   `Origin-Agent-Cluster`, `X-DNS-Prefetch-Control: off`, `X-Download-Options: noopen`,
- *   `X-Permitted-Cross-Domain-Policies: none`, `X-XSS-Protection: 0`;
- * - `Cache-Control: no-store`, which a route may replace only for a public document (the JWKS
- *   does: `public, max-age=…`): so every response that carries a session token, login challenge,
- *   TOTP secret or URI, API key, or any account data is never stored by a browser or proxy cache;
- * - `Strict-Transport-Security: max-age=31536000; includeSubDomains` whenever the request's host
- *   ({@link isLoopbackHostname}; `X-Forwarded-Host` only from a trusted proxy) is not loopback.
- *   The coordinator speaks plain HTTP behind a TLS-terminating proxy, which usually reaches it on
- *   loopback with the public Host, so the decision is by the requested host, not the bound
- *   address; browsers ignore HSTS received over plain HTTP (RFC 6797 §8.1), and it is never sent
- *   to `localhost`, `*.localhost`, 127.0.0.0/8 or ::1, so a developer's loopback origin is not
- *   pinned to HTTPS.
- */
-export const SECURITY_HEADERS = {
-  contentSecurityPolicy: "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
-  cacheControl: 'no-store',
-  hsts: 'max-age=31536000; includeSubDomains',
-} as const;
-
-/**
- * Whether a request host (name or address, with or without `:port` and IPv6 brackets) is
- * loopback: `localhost`, a `*.localhost` name (RFC 6761 §6.3), 127.0.0.0/8, ::1 or an IPv4-mapped
- * loopback address.
- */
-export function isLoopbackHostname(host: string | undefined): boolean {
-  if (host === undefined) return false;
-  let h = host.trim().toLowerCase();
-  const v6 = /^\[([^\]]+)\](?::\d+)?$/.exec(h);
-  if (v6?.[1] !== undefined) h = v6[1];
-  else if (isIP(h) !== 6) h = h.replace(/:\d+$/, '');
-  h = h.replace(/\.$/, '');
-  if (h === 'localhost' || h.endsWith('.localhost')) return true;
-  return isIP(h) !== 0 && ipaddr.process(h).range() === 'loopback';
-}
-
-/** Options of helmet (through `@fastify/helmet`, and directly for {@link frameworkErrors}). */
-const HELMET_OPTIONS = {
-  contentSecurityPolicy: {
-    useDefaults: false,
-    directives: { defaultSrc: ["'none'"], baseUri: ["'none'"], formAction: ["'none'"], frameAncestors: ["'none'"] },
-  },
-  frameguard: { action: 'deny' },
-  referrerPolicy: { policy: 'no-referrer' },
-  strictTransportSecurity: false,
-} as const;
-const rawHelmet = helmetHeaders(HELMET_OPTIONS);
-
-/** `Cache-Control: no-store` and, outside loopback, HSTS ({@link SECURITY_HEADERS}). */
-function cacheAndTransportHeaders(req: FastifyRequest, reply: FastifyReply): void {
-  reply.header('cache-control', SECURITY_HEADERS.cacheControl);
-  if (!isLoopbackHostname(req.host)) reply.header('strict-transport-security', SECURITY_HEADERS.hsts);
-}
-
-/**
- * Fastify answers a path it cannot decode (`%zz`) or a path parameter over `maxParamLength` before
- * routing, so no hook runs: give those the security headers too, and the problem of
- * {@link frameworkError} (400 `BAD_REQUEST`, 414 `URI_TOO_LONG`).
- */
-function frameworkErrors(err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
-  rawHelmet(req.raw, reply.raw, () => {});
-  cacheAndTransportHeaders(req, reply);
-  void sendProblem(reply, frameworkError(err), undefined, req);
-}
+export { fastifyError } from './http-errors.js';
+export { isLoopbackHostname, SECURITY_HEADERS } from './http-headers.js';
 
 /**
  * Rate limit of every route without its own: per resolved credential (a verified API key, a live
@@ -327,103 +267,6 @@ export async function createServer(opts: ServerOptions): Promise<FastifyInstance
   return app;
 }
 
-/** When each of {@link ROUTELESS_ERRORS} is answered (OpenAPI `components.responses`). */
-const ROUTELESS_WHEN: Record<(typeof ROUTELESS_ERRORS)[number], string> = {
-  ROUTE_NOT_FOUND: 'Any method and path without a route',
-  BAD_REQUEST:
-    'Any request that is not well-formed HTTP/1.1 (request line, header syntax, lengths, an HTTP/1.1 request without Host) or whose path does not decode',
-  REQUEST_TIMEOUT: 'Any request whose headers or body do not arrive in time',
-  URI_TOO_LONG: 'Any request whose path has a parameter longer than 200 characters',
-  HEADERS_TOO_LARGE: 'Any request whose request line and headers exceed 16 KiB',
-  SHUTTING_DOWN: 'Any request arriving while the coordinator shuts down (the connection closes)',
-};
-
-/** Render `api` as the RFC 9457 reply (status from the catalogue, its extra headers). */
-function sendProblem(reply: FastifyReply, api: ApiError, instance?: string, req?: FastifyRequest) {
-  for (const [k, v] of Object.entries(api.headers ?? {})) reply.header(k, v);
-  if (req !== undefined && api.status >= 500) req.log.error({ code: api.code }, api.message);
-  return reply
-    .code(ERROR_CATALOGUE[api.code].status)
-    .type('application/problem+json')
-    .serializer(JSON.stringify)
-    .send(toProblem(api, instance));
-}
-
-/**
- * The catalogue error of a fastify error that is not a validation error, or `undefined` for an
- * unexpected one (a 500). JSON syntax errors and empty JSON bodies (also prototype poisoning) → MALFORMED_JSON;
- * other 4xx errors of the body reader (e.g. an invalid Content-Length) → BAD_REQUEST.
- */
-export function fastifyError(fe: FastifyError): ApiError | undefined {
-  const code = fe.code ?? '';
-  const status = fe.statusCode;
-  if (status === 415 || code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-    return new ApiError('UNSUPPORTED_MEDIA_TYPE', 'send Content-Type: application/json');
-  }
-  if (status === 413 || code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-    return new ApiError('PAYLOAD_TOO_LARGE', 'request bodies are limited to 64 KiB');
-  }
-  if (status === 429) return new ApiError('RATE_LIMITED', 'slow down and retry after the Retry-After delay');
-  if (code === 'FST_ERR_CTP_INVALID_JSON_BODY' || code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || fe instanceof SyntaxError) {
-    return new ApiError('MALFORMED_JSON', 'the request body could not be parsed as JSON');
-  }
-  if (status === 404) return new ApiError('ROUTE_NOT_FOUND', 'no such route');
-  if (status === 408) return new ApiError('REQUEST_TIMEOUT', 'the request was not received in time');
-  if (status === 414) return frameworkError(fe);
-  if (status === 431) return new ApiError('HEADERS_TOO_LARGE', 'the request headers are too large');
-  if (status !== undefined && status >= 400 && status < 500) {
-    return new ApiError('BAD_REQUEST', 'the request could not be read (its body or framing is malformed)');
-  }
-  return undefined;
-}
-
-/** Fastify's routing errors (fastify `frameworkErrors`): bad URL encoding, overlong parameter. */
-function frameworkError(err: FastifyError): ApiError {
-  switch (err.code) {
-    case 'FST_ERR_BAD_URL':
-      return new ApiError('BAD_REQUEST', 'the request path is not a valid percent-encoded URL');
-    case 'FST_ERR_MAX_PARAM_LENGTH':
-      return new ApiError('URI_TOO_LONG', 'a path parameter is longer than 200 characters');
-    default:
-      return new ApiError('INTERNAL_ERROR', 'an unexpected error occurred; it has been logged');
-  }
-}
-
-/**
- * Node's `clientError` (fastify `clientErrorHandler`): the HTTP parser refused the request before
- * any route ran — header overflow (431), request timeout (408), anything else malformed (400). The
- * answer is written raw on the socket as problem+json, then the connection closes (the parser's
- * state is lost). Nothing of the request is echoed.
- */
-function clientError(err: Error & { code?: string }, socket: Duplex): void {
-  if (err.code === 'ECONNRESET' || socket.destroyed) return;
-  const api =
-    err.code === 'HPE_HEADER_OVERFLOW'
-      ? new ApiError('HEADERS_TOO_LARGE', 'the request line and headers together are limited to 16 KiB')
-      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? new ApiError('REQUEST_TIMEOUT', 'the request was not received in time')
-        : new ApiError('BAD_REQUEST', 'the request is not well-formed HTTP/1.1');
-  // A response already under way on this connection cannot be followed by another one.
-  const pending = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-  if (pending?.headersSent === true) socket.destroy();
-  else writeRawProblem(socket, api);
-}
-
-/** Write `api` as a complete problem+json response straight on the socket, then close it. */
-function writeRawProblem(socket: Duplex, api: ApiError): void {
-  if (!socket.writable) {
-    socket.destroy();
-    return;
-  }
-  const body = JSON.stringify(toProblem(api));
-  socket.end(
-    `HTTP/1.1 ${api.status} ${STATUS_CODES[api.status]}\r\nContent-Type: application/problem+json\r\n` +
-      `X-Content-Type-Options: nosniff\r\nCache-Control: ${SECURITY_HEADERS.cacheControl}\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    () => socket.destroy(),
-  );
-}
-
 /**
  * Check the `trustProxy` list: each entry an IPv4/IPv6 address or CIDR range.
  * @returns a copy, for fastify's `trustProxy` (proxy-addr)
@@ -486,4 +329,43 @@ export function loneSurrogateAt(value: unknown, path: string, depth = 0): string
     if (at !== undefined) return at;
   }
   return undefined;
+}
+
+/** Where {@link HttpServer} listens. */
+export interface HttpServerComponents {
+  app: FastifyInstance;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Default 8080; 0 = any free port. */
+  port?: number;
+}
+
+/** The fastify app as a {@link Startable}: `start()` listens, `stop()` closes (both idempotent). */
+export class HttpServer implements Startable {
+  #url: string | undefined;
+  #listening: Promise<void> | undefined;
+  #closing: Promise<void> | undefined;
+
+  constructor(private readonly c: HttpServerComponents) {}
+
+  /** The base URL once listening (e.g. `http://127.0.0.1:8080`). */
+  get url(): string | undefined {
+    return this.#url;
+  }
+
+  /** Listen. @throws the listen error (e.g. `EADDRINUSE`) */
+  start(): Promise<void> {
+    this.#listening ??= this.c.app
+      .listen({ host: this.c.host ?? '127.0.0.1', port: this.c.port ?? 8080 })
+      .then((url) => {
+        this.#url = url;
+      });
+    return this.#listening;
+  }
+
+  /** Stop listening and close the app (its onClose hooks run). */
+  stop(): Promise<void> {
+    this.#closing ??= this.c.app.close();
+    return this.#closing;
+  }
 }

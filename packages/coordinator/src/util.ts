@@ -46,3 +46,30 @@ export function iso(d: Date | string | null | undefined): string | null {
   if (d === null || d === undefined) return null;
   return (d instanceof Date ? d : new Date(d)).toISOString();
 }
+
+/**
+ * A minimal synchronous event emitter. The composition root uses one where two components need
+ * each other (a genuine construction cycle): it is built first and handed to both at
+ * construction, one emitting and one subscribing. A listener that throws is skipped (the others
+ * still run).
+ */
+export class Emitter<A extends unknown[]> {
+  readonly #listeners = new Set<(...args: A) => void>();
+
+  /** Subscribe; returns the unsubscribe function. */
+  on(listener: (...args: A) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Call every listener with `args`, in subscription order. */
+  emit(...args: A): void {
+    for (const l of this.#listeners) {
+      try {
+        l(...args);
+      } catch {
+        // one listener's failure is not the emitter's
+      }
+    }
+  }
+}

@@ -39,6 +39,8 @@ import {
 } from '../../signer/test/cluster.js';
 import { type Db, openPglite } from '../src/db/db.js';
 import { migrate } from '../src/db/migrations.js';
+import { DeviceStore } from '../src/devices/store.js';
+import { MasterKeyStore, ServerSignerStore } from '../src/signers/store.js';
 import type { GatewaySignResult, SignParty } from '../src/signing/gateway.js';
 import { REFILL_LEASE_MS, signingSetKey } from '../src/signing/presignature-pool.js';
 import { createSigningServices, type SigningServices } from '../src/signing/services.js';
@@ -56,11 +58,14 @@ let ecdsaKey: { publicKey: Uint8Array; chainCode: Uint8Array };
 let n = 0;
 
 async function startServices(): Promise<SigningServices> {
-  return createSigningServices({
+  const s = await createSigningServices({
     db: db as Db,
+    ...stores(db as Db),
     privateKey: coordinatorKey,
     presignaturePool: { target: 2, batch: 2, scanMs: 250, retryMs: 1000 },
   });
+  await s.start();
+  return s;
 }
 
 async function until<T>(what: string, f: () => Promise<T | undefined>, ms = 120_000): Promise<T> {
@@ -336,3 +341,12 @@ describe('presignature pool (3 signer processes, libp2p, PGlite)', () => {
     expect(await attemptsOf(`test-${n}`)).toEqual([{ presignature_id: null, outcome: 'OK' }]);
   }, 180_000);
 });
+
+/** The rooms' stores the signing services read, over `db`. */
+function stores(db: Db) {
+  return {
+    masterKeys: new MasterKeyStore({ db, clock: () => new Date() }),
+    signers: new ServerSignerStore({ db }),
+    devices: new DeviceStore({ db }),
+  };
+}

@@ -30,6 +30,8 @@ import {
 } from '../../signer/test/cluster.js';
 import type { Db } from '../src/db/db.js';
 import { migrate } from '../src/db/migrations.js';
+import { DeviceStore } from '../src/devices/store.js';
+import { MasterKeyStore, ServerSignerStore } from '../src/signers/store.js';
 import { presignCeremony, type SignParty } from '../src/signing/gateway.js';
 import { signingSetKey } from '../src/signing/presignature-pool.js';
 import { createSigningServices, type SigningServices } from '../src/signing/services.js';
@@ -135,9 +137,11 @@ beforeAll(async () => {
   // the pool refills only when a test asks (scan every hour); reconciliations only when a test asks
   services = await createSigningServices({
     db,
+    ...stores(db),
     privateKey: coordinatorKey,
     presignaturePool: { target: 2, batch: 2, scanMs: 3_600_000, retryMs: 1000, reconcileMs: 0 },
   });
+  await services.start();
   const uuid = randomUUID();
   const start: StartCeremony = {
     ceremonyId: hexToBytes(uuid.replaceAll('-', '')),
@@ -293,6 +297,7 @@ describe('presignature reconciliation (3 signer processes, libp2p, PostgreSQL)',
     services = undefined;
     services = await createSigningServices({
       db: db as Db,
+      ...stores(db as Db),
       privateKey: coordinatorKey,
       presignaturePool: {
         target: 2,
@@ -303,6 +308,7 @@ describe('presignature reconciliation (3 signer processes, libp2p, PostgreSQL)',
         reconcileGraceMs: 0,
       },
     });
+    await services.start();
     const first = await until('the reconciliation at start', async () => svc().presignatures.lastReconciliation);
     expect(first.sets.find((s) => s.keyId === keyId)).toMatchObject({
       common: 0,
@@ -318,3 +324,12 @@ describe('presignature reconciliation (3 signer processes, libp2p, PostgreSQL)',
     expect(await held()).toEqual([pool, pool]);
   }, 300_000);
 });
+
+/** The rooms' stores the signing services read, over `db`. */
+function stores(db: Db) {
+  return {
+    masterKeys: new MasterKeyStore({ db, clock: () => new Date() }),
+    signers: new ServerSignerStore({ db }),
+    devices: new DeviceStore({ db }),
+  };
+}

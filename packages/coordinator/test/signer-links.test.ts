@@ -21,6 +21,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { freePort, tempDir } from '../../signer/test/cluster.js';
 import { type Db, openPglite } from '../src/db/db.js';
 import { migrate } from '../src/db/migrations.js';
+import { DeviceStore } from '../src/devices/store.js';
+import { MasterKeyStore, ServerSignerStore } from '../src/signers/store.js';
 import { createSigningServices, type SigningServices } from '../src/signing/services.js';
 
 const PASS_ENV = 'CUSTODIAN_TEST_SIGNER_LINKS_PASSPHRASE';
@@ -85,12 +87,14 @@ async function setup(label: string): Promise<{
 async function services(db: Db, key: PrivateKey, log: Logger): Promise<SigningServices> {
   const s = await createSigningServices({
     db,
+    ...stores(db),
     privateKey: key,
     log,
     presignaturePool: 0,
     signerLinks: { initialMs: 40, maxMs: 160 },
   });
   cleanups.push(() => s.stop());
+  await s.start();
   return s;
 }
 
@@ -150,3 +154,12 @@ describe('the coordinator keeps its links to the server signers', () => {
     );
   });
 });
+
+/** The rooms' stores the signing services read, over `db`. */
+function stores(db: Db) {
+  return {
+    masterKeys: new MasterKeyStore({ db, clock: () => new Date() }),
+    signers: new ServerSignerStore({ db }),
+    devices: new DeviceStore({ db }),
+  };
+}

@@ -202,7 +202,12 @@ describe.skipIf(!pgUp)('several workers on PostgreSQL (FOR UPDATE SKIP LOCKED)',
     });
     const workers = Array.from(
       { length: 4 },
-      () => new WebhookWorker(h.c.db, h.c.webhooks.keys, { ...h.c.webhooks.worker.opts, batchSize: 5 }),
+      () =>
+        new WebhookWorker({
+          db: h.c.db,
+          keys: h.c.webhooks.keys,
+          options: { ...h.c.webhooks.worker.opts, batchSize: 5 },
+        }),
     );
     let total = 0;
     for (;;) {

@@ -483,7 +483,11 @@ describe('outbox guarantees', () => {
       await createWallet(h);
       // A worker whose process "dies": it claims, then its delivery never records (receiver hangs, we abandon it).
       rx.script = [0];
-      const dying = new WebhookWorker(h.c.db, h.c.webhooks.keys, { ...h.c.webhooks.worker.opts, timeoutMs: 60_000 });
+      const dying = new WebhookWorker({
+        db: h.c.db,
+        keys: h.c.webhooks.keys,
+        options: { ...h.c.webhooks.worker.opts, timeoutMs: 60_000 },
+      });
       const dyingRun = dying.runOnce();
       await new Promise((r) => setTimeout(r, 300));
       while (rx.received.length === 0) await new Promise((r) => setTimeout(r, 20));

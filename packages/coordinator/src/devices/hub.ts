@@ -1,23 +1,21 @@
 /**
  * Device hub: the coordinator's WebSocket endpoint for mobile signers (DESIGN §1, §5; proto
- * `custodian/v1/relay.proto` `DeviceFrame`, one binary WebSocket message per frame).
+ * `custodian/v1/relay.proto` `DeviceFrame`, one binary WebSocket message per frame). Its
+ * components, constants and events are in `hub-types.ts`.
+ *
+ * Longer than 400 lines because the connection registry (connections by device and by MPC peer
+ * id), the per-socket frame loop and every send (approval requests, ceremony invitations, relay,
+ * policy pushes) read and change the same private state; the parts that stand alone are split out
+ * (`hub-gate.ts`, `hub-hello.ts`, `hub-approvals.ts`).
  *
  * - **Authentication**: on connect the hub sends `DeviceChallenge { nonce (32 random bytes),
- *   coordinator_peer_id }`; the device answers `DeviceHello { device_id, mpc_peer_id, signature }`
- *   within 10 s, the signature (P-256, 64-byte r‖s) over `deviceHelloDigest(...)` by the device key
- *   of an **APPROVED** enrolled device, naming the MPC peer id pinned at its enrollment (issue #26
- *   item 7: never another, never a server signer's; a device enrolled before peer ids were bound
- *   gets the id of its first hello pinned through {@link DeviceHub.pinLegacyPeer}). Anything else
- *   closes the socket (code 4401; for a device REMOVED or REJECTED after an `Error { code:
- *   DEVICE_REVOKED }` frame, so that it stops reconnecting). A second connection of the same device
- *   replaces the first. The `DeviceWelcome` carries `pending_approvals`, the number of pending
- *   approval requests sent right after it.
- * - **Before the hello** (issue #26 item 11): a socket may send one frame of at most
- *   {@link DEVICE_HELLO_MAX_FRAME_BYTES} (else close 1009) and at most that many bytes in all; a first
- *   frame that is not a decodable hello closes it (4400 / 4401). At most
- *   {@link DEVICE_PRE_HELLO_PER_ADDRESS} sockets per client address (IPv6: per /64; behind a trusted
- *   proxy, the forwarded address) and {@link DEVICE_PRE_HELLO_TOTAL} in all wait for their hello at
- *   once; a further upgrade is answered HTTP 429 (503 for the total) and never becomes a WebSocket.
+ *   coordinator_peer_id }`; the device answers `DeviceHello` within 10 s, checked by `hub-hello.ts`
+ *   (APPROVED device, its pinned MPC peer id, its signature). Anything else closes the socket (code
+ *   4401; for a device REMOVED or REJECTED after an `Error { code: DEVICE_REVOKED }` frame, so that
+ *   it stops reconnecting). A second connection of the same device replaces the first. The
+ *   `DeviceWelcome` carries `pending_approvals`, the number of pending approval requests sent right
+ *   after it.
+ * - **Before the hello** (issue #26 item 11): caps on sockets and bytes, `hub-gate.ts`.
  * - **Revocation**: a device whose status leaves APPROVED (removed, rejected) is cut off at
  *   once by {@link DeviceHub.revokeDevice} (the admin service calls it after the change commits):
  *   an `Error { code: DEVICE_REVOKED }` frame, then close code {@link DEVICE_REVOKED_CLOSE_CODE}
@@ -26,120 +24,55 @@
  *   accepted approval answer (send time, not only at hello), so a change made behind this hub
  *   (another coordinator replica, a direct database edit) cuts the device off at its next send.
  * - **Approvals**: {@link DeviceHub.notifyApprovalRequest} pushes a transfer intent (queued while
- *   the device is offline, re-sent on every reconnect until answered); the device's signed
- *   `Approval` is verified here (device id and key of the record, intent digest, signature) before
- *   {@link DeviceHub.onApproval} listeners see it. Signers verify it again themselves.
+ *   the device is offline, re-sent on every reconnect until answered); answers are verified by
+ *   `hub-approvals.ts` before `approvals.decided` and {@link DeviceHub.onApproval} listeners see them.
  * - **Ceremonies**: {@link DeviceHub.startCeremony} sends a `SignedControl` (the coordinator key
  *   signs it, as for server signers) and resolves with the device's `CeremonyResult`.
  * - **Relay**: `RelayFrame`s from a device are forwarded to the destination device's socket or, for
- *   a server signer, over libp2p `/custodian/relay/1` (`@custodian/signer` relay.ts); frames from
- *   signers reach devices through {@link DeviceHub.fromSigner}. The hub only moves SignedEnvelope
- *   bytes: it cannot read point-to-point payloads nor forge a sender.
+ *   a server signer, over libp2p `/custodian/relay/1` (`@custodian/signer-client` relay.ts); frames from
+ *   signers reach devices through {@link DeviceHub.fromSigner} (subscribed to `signerFrames`). The
+ *   hub only moves SignedEnvelope bytes: it cannot read point-to-point payloads nor forge a sender.
+ * - **Lifecycle** ({@link Startable}): `start()` serves the upgrades of `components.server`;
+ *   `stop()` closes every device socket (1001) and stops accepting.
  */
 import { randomBytes } from 'node:crypto';
-import type { IncomingMessage, Server } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { bytesToHex } from '@custodian/crypto';
+import { type DeviceFrame, decodeDeviceFrame, encodeDeviceFrame, type RelayFrame } from '@custodian/signer-client';
 import {
-  type DeviceFrame,
-  decodeDeviceFrame,
-  deviceHelloDigest,
-  encodeDeviceFrame,
-  type RelayFrame,
-} from '@custodian/signer-client';
-import {
-  type Approval,
-  approvalDigest,
   type CeremonyResult,
   CONTROL_VERSION,
   DEFAULT_LIMITS,
   decodeControlResponse,
-  deviceVerify,
   Outcome,
   type SignedPolicy,
   type StartCeremony,
   signControlRequest,
   type TransferIntent,
-  transferIntentDigest,
 } from '@custodian/wire';
-import { peerIdFromString } from '@libp2p/peer-id';
-import { p256 } from '@noble/curves/nist.js';
 import { type WebSocket, WebSocketServer } from 'ws';
-import { addressBucket } from '../server.js';
+import type { Startable } from '../lifecycle.js';
 import type { DeviceCeremonyPort } from '../signing/gateway.js';
+import { policySyncBatches } from '../signing/policy-sync.js';
+import { ApprovalDesk } from './hub-approvals.js';
+import { PreHelloGate } from './hub-gate.js';
+import { checkHello } from './hub-hello.js';
+import {
+  type ApprovalEvent,
+  DEVICE_HELLO_MAX_FRAME_BYTES,
+  DEVICE_MAX_FRAME_BYTES,
+  DEVICE_PRE_HELLO_PER_ADDRESS,
+  DEVICE_PRE_HELLO_TOTAL,
+  DEVICE_REVOKED_CLOSE_CODE,
+  DEVICE_WS_PATH,
+  type DeviceHubComponents,
+  type RelayedEvent,
+} from './hub-types.js';
 
-/** Path of the device WebSocket endpoint. */
-export const DEVICE_WS_PATH = '/devices/v1/ws';
-/** Largest WebSocket message accepted after the hello, bytes (CGGMP21 aux-info envelopes are the largest). */
-export const DEVICE_MAX_FRAME_BYTES = 4 * 1024 * 1024;
-/**
- * Largest frame, and largest byte count in all (WebSocket framing included), a socket may send
- * before its hello is accepted. A hello is about 200 bytes (device id, peer id, 64-byte signature).
- */
-export const DEVICE_HELLO_MAX_FRAME_BYTES = 4096;
-/** Sockets per client address waiting for their hello at once (default of {@link DeviceHubLimits}). */
-export const DEVICE_PRE_HELLO_PER_ADDRESS = 16;
-/** Sockets waiting for their hello at once, all addresses (default of {@link DeviceHubLimits}). */
-export const DEVICE_PRE_HELLO_TOTAL = 1024;
-/** WebSocket framing allowance on top of the hello frame (header, mask key, a close frame). */
-const PRE_HELLO_FRAMING_BYTES = 64;
+export * from './hub-types.js';
+
 const HELLO_TIMEOUT_MS = 10_000;
-/** WebSocket close code of a device whose status left APPROVED (the reason names the status). */
-export const DEVICE_REVOKED_CLOSE_CODE = 4403;
-
-/** The enrolled device record the hub checks. */
-export interface HubDeviceRecord {
-  /** Compressed P-256 public key, hex (33 bytes). */
-  publicKey: string;
-  status: 'PENDING' | 'APPROVED' | 'REJECTED' | 'REMOVED' | string;
-  /** MPC peer id pinned at enrollment; null for a device enrolled before peer ids were bound. */
-  mpcPeerId: string | null;
-}
-
-/** Limits on sockets that have not said hello yet. */
-export interface DeviceHubLimits {
-  /** Default {@link DEVICE_PRE_HELLO_PER_ADDRESS}. */
-  preHelloPerAddress: number;
-  /** Default {@link DEVICE_PRE_HELLO_TOTAL}. */
-  preHelloTotal: number;
-}
-
-/** A verified approval decision. */
-export interface ApprovalEvent {
-  deviceId: string;
-  requestId: string;
-  approval: Approval;
-}
-
-/** Something the hub relayed (observers: audit, tests). */
-export interface RelayedEvent {
-  direction: 'device-to-device' | 'device-to-signer' | 'signer-to-device';
-  from: string;
-  to: string;
-  envelope: Uint8Array;
-}
-
-/** Components of the hub. */
-export interface DeviceHubInit {
-  lookupDevice(deviceId: string): Promise<HubDeviceRecord | undefined>;
-  /** Coordinator libp2p identity: peer id and 32-byte Ed25519 seed (signs ceremony invitations). SECRET. */
-  coordinator: { peerId: string; secretKey: Uint8Array };
-  /** Is `peerId` a server signer reachable over the relay protocol? */
-  isSignerPeer(peerId: string): boolean;
-  /** Forward a device's envelope to a server signer (libp2p relay). */
-  relayToSigner(signerPeerId: string, frame: RelayFrame): Promise<void>;
-  log?: (level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>) => void;
-  limits?: Partial<DeviceHubLimits>;
-}
-
-/** Options of {@link DeviceHub.attach}. */
-export interface DeviceHubAttachOptions {
-  /**
-   * Client address bucket of an upgrade request (the pre-hello cap counts per bucket). Default: the
-   * socket's peer address (IPv6 by /64). The coordinator passes one honouring its `trustProxy`.
-   */
-  clientAddress?: (req: IncomingMessage) => string;
-}
 
 interface Conn {
   ws: WebSocket;
@@ -147,46 +80,70 @@ interface Conn {
   mpcPeerId: string;
 }
 
-/** The device hub. Create with `new DeviceHub(init)`, then {@link DeviceHub.attach} to the HTTP server. */
-export class DeviceHub implements DeviceCeremonyPort {
+/** The device hub. Create with `new DeviceHub(components)`; `start()` serves `components.server`. */
+export class DeviceHub implements DeviceCeremonyPort, Startable {
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: DEVICE_MAX_FRAME_BYTES });
   private readonly byDevice = new Map<string, Conn>();
   private readonly byPeer = new Map<string, Conn>();
-  private readonly approvalQueue = new Map<string, Map<string, TransferIntent>>();
-  private readonly approvalListeners = new Set<(e: ApprovalEvent) => void>();
+  private readonly desk: ApprovalDesk;
+  private readonly gate: PreHelloGate;
   private readonly relayListeners = new Set<(e: RelayedEvent) => void>();
   private readonly answers = new Map<string, (res: CeremonyResult) => void>();
   private readonly onlineWaiters = new Set<() => void>();
   /** Last MPC peer id each device announced (kept across disconnects). */
   private readonly knownPeer = new Map<string, string>();
-  /** Sockets waiting for their hello, per client address bucket. */
-  private readonly preHello = new Map<string, number>();
-  private preHelloTotal = 0;
-  private readonly limits: DeviceHubLimits;
+  private readonly unsubscribe: () => void;
+  private attached = false;
   private closed = false;
-  /**
-   * Pin the MPC peer id of an APPROVED device that has none (enrolled before peer ids were bound)
-   * at its first authenticated hello; true when pinned. Set by `createCoordinator` (the admin
-   * service's `pinLegacyPeerId`). Unset: such a device is refused.
-   */
-  pinLegacyPeer: ((deviceId: string, peerId: string) => Promise<boolean>) | undefined;
-  /**
-   * Durable source of a device's pending approval requests (the transfer store), read when the
-   * device connects, so requests survive a coordinator restart. Set by `createCoordinator`.
-   */
-  pendingSource: ((deviceId: string) => Promise<{ requestId: string; intent: TransferIntent }[]>) | undefined;
-  /**
-   * The highest signed version of every policy (PolicyService `signedVersions`), pushed to a device
-   * when it connects (issue #26 item 3: mobile signers enforce like server signers). Set by
-   * `createCoordinator`; absent: nothing is pushed at connection.
-   */
-  policySource: (() => Promise<readonly SignedPolicy[]>) | undefined;
 
-  constructor(private readonly init: DeviceHubInit) {
-    this.limits = {
-      preHelloPerAddress: init.limits?.preHelloPerAddress ?? DEVICE_PRE_HELLO_PER_ADDRESS,
-      preHelloTotal: init.limits?.preHelloTotal ?? DEVICE_PRE_HELLO_TOTAL,
+  constructor(private readonly init: DeviceHubComponents) {
+    const log = (level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>) => this.log(level, msg, fields);
+    this.desk = new ApprovalDesk(log);
+    const decided = init.approvals?.decided;
+    if (decided) this.desk.on((e) => decided(e));
+    this.gate = new PreHelloGate(
+      {
+        preHelloPerAddress: init.limits?.preHelloPerAddress ?? DEVICE_PRE_HELLO_PER_ADDRESS,
+        preHelloTotal: init.limits?.preHelloTotal ?? DEVICE_PRE_HELLO_TOTAL,
+      },
+      init.clientAddress,
+      log,
+    );
+    const offFrames = init.signerFrames?.on((from, frame) => this.fromSigner(from, frame));
+    const offRevocations = init.revocations?.on((deviceId, status) => this.revokeDevice(deviceId, status));
+    this.unsubscribe = () => {
+      offFrames?.();
+      offRevocations?.();
     };
+  }
+
+  /**
+   * Serve {@link DEVICE_WS_PATH} on `components.server` (HTTP upgrade; none without a server). An
+   * upgrade beyond the pre-hello caps is answered `429 Too Many Requests` (per address) or `503
+   * Service Unavailable` (in all). Idempotent.
+   */
+  async start(): Promise<void> {
+    const server = this.init.server;
+    if (!server || this.attached || this.closed) return;
+    this.attached = true;
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      const path = (req.url ?? '').split('?')[0];
+      if (path !== DEVICE_WS_PATH || this.closed) {
+        socket.destroy();
+        return;
+      }
+      this.gate.admit(req, socket, head, (authenticated, opened) =>
+        this.wss.handleUpgrade(req, socket, head, (ws) => {
+          opened(ws);
+          this.accept(ws, authenticated);
+        }),
+      );
+    });
+  }
+
+  /** {@link close}. */
+  async stop(): Promise<void> {
+    this.close();
   }
 
   /**
@@ -204,7 +161,7 @@ export class DeviceHub implements DeviceCeremonyPort {
       void this.ifApproved(c)
         .then((ok) => {
           if (!ok) return;
-          for (const batch of policyBatches(signed)) {
+          for (const batch of policySyncBatches(signed)) {
             const signedControl = signControlRequest(
               {
                 version: CONTROL_VERSION,
@@ -227,69 +184,6 @@ export class DeviceHub implements DeviceCeremonyPort {
 
   private log(level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>): void {
     this.init.log?.(level, msg, fields);
-  }
-
-  /**
-   * Serve {@link DEVICE_WS_PATH} on `server` (HTTP upgrade). An upgrade beyond the pre-hello caps
-   * is answered `429 Too Many Requests` (per address) or `503 Service Unavailable` (in all).
-   */
-  attach(server: Server, opts: DeviceHubAttachOptions = {}): void {
-    const addressOf = opts.clientAddress ?? ((req: IncomingMessage) => defaultAddress(req));
-    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-      const path = (req.url ?? '').split('?')[0];
-      if (path !== DEVICE_WS_PATH || this.closed) {
-        socket.destroy();
-        return;
-      }
-      let address: string;
-      try {
-        address = addressOf(req);
-      } catch {
-        address = defaultAddress(req);
-      }
-      const mine = this.preHello.get(address) ?? 0;
-      if (mine >= this.limits.preHelloPerAddress || this.preHelloTotal >= this.limits.preHelloTotal) {
-        const perAddress = mine >= this.limits.preHelloPerAddress;
-        this.log('warn', 'device socket refused before hello: too many waiting', { perAddress });
-        refuseUpgrade(socket, perAddress ? 429 : 503, perAddress ? 'Too Many Requests' : 'Service Unavailable');
-        return;
-      }
-      // counted from the upgrade request until the hello is accepted or the socket closes
-      this.preHello.set(address, mine + 1);
-      this.preHelloTotal++;
-      let counted = true;
-      const release = () => {
-        if (!counted) return;
-        counted = false;
-        this.preHelloTotal--;
-        const n = (this.preHello.get(address) ?? 1) - 1;
-        if (n <= 0) this.preHello.delete(address);
-        else this.preHello.set(address, n);
-      };
-      socket.once('close', release);
-      // every byte before the hello counts (frame headers included): a few KiB, not 4 MiB
-      let received = head.length;
-      let wsRef: WebSocket | undefined;
-      const meter = (chunk: Buffer) => {
-        received += chunk.length;
-        if (received <= DEVICE_HELLO_MAX_FRAME_BYTES + PRE_HELLO_FRAMING_BYTES) return;
-        socket.off('data', meter);
-        socket.pause(); // read nothing more; the close frame still goes out
-        this.log('warn', 'device socket sent too much before its hello');
-        if (wsRef) wsRef.close(1009, 'too much data before hello');
-        setTimeout(() => socket.destroy(), 1000).unref?.();
-        if (!wsRef) socket.destroy();
-      };
-      socket.on('data', meter);
-      const authenticated = () => {
-        socket.off('data', meter);
-        release();
-      };
-      this.wss.handleUpgrade(req, socket, head, (ws) => {
-        wsRef = ws;
-        this.accept(ws, authenticated);
-      });
-    });
   }
 
   /** Device ids connected and authenticated now. */
@@ -320,10 +214,12 @@ export class DeviceHub implements DeviceCeremonyPort {
     }
   }
 
-  /** Subscribe to verified approval decisions; returns the unsubscribe function. */
+  /**
+   * Subscribe to verified approval decisions (observers; the transfer service gets them as
+   * `components.approvals.decided`); returns the unsubscribe function.
+   */
   onApproval(listener: (e: ApprovalEvent) => void): () => void {
-    this.approvalListeners.add(listener);
-    return () => this.approvalListeners.delete(listener);
+    return this.desk.on(listener);
   }
 
   /** Observe relayed envelopes (audit, tests); returns the unsubscribe function. */
@@ -339,12 +235,7 @@ export class DeviceHub implements DeviceCeremonyPort {
    */
   notifyApprovalRequest(deviceId: string, intent: TransferIntent, requestId: string = intent.transfer_id): string {
     deviceId = deviceId.toLowerCase();
-    let q = this.approvalQueue.get(deviceId);
-    if (!q) {
-      q = new Map();
-      this.approvalQueue.set(deviceId, q);
-    }
-    q.set(requestId, intent);
+    this.desk.add(deviceId, requestId, intent);
     const c = this.byDevice.get(deviceId);
     if (c) {
       void this.ifApproved(c)
@@ -370,8 +261,7 @@ export class DeviceHub implements DeviceCeremonyPort {
    */
   revokeDevice(deviceId: string, status: string): void {
     const id = deviceId.toLowerCase();
-    this.approvalQueue.delete(id);
-    this.knownKeys.delete(id);
+    this.desk.forget(id);
     this.knownPeer.delete(id);
     const c = this.byDevice.get(id);
     if (!c) return;
@@ -388,7 +278,7 @@ export class DeviceHub implements DeviceCeremonyPort {
    * device is revoked ({@link DeviceHub.revokeDevice}) and false is returned.
    */
   private async ifApproved(c: Conn): Promise<boolean> {
-    const rec = await this.init.lookupDevice(c.deviceId);
+    const rec = await this.init.devices.hubRecord(c.deviceId);
     if (rec?.status === 'APPROVED') return this.byDevice.get(c.deviceId) === c;
     this.revokeDevice(c.deviceId, rec?.status ?? 'UNKNOWN');
     return false;
@@ -396,7 +286,7 @@ export class DeviceHub implements DeviceCeremonyPort {
 
   /** Withdraw a pending approval request (transfer cancelled, expired or decided). */
   cancelApprovalRequest(deviceId: string, requestId: string): void {
-    this.approvalQueue.get(deviceId)?.delete(requestId);
+    this.desk.cancel(deviceId, requestId);
   }
 
   /**
@@ -466,6 +356,7 @@ export class DeviceHub implements DeviceCeremonyPort {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.unsubscribe();
     for (const c of this.byDevice.values()) c.ws.close(1001, 'coordinator shutting down');
     // sockets not yet authenticated go at once: an HTTP server's close waits for every socket
     const authenticated = new Set([...this.byDevice.values()].map((c) => c.ws));
@@ -558,46 +449,20 @@ export class DeviceHub implements DeviceCeremonyPort {
     nonce: Uint8Array,
     hello: NonNullable<DeviceFrame['hello']>,
   ): Promise<Conn | undefined> {
-    const fail = (why: string) => {
+    const fail = (why: string, code = 'UNAUTHENTICATED') => {
       this.log('warn', 'device authentication failed', { device: hello.deviceId, reason: why });
-      this.send(ws, { error: { code: 'UNAUTHENTICATED', message: why } });
+      this.send(ws, { error: { code, message: why } });
       ws.close(4401, why);
       return undefined;
     };
-    if (!/^[0-9a-f-]{36}$/i.test(hello.deviceId)) return fail('unknown device');
-    const rec = await this.init.lookupDevice(hello.deviceId.toLowerCase());
-    if (!rec) return fail('unknown device');
-    if (rec.status === 'REMOVED' || rec.status === 'REJECTED') {
-      // final: the device is told it was revoked (it stops reconnecting), then refused as any other
-      const why = `device is ${rec.status}, not APPROVED`;
-      this.log('warn', 'device authentication failed', { device: hello.deviceId, reason: why });
-      this.send(ws, { error: { code: 'DEVICE_REVOKED', message: why } });
-      ws.close(4401, why);
-      return undefined;
-    }
-    if (rec.status !== 'APPROVED') return fail(`device is ${rec.status}, not APPROVED`);
-    try {
-      const pid = peerIdFromString(hello.mpcPeerId);
-      if (pid.type !== 'Ed25519') return fail('mpc_peer_id: not an Ed25519 peer id');
-    } catch {
-      return fail('mpc_peer_id: not a peer id');
-    }
-    const digest = deviceHelloDigest(nonce, this.init.coordinator.peerId, hello.deviceId, hello.mpcPeerId);
-    if (!deviceVerify(bytesToHex(hello.signature), digest, rec.publicKey)) return fail('bad signature');
-    // the peer id is the one bound at enrollment, never a server signer's (issue #26 item 7)
-    if (this.init.isSignerPeer(hello.mpcPeerId)) return fail("mpc_peer_id is a server signer's");
-    if (rec.mpcPeerId === null) {
-      const pin = this.pinLegacyPeer;
-      if (!pin || !(await pin(hello.deviceId.toLowerCase(), hello.mpcPeerId))) {
-        return fail('mpc_peer_id: none bound at enrollment and this one cannot be pinned; enrol again');
-      }
+    const v = await checkHello(this.init, nonce, hello);
+    if (!v.ok) return fail(v.why, v.revoked ? 'DEVICE_REVOKED' : 'UNAUTHENTICATED');
+    if (v.pinned) {
       this.log('info', 'device MPC peer id pinned at first hello', { device: hello.deviceId, peer: hello.mpcPeerId });
-    } else if (rec.mpcPeerId !== hello.mpcPeerId) {
-      return fail('mpc_peer_id differs from the one bound at enrollment');
     }
-    const other = this.byPeer.get(hello.mpcPeerId);
-    if (other && other.deviceId !== hello.deviceId.toLowerCase()) return fail('mpc_peer_id used by another device');
-    const conn: Conn = { ws, deviceId: hello.deviceId.toLowerCase(), mpcPeerId: hello.mpcPeerId };
+    const other = this.byPeer.get(v.mpcPeerId);
+    if (other && other.deviceId !== v.deviceId) return fail('mpc_peer_id used by another device');
+    const conn: Conn = { ws, deviceId: v.deviceId, mpcPeerId: v.mpcPeerId };
     const prev = this.byDevice.get(conn.deviceId);
     if (prev) {
       this.byPeer.delete(prev.mpcPeerId);
@@ -606,17 +471,11 @@ export class DeviceHub implements DeviceCeremonyPort {
     this.byDevice.set(conn.deviceId, conn);
     this.byPeer.set(conn.mpcPeerId, conn);
     this.knownPeer.set(conn.deviceId, conn.mpcPeerId);
-    this.rememberKey(conn.deviceId, rec.publicKey);
-    if (this.pendingSource) {
+    this.desk.rememberKey(conn.deviceId, v.record.publicKey);
+    if (this.init.approvals) {
       try {
-        for (const p of await this.pendingSource(conn.deviceId)) {
-          let q = this.approvalQueue.get(conn.deviceId);
-          if (!q) {
-            q = new Map();
-            this.approvalQueue.set(conn.deviceId, q);
-          }
-          q.set(p.requestId, p.intent);
-        }
+        for (const p of await this.init.approvals.pending(conn.deviceId))
+          this.desk.add(conn.deviceId, p.requestId, p.intent);
       } catch (e) {
         this.log('warn', 'pending approvals could not be read', { err: e instanceof Error ? e.message : String(e) });
       }
@@ -624,13 +483,13 @@ export class DeviceHub implements DeviceCeremonyPort {
     // the status again, after the awaits above: a removal that committed meanwhile wins
     if (!(await this.ifApproved(conn))) return undefined;
     // the welcome says how many pending approval requests follow (the device logs what it resumes)
-    const pending = [...(this.approvalQueue.get(conn.deviceId) ?? [])];
+    const pending = this.desk.pending(conn.deviceId);
     this.send(ws, { welcome: { pendingApprovals: pending.length } });
     this.log('info', 'device connected', { device: conn.deviceId, peer: conn.mpcPeerId, pending: pending.length });
     for (const [id, intent] of pending) this.sendApprovalRequest(conn, id, intent);
-    if (this.policySource) {
+    if (this.init.policies) {
       try {
-        this.pushPolicies(await this.policySource(), conn.deviceId);
+        this.pushPolicies(await this.init.policies.signedVersions(), conn.deviceId);
       } catch (e) {
         this.log('warn', 'signed policy versions could not be read', {
           err: e instanceof Error ? e.message : String(e),
@@ -680,7 +539,7 @@ export class DeviceHub implements DeviceCeremonyPort {
     }
     if (f.approvalAnswer) {
       if (!(await this.ifApproved(c))) return;
-      this.onApprovalAnswer(c, f.approvalAnswer.requestId, f.approvalAnswer.approvalJson);
+      this.desk.answer(c.deviceId, f.approvalAnswer.requestId, f.approvalAnswer.approvalJson);
       return;
     }
     if (f.error) {
@@ -689,92 +548,4 @@ export class DeviceHub implements DeviceCeremonyPort {
     }
     this.log('warn', 'unexpected device frame', { device: c.deviceId });
   }
-
-  private onApprovalAnswer(c: Conn, requestId: string, json: string): void {
-    const intent = this.approvalQueue.get(c.deviceId)?.get(requestId);
-    if (!intent) {
-      this.log('warn', 'approval for no pending request', { device: c.deviceId, request: requestId });
-      return;
-    }
-    let a: Approval;
-    try {
-      a = JSON.parse(json) as Approval;
-    } catch {
-      this.log('warn', 'approval: not JSON', { device: c.deviceId });
-      return;
-    }
-    const problem = this.checkApproval(c, intent, a);
-    if (problem) {
-      this.log('warn', 'approval rejected', { device: c.deviceId, request: requestId, reason: problem });
-      return;
-    }
-    this.approvalQueue.get(c.deviceId)?.delete(requestId);
-    for (const l of this.approvalListeners) {
-      try {
-        l({ deviceId: c.deviceId, requestId, approval: a });
-      } catch (e) {
-        this.log('warn', 'approval listener failed', { err: e instanceof Error ? e.message : String(e) });
-      }
-    }
-  }
-
-  private checkApproval(c: Conn, intent: TransferIntent, a: Approval): string | undefined {
-    if (typeof a !== 'object' || a === null) return 'not an object';
-    if (a.device_id?.toLowerCase() !== c.deviceId) return 'device_id differs from the connected device';
-    if (a.transfer_id !== intent.transfer_id) return 'transfer_id differs';
-    if (a.decision !== 'APPROVE' && a.decision !== 'REJECT') return 'decision';
-    if (a.intent_digest !== bytesToHex(transferIntentDigest(intent))) return 'intent_digest differs';
-    const { signature, ...body } = a;
-    try {
-      const expected = this.knownKeys.get(c.deviceId);
-      if (expected && expected !== a.device_public_key) return 'device_public_key differs from the enrolled key';
-      // one encoding per approval (signers remember used approvals by their signature string)
-      if (!/^[0-9a-f]{128}$/.test(String(signature))) return 'signature: 128 lower-case hex digits';
-      if (!deviceVerify(signature, approvalDigest(body), a.device_public_key)) return 'bad signature';
-    } catch {
-      return 'bad signature';
-    }
-    return undefined;
-  }
-
-  private readonly knownKeys = new Map<string, string>();
-
-  /** Remember the enrolled key of a device (filled at authentication) so approvals are checked against it. */
-  private rememberKey(deviceId: string, publicKey: string): void {
-    this.knownKeys.set(deviceId, p256.Point.fromHex(publicKey).toHex(true));
-  }
-}
-
-/** Signed versions in groups of at most 1 MiB of JSON (a device frame carries up to {@link DEVICE_MAX_FRAME_BYTES}). */
-function policyBatches(signed: readonly SignedPolicy[]): SignedPolicy[][] {
-  const out: SignedPolicy[][] = [];
-  let cur: SignedPolicy[] = [];
-  let size = 0;
-  for (const x of signed) {
-    const n = JSON.stringify(x).length;
-    if (cur.length > 0 && size + n > 1024 * 1024) {
-      out.push(cur);
-      cur = [];
-      size = 0;
-    }
-    cur.push(x);
-    size += n;
-  }
-  if (cur.length > 0) out.push(cur);
-  return out;
-}
-
-/** Client address bucket of an upgrade request without a proxy: the socket peer, IPv6 by /64. */
-function defaultAddress(req: IncomingMessage): string {
-  return addressBucket(req.socket.remoteAddress ?? 'unknown');
-}
-
-/** Answer an upgrade request with a plain HTTP error and close the socket (no WebSocket). */
-function refuseUpgrade(socket: Duplex, status: number, reason: string): void {
-  if (!socket.writable) {
-    socket.destroy();
-    return;
-  }
-  socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`, () => socket.destroy());
-  setTimeout(() => socket.destroy(), 1000).unref?.();
 }

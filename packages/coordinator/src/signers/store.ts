@@ -93,3 +93,39 @@ export class MasterKeyStore {
     return rows.map((r) => ({ ...r, created_at: iso(r.created_at)! }));
   }
 }
+
+/** A registered (not removed) server signer as the signing services dial it. */
+export interface ServerSignerLink {
+  signer_id: string;
+  /** libp2p peer id (Ed25519). */
+  peer_id: string;
+  /** Multiaddr registered in the admin API (may end in `/p2p/<peer id>`). */
+  address: string;
+}
+
+/** Dependencies of {@link ServerSignerStore}. */
+export interface ServerSignerStoreComponents {
+  readonly db: Db;
+}
+
+/** The registered server signers (`server_signers`), as the signing services read them. */
+export class ServerSignerStore {
+  constructor(private readonly c: ServerSignerStoreComponents) {}
+
+  /** Every server signer not removed, in no particular order. */
+  async live(): Promise<ServerSignerLink[]> {
+    const rows = await this.c.db.query<ServerSignerLink>(
+      'SELECT signer_id, peer_id, address FROM server_signers WHERE removed_at IS NULL',
+    );
+    return rows.map((r) => ({ signer_id: String(r.signer_id), peer_id: r.peer_id, address: r.address }));
+  }
+
+  /** Peer id of the live server signer `signerId` (case-insensitive UUID text); undefined when unknown or removed. */
+  async peerIdOf(signerId: string): Promise<string | undefined> {
+    const r = await this.c.db.query<{ peer_id: string }>(
+      'SELECT peer_id FROM server_signers WHERE signer_id::text = $1 AND removed_at IS NULL',
+      [signerId.toLowerCase()],
+    );
+    return r[0]?.peer_id;
+  }
+}

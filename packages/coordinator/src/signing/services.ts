@@ -3,10 +3,16 @@
  * its libp2p identity (Ed25519, persisted in `<dataDir>/coordinator-p2p.key`, 0600, libp2p
  * private-key protobuf), a dial-only libp2p host pinned to the server signers registered in the
  * admin API (`server_signers`, re-read before every ceremony) with a link kept to each (dialled at
- * start, re-dialled forever with backoff when it drops: `@custodian/signer` links.ts), the control
+ * start, re-dialled forever with backoff when it drops: `@custodian/signer-client` links.ts), the control
  * client, the relay to signers for device parties, the device hub (WebSocket), the
  * {@link SignerGateway}, the master key {@link CeremonyClient} and the push of signed policy
  * versions to the signers (policy-sync.ts).
+ *
+ * {@link createSigningServices} builds them (loading the identity and creating the dial-only
+ * libp2p host, which listens nowhere); {@link SigningServices.start} starts their background work
+ * (links to the signers, the presignature pool, the first policy sync), {@link SigningServices.stop}
+ * ends it and stops the host. The device hub is a {@link Startable} of its own (the composition
+ * root starts it after the HTTP server it serves and stops it before that server closes).
  *
  * Operators configure every signer with this coordinator's peer id (`coordinator.peerId`); it is
  * printed by `custodian coordinator peer-id` and logged at start.
@@ -21,9 +27,13 @@ import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import { type Logger, pino } from 'pino';
 import type { CeremonyClient } from '../ceremony.js';
 import type { Db } from '../db/db.js';
-import { DeviceHub, type DeviceHubLimits } from '../devices/hub.js';
+import { DeviceHub, type DeviceHubComponents, type DeviceHubLimits, type SignerFrames } from '../devices/hub.js';
+import type { DeviceStore } from '../devices/store.js';
+import type { Startable } from '../lifecycle.js';
+import type { MasterKeyStore, ServerSignerStore } from '../signers/store.js';
 import { evidenceSignFields } from '../transfers/evidence.js';
 import { signedPolicyVersions } from '../transfers/policies.js';
+import { Emitter } from '../util.js';
 import {
   createSignerGateway,
   type PartyDirectory,
@@ -69,9 +79,25 @@ export async function coordinatorPeerId(dataDir: string): Promise<string> {
   return peerIdFromPrivateKey(await loadOrCreateCoordinatorKey(dataDir)).toString();
 }
 
-/** Options of {@link createSigningServices}. */
-export interface SigningServicesOptions {
+/** Components of {@link createSigningServices} (one object; nothing is set afterwards). */
+export interface SigningServicesComponents {
+  /** The signing room's tables (presignatures, refills, signing attempts) and signed policy versions. */
   db: Db;
+  /** Master key records (signers room): the presignature pool's keys. */
+  masterKeys: Pick<MasterKeyStore, 'listMasterKeys'>;
+  /** Registered server signers (signers room), re-read before every ceremony. */
+  signers: Pick<ServerSignerStore, 'live' | 'peerIdOf'>;
+  /** Device records (devices room): the hub's checks, device parties' status and keys. */
+  devices: Pick<DeviceStore, 'hubRecord' | 'status' | 'publicKey'>;
+  /**
+   * What the device hub takes from the other rooms ({@link DeviceHubComponents}): the legacy peer
+   * id pinning and the revocations (devices), pending approvals and their answers (transfers), signed policy versions
+   * (policies), the HTTP server and its client address rule. Each optional.
+   */
+  hub?: Pick<
+    DeviceHubComponents,
+    'pinLegacyPeer' | 'revocations' | 'approvals' | 'policies' | 'server' | 'clientAddress'
+  >;
   dataDir?: string;
   privateKey?: PrivateKey;
   log?: Logger;
@@ -85,7 +111,7 @@ export interface SigningServicesOptions {
   /** Device WebSocket pre-hello caps (devices/hub.ts defaults). */
   deviceSockets?: Partial<DeviceHubLimits>;
   /**
-   * Links kept to the registered server signers (`@custodian/signer` links.ts): dialled at start
+   * Links kept to the registered server signers (`@custodian/signer-client` links.ts): dialled at start
    * and whenever the list is re-read, retried forever with a capped, jittered backoff (first base
    * `initialMs`, default 1000; cap `maxMs`, default 30 000), logged (`… unreachable …; reconnecting
    * in N ms (attempt k)`, `reconnected to server signer …`). `false`: off (dial on demand only).
@@ -93,11 +119,15 @@ export interface SigningServicesOptions {
   signerLinks?: { initialMs?: number; maxMs?: number } | false;
 }
 
-/** The running services. */
-export interface SigningServices {
+/** The signing services (see the module comment). */
+export interface SigningServices extends Startable {
   peerId: string;
   control: ControlClient;
   hub: DeviceHub;
+  /**
+   * The signer gateway, with `availability` (a device by its hub connection, a server signer by the
+   * libp2p connection kept to it): the pipeline prefers signing sets of connected parties.
+   */
   gateway: SignerGateway;
   ceremonyClient: CeremonyClient;
   /** The presignature pool (also the gateway's record of signing attempts). */
@@ -109,7 +139,6 @@ export interface SigningServices {
   policySync: PolicySync;
   /** Re-read the registered server signers (done before every ceremony). */
   refreshSigners(): Promise<void>;
-  stop(): Promise<void>;
 }
 
 function stripP2p(addr: string): string {
@@ -117,67 +146,64 @@ function stripP2p(addr: string): string {
   return i >= 0 ? addr.slice(0, i) : addr;
 }
 
-/** Start the coordinator's libp2p host, relay, device hub, gateway and ceremony client. */
-export async function createSigningServices(opts: SigningServicesOptions): Promise<SigningServices> {
-  const privateKey = opts.privateKey ?? (await loadOrCreateCoordinatorKey(opts.dataDir));
+/**
+ * Build the coordinator's libp2p host, relay, device hub, gateway, presignature pool and ceremony
+ * client (not started: see {@link SigningServices.start}).
+ * @throws Error when the identity file is not an Ed25519 key; RangeError for bad pool options
+ */
+export async function createSigningServices(c: SigningServicesComponents): Promise<SigningServices> {
+  const privateKey = c.privateKey ?? (await loadOrCreateCoordinatorKey(c.dataDir));
   const peerId = peerIdFromPrivateKey(privateKey).toString();
   const peers = new Map<string, string[]>();
   const signerIds = new Map<string, string>(); // signer_id -> peer id
   let links: PeerLinks | undefined;
+  let started = false;
   const refreshSigners = async () => {
-    const rows = await opts.db.query<{ signer_id: string; peer_id: string; address: string }>(
-      'SELECT signer_id, peer_id, address FROM server_signers WHERE removed_at IS NULL',
-    );
+    const rows = await c.signers.live();
     peers.clear();
     signerIds.clear();
     for (const r of rows) {
       peers.set(r.peer_id, [stripP2p(r.address)]);
       signerIds.set(String(r.signer_id).toLowerCase(), r.peer_id);
     }
-    links?.sync();
+    if (started) links?.sync();
   };
   await refreshSigners();
-  const control = await ControlClient.create(privateKey, peers, opts.log);
-  if (opts.signerLinks !== false) {
+  const control = await ControlClient.create(privateKey, peers, c.log);
+  if (c.signerLinks !== false) {
     links = new PeerLinks(control.host, () => peers, {
-      ...(opts.signerLinks ?? {}),
-      log: opts.log ?? pino({ level: 'silent' }),
+      ...(c.signerLinks ?? {}),
+      log: c.log ?? pino({ level: 'silent' }),
     });
-    links.sync();
   }
   const warn = (level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>) =>
-    opts.log?.[level](fields ?? {}, msg);
-  let hub: DeviceHub | undefined;
+    c.log?.[level](fields ?? {}, msg);
+  // the relay delivers signers' frames to the hub, the hub sends devices' frames through the
+  // relay: a small emitter built before both breaks that cycle (devices/hub-types.ts SignerFrames)
+  const signerFrames = new Emitter<Parameters<Parameters<SignerFrames['on']>[0]>>();
   const relay = createCoordinatorRelay(control.host, {
     addrs: (p) => peers.get(p) ?? [],
     maxFrameBytes: DEFAULT_LIMITS.maxMessageBytes,
-    log: opts.log ?? pino({ level: 'silent' }),
-    onFrame: (from, frame) => hub?.fromSigner(from, frame),
+    log: c.log ?? pino({ level: 'silent' }),
+    onFrame: (from, frame) => signerFrames.emit(from, frame),
   });
-  hub = new DeviceHub({
+  const h = new DeviceHub({
+    ...c.hub,
     coordinator: { peerId, secretKey: Uint8Array.from(privateKey.raw.subarray(0, 32)) },
-    lookupDevice: async (id) => {
-      const r = (
-        await opts.db.query<{ public_key: string; status: string; mpc_peer_id: string | null }>(
-          'SELECT public_key, status, mpc_peer_id FROM devices WHERE device_id = $1',
-          [id],
-        )
-      )[0];
-      return r ? { publicKey: r.public_key, status: r.status, mpcPeerId: r.mpc_peer_id } : undefined;
-    },
+    devices: c.devices,
     isSignerPeer: (p) => peers.has(p),
     relayToSigner: (p, f) => relay.send(p, f),
+    signerFrames,
     log: warn,
-    ...(opts.deviceSockets ? { limits: opts.deviceSockets } : {}),
+    ...(c.deviceSockets ? { limits: c.deviceSockets } : {}),
   });
-  const h = hub;
   const policySync = new PolicySync({
     control,
     async signers() {
       await refreshSigners();
       return [...peers.keys()];
     },
-    source: () => signedPolicyVersions(opts.db),
+    source: () => signedPolicyVersions(c.db),
     log: warn,
   });
   const prepare = async (targets: readonly PartyDispatch[]) => {
@@ -195,18 +221,16 @@ export async function createSigningServices(opts: SigningServicesOptions): Promi
         if (!p) throw new Error(`unknown server signer ${party.id}`);
         return p;
       }
-      const rec = (
-        await opts.db.query<{ status: string }>('SELECT status FROM devices WHERE device_id = $1', [party.id])
-      )[0];
-      if (rec?.status !== 'APPROVED') throw new Error(`device ${party.id} is not an approved device`);
+      if ((await c.devices.status(party.id)) !== 'APPROVED') {
+        throw new Error(`device ${party.id} is not an approved device`);
+      }
       const p = h.peerIdOf(party.id.toLowerCase());
       if (!p) throw new Error(`device ${party.id} has not connected`);
       return p;
     },
   };
-  const poolOpts =
-    typeof opts.presignaturePool === 'number' ? { target: opts.presignaturePool } : opts.presignaturePool;
-  const ecdsa = opts.algorithms === undefined || opts.algorithms.includes(KeyAlgorithm.SECP256K1_ECDSA);
+  const poolOpts = typeof c.presignaturePool === 'number' ? { target: c.presignaturePool } : c.presignaturePool;
+  const ecdsa = c.algorithms === undefined || c.algorithms.includes(KeyAlgorithm.SECP256K1_ECDSA);
   // the pool's reconciliation asks the server signers over the control client (devices: not yet)
   const setPeers = (parties: readonly { kind: 'server' | 'device'; id: string }[]) =>
     Promise.all(parties.map((p) => directory.peerIdOf(p)));
@@ -218,14 +242,15 @@ export async function createSigningServices(opts: SigningServicesOptions): Promi
       return control.deletePresignatures(await directory.peerIdOf(party), keyId, await setPeers(parties), ids);
     },
   };
-  const presignatures = new PresignaturePool(
-    opts.db,
-    (keyId, parties, count, deadline, signal) =>
+  const presignatures = new PresignaturePool({
+    db: c.db,
+    masterKeys: c.masterKeys,
+    presign: (keyId, parties, count, deadline, signal) =>
       presignCeremony({ control, devices: h, directory, prepare }, keyId, parties, count, deadline, signal),
-    { ...poolOpts, ...(ecdsa ? {} : { target: 0 }) },
-    warn,
+    options: { ...poolOpts, ...(ecdsa ? {} : { target: 0 }) },
+    log: warn,
     holders,
-  );
+  });
   const gateway = createSignerGateway({
     control,
     evidenceFields: evidenceSignFields,
@@ -234,18 +259,25 @@ export async function createSigningServices(opts: SigningServicesOptions): Promi
     directory,
     attempts: presignatures,
     log: (msg, fields) => warn('warn', msg, fields),
+    // whether a party is connected now (the pipeline prefers signing sets of connected parties and
+    // does not invite a device that is offline): a device by its hub connection, a server signer by
+    // the libp2p connection kept to it (signer links)
+    async availability(party) {
+      if (party.kind === 'device') return h.online().includes(party.id.toLowerCase()) ? 'up' : 'down';
+      const peer = await c.signers.peerIdOf(party.id);
+      if (peer === undefined) return 'down';
+      return control.host.connectedPeers().includes(peer) ? 'up' : 'down';
+    },
   });
   const ceremonyClient = createMasterKeyClient({
     control,
     devices: h,
     prepare,
-    ...(opts.algorithms ? { algorithms: opts.algorithms } : {}),
+    ...(c.algorithms ? { algorithms: c.algorithms } : {}),
     async deviceKey(deviceId) {
-      const r = (
-        await opts.db.query<{ public_key: string }>('SELECT public_key FROM devices WHERE device_id = $1', [deviceId])
-      )[0];
-      if (!r) throw new Error(`unknown device ${deviceId}`);
-      return r.public_key;
+      const key = await c.devices.publicKey(deviceId);
+      if (key === undefined) throw new Error(`unknown device ${deviceId}`);
+      return key;
     },
     async devicePeerId(deviceId, until, signal) {
       const known = h.peerIdOf(deviceId);
@@ -254,9 +286,8 @@ export async function createSigningServices(opts: SigningServicesOptions): Promi
       return h.peerIdOf(deviceId) as string;
     },
   });
-  presignatures.start();
-  void policySync.ensureAll();
-  opts.log?.info({ peerId }, 'coordinator libp2p identity (configure signers with this coordinator.peerId)');
+  c.log?.info({ peerId }, 'coordinator libp2p identity (configure signers with this coordinator.peerId)');
+  let stopping: Promise<void> | undefined;
   return {
     peerId,
     control,
@@ -266,12 +297,24 @@ export async function createSigningServices(opts: SigningServicesOptions): Promi
     presignatures,
     policySync,
     refreshSigners,
-    async stop() {
-      await presignatures.stop();
-      links?.stop();
-      h.close();
-      relay.close();
-      await control.stop();
+    /** Links to the signers, the presignature pool and a first full policy sync. Idempotent. */
+    async start() {
+      if (started || stopping) return;
+      started = true;
+      links?.sync();
+      await presignatures.start();
+      void policySync.ensureAll();
+    },
+    /** Stop the pool (its ceremonies aborted), the links, the hub, the relay and the libp2p host. Idempotent. */
+    stop() {
+      stopping ??= (async () => {
+        await presignatures.stop();
+        links?.stop();
+        h.close();
+        relay.close();
+        await control.stop();
+      })();
+      return stopping;
     },
   };
 }

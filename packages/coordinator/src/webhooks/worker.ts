@@ -22,6 +22,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
 import type { Db } from '../db/db.js';
+import type { Startable } from '../lifecycle.js';
 import type { Clock } from '../util.js';
 import type { WebhookSigningKeys } from './keys.js';
 import { signWebhook } from './signature.js';
@@ -76,23 +77,34 @@ interface AttemptResult {
   durationMs: number;
 }
 
+/** Dependencies of {@link WebhookWorker}. */
+export interface WebhookWorkerComponents {
+  readonly db: Db;
+  /** Signing keys (rotated when due at every poll) that sign each attempt. */
+  readonly keys: WebhookSigningKeys;
+  readonly options: WebhookWorkerOptions;
+}
+
 /** The worker. */
-export class WebhookWorker {
+export class WebhookWorker implements Startable {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<number> | undefined;
   private stopped = true;
   private readonly leaseMs: number;
+  private readonly db: Db;
+  private readonly keys: WebhookSigningKeys;
+  /** The settings it was built with. */
+  readonly opts: WebhookWorkerOptions;
 
-  constructor(
-    private readonly db: Db,
-    private readonly keys: WebhookSigningKeys,
-    readonly opts: WebhookWorkerOptions,
-  ) {
-    this.leaseMs = opts.timeoutMs + 30_000;
+  constructor(c: WebhookWorkerComponents) {
+    this.db = c.db;
+    this.keys = c.keys;
+    this.opts = c.options;
+    this.leaseMs = c.options.timeoutMs + 30_000;
   }
 
-  /** Start polling (every `pollIntervalMs`). */
-  start(): void {
+  /** Start polling (every `pollIntervalMs`). Idempotent. */
+  async start(): Promise<void> {
     if (!this.stopped) return;
     this.stopped = false;
     this.schedule(0);
@@ -108,7 +120,7 @@ export class WebhookWorker {
     this.timer.unref();
   }
 
-  /** Stop polling and wait for attempts in flight to be recorded. */
+  /** Stop polling and wait for attempts in flight to be recorded. Idempotent. */
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
