@@ -6,7 +6,7 @@
  * with its reason and the party when identifiable, and never throws. A session that misses its
  * deadline or aborts resolves with the outcome; its state is dropped (nothing partial is kept).
  *
- * The same runner serves libp2p (server signers, `@custodian/signer` host.ts) and the coordinator's
+ * The same runner serves libp2p (server signers, `@custodian/signer-client` host.ts) and the coordinator's
  * WebSocket relay (phones, `@custodian/mobile` device.ts): a transport only moves opaque bytes
  * between peer ids.
  *

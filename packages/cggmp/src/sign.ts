@@ -357,7 +357,7 @@ function finishSignature(
 
 /**
  * A party's contribution to a combiner that holds no presigning values (the coordinator, which
- * then needs no third message from the signers: `@custodian/signer` share-combiner.ts): R' = ρ·R
+ * then needs no third message from the signers: `@custodian/signer-client` share-combiner.ts): R' = ρ·R
  * and s_i = ρ⁻¹·σ_i mod q, so that Σ s_j = s before low-s normalisation. ρ is public, so s_i
  * reveals exactly what σ_i does, which every co-signer receives anyway (the round's broadcast).
  */

@@ -90,7 +90,7 @@ export interface MobileSignerOptions {
   /**
    * Base of the first reconnect delay after a lost (or refused) connection, ms (default 1000). The
    * phone reconnects forever: attempt k waits a delay drawn from [b/2, b], b = min(reconnectMaxMs,
-   * reconnectMs · 2^(k−1)) (`@custodian/signer` backoff.ts), and starts again from the first delay
+   * reconnectMs · 2^(k−1)) (`@custodian/signer-client` backoff.ts), and starts again from the first delay
    * once a connection is authenticated. Only a revocation (close code 4403 or an `Error` frame
    * `DEVICE_REVOKED`: the device was REMOVED or REJECTED) ends it.
    */
