@@ -37,7 +37,7 @@ import {
 import { p256 } from '@noble/curves/nist.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { type EnforcementTrust, EvidenceRefused, enforceTransferEvidence } from '../src/index.js';
+import { type CeremonyStore, type EnforcementTrust, EvidenceRefused, enforceTransferEvidence } from '../src/index.js';
 import { SecureStore } from '../src/level-store/index.js';
 import { tempDir } from './helpers.js';
 
@@ -330,7 +330,7 @@ export function withPolicy(req: SignRequest, doc: Partial<PolicyDocument>): Sign
  * Run the real check; 'ACCEPTED' or the refusal code. A refusal must leave nothing in the ledger:
  * asserted here for every refused request. `now`: the signer's clock (default: the real one).
  */
-export async function verdict(store: SecureStore, req: SignRequest, trust = trustOf(), now?: Date): Promise<string> {
+export async function verdict(store: CeremonyStore, req: SignRequest, trust = trustOf(), now?: Date): Promise<string> {
   const before = (await store.keys('ledger')).length;
   try {
     const v = await enforceTransferEvidence(store, req, trust, now);
@@ -345,7 +345,7 @@ export async function verdict(store: SecureStore, req: SignRequest, trust = trus
 
 /** Accept and commit the ledger entry, as the ceremony does once the signature is produced. */
 export async function signAndCommit(
-  store: SecureStore,
+  store: CeremonyStore,
   req: SignRequest,
   trust = trustOf(),
   now?: Date,

@@ -48,7 +48,7 @@ describe('attack: FROST nonce commitments recorded only after the share left', (
     const ctxs: CeremonyContext[] = [];
     for (const [i, id] of ids.entries())
       ctxs.push(await openContext(net, id, join(dir, `n${i}`, 'db'), { allowUnenforcedSigning: true }));
-    stores.push(...ctxs.map((c) => c.store));
+    stores.push(...ctxs.map((c) => c.store as SecureStore)); // openContext opens a SecureStore
     const parties = ids.map((id) => ({ peerId: id.peerId }));
     const keyStart: StartCeremony = {
       ceremonyId: cid(),

@@ -91,6 +91,10 @@ export function sessionId(ceremonyId: Uint8Array, label: string): Uint8Array {
 /** Ed25519 public keys of peer ids already parsed (a node talks to the same few peers). */
 const peerKeys = new Map<string, Uint8Array>();
 
+/**
+ * The session parties of a request's peer ids, in the given order (runtime index = position).
+ * @throws Refused naming the index of a peer id that is malformed, not Ed25519, or repeated
+ */
 export function toSessionParties(peerIds: readonly string[]): SessionParty[] {
   const seen = new Set<string>();
   return peerIds.map((s, i) => {
@@ -113,6 +117,7 @@ export function toSessionParties(peerIds: readonly string[]): SessionParty[] {
   });
 }
 
+/** The blamed parties of an aborted session (index, peer id, reason), else none. */
 export function blameOf(outcome: SessionOutcome<unknown>, parties: readonly SessionParty[]): CeremonyResult['blame'] {
   if (outcome.status === 'aborted') {
     return outcome.aborted.culprits.map((c) => ({
@@ -124,6 +129,7 @@ export function blameOf(outcome: SessionOutcome<unknown>, parties: readonly Sess
   return [];
 }
 
+/** SHA-256 of the canonical encoding of the ceremony id and every session's transcript hash (32 bytes). */
 export function combinedTranscript(ceremonyId: Uint8Array, outs: readonly SessionOutcome<unknown>[]): Uint8Array {
   return sha256(
     canonicalEncode([
@@ -134,6 +140,7 @@ export function combinedTranscript(ceremonyId: Uint8Array, outs: readonly Sessio
   );
 }
 
+/** The result of a ceremony whose sessions did not all succeed: ABORTED with blame, or DEADLINE_EXCEEDED. */
 export function failure(
   ceremonyId: Uint8Array,
   outs: readonly SessionOutcome<unknown>[],
@@ -154,6 +161,10 @@ export function failure(
   return { ceremonyId, outcome: Outcome.ABORTED, error: c && c.status === 'cancelled' ? c.reason : 'failed' };
 }
 
+/**
+ * The ceremony's audit record (sublevel `ceremonies`, key: ceremony id hex; JSON: kind, parties,
+ * threshold, key id, outcome, transcript hash, blame, error, time); `pending` before a share left.
+ */
 export function record(ceremonyId: Uint8Array, start: StartCeremony, result: CeremonyResult, pending = false): StoreOp {
   const value = {
     ...(pending ? { pending: true } : {}),

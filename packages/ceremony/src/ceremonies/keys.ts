@@ -54,6 +54,7 @@ export async function listKeys(store: CeremonyStore): Promise<KeyRecord[]> {
   return out;
 }
 
+/** The key record's public keys as the wire reports them (bytes from the record's hex). */
 export function publicKeys(rec: KeyRecord): PublicKeyInfo[] {
   return rec.keys.map((k) => ({
     algorithm: k.algorithm,
@@ -62,10 +63,12 @@ export function publicKeys(rec: KeyRecord): PublicKeyInfo[] {
   }));
 }
 
+/** Bytes of a hex string (the record's own, well-formed). */
 export function hexBytes(h: string): Uint8Array {
   return Uint8Array.from(Buffer.from(h, 'hex'));
 }
 
+/** The CGGMP21 share of a key, through the share cache. @throws Refused when this signer holds none */
 export async function loadEcdsaShare(ctx: CeremonyContext, keyId: string): Promise<EcdsaKeyShare> {
   const cached = ctx.shareCache?.get(`${keyId}/cggmp`);
   if (cached) return cached as EcdsaKeyShare;
@@ -76,6 +79,7 @@ export async function loadEcdsaShare(ctx: CeremonyContext, keyId: string): Promi
   return share;
 }
 
+/** The FROST share of a key for `suite`, through the share cache. @throws Refused when this signer holds none */
 export async function loadShare(ctx: CeremonyContext, keyId: string, suite: SuiteName): Promise<KeyShare> {
   const cached = ctx.shareCache?.get(`${keyId}/${suite}`);
   if (cached) return cached as KeyShare;

@@ -29,6 +29,12 @@ const FROST_SUITES: readonly { suite: SuiteName; algorithm: number }[] = [
 
 const enc = new TextEncoder();
 
+/**
+ * Run the master key ceremony's sessions (see the module comment).
+ * @returns the result and the batch to write (the shares, the key record and the consumed primes;
+ *   on failure only the primes' deletion)
+ * @throws Refused for a bad threshold, an existing key id, bad approver devices or algorithms, or no primes
+ */
 export async function masterKey(
   ctx: CeremonyContext,
   start: StartCeremony,

@@ -19,6 +19,12 @@ import { type KeyRecord, loadEcdsaShare, loadKeyRecord, loadShare, publicKeys } 
 
 const enc = new TextEncoder();
 
+/**
+ * Run the refresh ceremony's sessions (see the module comment).
+ * @returns the result and the batch to write (new shares, record with epoch + 1, the key's
+ *   presignatures deleted, consumed primes; on failure only the primes' deletion)
+ * @throws Refused for an unknown key, a party set that is not the key's in DKG order, or no primes
+ */
 export async function refresh(
   ctx: CeremonyContext,
   start: StartCeremony,

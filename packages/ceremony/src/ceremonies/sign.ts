@@ -22,6 +22,11 @@ import { keyRecord, loadShare } from './keys.js';
 import type { ReleaseGate } from './release-gate.js';
 import { ecdsaSign } from './sign-ecdsa.js';
 
+/**
+ * Run a signing ceremony (see the module comment); ECDSA keys go to {@link ecdsaSign}.
+ * @returns the result (signatures over the digests, in order) and no further writes
+ * @throws Refused for an unknown key or algorithm, too few or foreign signers, bad digests or path
+ */
 export async function sign(
   ctx: CeremonyContext,
   start: StartCeremony,

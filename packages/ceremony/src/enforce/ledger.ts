@@ -100,6 +100,7 @@ export function sumPrefix(id: SpendIdentity, day: string): string {
   return `d/${e(id.keyId)}/${e(id.blockchain)}/${id.walletIndex}/${e(id.asset)}/${day}/`;
 }
 
+/** Ledger key of a transfer's {@link LedgerEntry}: `t/<transfer_id>`. */
 export const transferKey = (transferId: string) => `t/${transferId}`;
 
 /**
@@ -114,6 +115,7 @@ export const transferKey = (transferId: string) => `t/${transferId}`;
 const reservations = new WeakMap<CeremonyStore, Map<string, { sumKey?: string; amount: bigint }>>();
 const checkLocks = new WeakMap<CeremonyStore, Promise<unknown>>();
 
+/** The in-flight reservations of a store (created empty on first use). */
 export function reserved(store: CeremonyStore): Map<string, { sumKey?: string; amount: bigint }> {
   let m = reservations.get(store);
   if (!m) {
