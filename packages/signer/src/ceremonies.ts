@@ -57,6 +57,8 @@ import {
   KeyAlgorithm,
   Outcome,
   type PublicKeyInfo,
+  type RefusalCode,
+  refusalValue,
   type SignatureInfo,
   type SignatureSharesWire,
   type StartCeremony,
@@ -213,11 +215,24 @@ export interface CeremonyContext {
   readonly rollback?: RollbackRecord;
 }
 
-/** A refusal: the request is invalid for this signer. */
+/**
+ * A refusal: the request is invalid for this signer. `refusal` (a code of the wire catalogue,
+ * default REQUEST_INVALID) travels as the REFUSED result's `refusal`, the message as its `error`.
+ */
 class Refused extends SignerError {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    readonly refusal: RefusalCode = 'REQUEST_INVALID',
+  ) {
     super('REQUEST_REFUSED', message);
   }
+}
+
+/** The REFUSED (a {@link Refused}) or ABORTED result of a request that failed with `e`. */
+function refusedOrAborted(ceremonyId: Uint8Array, e: unknown): CeremonyResult {
+  return e instanceof Refused
+    ? { ceremonyId, outcome: Outcome.REFUSED, refusal: refusalValue(e.refusal), error: e.message }
+    : { ceremonyId, outcome: Outcome.ABORTED, error: e instanceof Error ? e.message : 'failed' };
 }
 
 /** Session id of one protocol run of a ceremony: SHA-256 of the canonical encoding of (tag, ceremony id, label). */
@@ -523,11 +538,7 @@ export async function runCeremony(
     } else {
       log.warn({ reason: e.message }, 'ceremony refused');
     }
-    const result: CeremonyResult = {
-      ceremonyId,
-      outcome: e instanceof Refused ? Outcome.REFUSED : Outcome.ABORTED,
-      error: e instanceof Error ? e.message : 'failed',
-    };
+    const result = refusedOrAborted(ceremonyId, e);
     // a pending record (shares may have left) gets its outcome
     await gate?.settled();
     if (gate?.written) {
@@ -543,8 +554,8 @@ export async function runCeremony(
 
 /**
  * Enforcement of a sign request (enforce.ts), then the rollback rule (generation.ts
- * `rollbackRefusal`, code `STORE_ROLLED_BACK`); a refusal becomes a REFUSED result whose `error`
- * starts with the refusal code (`DIGEST_MISMATCH: …`). Without `ctx.enforcement` the request is
+ * `rollbackRefusal`, code `STORE_ROLLED_BACK`); a refusal becomes a REFUSED result whose `refusal`
+ * is the code and whose `error` text starts with it (`DIGEST_MISMATCH: …`). Without `ctx.enforcement` the request is
  * refused (`ENFORCEMENT_NOT_CONFIGURED`) unless `ctx.allowUnenforcedSigning` opts out (then
  * undefined: nothing is checked nor written to the ledger).
  */
@@ -553,12 +564,13 @@ async function enforce(ctx: CeremonyContext, start: StartCeremony): Promise<Enfo
     if (ctx.allowUnenforcedSigning === true) return undefined;
     throw new Refused(
       'ENFORCEMENT_NOT_CONFIGURED: this signer trusts no Admin device (trustedAdminDevices) and does not allow unenforced signing',
+      'ENFORCEMENT_NOT_CONFIGURED',
     );
   }
   const req = start.sign;
   if (!req) throw new Refused('sign: missing sign request');
   const rec = await keyRecord(ctx, req.keyId);
-  if (!rec) throw new Refused(`unknown key ${req.keyId}`);
+  if (!rec) throw new Refused(`unknown key ${req.keyId}`, 'KEY_UNKNOWN');
   const approverKeys = new Map((rec.approverDevices ?? []).map((d) => [d.deviceId, d.publicKey]));
   let verdict: EnforcementVerdict;
   const now = new Date(); // one clock reading for both rules
@@ -575,7 +587,7 @@ async function enforce(ctx: CeremonyContext, start: StartCeremony): Promise<Enfo
       now,
     );
   } catch (e) {
-    if (e instanceof EvidenceRefused) throw new Refused(e.message);
+    if (e instanceof EvidenceRefused) throw new Refused(e.message, e.code);
     throw e;
   }
   // after a detected restore of the store: nothing its rolled-back ledger cannot vouch for
@@ -590,7 +602,7 @@ async function enforce(ctx: CeremonyContext, start: StartCeremony): Promise<Enfo
     const refusal = rollbackRefusal(ctx.rollback, verdict.intent, dailyLimit, now);
     if (refusal) {
       verdict.release();
-      throw new Refused(refusal);
+      throw new Refused(refusal, 'STORE_ROLLED_BACK');
     }
   }
   return verdict;
@@ -626,9 +638,10 @@ async function masterKey(
   }
   let primes: { p: bigint; q: bigint; keys: string[] } | undefined;
   if (ecdsa) {
-    if (!ctx.primePool) throw new Refused('ECDSA requested but this signer has no prime pool configured');
+    if (!ctx.primePool)
+      throw new Refused('ECDSA requested but this signer has no prime pool configured', 'PRIME_POOL_NOT_CONFIGURED');
     primes = await ctx.primePool.take();
-    if (!primes) throw new Refused('prime pool empty: retry when it has refilled');
+    if (!primes) throw new Refused('prime pool empty: retry when it has refilled', 'PRIME_POOL_EMPTY');
   }
   const pool = ctx.primePool;
   const primeKeys = primes?.keys ?? [];
@@ -732,7 +745,7 @@ async function loadEcdsaShare(ctx: CeremonyContext, keyId: string): Promise<Ecds
   const cached = ctx.shareCache?.get(`${keyId}/cggmp`);
   if (cached) return cached as EcdsaKeyShare;
   const b = await ctx.store.get('shares', `${keyId}/cggmp`);
-  if (!b) throw new Refused(`no ECDSA share for key ${keyId}`);
+  if (!b) throw new Refused(`no ECDSA share for key ${keyId}`, 'KEY_UNKNOWN');
   const share = keyShareFromJson(JSON.parse(dec.decode(b)));
   ctx.shareCache?.set(`${keyId}/cggmp`, share);
   return share;
@@ -742,7 +755,7 @@ async function loadShare(ctx: CeremonyContext, keyId: string, suite: SuiteName):
   const cached = ctx.shareCache?.get(`${keyId}/${suite}`);
   if (cached) return cached as KeyShare;
   const b = await ctx.store.get('shares', `${keyId}/${suite}`);
-  if (!b) throw new Refused(`no ${suite} share for key ${keyId}`);
+  if (!b) throw new Refused(`no ${suite} share for key ${keyId}`, 'KEY_UNKNOWN');
   const share = decodeKeyShare(b);
   ctx.shareCache?.set(`${keyId}/${suite}`, share);
   return share;
@@ -761,9 +774,9 @@ async function sign(
   const req = start.sign;
   if (!req) throw new Refused('sign: missing sign request');
   const rec = await keyRecord(ctx, req.keyId);
-  if (!rec) throw new Refused(`unknown key ${req.keyId}`);
+  if (!rec) throw new Refused(`unknown key ${req.keyId}`, 'KEY_UNKNOWN');
   const entry = rec.keys.find((k) => k.algorithm === req.algorithm);
-  if (!entry) throw new Refused(`key ${req.keyId} has no key for algorithm ${req.algorithm}`);
+  if (!entry) throw new Refused(`key ${req.keyId} has no key for algorithm ${req.algorithm}`, 'KEY_UNKNOWN');
   if (parties.length < rec.threshold) throw new Refused(`need at least ${rec.threshold} signers`);
   if (entry.suite === 'cggmp') return ecdsaSign(ctx, start, ceremonyId, parties, deadline, rec, gate, hooks);
   const signers = parties.map((p, i) => {
@@ -783,7 +796,10 @@ async function sign(
   if (merkleRoot.length !== 0 && merkleRoot.length !== 32) throw new Refused('taprootMerkleRoot: empty or 32 bytes');
   // wallet P2TR outputs are BIP86 (key path, no script tree): an enforcing signer tweaks with nothing else
   if (ctx.enforcement && merkleRoot.length !== 0)
-    throw new Refused('DIGEST_MISMATCH: taprootMerkleRoot: wallet P2TR outputs have no script tree (BIP86)');
+    throw new Refused(
+      'DIGEST_MISMATCH: taprootMerkleRoot: wallet P2TR outputs have no script tree (BIP86)',
+      'DIGEST_MISMATCH',
+    );
   await gate.commit();
   const outs = await Promise.all(
     digests.map((digest, i) =>
@@ -921,7 +937,7 @@ async function ecdsaSign(
       let presignature: Presignature;
       if (taking) {
         const taken = await taking;
-        if (!taken) throw new Refused(`presignature ${pooled} unknown or already used`);
+        if (!taken) throw new Refused(`presignature ${pooled} unknown or already used`, 'PRESIGNATURE_UNAVAILABLE');
         presignature = taken.presignature;
         deleted = taken.deleted;
       } else {
@@ -1021,8 +1037,8 @@ export async function presignatureControl(
     const keyId = body.keyId ?? '';
     if (keyId === '' || keyId.includes('/') || keyId.length > 128) throw new Refused('keyId: malformed');
     const rec = await keyRecord(ctx, keyId);
-    if (!rec) throw new Refused(`unknown key ${keyId}`);
-    if (!rec.keys.some((k) => k.suite === 'cggmp')) throw new Refused(`key ${keyId} has no ECDSA key`);
+    if (!rec) throw new Refused(`unknown key ${keyId}`, 'KEY_UNKNOWN');
+    if (!rec.keys.some((k) => k.suite === 'cggmp')) throw new Refused(`key ${keyId} has no ECDSA key`, 'KEY_UNKNOWN');
     const parties = toSessionParties((body.parties ?? []).map((p) => p.peerId));
     const { signers, self } = signingSet(ctx, rec, parties);
     if (self < 0) throw new Refused('this signer is not in the party set');
@@ -1043,14 +1059,7 @@ export async function presignatureControl(
   } catch (e) {
     if (!(e instanceof Refused))
       ctx.log.error({ err: e instanceof Error ? e.message : String(e) }, 'presignature request failed');
-    return {
-      version: CONTROL_VERSION,
-      result: {
-        ceremonyId: new Uint8Array(0),
-        outcome: e instanceof Refused ? Outcome.REFUSED : Outcome.ABORTED,
-        error: e instanceof Error ? e.message : 'failed',
-      },
-    };
+    return { version: CONTROL_VERSION, result: refusedOrAborted(new Uint8Array(0), e) };
   }
 }
 
@@ -1068,8 +1077,8 @@ async function presign(
 ): Promise<{ result: CeremonyResult; ops: StoreOp[]; stored?: () => void }> {
   const keyId = start.keyId ?? '';
   const rec = await loadKeyRecord(ctx.store, keyId);
-  if (!rec) throw new Refused(`unknown key ${keyId}`);
-  if (!rec.keys.some((k) => k.suite === 'cggmp')) throw new Refused(`key ${keyId} has no ECDSA key`);
+  if (!rec) throw new Refused(`unknown key ${keyId}`, 'KEY_UNKNOWN');
+  if (!rec.keys.some((k) => k.suite === 'cggmp')) throw new Refused(`key ${keyId} has no ECDSA key`, 'KEY_UNKNOWN');
   const count = start.presignCount ?? 0;
   if (!Number.isSafeInteger(count) || count < 1 || count > 64) throw new Refused('presignCount: 1..64');
   const share = await loadEcdsaShare(ctx, keyId);
@@ -1117,7 +1126,7 @@ async function refresh(
 ): Promise<{ result: CeremonyResult; ops: StoreOp[] }> {
   const keyId = start.keyId ?? '';
   const rec = await loadKeyRecord(ctx.store, keyId);
-  if (!rec) throw new Refused(`unknown key ${keyId}`);
+  if (!rec) throw new Refused(`unknown key ${keyId}`, 'KEY_UNKNOWN');
   if (rec.parties.length !== parties.length || rec.parties.some((p, i) => parties[i]?.peerId !== p)) {
     throw new Refused('refresh: every party of the key must take part, in DKG order');
   }
@@ -1126,9 +1135,9 @@ async function refresh(
   const hasEcdsa = rec.keys.some((k) => k.suite === 'cggmp');
   let primes: { p: bigint; q: bigint; keys: string[] } | undefined;
   if (hasEcdsa) {
-    if (!ctx.primePool) throw new Refused('ECDSA key refresh needs a prime pool');
+    if (!ctx.primePool) throw new Refused('ECDSA key refresh needs a prime pool', 'PRIME_POOL_NOT_CONFIGURED');
     primes = await ctx.primePool.take();
-    if (!primes) throw new Refused('prime pool empty: retry when it has refilled');
+    if (!primes) throw new Refused('prime pool empty: retry when it has refilled', 'PRIME_POOL_EMPTY');
   }
   const common = { parties, self, secretKey: ctx.secretKey, deadline, group: bytesToHex(ceremonyId) };
   const ecdsaShare = hasEcdsa ? await loadEcdsaShare(ctx, keyId) : undefined;

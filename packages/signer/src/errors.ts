@@ -3,8 +3,10 @@
  * `CONFIG_INVALID` (config.ts ConfigError, naming the field), `GENERATION_FILE_INVALID`
  * (generation.ts), `STORE_INTEGRITY` (secretbox.ts: a stored value does not decrypt),
  * `REQUEST_REFUSED` (ceremonies.ts: a ceremony request invalid for this signer), and the
- * transfer-evidence refusals of enforce.ts (`EvidenceRefused`, one code per {@link SignerRefusal}
- * — the code that travels back to the coordinator as the CeremonyResult's error).
+ * transfer-evidence refusals of enforce.ts (`EvidenceRefused`, one code per {@link SignerRefusal}).
+ * What travels back to the coordinator is the refusal code of the wire catalogue
+ * (`@custodian/wire` refusals.ts) as the CeremonyResult's typed `refusal`, with the message as its
+ * human-readable `error`.
  */
 import { CustodianError } from '@custodian/crypto';
 

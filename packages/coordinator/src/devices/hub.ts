@@ -56,6 +56,7 @@ import {
   decodeControlResponse,
   deviceVerify,
   Outcome,
+  refusalValue,
   type SignedPolicy,
   type StartCeremony,
   signControlRequest,
@@ -408,7 +409,12 @@ export class DeviceHub implements DeviceCeremonyPort {
     const conn = await this.waitOnline(deviceId, Number(start.deadlineUnixMs));
     // checked at send time: an invitation goes only to a device APPROVED now
     if (!(await this.ifApproved(conn))) {
-      return { ceremonyId: start.ceremonyId, outcome: Outcome.REFUSED, error: 'device is not APPROVED' };
+      return {
+        ceremonyId: start.ceremonyId,
+        outcome: Outcome.REFUSED,
+        refusal: refusalValue('DEVICE_NOT_APPROVED'),
+        error: 'device is not APPROVED',
+      };
     }
     const key = `${deviceId}/${bytesToHex(start.ceremonyId)}`;
     let fail: (e: Error) => void = () => {};
