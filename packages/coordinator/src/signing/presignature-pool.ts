@@ -162,7 +162,7 @@ export interface PresignatureReconciliation {
   sets: PresignatureSetReconciliation[];
 }
 
-/** Runs one PRESIGN ceremony (gateway.ts {@link presignCeremony} bound to the services). */
+/** Runs one PRESIGN ceremony (dispatch.ts {@link presignCeremony} bound to the services). */
 export type PresignRunner = (
   keyId: string,
   parties: readonly SignParty[],
