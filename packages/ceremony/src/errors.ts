@@ -6,8 +6,10 @@
  * throws it too), `GENERATION_FILE_INVALID` (the server signer's generation.ts), `STORE_INTEGRITY`
  * (level-store/secretbox.ts: a stored value does not decrypt), `REQUEST_REFUSED`
  * (ceremonies/context.ts: a ceremony request invalid for this signer), and the transfer-evidence
- * refusals of enforce/ (`EvidenceRefused`, one code per `SignerRefusal` of enforce/refusals.ts —
- * the code that travels back to the coordinator as the CeremonyResult's error).
+ * refusals of enforce/ (`EvidenceRefused`, one code per `SignerRefusal` of enforce/refusals.ts).
+ * What travels back to the coordinator is the refusal code of the wire catalogue
+ * (`@custodian/wire` refusals.ts) as the CeremonyResult's typed `refusal`, with the message as its
+ * human-readable `error`.
  */
 import { CustodianError } from '@custodian/crypto';
 

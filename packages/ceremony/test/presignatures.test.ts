@@ -7,13 +7,12 @@ import {
   PresignatureSpentError,
   signShare,
 } from '@custodian/cggmp';
-import { bytesToHex, deriveSecp256k1, secp256k1Group as G } from '@custodian/crypto';
+import { bytesToHex, derivedChild, deriveSecp256k1, secp256k1Group as G } from '@custodian/crypto';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   decodePresignature,
-  derivedChild,
   PreparedPresignatures,
   presignaturePuts,
   presignPrefix,

@@ -13,7 +13,7 @@
  * the signers would refuse (`ASSET_MISMATCH`, `CHAIN_NOT_CONFIGURED`) is never shown or approved.
  */
 import { assetMismatch, type ChainsConfig } from '@custodian/ceremony';
-import type { TransferIntent } from '@custodian/wire';
+import type { RefusalCode, TransferIntent } from '@custodian/wire';
 
 /** Native asset (symbol, decimals) of a blockchain key's family, as the coordinator's directory names them. */
 const NATIVE: readonly { readonly prefix: string; readonly symbol: string; readonly decimals: number }[] = [
@@ -61,9 +61,12 @@ export function describeApproval(i: TransferIntent): string {
   );
 }
 
-/** Why the phone refuses to show an approval request: a stable code (the signers' own) and a one-line reason. */
+/**
+ * Why the phone refuses to show an approval request: a stable code (the signers' own, from the
+ * refusal catalogue of `@custodian/wire` refusals.ts) and a one-line reason.
+ */
 export interface ApprovalRefusal {
-  readonly code: 'CHAIN_NOT_CONFIGURED' | 'ASSET_MISMATCH';
+  readonly code: Extract<RefusalCode, 'CHAIN_NOT_CONFIGURED' | 'ASSET_MISMATCH'>;
   readonly reason: string;
 }
 

@@ -33,6 +33,7 @@ import {
   type NodeStatus,
   Outcome,
   openControlRequest,
+  refusalValue,
 } from '@custodian/wire';
 import { peerIdFromString } from '@libp2p/peer-id';
 import { sha256 } from '@noble/hashes/sha2.js';
@@ -201,10 +202,16 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
     statusTimer.unref();
   };
 
+  // a control request that does not open (bad signature, malformed, stale, replayed)
   const refused = (error: string): Uint8Array =>
     encodeControlResponse({
       version: CONTROL_VERSION,
-      result: { ceremonyId: new Uint8Array(0), outcome: Outcome.REFUSED, error },
+      result: {
+        ceremonyId: new Uint8Array(0),
+        outcome: Outcome.REFUSED,
+        refusal: refusalValue('CONTROL_REQUEST_REJECTED'),
+        error,
+      },
     });
 
   const onControl = async (

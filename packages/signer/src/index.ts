@@ -10,7 +10,14 @@
 import '@custodian/signer-client/polyfills';
 
 export { createSignerProgram, registerSignerCommands } from './cli.js';
-export { loadConfig, type PassphraseSource, parseConfig, readPassphrase, type SignerConfig } from './config.js';
+export {
+  ConfigError,
+  loadConfig,
+  type PassphraseSource,
+  parseConfig,
+  readPassphrase,
+  type SignerConfig,
+} from './config.js';
 export { CONTROL_FRESHNESS_MS, type SignerDaemon, STATUS_FILE, startSigner } from './daemon.js';
 export {
   defaultGenerationFile,

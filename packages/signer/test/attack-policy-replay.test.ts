@@ -33,6 +33,7 @@ import {
   KeyAlgorithm,
   Outcome,
   type PolicyDocument,
+  refusalOf,
   type SignedPolicy,
   type SignRequest,
   signApproval,
@@ -178,7 +179,8 @@ describe('a signer refuses policy versions older than the newest it learned, and
       20_000,
     );
     if (result.outcome !== Outcome.REFUSED) return 'NOT_REFUSED';
-    return /^([A-Z][A-Z0-9_]{2,})\b/.exec(result.error ?? '')?.[1] ?? (result.error || 'REFUSED');
+    // the typed code (control.proto CeremonyResult.refusal), never the text
+    return refusalOf(result.refusal);
   }
 
   beforeAll(async () => {

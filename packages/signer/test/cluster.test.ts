@@ -15,6 +15,7 @@ import {
   KeyAlgorithm,
   messageType,
   Outcome,
+  refusalOf,
   type StartCeremony,
   sealEnvelope,
   signControlRequest,
@@ -219,6 +220,7 @@ describe('signer cluster (3 processes, libp2p on 127.0.0.1)', () => {
       });
       expect(r.outcome).toBe(Outcome.REFUSED);
       expect(r.error).toMatch(/^ENFORCEMENT_NOT_CONFIGURED: /);
+      expect(refusalOf(r.refusal)).toBe('ENFORCEMENT_NOT_CONFIGURED');
       expect(r.signatures ?? []).toEqual([]);
     } finally {
       await stopNode(n2);
@@ -344,15 +346,18 @@ describe('signer cluster (3 processes, libp2p on 127.0.0.1)', () => {
     const first = await send();
     expect(first?.outcome).toBe(Outcome.REFUSED); // fewer signers than the key's threshold
     expect(first?.error).toMatch(/at least 2 signers/);
+    expect(refusalOf(first?.refusal)).toBe('REQUEST_INVALID');
     const replayed = await send(); // the exact same signed bytes again
     expect(replayed?.outcome).toBe(Outcome.REFUSED);
     expect(replayed?.error).toMatch(/replayed/);
+    expect(refusalOf(replayed?.refusal)).toBe('CONTROL_REQUEST_REJECTED');
     const foreign = await ControlClient.fromHost(host, new Uint8Array(32).fill(5)).startCeremony(
       nodes[0]?.peerId as string,
       start,
     );
     expect(foreign.outcome).toBe(Outcome.REFUSED);
     expect(foreign.error).toMatch(/not signed by the configured coordinator/);
+    expect(refusalOf(foreign.refusal)).toBe('CONTROL_REQUEST_REJECTED');
   });
 
   it('hostile party: malformed, oversized, unsigned, forged, replayed and wrong-session envelopes are rejected and logged; the ceremony completes', async () => {

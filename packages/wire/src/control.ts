@@ -178,8 +178,14 @@ export interface CeremonyResult {
   signatures?: SignatureInfo[];
   transcriptHash?: Uint8Array;
   blame?: { party: number; peerId: string; reason: string }[];
+  /** Human-readable account of a failure (logs, operators; no secret). Never parsed: see `refusal`. */
   error?: string;
   presignatureIds?: string[];
+  /**
+   * REFUSED: why, as control.proto `RefusalCode` (refusals.ts: `refusalValue(code)` to send,
+   * `refusalOf(value)` to read; absent or 0 reads as `UNKNOWN`).
+   */
+  refusal?: number;
 }
 
 export interface NodeStatus {

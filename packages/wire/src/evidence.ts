@@ -14,6 +14,7 @@ import { bytesToHex, type Canonical, canonicalEncode, ed25519Sign, ed25519Verify
 import { p256 } from '@noble/curves/nist.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { v5 as uuidv5 } from 'uuid';
+import type { RefusalCode } from './refusals.js';
 
 /** Algorithm of the key that signs a transfer (same names as `KeyAlgorithm` in control.proto). */
 export type TransferKeyAlgorithm = 'SECP256K1_ECDSA' | 'SECP256K1_TAPROOT' | 'ED25519';
@@ -300,10 +301,13 @@ export function signApproval(
  */
 const CANONICAL_SIGNATURE = /^[0-9a-f]{128}$/;
 
-/** Why evidence was refused (stable codes; the transfer's sub_status). */
-export type EvidenceRefusal =
+/**
+ * Why evidence was refused: the codes of the refusal catalogue (refusals.ts, meanings there) that
+ * {@link verifyTransferEvidence} and {@link evaluatePolicy} return; the transfer's sub_status.
+ */
+export type EvidenceRefusal = Extract<
+  RefusalCode,
   | 'POLICY_SIGNATURE_VERIFICATION_FAILED'
-  /** The policy is deleted: the evidence carries its signed tombstone, or a signer holds that tombstone. */
   | 'POLICY_DELETED'
   | 'NO_POLICY_FOUND'
   | 'POLICY_OUT_OF_SCOPE'
@@ -313,7 +317,8 @@ export type EvidenceRefusal =
   | 'INSUFFICIENT_APPROVALS'
   | 'REJECTED_BY_APPROVER'
   | 'APPROVAL_SIGNATURE_INVALID'
-  | 'DIGEST_MISMATCH';
+  | 'DIGEST_MISMATCH'
+>;
 
 /** Does the policy's scope cover the intent? */
 export function policyCovers(doc: PolicyDocument, intent: TransferIntent): boolean {

@@ -7,7 +7,14 @@
 import type { KeyShare as EcdsaKeyShare } from '@custodian/cggmp';
 import { bytesToHex, canonicalEncode } from '@custodian/crypto';
 import type { KeyShare } from '@custodian/frost';
-import { type CeremonyResult, Outcome, type SignatureSharesWire, type StartCeremony } from '@custodian/wire';
+import {
+  type CeremonyResult,
+  Outcome,
+  type RefusalCode,
+  refusalValue,
+  type SignatureSharesWire,
+  type StartCeremony,
+} from '@custodian/wire';
 import { peerIdFromString } from '@libp2p/peer-id';
 import { sha256 } from '@noble/hashes/sha2.js';
 import type { Logger } from 'pino';
@@ -76,11 +83,24 @@ export interface CeremonyHooks {
   readonly onSignatureShares?: (shares: SignatureSharesWire) => void;
 }
 
-/** A refusal: the request is invalid for this signer. */
+/**
+ * A refusal: the request is invalid for this signer. `refusal` (a code of the wire catalogue,
+ * default REQUEST_INVALID) travels as the REFUSED result's `refusal`, the message as its `error`.
+ */
 export class Refused extends SignerError {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    readonly refusal: RefusalCode = 'REQUEST_INVALID',
+  ) {
     super('REQUEST_REFUSED', message);
   }
+}
+
+/** The REFUSED (a {@link Refused}) or ABORTED result of a request that failed with `e`. */
+export function refusedOrAborted(ceremonyId: Uint8Array, e: unknown): CeremonyResult {
+  return e instanceof Refused
+    ? { ceremonyId, outcome: Outcome.REFUSED, refusal: refusalValue(e.refusal), error: e.message }
+    : { ceremonyId, outcome: Outcome.ABORTED, error: e instanceof Error ? e.message : 'failed' };
 }
 
 /** Session id of one protocol run of a ceremony: SHA-256 of the canonical encoding of (tag, ceremony id, label). */

@@ -73,7 +73,7 @@ export async function loadEcdsaShare(ctx: CeremonyContext, keyId: string): Promi
   const cached = ctx.shareCache?.get(`${keyId}/cggmp`);
   if (cached) return cached as EcdsaKeyShare;
   const b = await ctx.store.get('shares', `${keyId}/cggmp`);
-  if (!b) throw new Refused(`no ECDSA share for key ${keyId}`);
+  if (!b) throw new Refused(`no ECDSA share for key ${keyId}`, 'KEY_UNKNOWN');
   const share = keyShareFromJson(JSON.parse(dec.decode(b)));
   ctx.shareCache?.set(`${keyId}/cggmp`, share);
   return share;
@@ -84,7 +84,7 @@ export async function loadShare(ctx: CeremonyContext, keyId: string, suite: Suit
   const cached = ctx.shareCache?.get(`${keyId}/${suite}`);
   if (cached) return cached as KeyShare;
   const b = await ctx.store.get('shares', `${keyId}/${suite}`);
-  if (!b) throw new Refused(`no ${suite} share for key ${keyId}`);
+  if (!b) throw new Refused(`no ${suite} share for key ${keyId}`, 'KEY_UNKNOWN');
   const share = decodeKeyShare(b);
   ctx.shareCache?.set(`${keyId}/${suite}`, share);
   return share;

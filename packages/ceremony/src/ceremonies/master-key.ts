@@ -65,9 +65,10 @@ export async function masterKey(
   }
   let primes: { p: bigint; q: bigint; keys: string[] } | undefined;
   if (ecdsa) {
-    if (!ctx.primePool) throw new Refused('ECDSA requested but this signer has no prime pool configured');
+    if (!ctx.primePool)
+      throw new Refused('ECDSA requested but this signer has no prime pool configured', 'PRIME_POOL_NOT_CONFIGURED');
     primes = await ctx.primePool.take();
-    if (!primes) throw new Refused('prime pool empty: retry when it has refilled');
+    if (!primes) throw new Refused('prime pool empty: retry when it has refilled', 'PRIME_POOL_EMPTY');
   }
   const pool = ctx.primePool;
   const primeKeys = primes?.keys ?? [];

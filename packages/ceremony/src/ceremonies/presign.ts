@@ -17,7 +17,15 @@ import {
 import { deletePresignatures, heldPresignatures, presignaturePuts } from '../presignatures.js';
 import type { SessionParty } from '../runner.js';
 import type { StoreOp } from '../storage.js';
-import { type CeremonyContext, combinedTranscript, failure, Refused, sessionId, toSessionParties } from './context.js';
+import {
+  type CeremonyContext,
+  combinedTranscript,
+  failure,
+  Refused,
+  refusedOrAborted,
+  sessionId,
+  toSessionParties,
+} from './context.js';
 import { keyRecord, loadEcdsaShare, loadKeyRecord } from './keys.js';
 import { signingSet } from './sign-ecdsa.js';
 
@@ -44,8 +52,8 @@ export async function presignatureControl(
     const keyId = body.keyId ?? '';
     if (keyId === '' || keyId.includes('/') || keyId.length > 128) throw new Refused('keyId: malformed');
     const rec = await keyRecord(ctx, keyId);
-    if (!rec) throw new Refused(`unknown key ${keyId}`);
-    if (!rec.keys.some((k) => k.suite === 'cggmp')) throw new Refused(`key ${keyId} has no ECDSA key`);
+    if (!rec) throw new Refused(`unknown key ${keyId}`, 'KEY_UNKNOWN');
+    if (!rec.keys.some((k) => k.suite === 'cggmp')) throw new Refused(`key ${keyId} has no ECDSA key`, 'KEY_UNKNOWN');
     const parties = toSessionParties((body.parties ?? []).map((p) => p.peerId));
     const { signers, self } = signingSet(ctx, rec, parties);
     if (self < 0) throw new Refused('this signer is not in the party set');
@@ -66,14 +74,7 @@ export async function presignatureControl(
   } catch (e) {
     if (!(e instanceof Refused))
       ctx.log.error({ err: e instanceof Error ? e.message : String(e) }, 'presignature request failed');
-    return {
-      version: CONTROL_VERSION,
-      result: {
-        ceremonyId: new Uint8Array(0),
-        outcome: e instanceof Refused ? Outcome.REFUSED : Outcome.ABORTED,
-        error: e instanceof Error ? e.message : 'failed',
-      },
-    };
+    return { version: CONTROL_VERSION, result: refusedOrAborted(new Uint8Array(0), e) };
   }
 }
 
@@ -91,8 +92,8 @@ export async function presign(
 ): Promise<{ result: CeremonyResult; ops: StoreOp[]; stored?: () => void }> {
   const keyId = start.keyId ?? '';
   const rec = await loadKeyRecord(ctx.store, keyId);
-  if (!rec) throw new Refused(`unknown key ${keyId}`);
-  if (!rec.keys.some((k) => k.suite === 'cggmp')) throw new Refused(`key ${keyId} has no ECDSA key`);
+  if (!rec) throw new Refused(`unknown key ${keyId}`, 'KEY_UNKNOWN');
+  if (!rec.keys.some((k) => k.suite === 'cggmp')) throw new Refused(`key ${keyId} has no ECDSA key`, 'KEY_UNKNOWN');
   const count = start.presignCount ?? 0;
   if (!Number.isSafeInteger(count) || count < 1 || count > 64) throw new Refused('presignCount: 1..64');
   const share = await loadEcdsaShare(ctx, keyId);

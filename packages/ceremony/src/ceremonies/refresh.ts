@@ -35,7 +35,7 @@ export async function refresh(
 ): Promise<{ result: CeremonyResult; ops: StoreOp[] }> {
   const keyId = start.keyId ?? '';
   const rec = await loadKeyRecord(ctx.store, keyId);
-  if (!rec) throw new Refused(`unknown key ${keyId}`);
+  if (!rec) throw new Refused(`unknown key ${keyId}`, 'KEY_UNKNOWN');
   if (rec.parties.length !== parties.length || rec.parties.some((p, i) => parties[i]?.peerId !== p)) {
     throw new Refused('refresh: every party of the key must take part, in DKG order');
   }
@@ -44,9 +44,9 @@ export async function refresh(
   const hasEcdsa = rec.keys.some((k) => k.suite === 'cggmp');
   let primes: { p: bigint; q: bigint; keys: string[] } | undefined;
   if (hasEcdsa) {
-    if (!ctx.primePool) throw new Refused('ECDSA key refresh needs a prime pool');
+    if (!ctx.primePool) throw new Refused('ECDSA key refresh needs a prime pool', 'PRIME_POOL_NOT_CONFIGURED');
     primes = await ctx.primePool.take();
-    if (!primes) throw new Refused('prime pool empty: retry when it has refilled');
+    if (!primes) throw new Refused('prime pool empty: retry when it has refilled', 'PRIME_POOL_EMPTY');
   }
   const common = { parties, self, secretKey: ctx.secretKey, deadline, group: bytesToHex(ceremonyId) };
   const ecdsaShare = hasEcdsa ? await loadEcdsaShare(ctx, keyId) : undefined;

@@ -19,7 +19,14 @@ import { type EnforcementVerdict, enforceTransferEvidence } from '../enforce/enf
 import { EvidenceRefused } from '../enforce/refusals.js';
 import { rollbackRefusal } from '../rollback.js';
 import type { CeremonyStore, StoreOp } from '../storage.js';
-import { type CeremonyContext, type CeremonyHooks, Refused, record, toSessionParties } from './context.js';
+import {
+  type CeremonyContext,
+  type CeremonyHooks,
+  Refused,
+  record,
+  refusedOrAborted,
+  toSessionParties,
+} from './context.js';
 import { keyRecord } from './keys.js';
 import { masterKey } from './master-key.js';
 import { presign } from './presign.js';
@@ -133,11 +140,7 @@ export async function runCeremony(
     } else {
       log.warn({ reason: e.message }, 'ceremony refused');
     }
-    const result: CeremonyResult = {
-      ceremonyId,
-      outcome: e instanceof Refused ? Outcome.REFUSED : Outcome.ABORTED,
-      error: e instanceof Error ? e.message : 'failed',
-    };
+    const result = refusedOrAborted(ceremonyId, e);
     // a pending record (shares may have left) gets its outcome
     await gate?.settled();
     if (gate?.written) {
@@ -153,8 +156,8 @@ export async function runCeremony(
 
 /**
  * Enforcement of a sign request (enforce/enforce.ts), then the rollback rule (rollback.ts
- * `rollbackRefusal`, code `STORE_ROLLED_BACK`); a refusal becomes a REFUSED result whose `error`
- * starts with the refusal code (`DIGEST_MISMATCH: …`). Without `ctx.enforcement` the request is
+ * `rollbackRefusal`, code `STORE_ROLLED_BACK`); a refusal becomes a REFUSED result whose `refusal`
+ * is the code and whose `error` text starts with it (`DIGEST_MISMATCH: …`). Without `ctx.enforcement` the request is
  * refused (`ENFORCEMENT_NOT_CONFIGURED`) unless `ctx.allowUnenforcedSigning` opts out (then
  * undefined: nothing is checked nor written to the ledger).
  */
@@ -163,12 +166,13 @@ async function enforce(ctx: CeremonyContext, start: StartCeremony): Promise<Enfo
     if (ctx.allowUnenforcedSigning === true) return undefined;
     throw new Refused(
       'ENFORCEMENT_NOT_CONFIGURED: this signer trusts no Admin device (trustedAdminDevices) and does not allow unenforced signing',
+      'ENFORCEMENT_NOT_CONFIGURED',
     );
   }
   const req = start.sign;
   if (!req) throw new Refused('sign: missing sign request');
   const rec = await keyRecord(ctx, req.keyId);
-  if (!rec) throw new Refused(`unknown key ${req.keyId}`);
+  if (!rec) throw new Refused(`unknown key ${req.keyId}`, 'KEY_UNKNOWN');
   const approverKeys = new Map((rec.approverDevices ?? []).map((d) => [d.deviceId, d.publicKey]));
   let verdict: EnforcementVerdict;
   const now = new Date(); // one clock reading for both rules
@@ -185,7 +189,7 @@ async function enforce(ctx: CeremonyContext, start: StartCeremony): Promise<Enfo
       now,
     );
   } catch (e) {
-    if (e instanceof EvidenceRefused) throw new Refused(e.message);
+    if (e instanceof EvidenceRefused) throw new Refused(e.message, e.code);
     throw e;
   }
   // after a detected restore of the store: nothing its rolled-back ledger cannot vouch for
@@ -200,7 +204,7 @@ async function enforce(ctx: CeremonyContext, start: StartCeremony): Promise<Enfo
     const refusal = rollbackRefusal(ctx.rollback, verdict.intent, dailyLimit, now);
     if (refusal) {
       verdict.release();
-      throw new Refused(refusal);
+      throw new Refused(refusal, 'STORE_ROLLED_BACK');
     }
   }
   return verdict;

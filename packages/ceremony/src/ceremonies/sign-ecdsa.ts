@@ -76,7 +76,7 @@ export async function ecdsaSign(
       let presignature: Presignature;
       if (taking) {
         const taken = await taking;
-        if (!taken) throw new Refused(`presignature ${pooled} unknown or already used`);
+        if (!taken) throw new Refused(`presignature ${pooled} unknown or already used`, 'PRESIGNATURE_UNAVAILABLE');
         presignature = taken.presignature;
         deleted = taken.deleted;
       } else {

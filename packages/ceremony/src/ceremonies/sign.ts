@@ -40,9 +40,9 @@ export async function sign(
   const req = start.sign;
   if (!req) throw new Refused('sign: missing sign request');
   const rec = await keyRecord(ctx, req.keyId);
-  if (!rec) throw new Refused(`unknown key ${req.keyId}`);
+  if (!rec) throw new Refused(`unknown key ${req.keyId}`, 'KEY_UNKNOWN');
   const entry = rec.keys.find((k) => k.algorithm === req.algorithm);
-  if (!entry) throw new Refused(`key ${req.keyId} has no key for algorithm ${req.algorithm}`);
+  if (!entry) throw new Refused(`key ${req.keyId} has no key for algorithm ${req.algorithm}`, 'KEY_UNKNOWN');
   if (parties.length < rec.threshold) throw new Refused(`need at least ${rec.threshold} signers`);
   if (entry.suite === 'cggmp') return ecdsaSign(ctx, start, ceremonyId, parties, deadline, rec, gate, hooks);
   const signers = parties.map((p, i) => {
@@ -62,7 +62,10 @@ export async function sign(
   if (merkleRoot.length !== 0 && merkleRoot.length !== 32) throw new Refused('taprootMerkleRoot: empty or 32 bytes');
   // wallet P2TR outputs are BIP86 (key path, no script tree): an enforcing signer tweaks with nothing else
   if (ctx.enforcement && merkleRoot.length !== 0)
-    throw new Refused('DIGEST_MISMATCH: taprootMerkleRoot: wallet P2TR outputs have no script tree (BIP86)');
+    throw new Refused(
+      'DIGEST_MISMATCH: taprootMerkleRoot: wallet P2TR outputs have no script tree (BIP86)',
+      'DIGEST_MISMATCH',
+    );
   await gate.commit();
   const outs = await Promise.all(
     digests.map((digest, i) =>

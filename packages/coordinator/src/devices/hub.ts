@@ -46,6 +46,7 @@ import {
   DEFAULT_LIMITS,
   decodeControlResponse,
   Outcome,
+  refusalValue,
   type SignedPolicy,
   type StartCeremony,
   signControlRequest,
@@ -298,7 +299,12 @@ export class DeviceHub implements DeviceCeremonyPort, Startable {
     const conn = await this.waitOnline(deviceId, Number(start.deadlineUnixMs));
     // checked at send time: an invitation goes only to a device APPROVED now
     if (!(await this.ifApproved(conn))) {
-      return { ceremonyId: start.ceremonyId, outcome: Outcome.REFUSED, error: 'device is not APPROVED' };
+      return {
+        ceremonyId: start.ceremonyId,
+        outcome: Outcome.REFUSED,
+        refusal: refusalValue('DEVICE_NOT_APPROVED'),
+        error: 'device is not APPROVED',
+      };
     }
     const key = `${deviceId}/${bytesToHex(start.ceremonyId)}`;
     let fail: (e: Error) => void = () => {};

@@ -79,7 +79,7 @@ export const DEFAULT_PRESIGNATURE_POOL_OPTIONS: PresignaturePoolOptions = {
   reconcileGraceMs: 900_000,
 };
 
-/** Runs one PRESIGN ceremony (gateway.ts {@link presignCeremony} bound to the services). */
+/** Runs one PRESIGN ceremony (dispatch.ts {@link presignCeremony} bound to the services). */
 export type PresignRunner = (
   keyId: string,
   parties: readonly SignParty[],

@@ -1,0 +1,204 @@
+/**
+ * How the coordinator reads the parties' results of a SIGN ceremony (signer gateway, DESIGN §1,
+ * §4): {@link mapSignResults} turns every party's `CeremonyResult` into one {@link GatewaySignResult}.
+ * Split from gateway.ts (issue #21): the result mapping and refusal handling apart from the ceremony
+ * dispatch (dispatch.ts) and the gateway itself (gateway.ts).
+ *
+ * Refusals are read from the typed `CeremonyResult.refusal` (control.proto `RefusalCode`), by the
+ * catalogue of `@custodian/wire` refusals.ts — never from the `error` text, which is for people: a
+ * text that names another code (or starts with any upper-case word) changes nothing. A value this
+ * build does not know, or none, reads as `UNKNOWN` (a definitive refusal).
+ *
+ * Result mapping (first match wins): any party REFUSED with a definitive code → `REFUSED` naming it
+ * and the code; any party ABORTED with blame → `ABORTED` naming the blamed parties in `culprits`
+ * (identifiable abort); a party that could not take part — unknown to the directory, not connected,
+ * its control stream or WebSocket closed during the ceremony, no answer, a transient refusal
+ * (catalogue `transient`, e.g. `SIGNING_IN_PROGRESS`; its error text in `unavailable`) — →
+ * `UNAVAILABLE` naming it in `unavailable`; a deadline (the request's, or a party's) →
+ * `DEADLINE_EXCEEDED`; a party aborted without blame → `ABORTED` with no culprit (the gateway adds
+ * `abortedBy`: the party whose failure ended the ceremony, when one did before the coordinator
+ * aborted anyone — not blame); every party OK with the same signatures → `ok` (a disagreement
+ * between the parties' signatures is `ABORTED` with no culprit). Only `REFUSED` and `ABORTED` with
+ * culprits are definitive; the others say the ceremony may succeed when tried again.
+ */
+import { type CeremonyResult, isTransientRefusal, Outcome, type ReceivedRefusal, refusalOf } from '@custodian/wire';
+import { secp256k1 } from '@noble/curves/secp256k1.js';
+import { equalBytes } from '@noble/curves/utils.js';
+
+/** A party of a signing set: a server signer or a mobile device, by the coordinator's record id. */
+export interface SignParty {
+  kind: 'server' | 'device';
+  /** `signer_id` (servers) or `device_id` (devices) of the coordinator's records. */
+  id: string;
+}
+
+/** Outcome of a signing ceremony (gateway.ts `SignerGateway.sign`). */
+export type GatewaySignResult =
+  | {
+      ok: true;
+      /** The pooled presignature id the signature was made with (one round); absent: cold signing. */
+      presignatureId?: string;
+      /** True when the gateway combined the signers' shares itself (ECDSA fast path). */
+      combinedByCoordinator?: boolean;
+      /**
+       * One per digest, in order. ECDSA: 64-byte r‖s (low-s) and `recovery` (0..3, the y-parity bit
+       * of R, plus 2 if r overflowed); Taproot: 64-byte BIP340; Ed25519: 64-byte RFC 8032.
+       * `publicKey`: the derived (tweaked) verification key — 33-byte SEC1 compressed (ECDSA),
+       * 32-byte x-only (Taproot), 32-byte (Ed25519).
+       */
+      signatures: { signature: Uint8Array; recovery?: number; publicKey: Uint8Array }[];
+    }
+  | { ok: false; reason: 'REFUSED'; refusal: ReceivedRefusal; by: SignParty }
+  /**
+   * The protocol aborted. `culprits`: the parties the blame names (identifiable abort: definitive);
+   * empty: no party was blamed (aborted by the coordinator or a peer, parties that disagree) — worth
+   * another attempt.
+   */
+  | {
+      ok: false;
+      reason: 'ABORTED';
+      culprits: SignParty[];
+      message: string;
+      /**
+       * No culprit: the party whose failure ended the ceremony (the first to answer anything but OK
+       * before the coordinator aborted anyone) — not blame (nothing proves it misbehaved), but the
+       * party a retry should leave out of its signing set when the key has enough others.
+       */
+      abortedBy?: SignParty;
+    }
+  /** Parties that could not take part (unknown, not connected, connection closed, no answer): worth another attempt. */
+  | { ok: false; reason: 'UNAVAILABLE'; unavailable: UnavailableParty[]; message: string }
+  | { ok: false; reason: 'DEADLINE_EXCEEDED' };
+
+/** A party that could not take part in a ceremony, and why (`error`: human-readable, no secret). */
+export interface UnavailableParty {
+  party: SignParty;
+  error: string;
+}
+
+/** `server <id>` / `device <id>`. */
+export const partyName = (p: SignParty): string => `${p.kind} ${p.id}`;
+
+/** A party of a ceremony and its MPC peer id (libp2p Ed25519 peer id string). */
+export interface PartyDispatch {
+  party: SignParty;
+  peerId: string;
+}
+
+/** One party's answer to a ceremony (`unreachable`: synthetic, the party could not be reached). */
+export interface PartyResult {
+  party: SignParty;
+  result: CeremonyResult;
+  unreachable: boolean;
+}
+
+/**
+ * The refusal of a REFUSED result, from its typed `refusal` field (never its text); undefined for
+ * any other outcome.
+ */
+export function refusalOfResult(result: CeremonyResult): ReceivedRefusal | undefined {
+  return result.outcome === Outcome.REFUSED ? refusalOf(result.refusal) : undefined;
+}
+
+/** Whether a party refused the pooled presignature it was asked to sign with (it does not hold it). */
+export function refusedStalePresignature(results: readonly PartyResult[]): boolean {
+  return results.some((r) => refusalOfResult(r.result) === 'PRESIGNATURE_UNAVAILABLE');
+}
+
+/**
+ * ECDSA recovery id of a 64-byte compact signature over a 32-byte digest for a 33-byte key
+ * (SEC 1 §4.1.6 public key recovery; each try ≈ 1 ms). `hint` (the signers' recovery id) is tried
+ * first, then the others.
+ * @throws Error when no recovery id recovers the key (not a valid signature)
+ */
+export function ecdsaRecovery(signature: Uint8Array, digest: Uint8Array, publicKey: Uint8Array, hint = 0): number {
+  const order = [hint & 3, ...[0, 1, 2, 3].filter((b) => b !== (hint & 3))];
+  for (const bit of order) {
+    try {
+      const p = secp256k1.Signature.fromBytes(signature, 'compact').addRecoveryBit(bit).recoverPublicKey(digest);
+      if (equalBytes(p.toBytes(true), publicKey)) return bit;
+    } catch {
+      // this bit does not recover a point
+    }
+  }
+  throw new Error('ECDSA signature: no recovery id recovers the public key');
+}
+
+/** `UNAVAILABLE` naming `parties`, its message listing each with its error. */
+export function unavailableResult(parties: UnavailableParty[]): GatewaySignResult {
+  return {
+    ok: false,
+    reason: 'UNAVAILABLE',
+    unavailable: parties,
+    message: parties.map((u) => `${partyName(u.party)}: ${u.error}`).join('; '),
+  };
+}
+
+/** Map the parties' results of a SIGN ceremony (see the module comment for the precedence). */
+export function mapSignResults(
+  req: {
+    readonly algorithm: 'SECP256K1_ECDSA' | 'SECP256K1_TAPROOT' | 'ED25519';
+    readonly digests: readonly Uint8Array[];
+  },
+  targets: readonly PartyDispatch[],
+  results: readonly PartyResult[],
+): GatewaySignResult {
+  const byPeer = new Map(targets.map((t) => [t.peerId, t.party]));
+  // a party still signing this transfer in an earlier ceremony refuses for now, not for good
+  const busy = (r: PartyResult) => {
+    const code = refusalOfResult(r.result);
+    return code !== undefined && isTransientRefusal(code);
+  };
+  const refused = results.find((r) => r.result.outcome === Outcome.REFUSED && !busy(r));
+  if (refused) return { ok: false, reason: 'REFUSED', refusal: refusalOf(refused.result.refusal), by: refused.party };
+  const blamed = results.find((r) => r.result.outcome === Outcome.ABORTED && (r.result.blame?.length ?? 0) > 0);
+  if (blamed) {
+    const culprits = [
+      ...new Map(
+        (blamed.result.blame ?? [])
+          .map((b) => byPeer.get(b.peerId))
+          .filter((p): p is SignParty => p !== undefined)
+          .map((p) => [`${p.kind}:${p.id}`, p]),
+      ).values(),
+    ];
+    return { ok: false, reason: 'ABORTED', culprits, message: blamed.result.error ?? 'aborted' };
+  }
+  // the others' ABORTED answers are the consequence (the coordinator aborted them): name the cause
+  const unreachable = results.filter((r) => r.unreachable || busy(r));
+  if (unreachable.length > 0)
+    return unavailableResult(unreachable.map((r) => ({ party: r.party, error: r.result.error || 'unreachable' })));
+  if (results.some((r) => r.result.outcome === Outcome.DEADLINE_EXCEEDED))
+    return { ok: false, reason: 'DEADLINE_EXCEEDED' };
+  const failed = results.filter((r) => r.result.outcome !== Outcome.OK);
+  if (failed.length > 0) {
+    return {
+      ok: false,
+      reason: 'ABORTED',
+      culprits: [],
+      message: failed.map((r) => `${r.party.kind} ${r.party.id}: ${r.result.error ?? 'failed'}`).join('; '),
+    };
+  }
+  const first = results[0]?.result.signatures ?? [];
+  const agree = results.every((r) => {
+    const s = r.result.signatures ?? [];
+    return (
+      s.length === first.length && s.every((x, i) => equalBytes(x.signature, first[i]?.signature ?? new Uint8Array(0)))
+    );
+  });
+  if (!agree || first.length !== req.digests.length)
+    return { ok: false, reason: 'ABORTED', culprits: [], message: 'parties returned different signatures' };
+  try {
+    return {
+      ok: true,
+      signatures: first.map((s, i) => ({
+        signature: Uint8Array.from(s.signature),
+        publicKey: Uint8Array.from(s.publicKey),
+        ...(req.algorithm === 'SECP256K1_ECDSA'
+          ? { recovery: ecdsaRecovery(s.signature, req.digests[i] as Uint8Array, s.publicKey, s.recoveryId ?? 0) }
+          : {}),
+      })),
+    };
+  } catch (e) {
+    return { ok: false, reason: 'ABORTED', culprits: [], message: e instanceof Error ? e.message : String(e) };
+  }
+}
