@@ -17,6 +17,9 @@
  * and runs the policy step — the first move — in the same transaction, so PENDING is never seen
  * outside it. SENT is the seed's terminal success; what still happens to a SENT transfer (fee
  * bumps, the confirmation) is SENT → SENT with the fee bump's own status in `fee_bump` JSON.
+ *
+ * Longer than 400 lines because the formatter writes each TRANSITIONS row one field per line; the
+ * table is the point of the module and reads best whole.
  */
 
 import type { Queryable } from '../db/db.js';
