@@ -15,7 +15,7 @@ import { bytesToHex } from '@noble/hashes/utils.js';
 import type { Queryable } from '../db/db.js';
 import { ApiError } from '../errors.js';
 import { transition } from './machine.js';
-import { normalisePublicKey } from './policies.js';
+import { normalisePublicKey } from './policy-documents.js';
 import { type ApprovalRequest, field, type RequestContext } from './request-context.js';
 import {
   approverDeviceIds,
