@@ -1,0 +1,119 @@
+/**
+ * Requesting a fee bump of a SENT, unconfirmed transfer (admin API; docs/transfers.md "Cancel and
+ * fee bump"): the replacement is built at once and stored with the bump, and a new approval round
+ * opens (a SENT → SENT move of machine.ts). Signing and broadcasting the replacement is the
+ * pipeline's (sent-step.ts). `TransferService.requestFeeBump` (service.ts) exposes it.
+ */
+import { randomUUID } from 'node:crypto';
+import type { FeeLevel } from '@custodian/chains';
+import { type TransferIntent, transferIntentDigest } from '@custodian/wire';
+import { bytesToHex } from '@noble/hashes/utils.js';
+import { ApiError } from '../errors.js';
+import { notify } from './approvals.js';
+import { transition } from './machine.js';
+import type { RequestContext } from './request-context.js';
+import { loadUnsigned, type StoredUnsigned, storeUnsigned } from './unsigned.js';
+import {
+  approverDeviceIds,
+  type FeeBump,
+  fieldsOf,
+  intentCap,
+  loadTransfer,
+  type TransferRow,
+  type TransferView,
+} from './view.js';
+
+/**
+ * Request a fee bump of a SENT, unconfirmed transfer (admin API): a replacement transaction with
+ * higher fees (same nonce / RBF), signed anew — so it needs a new round of device approvals (the
+ * policy's quorum), pushed like the first ones; signers accept only approvals not used before.
+ *
+ * The replacement is built now (fee estimate at `priority`) and stored with the bump, so the
+ * approvers decide on the fee it pays. Its fee cap: when the replacement's maximum fee stays
+ * within the cap the current transaction was approved under, the round approves that same
+ * intent; above it, the round's intent is that intent with `max_fee` raised to exactly the
+ * replacement's maximum fee (`fee_bump.cap_raised`) — approvers see and sign the raised cap, and
+ * the signers get that intent with the round's approvals.
+ * @throws ApiError TRANSFER_NOT_FOUND, TRANSFER_STATE_CONFLICT (not SENT, a bump under way, or the
+ *   chain cannot replace: e.g. TRON, or the change cannot pay the higher fee), CHAIN_UNAVAILABLE (503)
+ */
+export async function requestFeeBump(
+  s: RequestContext,
+  actor: string,
+  profileId: string,
+  transferId: string,
+  priority: FeeLevel,
+): Promise<TransferView> {
+  const check = (t: TransferRow | undefined): TransferRow => {
+    if (t === undefined) throw new ApiError('TRANSFER_NOT_FOUND', `no transfer ${transferId} in this profile`);
+    if (t.status !== 'SENT' || t.delivered_at !== null || t.unsigned === null) {
+      throw new ApiError('TRANSFER_STATE_CONFLICT', 'only a SENT transfer not yet confirmed can be fee-bumped');
+    }
+    if (t.fee_bump !== null && !['DONE', 'REJECTED', 'FAILED'].includes(t.fee_bump.status)) {
+      throw new ApiError('TRANSFER_STATE_CONFLICT', `a fee bump is already ${t.fee_bump.status}`);
+    }
+    return t;
+  };
+  const before = check(await loadTransfer(s.db, transferId, false, profileId));
+  const adapter = s.chains.adapter(before.intent.blockchain);
+  if (adapter === undefined)
+    throw new ApiError('CHAIN_UNAVAILABLE', `no node is configured for ${before.intent.blockchain}`);
+  const current = before.unsigned as StoredUnsigned;
+  let replacement: Awaited<ReturnType<typeof adapter.buildReplacement>>;
+  try {
+    replacement = await adapter.buildReplacement(loadUnsigned(current, fieldsOf(before.intent)), priority);
+  } catch (e) {
+    const code = (e as { code?: string }).code;
+    if (code === 'NODE_RPC_ERROR') throw new ApiError('CHAIN_UNAVAILABLE', 'the blockchain node did not answer');
+    if (typeof code === 'string')
+      throw new ApiError('TRANSFER_STATE_CONFLICT', `no replacement: ${(e as Error).message}`);
+    throw e;
+  }
+  // the intent the current transaction was signed under (a previous bump may have raised its cap)
+  const base: TransferIntent = {
+    ...before.intent,
+    max_fee: current.approvedMaxFee ?? intentCap(before.intent).toString(),
+  };
+  const capRaised = replacement.maxFee > BigInt(base.max_fee);
+  const intent: TransferIntent = capRaised ? { ...base, max_fee: replacement.maxFee.toString() } : base;
+  const out = await s.db.tx(async (q) => {
+    const t = check(await loadTransfer(q, transferId, true, profileId));
+    if (t.tx_hash !== before.tx_hash)
+      throw new ApiError('TRANSFER_STATE_CONFLICT', 'the transaction changed meanwhile');
+    const round = t.approval_round + 1;
+    const now = s.clock();
+    const bump: FeeBump = {
+      status: 'PENDING_APPROVAL',
+      round,
+      priority,
+      requested_by: actor,
+      requested_at: now.toISOString(),
+      deadline: new Date(now.getTime() + s.opts.approvalWindowMs).toISOString(),
+      intent,
+      intent_digest: bytesToHex(transferIntentDigest(intent)),
+      cap_raised: capRaised,
+      unsigned: storeUnsigned(replacement, intent.max_fee),
+    };
+    const v = await transition(q, s.clock, t.transfer_id, 'SENT', 'SENT', t.sub_status, {
+      fee_bump: JSON.stringify(bump),
+      approval_round: round,
+    });
+    const mk = (
+      await q.query<{ parties: unknown }>('SELECT parties FROM master_keys WHERE master_key_id = $1', [t.master_key_id])
+    )[0];
+    await q.query(
+      `INSERT INTO audit_log (audit_id, at, actor_user_id, action, target_type, target_id, details)
+       VALUES ($1,$2,$3,'transfer.fee_bump_requested','transfer',$4,$5::jsonb)`,
+      [
+        randomUUID(),
+        now,
+        actor,
+        t.transfer_id,
+        JSON.stringify({ priority, round, max_fee: intent.max_fee, cap_raised: capRaised }),
+      ],
+    );
+    return { v, approvers: approverDeviceIds(mk?.parties), bump };
+  });
+  notify(s, out.approvers, out.v, intent, out.bump.round, out.bump.deadline);
+  return out.v;
+}
