@@ -68,3 +68,30 @@ describe('import directions (docs/architecture.md)', () => {
     expect([...importsOf('coordinator').keys()]).toContain('wire');
   });
 });
+
+/**
+ * Issue #21: public surfaces are explicit. An `export * from` (or `export * as ns from`) in a
+ * package's `src/` re-exports whatever the module happens to export, internal helpers included;
+ * each package lists its public names in `src/index.ts` instead (see the package's index).
+ */
+const EXPORT_STAR = /^\s*export\s+(?:type\s+)?\*(?:\s+as\s+\w+)?\s+from\s+['"]/m;
+
+function exportStarFiles(pkg: string): string[] {
+  return sources(join(root, 'packages', pkg, 'src'))
+    .filter((file) => EXPORT_STAR.test(readFileSync(file, 'utf8')))
+    .map((file) => file.slice(root.length));
+}
+
+describe('explicit public surfaces (no `export *`)', () => {
+  it.each(packages)('%s/src has no `export *`', (pkg) => {
+    expect(exportStarFiles(pkg), `files of @custodian/${pkg} with export *`).toEqual([]);
+  });
+
+  it('the check sees `export *` in its forms (and not a named re-export)', () => {
+    expect(EXPORT_STAR.test("export * from './a.js';")).toBe(true);
+    expect(EXPORT_STAR.test("  export type * from './a.js';")).toBe(true);
+    expect(EXPORT_STAR.test("export * as a from './a.js';")).toBe(true);
+    expect(EXPORT_STAR.test("export { a } from './a.js';")).toBe(false);
+    expect(EXPORT_STAR.test("// export * from './a.js' in a comment")).toBe(false);
+  });
+});

@@ -12,18 +12,17 @@ import { registerAdminCommands } from './admin/index.js';
 import { registerCoordinatorCommands } from './coordinator.js';
 import { registerDevCommand } from './dev.js';
 
-export {
-  AdminCliError,
-  AdminClient,
-  type AdminHttpOptions,
-  type CliIo,
-  formatTable,
-  registerAdminCommands,
-} from './admin/index.js';
-export { HttpError } from './dev/http.js';
-/** The CLI's version: the root package version. */
+// Errors (the `cli` family)
+
+export { AdminCliError } from './admin/index.js';
 export { CliError } from './errors.js';
 
+// The typed admin API client the `admin` commands use
+
+export type { AdminHttpOptions } from './admin/index.js';
+export { AdminClient } from './admin/index.js';
+
+/** The CLI's version: the root package version. */
 export const VERSION: string = (
   JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
 ).version;

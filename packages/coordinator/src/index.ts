@@ -2,118 +2,179 @@
  * @custodian/coordinator — the custody REST API (seed §4), the admin API, and the
  * PostgreSQL-dialect store (embedded PGlite or a PostgreSQL server).
  */
-export { ADDRESS_CODECS, type AddressCodec, type AddressType, addressPath } from './addresses.js';
-export {
-  type AdminNetworks,
-  adminNetworksFromEnv,
-  DEFAULT_ADMIN_NETWORKS,
-  inAdminNetworks,
-  parseAdminNetworks,
-} from './admin/networks.js';
-export { type AdminOptions, DEFAULT_ADMIN_OPTIONS, ROLES, type Role } from './admin/options.js';
-export { hashPassword, verifyPassword } from './admin/passwords.js';
-export { inScope, scopeFilter, type WalletScope, walletScope } from './admin/scope.js';
-export {
-  type IdempotencyOptions,
-  type IdempotentResult,
-  runIdempotent,
-  runIdempotentAnswer,
-} from './api/idempotency.js';
-export { type IdempotencyClaim, type IdempotencyPeek, IdempotencyStore } from './api/idempotency-store.js';
-export type { ProfileRoutesContext } from './api/routes.js';
+
+// The composition root: build, start and stop a coordinator; run migrations alone
+
+export type { Coordinator, CoordinatorOptions, WebhookOptions } from './coordinator.js';
+export { createCoordinator, runMigrations } from './coordinator.js';
+export type { LifecycleEntry, Startable } from './lifecycle.js';
+export { Lifecycle } from './lifecycle.js';
+
+// Errors: the API error catalogue (the `coordinator` family)
+
+export type { ErrorCode } from './errors.js';
+export { ApiError, ERROR_CATALOGUE } from './errors.js';
+
+// Database: the Db boundary over PGlite or a PostgreSQL server
+
+export type { Db, PostgresOptions, Queryable } from './db/db.js';
+export { openPglite, openPostgres } from './db/db.js';
+
+// Database: the ordered migrations
+
+export type { Migration } from './db/migrations.js';
+export { migrate } from './db/migrations.js';
+
+// The page envelope of every list endpoint
+
+export type { Page, PageRequest } from './store.js';
+
+// Mail: the development mailbox
+
+export type { MailboxEntry, Mailer } from './mailer.js';
+export { readMailbox } from './mailer.js';
+
+// The built-in directory of blockchains and assets
+
+export type { BlockchainDef } from './directory.js';
+export { blockchainId } from './directory.js';
+
+// Address encodings per chain family
+
+export type { AddressCodec, AddressType } from './addresses.js';
+
+// REST API plumbing for routes of an embedding: API-key authentication, idempotency keys
+
 export { apiKeyHook, requireIdempotencyKey } from './api/routes.js';
-export { type ApiKeyComponents, ApiKeyService } from './api-keys/service.js';
-export { ApiKeyStore } from './api-keys/store.js';
-export { type AuditFn, AuditLog } from './audit/service.js';
-export {
-  CeremonyAbortedError,
-  type CeremonyClient,
-  type CeremonyParty,
-  type CeremonyPhase,
-  type CeremonyProgress,
-  DKG_TIMEOUT_MS,
-  type DkgOutcome,
-  type DkgRequest,
-} from './ceremony.js';
-export {
-  type Coordinator,
-  type CoordinatorOptions,
-  createCoordinator,
-  runMigrations,
-  type WebhookOptions,
-} from './coordinator.js';
-export { type Db, openPglite, openPostgres, type PostgresOptions, type Queryable } from './db/db.js';
-export { MIGRATIONS, type Migration, migrate } from './db/migrations.js';
-export { API_DECISIONS } from './decisions.js';
-export * from './devices/hub.js';
-export { type DeviceComponents, DeviceService, deviceFingerprint } from './devices/service.js';
-export {
-  ASSETS,
-  type AssetDef,
-  assetId,
-  BLOCKCHAINS,
-  type BlockchainDef,
-  blockchainId,
-  DIRECTORY_NAMESPACE,
-} from './directory.js';
-export { ApiError, ERROR_CATALOGUE, type ErrorCode, type Problem, ROUTELESS_ERRORS, toProblem } from './errors.js';
-export { createMailer, type MailboxEntry, type Mailer, readMailbox } from './mailer.js';
-export { type CeremonyComponents, CeremonyService, type CeremonyView } from './signers/ceremonies.js';
-export { type SignerComponents, SignerService } from './signers/service.js';
-export { type MasterKeyInput, MasterKeyStore, type MasterKeyView, transferKeyId } from './signers/store.js';
-export * from './signing/gateway.js';
-export * from './signing/master-key.js';
-export * from './signing/presignature-pool.js';
-export * from './signing/services.js';
-export { notFound, type Page, type PageRequest, pageOffset } from './store.js';
-export * from './transfers/chains.js';
-export * from './transfers/evidence.js';
-export * from './transfers/pipeline.js';
-export * from './transfers/policies.js';
-export * from './transfers/service.js';
-export * from './transfers/watcher-store.js';
-export { type UserComponents, UserService } from './users/service.js';
-export { SessionService } from './users/sessions.js';
+
+// REST API: idempotent create routes
+
+export type { IdempotencyOptions, IdempotentResult } from './api/idempotency.js';
+export { runIdempotent } from './api/idempotency.js';
+
+// REST API: idempotency records
+
+export type { IdempotencyClaim, IdempotencyPeek, IdempotencyStore } from './api/idempotency-store.js';
+
+// Admin API settings and roles
+
+export type { AdminOptions, Role } from './admin/options.js';
+
+// Users room: users and roles, sessions, TOTP, and their views
+
+export type { UserComponents, UserService } from './users/service.js';
+export type { SessionService } from './users/sessions.js';
 export type { SessionUser, UserView } from './users/store.js';
-export { TotpService } from './users/totp.js';
-export { BalanceStore, type BalanceView } from './wallets/balances.js';
-export {
-  type AddressGroupEntry,
-  type AddressGroupView,
-  GroupService,
-  type WalletGroupView,
-} from './wallets/groups.js';
-export { type AssetView, type BlockchainView, ProfileStore } from './wallets/profiles.js';
-export { type WalletComponents, WalletService } from './wallets/service.js';
-export { type AddressView, WalletStore, type WalletView } from './wallets/store.js';
-export {
-  INSTANCE_EVENT_TYPES,
-  INSTANCE_PROFILE_ID,
-  isInstanceEvent,
-  openApiWebhooks,
-  PROFILE_EVENT_TYPES,
-  WEBHOOK_EVENT_DOCS,
-  WEBHOOK_EVENT_TYPE_SET,
-  WEBHOOK_EVENT_TYPES,
-  type WebhookEventType,
-} from './webhooks/events.js';
-export {
-  DEFAULT_SIGNING_KEY_OPTIONS,
-  resolveKeyEncryptionKey,
-  type SigningKeyOptions,
-  type SigningKeyView,
-  type WebhookJwk,
-  WebhookSigningKeys,
-} from './webhooks/keys.js';
-export { type EmitEventInput, type EmittedEvent, emitEvent, emitInstanceEvent } from './webhooks/outbox.js';
-export { WebhookRegistrations } from './webhooks/registrations.js';
-export { type NotificationView, WebhookService, type WebhookView } from './webhooks/service.js';
-export { p256PublicJwk, p256Thumbprint, signWebhook, webhookPayload } from './webhooks/signature.js';
-export { checkWebhookTarget, isNonPublicAddress, nonGlobalReason } from './webhooks/targets.js';
-export {
-  DELIVERY_TIMEOUT_MS,
-  MAX_ATTEMPTS,
-  RETRY_DELAYS_MS,
-  WebhookWorker,
-  type WebhookWorkerOptions,
-} from './webhooks/worker.js';
+export type { TotpService } from './users/totp.js';
+
+// Wallets room: profiles and directory settings, wallets, addresses, balances, groups, and their views
+
+export type { BalanceStore, BalanceView } from './wallets/balances.js';
+export type { AddressGroupEntry, AddressGroupView, GroupService, WalletGroupView } from './wallets/groups.js';
+export type { AssetView, BlockchainView, ProfileStore } from './wallets/profiles.js';
+export type { WalletComponents, WalletService } from './wallets/service.js';
+export type { AddressView, WalletStore, WalletView } from './wallets/store.js';
+
+// API keys room
+
+export type { ApiKeyComponents, ApiKeyService } from './api-keys/service.js';
+export type { ApiKeyStore } from './api-keys/store.js';
+
+// Audit room: the append-only audit log
+
+export type { AuditFn, AuditLog } from './audit/service.js';
+
+// Signers room: server signers, master keys, the DKG ceremony
+
+export type { CeremonyComponents, CeremonyService, CeremonyView } from './signers/ceremonies.js';
+export type { SignerComponents, SignerService } from './signers/service.js';
+export type { MasterKeyInput, MasterKeyStore, MasterKeyView } from './signers/store.js';
+
+// The signer-side ceremony client interface the DKG runs through
+
+export type {
+  CeremonyClient,
+  CeremonyParty,
+  CeremonyPhase,
+  CeremonyProgress,
+  DkgOutcome,
+  DkgRequest,
+} from './ceremony.js';
+export { CeremonyAbortedError } from './ceremony.js';
+
+// Devices room: enrollment and decisions of mobile signers
+
+export type { DeviceComponents, DeviceService } from './devices/service.js';
+
+// Devices room: the phones' WebSocket hub
+
+export type {
+  ApprovalEvent,
+  DeviceHub,
+  DeviceHubComponents,
+  DeviceHubLimits,
+  HubDeviceRecord,
+  RelayedEvent,
+} from './devices/hub.js';
+
+// Webhooks room: event types, the outbox, signing keys, registrations, notifications, delivery
+
+export type { WebhookEventType } from './webhooks/events.js';
+export { WEBHOOK_EVENT_TYPES } from './webhooks/events.js';
+export type { SigningKeyOptions, SigningKeyView, WebhookJwk, WebhookSigningKeys } from './webhooks/keys.js';
+export type { EmitEventInput, EmittedEvent } from './webhooks/outbox.js';
+export { emitEvent } from './webhooks/outbox.js';
+export type { WebhookRegistrations } from './webhooks/registrations.js';
+export type { NotificationView, WebhookService, WebhookView } from './webhooks/service.js';
+export type { WebhookWorker, WebhookWorkerOptions } from './webhooks/worker.js';
+
+// Transfers room: policies, transfers and their views, the pipeline, chain adapters
+
+export type { ChainNodeConfig, ChainRegistry, TxLookup } from './transfers/chains.js';
+export type { PipelineOptions, TransferPipeline } from './transfers/pipeline.js';
+export type {
+  PolicyAudit,
+  PolicyInput,
+  PolicyService,
+  PolicyServiceOptions,
+  PolicyVersionView,
+  PolicyView,
+} from './transfers/policies.js';
+export type {
+  ApprovalNotifier,
+  ApprovalRequest,
+  FeeBump,
+  FeeBumpView,
+  TransferInput,
+  TransferRow,
+  TransferService,
+  TransferServiceOptions,
+  TransferStatus,
+  TransferView,
+} from './transfers/service.js';
+export { TRANSFER_STATUSES } from './transfers/service.js';
+
+// Signing: the signer-facing services, the signer gateway, the presignature pool, signer key ids
+
+export type {
+  DeviceCeremonyPort,
+  GatewaySignRequest,
+  GatewaySignResult,
+  SignEvidence,
+  SignerGateway,
+  SigningAttempt,
+  SigningAttemptLog,
+  SignParty,
+  UnavailableParty,
+} from './signing/gateway.js';
+export { signerKeyId } from './signing/master-key.js';
+export type {
+  PresignatureHolders,
+  PresignaturePool,
+  PresignaturePoolOptions,
+  PresignatureReconciliation,
+  PresignatureSetReconciliation,
+  PresignRunner,
+} from './signing/presignature-pool.js';
+export type { SigningServices } from './signing/services.js';
+export { coordinatorPeerId } from './signing/services.js';

@@ -8,36 +8,18 @@
  * {signer 0, signer 2} → SENT — not retry the same set until the signing window ends
  * (FAILED / SIGNING_WINDOW_EXPIRED) although a working set exists. Signer 1 is not blamed.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { NodeSpec } from '../../signer/test/cluster.js';
 import { createSignerGateway } from '../src/signing/gateway.js';
 import { evidenceSignFields } from '../src/transfers/evidence.js';
 import { DEFAULT_PIPELINE_OPTIONS, TransferPipeline } from '../src/transfers/pipeline.js';
-import {
-  approvedTransfer,
-  closeFaultsEnv,
-  type FaultsEnv,
-  fundedWallet,
-  masterKey,
-  startFaultsEnv,
-  waitTransfer,
-} from './faults-harness.js';
-
-let env: FaultsEnv;
-let wallet = '';
-
-beforeAll(async () => {
-  env = await startFaultsEnv('faults-aborting');
-  await masterKey(env, [0, 1, 2]);
-  wallet = await fundedWallet(env);
-}, 300_000);
-
-afterAll(async () => {
-  await closeFaultsEnv(env);
-});
+import { approvedTransfer, useFaultsEnv, waitTransfer } from './faults-harness.js';
 
 describe('a signer that aborts every ceremony without blame', () => {
+  const setup = useFaultsEnv('faults-aborting');
+
   it('the retry leaves it out (another set exists) → SENT', async () => {
+    const { env, wallet } = setup;
     const s1 = env.nodes[1]!;
     const s1Id = env.serverIds[1]!;
     const gateway = createSignerGateway({

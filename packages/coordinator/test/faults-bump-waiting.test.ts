@@ -12,35 +12,15 @@
  * replacement: the replacement stored is the transfer's own transaction, which is never signed here
  * (no signer is up). The pipeline step under test is chain-independent.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { stopNode } from '../../signer/test/cluster.js';
-import {
-  approvedTransfer,
-  closeFaultsEnv,
-  eventsOf,
-  type FaultsEnv,
-  fundedWallet,
-  masterKey,
-  pipeline,
-  startFaultsEnv,
-  waitTransfer,
-} from './faults-harness.js';
-
-let env: FaultsEnv;
-let wallet = '';
-
-beforeAll(async () => {
-  env = await startFaultsEnv('faults-bump-waiting');
-  await masterKey(env, [0, 1, 2]);
-  wallet = await fundedWallet(env);
-}, 300_000);
-
-afterAll(async () => {
-  await closeFaultsEnv(env);
-});
+import { approvedTransfer, eventsOf, pipeline, useFaultsEnv, waitTransfer } from './faults-harness.js';
 
 describe('a fee bump waiting for its signers', () => {
+  const setup = useFaultsEnv('faults-bump-waiting');
+
   it('does not hold back the transfer’s confirmation; the moot bump ends FAILED', async () => {
+    const { env, wallet } = setup;
     const lines: string[] = [];
     const p = pipeline(env, { retryInitialMs: 300, retryMaxMs: 1000 }, lines);
     const id = await approvedTransfer(env, wallet, '1');

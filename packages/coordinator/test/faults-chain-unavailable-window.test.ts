@@ -9,35 +9,16 @@
  * ChainRegistry: it marks the transfer CHAIN_UNAVAILABLE); the second has the chain and a clock
  * two hours ahead (the 1 h window since the transfer entered PENDING_SIGNATURE is over).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ChainRegistry } from '../src/transfers/chains.js';
 import { DEFAULT_PIPELINE_OPTIONS, TransferPipeline } from '../src/transfers/pipeline.js';
-import {
-  approvedTransfer,
-  closeFaultsEnv,
-  type FaultsEnv,
-  fundedWallet,
-  masterKey,
-  pipeline,
-  startFaultsEnv,
-  waitTransfer,
-} from './faults-harness.js';
-
-let env: FaultsEnv;
-let wallet = '';
-
-beforeAll(async () => {
-  env = await startFaultsEnv('faults-chain-window');
-  await masterKey(env, [0, 1, 2]);
-  wallet = await fundedWallet(env);
-}, 300_000);
-
-afterAll(async () => {
-  await closeFaultsEnv(env);
-});
+import { approvedTransfer, pipeline, useFaultsEnv, waitTransfer } from './faults-harness.js';
 
 describe('the signing window and a chain without a node', () => {
+  const setup = useFaultsEnv('faults-chain-window');
+
   it('a transfer that waited for a chain node past the window is signed once the node is there → SENT', async () => {
+    const { env, wallet } = setup;
     const id = await approvedTransfer(env, wallet, '1');
     const noNode = new TransferPipeline(
       env.coord.db,

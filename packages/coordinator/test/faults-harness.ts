@@ -20,7 +20,7 @@ import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { p256 } from '@noble/curves/nist.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { serveTronModel, TronChainModel, type TronModelServer } from '../../chains/test/helpers/tron-model.js';
 import {
   buildSigner,
@@ -319,4 +319,38 @@ export async function closeFaultsEnv(env: FaultsEnv | undefined): Promise<void> 
   await Promise.all(env.nodes.map((n) => stopNode(n, 'SIGKILL')));
   await env.server.close();
   if (!process.env.CUSTODIAN_KEEP_TEST_DIR) rmSync(env.dir, { recursive: true, force: true });
+}
+
+/** What a faults test starts from: its environment and one funded wallet per master key. */
+export interface FaultsSetup {
+  env: FaultsEnv;
+  /** The funded TRON wallets, one per entry of `keys`, in order. */
+  wallets: string[];
+  /** `wallets[0]`. */
+  wallet: string;
+}
+
+/**
+ * The common setup of the faults tests, as hooks of the calling `describe`: before its tests,
+ * {@link startFaultsEnv} (`label`, `availability`), then for each entry of `keys` (default
+ * `[[0, 1, 2]]`) a {@link masterKey} among those signers and a {@link fundedWallet} on it; after
+ * them, {@link closeFaultsEnv}. Each describe that calls it gets its own environment, so any test
+ * runs alone (`vitest -t`). The returned object is filled in by the `beforeAll` hook: read its
+ * fields inside the tests, not when the describe is collected.
+ */
+export function useFaultsEnv(label: string, opts: { availability?: boolean; keys?: number[][] } = {}): FaultsSetup {
+  const setup = {} as FaultsSetup;
+  beforeAll(async () => {
+    setup.env = await startFaultsEnv(label, { availability: opts.availability });
+    setup.wallets = [];
+    for (const members of opts.keys ?? [[0, 1, 2]]) {
+      await masterKey(setup.env, members);
+      setup.wallets.push(await fundedWallet(setup.env));
+    }
+    setup.wallet = setup.wallets[0] as string;
+  }, 300_000);
+  afterAll(async () => {
+    await closeFaultsEnv(setup.env);
+  });
+  return setup;
 }

@@ -6,38 +6,22 @@
  * signed, broadcast and SENT meanwhile — and confirmed — while A is still in its ceremony. Once
  * signer 1 resumes, A completes too.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  approvedTransfer,
-  closeFaultsEnv,
-  type FaultsEnv,
-  freeze,
-  fundedWallet,
-  masterKey,
-  pipeline,
-  resume,
-  startFaultsEnv,
-  waitTransfer,
-} from './faults-harness.js';
-
-let env: FaultsEnv;
-let walletA = '';
-let walletB = '';
-
-beforeAll(async () => {
-  env = await startFaultsEnv('faults-independent');
-  await masterKey(env, [0, 1, 2]);
-  walletA = await fundedWallet(env);
-  await masterKey(env, [2, 0]);
-  walletB = await fundedWallet(env);
-}, 300_000);
-
-afterAll(async () => {
-  await closeFaultsEnv(env);
-});
+import { describe, expect, it } from 'vitest';
+import { approvedTransfer, freeze, pipeline, resume, useFaultsEnv, waitTransfer } from './faults-harness.js';
 
 describe('transfers are processed independently', () => {
+  const setup = useFaultsEnv('faults-independent', {
+    keys: [
+      [0, 1, 2],
+      [2, 0],
+    ],
+  });
+
   it('a ceremony stuck on an unresponsive signer does not hold back another transfer’s signing, broadcast and confirmation', async () => {
+    const {
+      env,
+      wallets: [walletA, walletB],
+    } = setup;
     const lines: string[] = [];
     // a ceremony deadline far beyond this test: A's ceremony ends only when signer 1 answers
     pipeline(env, { signDeadlineMs: 600_000 }, lines);

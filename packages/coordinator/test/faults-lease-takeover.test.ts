@@ -5,36 +5,14 @@
  * The second takes the transfer over once the lease runs out (default lease 15 s, within 30 s),
  * signs the SAME stored transaction, and the transfer reaches SENT once (one broadcast, one SENT).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  approvedTransfer,
-  closeFaultsEnv,
-  eventsOf,
-  type FaultsEnv,
-  freeze,
-  fundedWallet,
-  masterKey,
-  pipeline,
-  resume,
-  startFaultsEnv,
-  waitTransfer,
-} from './faults-harness.js';
-
-let env: FaultsEnv;
-let wallet = '';
-
-beforeAll(async () => {
-  env = await startFaultsEnv('faults-lease');
-  await masterKey(env, [0, 1, 2]);
-  wallet = await fundedWallet(env);
-}, 300_000);
-
-afterAll(async () => {
-  await closeFaultsEnv(env);
-});
+import { describe, expect, it } from 'vitest';
+import { approvedTransfer, eventsOf, freeze, pipeline, resume, useFaultsEnv, waitTransfer } from './faults-harness.js';
 
 describe('lease takeover', () => {
+  const setup = useFaultsEnv('faults-lease');
+
   it('a crashed pipeline’s transfer is taken over after its lease and SENT once', async () => {
+    const { env, wallet } = setup;
     freeze(env.nodes[1]!);
     try {
       const first = pipeline(env, { signDeadlineMs: 600_000 });

@@ -14,37 +14,17 @@
  * was never asked) until that ceremony's deadline.
  */
 import { CeremonyKind, KeyAlgorithm } from '@custodian/wire';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type NodeSpec, readLog } from '../../signer/test/cluster.js';
 import type { GatewaySignRequest, SignerGateway } from '../src/signing/gateway.js';
 import { evidenceSignFields } from '../src/transfers/evidence.js';
-import {
-  approvedTransfer,
-  closeFaultsEnv,
-  eventsOf,
-  type FaultsEnv,
-  fundedWallet,
-  masterKey,
-  pipeline,
-  startFaultsEnv,
-  waitTransfer,
-} from './faults-harness.js';
-
-let env: FaultsEnv;
-let wallet = '';
-
-beforeAll(async () => {
-  env = await startFaultsEnv('faults-in-progress');
-  await masterKey(env, [0, 1, 2]);
-  wallet = await fundedWallet(env);
-}, 300_000);
-
-afterAll(async () => {
-  await closeFaultsEnv(env);
-});
+import { approvedTransfer, eventsOf, pipeline, useFaultsEnv, waitTransfer } from './faults-harness.js';
 
 describe('a signer still signing the transfer in an earlier ceremony', () => {
+  const setup = useFaultsEnv('faults-in-progress');
+
   it('answers SIGNING_IN_PROGRESS: the transfer waits (WAITING_FOR_SIGNERS naming it), then is signed → SENT', async () => {
+    const { env, wallet } = setup;
     const real = env.gateway;
     let busy: NodeSpec | undefined;
     let busyId = '';

@@ -8,35 +8,14 @@
  * start (and so had run out before the ceremony even ended), which made every attempt time out on
  * the same signer until the signing window ended in FAILED / SIGNING_WINDOW_EXPIRED.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  approvedTransfer,
-  closeFaultsEnv,
-  type FaultsEnv,
-  freeze,
-  fundedWallet,
-  masterKey,
-  pipeline,
-  resume,
-  startFaultsEnv,
-  waitTransfer,
-} from './faults-harness.js';
-
-let env: FaultsEnv;
-let wallet = '';
-
-beforeAll(async () => {
-  env = await startFaultsEnv('faults-silent', { availability: true });
-  await masterKey(env, [0, 1, 2]);
-  wallet = await fundedWallet(env);
-}, 300_000);
-
-afterAll(async () => {
-  await closeFaultsEnv(env);
-});
+import { describe, expect, it } from 'vitest';
+import { approvedTransfer, freeze, pipeline, resume, useFaultsEnv, waitTransfer } from './faults-harness.js';
 
 describe('a connected signer that answers nothing', () => {
+  const setup = useFaultsEnv('faults-silent', { availability: true });
+
   it('the retry avoids it (another set exists) → SENT', async () => {
+    const { env, wallet } = setup;
     const s1 = env.nodes[1]!;
     freeze(s1);
     try {

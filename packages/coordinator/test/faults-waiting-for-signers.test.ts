@@ -10,44 +10,31 @@
  *   fail at once and ends the ceremony on the other party (not at the 10 min deadline); the retry
  *   picks the set of the two live signers → SENT.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type NodeSpec, readLog, startNode, stopNode } from '../../signer/test/cluster.js';
+import { describe, expect, it } from 'vitest';
+import { readLog, startNode, stopNode } from '../../signer/test/cluster.js';
 import {
   approvedTransfer,
-  closeFaultsEnv,
   eventsOf,
   type FaultsEnv,
   freeze,
-  fundedWallet,
-  masterKey,
   pipeline,
   resume,
-  startFaultsEnv,
+  useFaultsEnv,
   waitTransfer,
 } from './faults-harness.js';
 
-let env: FaultsEnv;
-let wallet = '';
-
-beforeAll(async () => {
-  env = await startFaultsEnv('faults-waiting');
-  await masterKey(env, [0, 1, 2]);
-  wallet = await fundedWallet(env);
-}, 300_000);
-
-afterAll(async () => {
-  await closeFaultsEnv(env);
-});
-
 /** The transfer's stored `error` (not part of the API object). */
-const errorOf = async (id: string): Promise<string> =>
+const errorOf = async (env: FaultsEnv, id: string): Promise<string> =>
   (await env.coord.db.query<{ error: string }>('SELECT error FROM transfers WHERE transfer_id = $1', [id]))[0]!.error;
 
 const retries = (lines: string[], id: string) =>
   lines.filter((l) => l.includes('transfer signing will be retried') && l.includes(id)).length;
 
 describe('waiting for signers', () => {
+  const setup = useFaultsEnv('faults-waiting');
+
   it('signers offline → WAITING_FOR_SIGNERS naming them (said once); a signer back → SENT', async () => {
+    const { env, wallet } = setup;
     await Promise.all([stopNode(env.nodes[1]!, 'SIGKILL'), stopNode(env.nodes[2]!, 'SIGKILL')]);
     const lines: string[] = [];
     const p = pipeline(env, { retryInitialMs: 300, retryMaxMs: 1000 }, lines);
@@ -58,7 +45,7 @@ describe('waiting for signers', () => {
       sub_status: 'WAITING_FOR_SIGNERS',
     });
     const missing = [env.serverIds[1], env.serverIds[2]];
-    const error = await errorOf(id);
+    const error = await errorOf(env, id);
     expect(error).toMatch(/^WAITING_FOR_SIGNERS: server \S+ unreachable/);
     expect(missing.some((s) => error.includes(`server ${s} unreachable`))).toBe(true);
     // retried (with backoff) while waiting, and said once
@@ -69,7 +56,7 @@ describe('waiting for signers', () => {
     await startNode(env.nodes[1]!);
     const sent = await waitTransfer(env, id, (t) => ['SENT', 'FAILED', 'REJECTED'].includes(t.status), 90_000);
     expect(sent, JSON.stringify(sent)).toMatchObject({ status: 'SENT', sub_status: null });
-    expect(await errorOf(id)).toBeNull();
+    expect(await errorOf(env, id)).toBeNull();
     const events = await eventsOf(env, id);
     expect(events.filter((e) => e.includes('WAITING_FOR_SIGNERS'))).toEqual([
       'TRANSFER_UPDATED PENDING_SIGNATURE WAITING_FOR_SIGNERS',
@@ -79,6 +66,7 @@ describe('waiting for signers', () => {
   }, 300_000);
 
   it('the signing window over → FAILED / SIGNING_WINDOW_EXPIRED saying what was missing', async () => {
+    const { env, wallet } = setup;
     await Promise.all([stopNode(env.nodes[1]!, 'SIGKILL'), stopNode(env.nodes[2]!, 'SIGKILL')]);
     // the pipeline's clock runs 2 h ahead once `skew` is set: the 1 h window is then over
     let skew = 0;
@@ -89,7 +77,9 @@ describe('waiting for signers', () => {
     skew = 2 * 3600_000;
     const failed = await waitTransfer(env, id, (t) => t.status !== 'PENDING_SIGNATURE');
     expect(failed, JSON.stringify(failed)).toMatchObject({ status: 'FAILED', sub_status: 'SIGNING_WINDOW_EXPIRED' });
-    expect(await errorOf(id)).toMatch(/^SIGNING_WINDOW_EXPIRED: no signature within 3600 s; server \S+ unreachable/);
+    expect(await errorOf(env, id)).toMatch(
+      /^SIGNING_WINDOW_EXPIRED: no signature within 3600 s; server \S+ unreachable/,
+    );
     const events = await eventsOf(env, id);
     expect(events.filter((e) => e.startsWith('TRANSFER_FAILED'))).toEqual([
       'TRANSFER_FAILED FAILED SIGNING_WINDOW_EXPIRED',
@@ -98,14 +88,12 @@ describe('waiting for signers', () => {
   }, 300_000);
 });
 
-/** Start a signer again if it is not running. */
-async function running(node: NodeSpec): Promise<void> {
-  if (node.proc === undefined || node.proc.exitCode !== null || node.proc.signalCode !== null) await startNode(node);
-}
-
 describe('a signer killed mid-ceremony', () => {
+  // its own environment: every signer running (the tests above kill some)
+  const setup = useFaultsEnv('faults-killed');
+
   it('its stream closing ends the ceremony at once; the retry signs with the live signers → SENT', async () => {
-    await Promise.all(env.nodes.map((n) => running(n)));
+    const { env, wallet } = setup;
     const [s0, s1] = [env.nodes[0]!, env.nodes[1]!];
     const lines: string[] = [];
     // s0 frozen: the ceremony {s0, s1} cannot progress until s1 has been killed inside it

@@ -5,9 +5,32 @@
  * and one-time nonces, HD and Taproot tweaks, proactive refresh, versioned key shares.
  */
 
-export * from './dkg.js';
-export * from './keyshare.js';
-export * from './refresh.js';
-export * from './sign.js';
-export * from './suites.js';
-export * from './tweak.js';
+// Ciphersuites (RFC 9591 §6): Ed25519, secp256k1, secp256k1 with BIP340/Taproot
+
+export type { AnyPoint, Suite, SuiteName } from './suites.js';
+export { getSuite } from './suites.js';
+
+// Key shares: versioned, validated when read
+
+export type { KeyShare } from './keyshare.js';
+export { decodeKeyShare, encodeKeyShare, KeyShareError, validateKeyShare } from './keyshare.js';
+
+// Distributed key generation
+
+export type { DkgOptions } from './dkg.js';
+export { dkgProtocol } from './dkg.js';
+
+// Proactive share refresh
+
+export type { RefreshOptions } from './refresh.js';
+export { refreshProtocol } from './refresh.js';
+
+// Signing (RFC 9591 §5) and the nonce ledger that forbids nonce reuse
+
+export type { NonceLedger, SignOptions, SignOutput } from './sign.js';
+export { MemoryNonceLedger, signProtocol } from './sign.js';
+
+// Public tweaks of a key: HD derivation and the Taproot tweak (BIP341)
+
+export type { TweakedKey, TweakOptions } from './tweak.js';
+export { taprootTweak, tweakedKey } from './tweak.js';

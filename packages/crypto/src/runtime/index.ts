@@ -1,3 +1,0 @@
-export * from './party.js';
-export * from './simulator.js';
-export * from './types.js';
