@@ -4,10 +4,31 @@
  * authentication, approvals signed with the device key, ceremonies through the coordinator relay
  * with `@custodian/ceremony`'s runner) and the headless simulator of the phone app (`custodian mobile`).
  */
-export * from './approval-display.js';
-export * from './cli.js';
-export * from './device.js';
-export * from './enroll.js';
-export * from './errors.js';
-export * from './policy.js';
-export * from './vault.js';
+export type { ApprovalRefusal } from './approval-display.js';
+export {
+  approvalEventFields,
+  approvalRefusal,
+  describeApproval,
+  formatAmount,
+  formatMaxFee,
+} from './approval-display.js';
+export type { MobileCliIo } from './cli.js';
+export { ADMIN_TOKEN_ENV, EXIT_DEVICE_REVOKED, registerMobileCommands } from './cli.js';
+export type { ApprovalDecision, MobileSignerEvents, MobileSignerOptions } from './device.js';
+export { DEVICE_REVOKED_CLOSE_CODE, DEVICE_WS_PATH, MobileSigner } from './device.js';
+export type { EnrollOptions, EnrollResult } from './enroll.js';
+export { enrollDevice, EnrollmentError, enrollmentStatus } from './enroll.js';
+export { CoordinatorRequestError, MobileError } from './errors.js';
+export type { PolicyVersionInfo, SignPolicyOptions, SignPolicyResult } from './policy.js';
+export { AdminApiError, describePolicyVersion, PolicySignCancelled, signPolicyWithDevice } from './policy.js';
+export type { PinKdfParams, UnlockedVault, VaultInfo } from './vault.js';
+export {
+  createVault,
+  DEFAULT_PIN_KDF,
+  derivePinKey,
+  readVaultInfo,
+  unlockVault,
+  VAULT_FILE,
+  writeVaultInfo,
+  WrongPinError,
+} from './vault.js';

@@ -71,7 +71,23 @@ import {
   type RelayedEvent,
 } from './hub-types.js';
 
-export * from './hub-types.js';
+export type {
+  ApprovalEvent,
+  DeviceHubComponents,
+  DeviceHubLimits,
+  HubDeviceRecord,
+  HubLog,
+  RelayedEvent,
+  SignerFrames,
+} from './hub-types.js';
+export {
+  DEVICE_HELLO_MAX_FRAME_BYTES,
+  DEVICE_MAX_FRAME_BYTES,
+  DEVICE_PRE_HELLO_PER_ADDRESS,
+  DEVICE_PRE_HELLO_TOTAL,
+  DEVICE_REVOKED_CLOSE_CODE,
+  DEVICE_WS_PATH,
+} from './hub-types.js';
 
 const HELLO_TIMEOUT_MS = 10_000;
 

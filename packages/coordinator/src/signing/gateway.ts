@@ -51,8 +51,17 @@ import {
   unavailableResult,
 } from './sign-results.js';
 
-export * from './dispatch.js';
-export * from './sign-results.js';
+export type { DeviceCeremonyPort, DispatchInit, PartyDirectory } from './dispatch.js';
+export { dispatchCeremony, newCeremonyId, presignCeremony } from './dispatch.js';
+export type { GatewaySignResult, PartyDispatch, PartyResult, SignParty, UnavailableParty } from './sign-results.js';
+export {
+  ecdsaRecovery,
+  mapSignResults,
+  partyName,
+  refusalOfResult,
+  refusedStalePresignature,
+  unavailableResult,
+} from './sign-results.js';
 
 /** What the signers check before contributing (packages/wire/src/evidence.ts). */
 export interface SignEvidence {

@@ -36,7 +36,13 @@ import {
   signingSetKey,
 } from './presignature-reconcile.js';
 
-export * from './presignature-reconcile.js';
+export type {
+  PresignatureHolders,
+  PresignatureReconciliation,
+  PresignatureSetReconciliation,
+  ReconcileContext,
+} from './presignature-reconcile.js';
+export { reconcileSet, signingSetKey } from './presignature-reconcile.js';
 
 /**
  * Lease of a set's refill (ms), renewed every third of it while its PRESIGN ceremony runs (#27): a

@@ -34,7 +34,25 @@ import {
 } from './view.js';
 
 export { transferKeyId } from '../store.js';
-export * from './machine.js';
+export type { Move, Mover, PipelineStatus, TransferStatus } from './machine.js';
+export {
+  allowedMove,
+  canTransition,
+  COUNTED_STATUSES,
+  FAILURE_STATUSES,
+  IllegalTransitionError,
+  markDelivered,
+  PIPELINE_STATUSES,
+  REFUSAL_CODE,
+  RESERVED_STATUSES,
+  TRANSFER_STATUSES,
+  transition,
+  TransitionLostError,
+  TRANSITIONS,
+  TRANSITIONS_HEADER,
+  transitionsMarkdown,
+  transitionsRows,
+} from './machine.js';
 export type { ApprovalNotifier, ApprovalRequest, TransferServiceOptions } from './request-context.js';
 export {
   approverDeviceIds,
