@@ -17,7 +17,7 @@ export { ADMIN_TOKEN_ENV, EXIT_DEVICE_REVOKED, registerMobileCommands } from './
 export type { ApprovalDecision, MobileSignerEvents, MobileSignerOptions } from './device.js';
 export { DEVICE_REVOKED_CLOSE_CODE, DEVICE_WS_PATH, MobileSigner } from './device.js';
 export type { EnrollOptions, EnrollResult } from './enroll.js';
-export { enrollDevice, EnrollmentError, enrollmentStatus } from './enroll.js';
+export { EnrollmentError, enrollDevice, enrollmentStatus } from './enroll.js';
 export { CoordinatorRequestError, MobileError } from './errors.js';
 export type { PolicyVersionInfo, SignPolicyOptions, SignPolicyResult } from './policy.js';
 export { AdminApiError, describePolicyVersion, PolicySignCancelled, signPolicyWithDevice } from './policy.js';
@@ -29,6 +29,6 @@ export {
   readVaultInfo,
   unlockVault,
   VAULT_FILE,
-  writeVaultInfo,
   WrongPinError,
+  writeVaultInfo,
 } from './vault.js';

@@ -37,8 +37,8 @@ export { transferKeyId } from '../store.js';
 export type { Move, Mover, PipelineStatus, TransferStatus } from './machine.js';
 export {
   allowedMove,
-  canTransition,
   COUNTED_STATUSES,
+  canTransition,
   FAILURE_STATUSES,
   IllegalTransitionError,
   markDelivered,
@@ -46,10 +46,10 @@ export {
   REFUSAL_CODE,
   RESERVED_STATUSES,
   TRANSFER_STATUSES,
-  transition,
-  TransitionLostError,
   TRANSITIONS,
   TRANSITIONS_HEADER,
+  TransitionLostError,
+  transition,
   transitionsMarkdown,
   transitionsRows,
 } from './machine.js';
