@@ -1,7 +1,9 @@
 /**
  * `createCoordinator`, the composition root: builds every component of the coordinator in
  * dependency order, each receiving ONE typed components object at construction (nothing is set
- * afterwards, save the transfer classes' callbacks noted below), registers the routes on one
+ * afterwards; where a component reports to one built after it — policy activations, new transfer
+ * work, approval requests, device revocations — it gets an emitter the later one subscribes to),
+ * registers the routes on one
  * fastify app, and runs the long-running components with a {@link Lifecycle} (lifecycle.ts):
  * `start()` starts, in this order, the database (open already; closed at stop), the idempotency
  * purge, the signing services (links to the server signers, presignature pool, policy sync), the
@@ -9,8 +11,10 @@
  * (listen), the device hub (serves the WebSocket upgrades), the deposit watchers, the transfer
  * pipeline and the webhook worker; `stop()` stops them in reverse. No SQL here: each query lives
  * in the store of the room that owns its table. `custodian coordinator start` calls this.
+ * Slightly over 400 lines: the root is the one place that reads every option and wires every room.
  */
 import { join } from 'node:path';
+import type { SignedPolicy } from '@custodian/wire';
 import proxyaddr from '@fastify/proxy-addr';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
@@ -40,7 +44,7 @@ import { ChainRegistry } from './transfers/chains.js';
 import { DEFAULT_PIPELINE_OPTIONS, TransferPipeline } from './transfers/pipeline.js';
 import { PolicyService } from './transfers/policies.js';
 import { TRANSFER_SCHEMAS, transferRoutes } from './transfers/routes.js';
-import { TransferService } from './transfers/service.js';
+import { TransferService, transferSignals } from './transfers/service.js';
 import { UserService } from './users/service.js';
 import { type Clock, Emitter, systemClock } from './util.js';
 import { WalletService } from './wallets/service.js';
@@ -148,13 +152,22 @@ async function build(
   const log = (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) =>
     app.log[level](fields ?? {}, msg);
   const chains = new ChainRegistry(opts.chains ?? {}, undefined, db);
+  // the transfers room reports activations, new work and approval requests on emitters built here:
+  // their listeners (signing services, pipeline, device hub) are built after it and subscribe below
+  const activations = new Emitter<[signed: SignedPolicy]>();
   const policies = new PolicyService(db, clock, {
     trustedAdminKeys: opts.transfers?.trustedAdminKeys ?? [],
     audit: audit.record,
+    activations,
   });
-  const transferService = new TransferService(db, clock, policies, chains, {
-    approvalWindowMs: opts.transfers?.approvalWindowMs ?? 24 * 3600_000,
-    feeCaps,
+  const signals = transferSignals();
+  const transferService = new TransferService({
+    db,
+    clock,
+    policies,
+    chains,
+    options: { approvalWindowMs: opts.transfers?.approvalWindowMs ?? 24 * 3600_000, feeCaps },
+    signals,
   });
   // the devices room reports revocations to the hub, the hub pins legacy peer ids through the
   // devices room: an emitter built before both breaks that cycle (devices/hub-types.ts)
@@ -229,27 +242,27 @@ async function build(
       log,
     },
   );
-  // TransferService and PolicyService (transfers/, reworked in another change) take these
-  // callbacks as properties, and the pipeline needs the service: set here until their components
-  // accept them
-  transferService.onWork = () => pipeline.kick();
+  // new work wakes the pipeline this process runs (none when `runPipeline` is false)
+  if (opts.transfers?.runPipeline !== false) signals.work.on(() => pipeline.kick());
   if (signing) {
     const { hub, policySync } = signing;
     // every signed version and tombstone reaches the server signers as it takes effect (issue #26 item 3)
-    policies.onActivated = async (signed) => {
-      hub.pushPolicies([signed]);
-      await policySync.activated(signed);
-    };
-    policies.onActivatedError = (err, signed) =>
+    const pushFailed = (err: unknown, signed: SignedPolicy) =>
       app.log.warn({ err, policy_id: signed.document.policy_id }, 'policy version not pushed to the signers');
-    transferService.notifier = {
-      notifyApprovalRequest: (devices, r) => {
-        for (const d of devices) hub.notifyApprovalRequest(d, r.intent, `${r.transfer_id}:${r.round}`);
-      },
-      withdrawApprovalRequest: (devices, transferId, round) => {
-        for (const d of devices) hub.cancelApprovalRequest(d, `${transferId}:${round}`);
-      },
-    };
+    activations.on((signed) => {
+      try {
+        hub.pushPolicies([signed]);
+      } catch (err) {
+        pushFailed(err, signed);
+      }
+      policySync.activated(signed).catch((err: unknown) => pushFailed(err, signed));
+    });
+    signals.approvalRequests.on((devices, r) => {
+      for (const d of devices) hub.notifyApprovalRequest(d, r.intent, `${r.transfer_id}:${r.round}`);
+    });
+    signals.approvalWithdrawals.on((devices, transferId, round) => {
+      for (const d of devices) hub.cancelApprovalRequest(d, `${transferId}:${round}`);
+    });
   }
 
   const { kek, source: kekSource } = await resolveKeyEncryptionKey({
@@ -367,7 +380,7 @@ async function build(
     idempotency,
     mailboxDir,
     signing,
-    transfers: { policies, service: transferService, pipeline, chains },
+    transfers: { policies, service: transferService, pipeline, chains, signals },
     routes,
     webhooks: { keys: signingKeys, service: webhookService, worker, registrations },
     components: lifecycle.names,

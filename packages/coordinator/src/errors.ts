@@ -127,7 +127,9 @@ export function problemType(code: ErrorCode): string {
 
 /**
  * Base of the `coordinator` family of {@link CustodianError} (STYLE.md item 10): {@link ApiError}
- * (codes: the catalogue above) and `CeremonyAbortedError` (ceremony.ts, `CEREMONY_ABORTED`).
+ * (codes: the catalogue above), `CeremonyAbortedError` (ceremony.ts, `CEREMONY_ABORTED`), and the
+ * transfer machine's `IllegalTransitionError` (`ILLEGAL_TRANSITION`) and `TransitionLostError`
+ * (`TRANSITION_LOST`) of transfers/machine.ts (internal: the pipeline handles them, no client sees them).
  */
 export class CoordinatorError extends CustodianError {
   readonly family = 'coordinator' as const;

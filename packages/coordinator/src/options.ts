@@ -21,7 +21,7 @@ import type { SigningServices } from './signing/services.js';
 import type { ChainNodeConfig, ChainRegistry } from './transfers/chains.js';
 import type { PipelineOptions, TransferPipeline } from './transfers/pipeline.js';
 import type { PolicyService } from './transfers/policies.js';
-import type { TransferService } from './transfers/service.js';
+import type { TransferService, TransferSignals } from './transfers/service.js';
 import type { UserService } from './users/service.js';
 import type { Clock } from './util.js';
 import type { WalletService } from './wallets/service.js';
@@ -112,7 +112,7 @@ export interface CoordinatorOptions {
    * → `{ rpcUrl, confirmations?, pollIntervalMs? }`, e.g. `{ 'ethereum-local': { rpcUrl: 'http://127.0.0.1:8545' } }`.
    */
   chains?: Record<string, ChainNodeConfig>;
-  /** Transfer pipeline settings (docs in transfers/service.ts and pipeline.ts). */
+  /** Transfer pipeline settings (docs/transfers.md; transfers/machine.ts and pipeline.ts). */
   transfers?: {
     /** Approval window, ms (default 24 h). */
     approvalWindowMs?: number;
@@ -195,7 +195,14 @@ export interface Coordinator {
   /** Signer gateway, device hub and libp2p identity, when `signing.enabled`. */
   signing: SigningServices | undefined;
   /** Policies, transfers, their pipeline and the chain adapters/watchers. */
-  transfers: { policies: PolicyService; service: TransferService; pipeline: TransferPipeline; chains: ChainRegistry };
+  transfers: {
+    policies: PolicyService;
+    service: TransferService;
+    pipeline: TransferPipeline;
+    chains: ChainRegistry;
+    /** What the transfer requests report (new pipeline work, approval requests): subscribe to observe. */
+    signals: TransferSignals;
+  };
   /**
    * Start every component in order (coordinator.ts module comment) and listen; resolves with the base
    * URL (e.g. `http://127.0.0.1:8080`). When a component's start fails, every component is stopped

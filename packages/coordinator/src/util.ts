@@ -62,6 +62,11 @@ export class Emitter<A extends unknown[]> {
     return () => this.#listeners.delete(listener);
   }
 
+  /** Whether anyone listens (lets an emitter skip work whose only use is the event). */
+  get listening(): boolean {
+    return this.#listeners.size > 0;
+  }
+
   /** Call every listener with `args`, in subscription order. */
   emit(...args: A): void {
     for (const l of this.#listeners) {

@@ -133,7 +133,7 @@ beforeAll(async () => {
       pipeline: { pollMs: 200, confirmationRecheckMs: 200, signDeadlineMs: 180_000 },
     },
   });
-  coord.transfers.service.notifier = { notifyApprovalRequest: (_devices, r) => void pushed.push(r) };
+  coord.transfers.signals.approvalRequests.on((_devices, r) => void pushed.push(r));
   api.url = await coord.start();
   await api.signIn(join(dir, 'coord', 'mailbox'), 'fees');
   ({ token, apiKey, profileId } = api);

@@ -144,9 +144,9 @@ export async function startFaultsEnv(label: string, opts: { availability?: boole
   api.url = await coord.start();
   const pipelines: TransferPipeline[] = [];
   // new work wakes the tests' pipelines only (the coordinator's own one would run a pass on a kick)
-  coord.transfers.service.onWork = () => {
+  coord.transfers.signals.work.on(() => {
     for (const p of pipelines) p.kick();
-  };
+  });
   await api.signIn(join(dataDir, 'mailbox'), label);
   const adminDeviceId = await api.enroll(adminDevice, 'admin phone');
   const dev1Id = await api.enroll(dev1, 'approver 1');

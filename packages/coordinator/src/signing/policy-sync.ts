@@ -4,7 +4,7 @@
  * the highest they know, and every version of a policy whose signed tombstone they hold — so they
  * must learn each signed version and tombstone as it takes effect, not only those they sign under:
  *
- * - when a version becomes ACTIVE or a tombstone takes effect (PolicyService `onActivated`), it is
+ * - when a version becomes ACTIVE or a tombstone takes effect (PolicyServiceOptions `activations`), it is
  *   pushed to every registered server signer at once ({@link PolicySync.activated});
  * - before a ceremony, and at start, every signer not yet synced since it last connected gets the
  *   highest signed version of every policy ({@link PolicySync.ensure}); a signer is "synced" until

@@ -134,7 +134,7 @@ export interface SigningServices extends Startable {
   presignatures: PresignaturePool;
   /**
    * Signed policy versions pushed to the server signers (policy-sync.ts): wire PolicyService
-   * `onActivated` to `policySync.activated`; every ceremony first syncs its server parties.
+   * `activations` (PolicyServiceOptions) to `policySync.activated`; every ceremony first syncs its server parties.
    */
   policySync: PolicySync;
   /** Re-read the registered server signers (done before every ceremony). */

@@ -102,7 +102,7 @@ export async function submitApproval(s: RequestContext, approval: Approval): Pro
           : (bump as FeeBump);
     return transition(q, s.clock, t.transfer_id, 'SENT', 'SENT', t.sub_status, { fee_bump: JSON.stringify(next) });
   });
-  s.onWork();
+  s.signals.work.emit();
   const awaiting = view.status === 'PENDING_APPROVAL' || view.fee_bump?.status === 'PENDING_APPROVAL';
   if (!awaiting) await withdrawRequests(s, view.transfer_id);
   return view;
@@ -110,14 +110,14 @@ export async function submitApproval(s: RequestContext, approval: Approval): Pro
 
 /** Withdraw the pushed approval requests of a transfer's current round (see {@link ApprovalNotifier}). */
 export async function withdrawRequests(s: RequestContext, transferId: string): Promise<void> {
-  if (!s.notifier?.withdrawApprovalRequest) return;
+  if (!s.signals.approvalWithdrawals.listening) return;
   const r = (
     await s.db.query<{ parties: unknown; approval_round: number }>(
       `SELECT m.parties, t.approval_round FROM transfers t JOIN master_keys m USING (master_key_id) WHERE t.transfer_id = $1`,
       [transferId],
     )
   )[0];
-  if (r) s.notifier.withdrawApprovalRequest(approverDeviceIds(r.parties), transferId, r.approval_round);
+  if (r) s.signals.approvalWithdrawals.emit(approverDeviceIds(r.parties), transferId, r.approval_round);
 }
 
 async function approveCount(q: Queryable, transferId: string, round: number): Promise<number> {
@@ -172,8 +172,8 @@ export function notify(
   round: number,
   deadline?: string,
 ): void {
-  if (!s.notifier || devices.length === 0) return;
-  s.notifier.notifyApprovalRequest(devices, {
+  if (!s.signals.approvalRequests.listening || devices.length === 0) return;
+  s.signals.approvalRequests.emit(devices, {
     transfer_id: v.transfer_id,
     profile_id: v.profile_id,
     round,

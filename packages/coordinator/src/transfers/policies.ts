@@ -19,7 +19,7 @@
  * it matches no transfer and takes no new version.
  *
  * Signers learn every signed version and tombstone as it takes effect ({@link
- * PolicyService.onActivated}: the signing services push it, signing/policy-sync.ts), so a version
+ * PolicyServiceOptions.activations}: the signing services push it, signing/policy-sync.ts), so a version
  * activated but never used to sign, or a deletion, ends the older versions there too.
  *
  * Audit: every create, update, signature, deletion request and deletion is an audit_log entry
@@ -50,7 +50,7 @@ import type { AuditFn } from '../audit/service.js';
 import type { Db, Queryable } from '../db/db.js';
 import { ApiError } from '../errors.js';
 import type { Page, PageRequest } from '../store.js';
-import { type Clock, iso } from '../util.js';
+import { type Clock, type Emitter, iso } from '../util.js';
 import { emitEvent } from '../webhooks/outbox.js';
 import {
   normalisePublicKey,
@@ -83,6 +83,12 @@ export interface PolicyServiceOptions {
    * entries (embedding without the admin service only).
    */
   audit?: PolicyAudit;
+  /**
+   * Emits each signed version as it becomes ACTIVE, and each signed tombstone as it takes effect,
+   * after the transaction committed (the root subscribes the signing services, which push it to
+   * every server signer and phone). A listener reports its own failures; they never reach the Admin.
+   */
+  activations?: Emitter<[signed: SignedPolicy]>;
 }
 
 /** `AuditLog.record` of audit/service.ts (`details` without secrets). */
@@ -90,15 +96,6 @@ export type PolicyAudit = AuditFn;
 
 /** Policies: versions, device signatures, matching. */
 export class PolicyService {
-  /**
-   * Called after the transaction that made a signed version ACTIVE, or a signed tombstone take
-   * effect, committed (the signing services push it to every server signer). Errors are logged by
-   * the caller's `onActivatedError`, never returned to the Admin.
-   */
-  onActivated: ((signed: SignedPolicy) => Promise<void>) | undefined;
-  /** Where a failed {@link onActivated} is reported. */
-  onActivatedError: ((err: unknown, signed: SignedPolicy) => void) | undefined;
-
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
@@ -233,7 +230,7 @@ export class PolicyService {
    * (enrolled before devices were bound) cannot sign. When configured, its key must also be one of
    * the trusted Admin device keys. The signature must verify over `policyDigest(document)`. Emits
    * POLICY_UPDATED (POLICY_DELETED for a tombstone); audit `policy.signed` (`policy.deleted`) by
-   * `actor`; then {@link onActivated}.
+   * `actor`; then it is emitted on `activations`.
    * @throws ApiError VALIDATION_FAILED (`body.device_id`: not such a device; `body.signature`),
    *   CONFLICT (not pending)
    */
@@ -323,9 +320,7 @@ export class PolicyService {
       });
       return signed;
     });
-    if (this.onActivated) {
-      this.onActivated(signed).catch((err: unknown) => this.onActivatedError?.(err, signed));
-    }
+    this.opts.activations?.emit(signed);
     return this.get(profileId, policyId);
   }
 

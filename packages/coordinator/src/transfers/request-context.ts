@@ -6,7 +6,7 @@
 import type { TransferIntent } from '@custodian/wire';
 import type { Db } from '../db/db.js';
 import { ApiError } from '../errors.js';
-import type { Clock } from '../util.js';
+import { type Clock, Emitter } from '../util.js';
 import type { ChainRegistry } from './chains.js';
 import type { PolicyService } from './policies.js';
 
@@ -57,18 +57,31 @@ export interface TransferServiceOptions {
 }
 
 /**
- * The components of the request functions: `TransferService`'s constructor arguments, plus its
- * `notifier` and `onWork` as they are when the request runs (both are set after construction).
+ * What the transfer requests tell the rest of the coordinator, as emitters given to
+ * `TransferService` at construction (the root subscribes: the pipeline to `work`, the device hub to
+ * the approval requests — both are built after the service, which breaks the cycle).
  */
+export interface TransferSignals {
+  /** A transaction that created work for the pipeline committed. */
+  readonly work: Emitter<[]>;
+  /** Approval requests pushed to / withdrawn from approver devices (best effort, see {@link ApprovalNotifier}). */
+  readonly approvalRequests: Emitter<[deviceIds: readonly string[], request: ApprovalRequest]>;
+  readonly approvalWithdrawals: Emitter<[deviceIds: readonly string[], transferId: string, round: number]>;
+}
+
+/** New {@link TransferSignals} with no listener. */
+export function transferSignals(): TransferSignals {
+  return { work: new Emitter(), approvalRequests: new Emitter(), approvalWithdrawals: new Emitter() };
+}
+
+/** The components of the request functions: `TransferService`'s components. */
 export interface RequestContext {
   readonly db: Db;
   readonly clock: Clock;
   readonly policies: PolicyService;
   readonly chains: ChainRegistry;
   readonly opts: TransferServiceOptions;
-  readonly notifier: ApprovalNotifier | undefined;
-  /** Called after a transaction that created work for the pipeline. */
-  readonly onWork: () => void;
+  readonly signals: TransferSignals;
 }
 
 /** A 422 VALIDATION_FAILED naming the failing field. */

@@ -4,6 +4,7 @@
  * (idem). There is deliberately NO route here to approve, cancel, fee-bump or change a policy
  * (seed §4 rules 3, 4): those are admin API / device functions.
  */
+import { REFUSALS } from '@custodian/wire';
 import type { FastifyInstance } from 'fastify';
 import { runIdempotent, runIdempotentAnswer } from '../api/idempotency.js';
 import { type ProfileRoutesContext, requireIdempotencyKey } from '../api/routes.js';
@@ -57,6 +58,11 @@ const TRANSFER_BODY = {
   properties: TRANSFER_BODY_PROPS,
 } as const;
 
+/** The refusal codes that end a transfer REJECTED (the catalogue's non-transient ones, `@custodian/wire` refusals.ts). */
+const DEFINITIVE_REFUSALS = Object.entries(REFUSALS)
+  .filter(([, info]) => !info.transient)
+  .map(([code]) => code);
+
 /** Response schemas registered with `app.addSchema` (OpenAPI components). */
 export const TRANSFER_SCHEMAS = [
   {
@@ -66,9 +72,8 @@ export const TRANSFER_SCHEMAS = [
       'A transfer. `status` is one of the seed §3 statuses; `sub_status` gives the reason on terminal ones: ' +
       'REJECTED_BY_POLICY: DESTINATION_NOT_WHITELISTED | TRANSACTION_LIMIT_EXCEEDED | DAILY_LIMIT_EXCEEDED; ' +
       'NO_POLICY_FOUND: NO_POLICY_FOUND; REJECTED: REJECTED_BY_APPROVER | CANCELLED_BY_USER | a signer refusal code ' +
-      '(POLICY_SIGNATURE_VERIFICATION_FAILED, DESTINATION_NOT_WHITELISTED, TRANSACTION_LIMIT_EXCEEDED, DAILY_LIMIT_EXCEEDED, ' +
-      'INSUFFICIENT_APPROVALS, APPROVAL_SIGNATURE_INVALID, REJECTED_BY_APPROVER, DIGEST_MISMATCH, POLICY_OUT_OF_SCOPE, ' +
-      'NO_POLICY_FOUND, EVIDENCE_MISSING, TRANSFER_ALREADY_SIGNED, POLICY_VERSION_SUPERSEDED, POLICY_DELETED, FEE_ABOVE_CAP, FEE_ABOVE_CEILING); EXPIRED: APPROVAL_EXPIRED; ' +
+      `(the definitive codes of the refusal catalogue, control.proto RefusalCode: ${DEFINITIVE_REFUSALS.join(', ')}; ` +
+      'UNKNOWN for a signer that sends no code or one this coordinator does not know); EXPIRED: APPROVAL_EXPIRED; ' +
       'FAILED: SIGNING_FAILED (the build failed, or an MPC abort blamed a party) | SIGNING_WINDOW_EXPIRED (no signature within the signing window, ' +
       'default 1 h after the transfer entered PENDING_SIGNATURE, while signers stayed unavailable) | BROADCAST_FAILED | ' +
       'FEE_CAP_EXCEEDED (no transaction could be built within `max_fee`: nothing was sent to the signers). ' +

@@ -23,7 +23,7 @@ import { createIn, dryRun, feeEstimate } from './creation.js';
 import { requestFeeBump } from './fee-bump-request.js';
 import { type TransferStatus, transition } from './machine.js';
 import type { PolicyService } from './policies.js';
-import type { ApprovalNotifier, ApprovalRequest, RequestContext, TransferServiceOptions } from './request-context.js';
+import type { ApprovalRequest, RequestContext, TransferServiceOptions, TransferSignals } from './request-context.js';
 import {
   loadTransfer,
   TRANSFER_SELECT,
@@ -53,7 +53,8 @@ export {
   transitionsMarkdown,
   transitionsRows,
 } from './machine.js';
-export type { ApprovalNotifier, ApprovalRequest, TransferServiceOptions } from './request-context.js';
+export type { ApprovalNotifier, ApprovalRequest, TransferServiceOptions, TransferSignals } from './request-context.js';
+export { transferSignals } from './request-context.js';
 export {
   approverDeviceIds,
   type FeeBump,
@@ -72,30 +73,34 @@ export {
   utcDay,
 } from './view.js';
 
+/** What {@link TransferService} is built from. */
+export interface TransferServiceComponents {
+  readonly db: Db;
+  readonly clock: Clock;
+  readonly policies: PolicyService;
+  readonly chains: ChainRegistry;
+  readonly options: TransferServiceOptions;
+  /** Where it reports new pipeline work and approval requests (request-context.ts). */
+  readonly signals: TransferSignals;
+}
+
 /** Transfers: creation, queries, approvals, cancel, fee bump. */
 export class TransferService {
-  /** Called after a transaction that created work for the pipeline (set by the coordinator). */
-  onWork: () => void = () => {};
-  notifier: ApprovalNotifier | undefined;
+  private readonly db: Db;
+  private readonly clock: Clock;
+  /** The request functions' components (request-context.ts). */
+  private readonly ctx: RequestContext;
 
-  constructor(
-    private readonly db: Db,
-    private readonly clock: Clock,
-    private readonly policies: PolicyService,
-    private readonly chains: ChainRegistry,
-    private readonly opts: TransferServiceOptions,
-  ) {}
-
-  /** The components of the request functions, with `notifier` and `onWork` as they are now. */
-  private get ctx(): RequestContext {
-    return {
-      db: this.db,
-      clock: this.clock,
-      policies: this.policies,
-      chains: this.chains,
-      opts: this.opts,
-      notifier: this.notifier,
-      onWork: this.onWork,
+  constructor(components: TransferServiceComponents) {
+    this.db = components.db;
+    this.clock = components.clock;
+    this.ctx = {
+      db: components.db,
+      clock: components.clock,
+      policies: components.policies,
+      chains: components.chains,
+      opts: components.options,
+      signals: components.signals,
     };
   }
 
