@@ -21,6 +21,9 @@
  * paper's identification for these cases (Fig. 7 "Output", with Πaff-p/Πdec proofs revealing
  * δ_i's derivation) is not implemented; such an abort requires parties that produced valid proofs,
  * so it is logged with the full transcript hash for offline investigation.
+ *
+ * Longer than 400 lines because it follows the paper's presigning figure round by round (one state
+ * machine per party); its ZK proofs live in @custodian/paillier.
  */
 import {
   blame,

@@ -22,6 +22,10 @@
  *
  * Messages are raw 32-byte digests (callers hash: keccak-256 for Ethereum, BIP143/341 sighash for
  * Bitcoin, sha256 for TRON); m = int(digest) mod q (SEC 1 §4.1.3 step 5 for a 256-bit order).
+ *
+ * Longer than 400 lines because it holds the signing round, its identifiable-abort checks and the
+ * share-combination math the coordinator's fast path shares, each next to the equation it
+ * implements.
  */
 
 import {

@@ -25,6 +25,10 @@
  *
  * Storage: shares in `<dataDir>/db`, the signer's encrypted LevelDB store
  * (`@custodian/ceremony/level-store`: XChaCha20-Poly1305 under a key derived by scrypt from the PIN).
+ *
+ * Longer than 400 lines because it is the phone's one connection state machine (hello, reconnect,
+ * approvals, relay, ceremonies); the pieces it drives live in @custodian/ceremony and
+ * @custodian/signer-client.
  */
 import { join } from 'node:path';
 import {

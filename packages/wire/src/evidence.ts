@@ -9,6 +9,9 @@
  * further hashing (`prehash: false`), 64-byte r‖s, low-s. Device public keys: 33-byte compressed
  * SEC1; a device fingerprint is SHA-256(public key) as 16 groups of 4 uppercase hex digits.
  * Amounts are integer base units as decimal strings.
+ *
+ * Longer than 400 lines because the transfer intent, the policy document, the approvals and their
+ * digests form one signed format: split, a reader would lose which bytes each signature covers.
  */
 import { bytesToHex, type Canonical, canonicalEncode, ed25519Sign, ed25519Verify, hexToBytes } from '@custodian/crypto';
 import { p256 } from '@noble/curves/nist.js';

@@ -1,3 +1,10 @@
+/**
+ * The Bitcoin-family chain adapter (Bitcoin, Litecoin; P2WPKH and P2TR/BIP86 wallets): addresses,
+ * coin selection and fee estimation, unsigned transactions with their BIP143/BIP341 sighashes,
+ * signature attachment and verification, broadcast and confirmation through the node's RPC.
+ * Longer than 400 lines because building, signing and checking a transaction share one set of
+ * input/output rules, kept next to each other so a change to one is seen by the others.
+ */
 import { schnorr, secp256k1 } from '@noble/curves/secp256k1.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import * as btc from '@scure/btc-signer';

@@ -15,6 +15,9 @@
  * ({@link RESTART}: the supervisor logs the exit and the restart); the phones and the coordinator's
  * links to the signers reconnect by themselves. A phone the coordinator revoked exits with
  * `EXIT_DEVICE_REVOKED` and stays down.
+ *
+ * Longer than 400 lines because it is the one script of `custodian dev`: every process it starts,
+ * in order, with the configuration each one reads.
  */
 
 import { spawn } from 'node:child_process';
