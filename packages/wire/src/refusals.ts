@@ -137,7 +137,11 @@ export const REFUSALS = {
     transient: false,
     meaning: 'the ceremony needs safe primes (CGGMP21 key or refresh) and this signer has no prime pool',
   },
-  PRIME_POOL_EMPTY: { transient: true, meaning: "the signer's pool of safe primes is empty until it has refilled" },
+  PRIME_POOL_EMPTY: {
+    transient: true,
+    meaning:
+      "the signer's pool of safe primes is empty until it has refilled (raised by key ceremonies only — master key, refresh — whose requester reports it and may start the ceremony again later)",
+  },
   CONTROL_REQUEST_REJECTED: {
     transient: false,
     meaning:
