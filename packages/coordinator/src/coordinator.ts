@@ -155,7 +155,9 @@ async function build(
   // the transfers room reports activations, new work and approval requests on emitters built here:
   // their listeners (signing services, pipeline, device hub) are built after it and subscribe below
   const activations = new Emitter<[signed: SignedPolicy]>();
-  const policies = new PolicyService(db, clock, {
+  const policies = new PolicyService({
+    db,
+    clock,
     trustedAdminKeys: opts.transfers?.trustedAdminKeys ?? [],
     audit: audit.record,
     activations,
@@ -230,18 +232,14 @@ async function build(
     ceremonyClient: opts.ceremonyClient ?? signing?.ceremonyClient,
     options: adminOptions,
   });
-  const pipeline = new TransferPipeline(
+  const pipeline = new TransferPipeline({
     db,
     clock,
     chains,
-    transferService,
-    opts.transfers?.gateway ?? signing?.gateway,
-    {
-      ...DEFAULT_PIPELINE_OPTIONS,
-      ...opts.transfers?.pipeline,
-      log,
-    },
-  );
+    service: transferService,
+    gateway: opts.transfers?.gateway ?? signing?.gateway,
+    options: { ...DEFAULT_PIPELINE_OPTIONS, ...opts.transfers?.pipeline, log },
+  });
   // new work wakes the pipeline this process runs (none when `runPipeline` is false)
   if (opts.transfers?.runPipeline !== false) signals.work.on(() => pipeline.kick());
   if (signing) {

@@ -131,11 +131,12 @@ export type { WebhookWorker, WebhookWorkerOptions } from './webhooks/worker.js';
 // Transfers room: policies, transfers and their views, the pipeline, chain adapters
 
 export type { ChainNodeConfig, ChainRegistry, TxLookup } from './transfers/chains.js';
-export type { PipelineOptions, TransferPipeline } from './transfers/pipeline.js';
+export type { PipelineOptions, TransferPipeline, TransferPipelineComponents } from './transfers/pipeline.js';
 export type {
   PolicyAudit,
   PolicyInput,
   PolicyService,
+  PolicyServiceComponents,
   PolicyServiceOptions,
   PolicyVersionView,
   PolicyView,
@@ -148,7 +149,9 @@ export type {
   TransferInput,
   TransferRow,
   TransferService,
+  TransferServiceComponents,
   TransferServiceOptions,
+  TransferSignals,
   TransferStatus,
   TransferView,
 } from './transfers/service.js';

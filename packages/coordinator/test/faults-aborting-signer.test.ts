@@ -49,13 +49,13 @@ describe('a signer that aborts every ceremony without blame', () => {
       },
     });
     const lines: string[] = [];
-    const p = new TransferPipeline(
-      env.coord.db,
-      () => new Date(),
-      env.coord.transfers.chains,
-      env.coord.transfers.service,
+    const p = new TransferPipeline({
+      db: env.coord.db,
+      clock: () => new Date(),
+      chains: env.coord.transfers.chains,
+      service: env.coord.transfers.service,
       gateway,
-      {
+      options: {
         ...DEFAULT_PIPELINE_OPTIONS,
         pollMs: 200,
         confirmationRecheckMs: 200,
@@ -64,7 +64,7 @@ describe('a signer that aborts every ceremony without blame', () => {
         signDeadlineMs: 60_000,
         log: (level, msg, fields) => lines.push(`${level} ${msg} ${JSON.stringify(fields ?? {})}`),
       },
-    );
+    });
     env.pipelines.push(p);
     p.start();
     const id = await approvedTransfer(env, wallet, '1');

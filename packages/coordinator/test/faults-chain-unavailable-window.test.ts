@@ -20,14 +20,14 @@ describe('the signing window and a chain without a node', () => {
   it('a transfer that waited for a chain node past the window is signed once the node is there → SENT', async () => {
     const { env, wallet } = setup;
     const id = await approvedTransfer(env, wallet, '1');
-    const noNode = new TransferPipeline(
-      env.coord.db,
-      () => new Date(),
-      new ChainRegistry({}),
-      env.coord.transfers.service,
-      env.gateway,
-      { ...DEFAULT_PIPELINE_OPTIONS, log: () => {} },
-    );
+    const noNode = new TransferPipeline({
+      db: env.coord.db,
+      clock: () => new Date(),
+      chains: new ChainRegistry({}),
+      service: env.coord.transfers.service,
+      gateway: env.gateway,
+      options: { ...DEFAULT_PIPELINE_OPTIONS, log: () => {} },
+    });
     await noNode.tick();
     const marked = await env.api.getTransfer(id);
     expect(marked, JSON.stringify(marked)).toMatchObject({

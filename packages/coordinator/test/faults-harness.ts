@@ -261,20 +261,20 @@ export function pipeline(
   lines: string[] = [],
   clock: () => Date = () => new Date(),
 ): TransferPipeline {
-  const p = new TransferPipeline(
-    env.coord.db,
+  const p = new TransferPipeline({
+    db: env.coord.db,
     clock,
-    env.coord.transfers.chains,
-    env.coord.transfers.service,
-    env.gateway,
-    {
+    chains: env.coord.transfers.chains,
+    service: env.coord.transfers.service,
+    gateway: env.gateway,
+    options: {
       ...DEFAULT_PIPELINE_OPTIONS,
       pollMs: 200,
       confirmationRecheckMs: 200,
       ...o,
       log: (level, msg, fields) => lines.push(`${level} ${msg} ${JSON.stringify(fields ?? {})}`),
     },
-  );
+  });
   env.pipelines.push(p);
   p.start();
   return p;

@@ -96,6 +96,18 @@ function stepOf(x: StepContext, status: TransferStatus): Step | undefined {
   return (t, signal) => step(x, t, signal);
 }
 
+/** What {@link TransferPipeline} is built from. */
+export interface TransferPipelineComponents {
+  readonly db: Db;
+  readonly clock: Clock;
+  /** The chain nodes of this process: transfers of chains without one wait (CHAIN_UNAVAILABLE). */
+  readonly chains: ChainRegistry;
+  readonly service: TransferService;
+  /** The signing gateway; absent: transfers wait in PENDING_SIGNATURE (no signers configured). */
+  readonly gateway: SignerGateway | undefined;
+  readonly options: PipelineOptions;
+}
+
 /** Drives transfers through signing, broadcast and confirmation. */
 export class TransferPipeline {
   /** This process's lease owner id (random per instance). */
@@ -110,14 +122,17 @@ export class TransferPipeline {
   /** What the steps receive: the components, this process's retry and availability memory, {@link owned}. */
   readonly #ctx: StepContext;
 
-  constructor(
-    private readonly db: Db,
-    private readonly clock: Clock,
-    private readonly chains: ChainRegistry,
-    service: TransferService,
-    gateway: SignerGateway | undefined,
-    private readonly opts: PipelineOptions,
-  ) {
+  private readonly db: Db;
+  private readonly clock: Clock;
+  private readonly chains: ChainRegistry;
+  private readonly opts: PipelineOptions;
+
+  constructor(components: TransferPipelineComponents) {
+    const { db, clock, chains, service, gateway, options: opts } = components;
+    this.db = db;
+    this.clock = clock;
+    this.chains = chains;
+    this.opts = opts;
     this.#ctx = {
       db,
       clock,

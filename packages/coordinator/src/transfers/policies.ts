@@ -94,13 +94,23 @@ export interface PolicyServiceOptions {
 /** `AuditLog.record` of audit/service.ts (`details` without secrets). */
 export type PolicyAudit = AuditFn;
 
+/** What {@link PolicyService} is built from: the database, the clock and its options. */
+export interface PolicyServiceComponents extends PolicyServiceOptions {
+  readonly db: Db;
+  readonly clock: Clock;
+}
+
 /** Policies: versions, device signatures, matching. */
 export class PolicyService {
-  constructor(
-    private readonly db: Db,
-    private readonly clock: Clock,
-    private readonly opts: PolicyServiceOptions = {},
-  ) {}
+  private readonly db: Db;
+  private readonly clock: Clock;
+  private readonly opts: PolicyServiceOptions;
+
+  constructor(components: PolicyServiceComponents) {
+    this.db = components.db;
+    this.clock = components.clock;
+    this.opts = components;
+  }
 
   private async audit(
     q: Queryable,
