@@ -54,6 +54,7 @@ import { DEFAULT_SIGNING_KEY_OPTIONS, resolveKeyEncryptionKey, WebhookSigningKey
 import { WebhookRegistrations } from './webhooks/registrations.js';
 import { jwksRoute, webhookRoutes } from './webhooks/routes.js';
 import { WebhookService } from './webhooks/service.js';
+import { WebhookTargetAllowlist } from './webhooks/target-allowlist.js';
 import { DEFAULT_WORKER_OPTIONS, WebhookWorker } from './webhooks/worker.js';
 
 export type { Coordinator, CoordinatorOptions, WebhookOptions } from './options.js';
@@ -91,6 +92,7 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
   );
   const adminNetworks = opts.adminNetworks ?? opts.admin?.adminNetworks ?? adminNetworksFromEnv();
   parseAdminNetworks(adminNetworks);
+  const allowedTargets = WebhookTargetAllowlist.parse(opts.webhooks?.allowedTargets ?? []);
   const mailboxDir = opts.mailboxDir ?? (opts.dataDir !== undefined ? join(opts.dataDir, 'mailbox') : undefined);
   if (opts.mailer === undefined && opts.smtpUrl === undefined && mailboxDir === undefined) {
     throw new Error(
@@ -100,7 +102,7 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
   const { db } = await runMigrations(opts);
   let signing: SigningServices | undefined;
   try {
-    return await build(opts, { clock, feeCaps, trustProxy, adminNetworks, mailboxDir, db }, (s) => {
+    return await build(opts, { clock, feeCaps, trustProxy, adminNetworks, allowedTargets, mailboxDir, db }, (s) => {
       signing = s;
     });
   } catch (e) {
@@ -117,13 +119,14 @@ interface Resolved {
   feeCaps: ReturnType<typeof resolveFeeCaps>;
   trustProxy: string[];
   adminNetworks: AdminOptions['adminNetworks'];
+  allowedTargets: WebhookTargetAllowlist;
   mailboxDir: string | undefined;
   db: Db;
 }
 
 async function build(
   opts: CoordinatorOptions,
-  { clock, feeCaps, trustProxy, adminNetworks, mailboxDir, db }: Resolved,
+  { clock, feeCaps, trustProxy, adminNetworks, allowedTargets, mailboxDir, db }: Resolved,
   built: (signing: SigningServices) => void,
 ): Promise<Coordinator> {
   await db.tx((q) => syncDirectory(q, opts.mode === 'development'));
@@ -281,11 +284,12 @@ async function build(
     signingKeys,
     profiles: wallets.profiles,
     options: adminOptions,
+    allowedTargets,
   });
   const worker = new WebhookWorker({
     db,
     keys: signingKeys,
-    options: { ...DEFAULT_WORKER_OPTIONS, ...opts.webhooks?.worker, mode: opts.mode, clock, log },
+    options: { ...DEFAULT_WORKER_OPTIONS, ...opts.webhooks?.worker, allowedTargets, mode: opts.mode, clock, log },
   });
 
   const routes: { method: string; url: string; hidden: boolean }[] = [];

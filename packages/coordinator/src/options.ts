@@ -40,7 +40,16 @@ export interface WebhookOptions {
   /** Rotation and JWKS cache settings. */
   keys?: Partial<SigningKeyOptions>;
   /** Delivery worker settings (`timeoutMs` is 30 s by seed §8; change it in tests only). */
-  worker?: Partial<Omit<WebhookWorkerOptions, 'mode' | 'clock'>>;
+  worker?: Partial<Omit<WebhookWorkerOptions, 'mode' | 'clock' | 'allowedTargets'>>;
+  /**
+   * Production exceptions to the webhook SSRF rule, for self-hosted receivers on a private network
+   * (docs/webhooks.md "Self-hosted receivers"; webhooks/target-allowlist.ts): IPv4/IPv6 CIDR ranges
+   * or addresses (an IP-literal URL host inside one), host names (`hooks.corp.internal`) and
+   * `*.corp.internal` suffix patterns (that name, whatever it resolves to). Default empty: only
+   * global unicast targets. Checked at registration and at every delivery.
+   * @throws RangeError (at creation) naming `webhooks.allowedTargets[i]` for a bad entry
+   */
+  allowedTargets?: string[];
   /** Run the delivery worker in this process after `Coordinator.start()`. Default true. */
   runWorker?: boolean;
 }

@@ -14,6 +14,7 @@ import { type Clock, iso } from '../util.js';
 import { isInstanceEvent } from './events.js';
 import type { WebhookSigningKeys } from './keys.js';
 import type { WebhookService } from './service.js';
+import type { WebhookTargetAllowlist } from './target-allowlist.js';
 import { checkWebhookTarget, isLoopbackHost } from './targets.js';
 
 /** Dependencies of {@link WebhookRegistrations}. */
@@ -29,6 +30,8 @@ export interface WebhookRegistrationComponents {
   readonly options: Pick<AdminOptions, 'mode'>;
   /** DNS resolution of webhook hosts in production mode (all addresses); default: the system resolver. */
   readonly resolveHost?: ((host: string) => Promise<string[]>) | undefined;
+  /** Production exceptions to the SSRF rule (`webhooks.allowedTargets`); default none. */
+  readonly allowedTargets?: WebhookTargetAllowlist | undefined;
 }
 
 /** Webhook registrations (admin). */
@@ -65,11 +68,12 @@ export class WebhookRegistrations {
 
   /**
    * {@link checkWebhookUrl}, then in production mode resolve the host and accept it only when
-   * every address is global unicast (SSRF; `webhooks/targets.ts` `nonGlobalReason`).
+   * every address is global unicast (SSRF; `webhooks/targets.ts` `nonGlobalReason`) or allowed by
+   * `webhooks.allowedTargets`.
    */
   async checkWebhookTarget(raw: string): Promise<string> {
     const url = this.checkWebhookUrl(raw);
-    return checkWebhookTarget(url, this.c.options.mode, ...(this.c.resolveHost ? [this.c.resolveHost] : []));
+    return checkWebhookTarget(url, this.c.options.mode, this.c.resolveHost, this.c.allowedTargets);
   }
 
   /**

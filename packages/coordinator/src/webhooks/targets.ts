@@ -6,12 +6,17 @@
  * changes after registration, "DNS rebinding", cannot redirect deliveries into the network) and,
  * for a URL whose host is an IP literal (no lookup runs), by the delivery itself
  * (`worker.ts` `postOnce`).
+ *
+ * The operator's `webhooks.allowedTargets` ({@link WebhookTargetAllowlist}, default empty) lets a
+ * self-hosted receiver on a private network through: an IP literal inside a listed range, or a
+ * listed host name whatever it resolves to. Everything else stays under the rule above.
  */
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { lookup as dnsLookupP } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { ApiError } from '../errors.js';
+import { neverTarget, WebhookTargetAllowlist } from './target-allowlist.js';
 
 /** Whether a hostname is loopback (127.0.0.0/8, ::1, localhost). */
 export function isLoopbackHost(host: string): boolean {
@@ -117,6 +122,8 @@ const fieldError = (message: string) =>
  * @param mode `development` allows `http://` to loopback and private targets; `production` resolves
  *   the host and refuses it unless every address is global unicast ({@link nonGlobalReason})
  * @param resolve DNS resolver (all addresses of a host); injectable for tests
+ * @param allow production exceptions (`webhooks.allowedTargets`): an IP literal inside a listed
+ *   range, or a listed host name (any address but unspecified, multicast, broadcast); default none
  * @returns the normalised URL
  * @throws ApiError VALIDATION_FAILED naming `body.url`
  */
@@ -124,6 +131,7 @@ export async function checkWebhookTarget(
   raw: string,
   mode: 'development' | 'production',
   resolve: (host: string) => Promise<string[]> = defaultResolve,
+  allow: WebhookTargetAllowlist = WebhookTargetAllowlist.EMPTY,
 ): Promise<string> {
   let u: URL;
   try {
@@ -146,10 +154,14 @@ export async function checkWebhookTarget(
       throw fieldError(`host ${host} does not resolve`);
     }
     if (addrs.length === 0) throw fieldError(`host ${host} does not resolve`);
-    const bad = addrs.find(isNonPublicAddress);
+    const literal = isIP(host) !== 0;
+    const bad = addrs.find((a) => refusedAddress(host, a, allow));
     if (bad !== undefined) {
+      const hint = literal
+        ? 'list its range in webhooks.allowedTargets to accept it'
+        : 'list the host name in webhooks.allowedTargets to accept it';
       throw fieldError(
-        `host ${host} resolves to a non-public address (${bad}: ${nonGlobalReason(bad)}); only global unicast addresses are accepted in production`,
+        `host ${host} resolves to a non-public address (${bad}: ${nonGlobalReason(bad) ?? 'not a unicast target'}); only global unicast addresses are accepted in production (${hint})`,
       );
     }
   }
@@ -161,18 +173,43 @@ async function defaultResolve(host: string): Promise<string[]> {
 }
 
 /**
- * A `lookup` for `https.request` that refuses non-public addresses (production deliveries).
- * Same signature as `dns.lookup`.
+ * Whether production refuses address `ip` reached through URL host `host` (a name or the literal
+ * itself): refused when it is not global unicast, unless the allowlist takes it — a literal inside
+ * a listed range, or a listed name (never an unspecified, multicast or broadcast address).
  */
-export function guardedLookup(
+export function refusedAddress(host: string, ip: string, allow: WebhookTargetAllowlist): boolean {
+  if (neverTarget(ip)) return true;
+  if (!isNonPublicAddress(ip)) return false;
+  return isIP(host.replace(/^\[|\]$/g, '')) !== 0 ? !allow.allowsAddress(ip) : !allow.allowsName(host);
+}
+
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/**
+ * A `lookup` for `https.request` that refuses non-public addresses (production deliveries), except
+ * for a host name listed in `allow` ({@link refusedAddress}). Same signature as `dns.lookup`.
+ */
+export function guardedLookupFor(
+  allow: WebhookTargetAllowlist,
+): (hostname: string, options: object, callback: LookupCallback) => void {
+  return (hostname, options, callback) => guardedLookupWith(allow, hostname, options, callback);
+}
+
+/** {@link guardedLookupFor} with the empty allowlist: every non-public address refused. */
+export function guardedLookup(hostname: string, options: object, callback: LookupCallback): void {
+  guardedLookupWith(WebhookTargetAllowlist.EMPTY, hostname, options, callback);
+}
+
+function guardedLookupWith(
+  allow: WebhookTargetAllowlist,
   hostname: string,
   options: object,
-  callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void,
+  callback: LookupCallback,
 ): void {
   dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
     if (err) return callback(err, []);
     const list = addresses as LookupAddress[];
-    const bad = list.find((a) => isNonPublicAddress(a.address));
+    const bad = list.find((a) => refusedAddress(hostname, a.address, allow));
     if (bad !== undefined || list.length === 0) {
       const e: NodeJS.ErrnoException = new Error(
         `refusing to deliver to non-public address ${bad?.address ?? '(none)'}`,

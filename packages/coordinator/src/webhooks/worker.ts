@@ -26,7 +26,8 @@ import type { Startable } from '../lifecycle.js';
 import type { Clock } from '../util.js';
 import type { WebhookSigningKeys } from './keys.js';
 import { signWebhook } from './signature.js';
-import { guardedLookup, isNonPublicAddress } from './targets.js';
+import { WebhookTargetAllowlist } from './target-allowlist.js';
+import { guardedLookupFor, refusedAddress } from './targets.js';
 
 /** Seed §6: up to 5 attempts in total. */
 export const MAX_ATTEMPTS = 5;
@@ -47,6 +48,8 @@ export interface WebhookWorkerOptions {
   timeoutMs: number;
   /** Extra trusted CA certificates (PEM) for HTTPS receivers — for tests with a local CA; default none (system trust). */
   ca?: string | Buffer | undefined;
+  /** Production exceptions to the SSRF rule (`webhooks.allowedTargets`, target-allowlist.ts); default none. */
+  allowedTargets?: WebhookTargetAllowlist | undefined;
   /** Where operational messages go (never secrets, never bodies). */
   log?: (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
 }
@@ -276,6 +279,7 @@ export class WebhookWorker implements Startable {
       timeoutMs: this.opts.timeoutMs,
       ca: this.opts.ca,
       guard: this.opts.mode === 'production',
+      allow: this.opts.allowedTargets,
     });
     const durationMs = this.opts.clock().getTime() - t0.getTime();
     if (r.status !== null && durationMs > this.opts.timeoutMs) {
@@ -312,7 +316,13 @@ export function postOnce(
   url: string,
   headers: Record<string, string>,
   body: Uint8Array,
-  o: { timeoutMs: number; ca?: string | Buffer | undefined; guard: boolean },
+  o: {
+    timeoutMs: number;
+    ca?: string | Buffer | undefined;
+    guard: boolean;
+    /** Exceptions to the guard (`webhooks.allowedTargets`); default none. */
+    allow?: WebhookTargetAllowlist | undefined;
+  },
 ): Promise<{ status: number | null; error: string | null }> {
   return new Promise((resolve) => {
     let done = false;
@@ -334,7 +344,8 @@ export function postOnce(
     // An IP-literal host is connected to without a DNS lookup, so guardedLookup never sees it: judge
     // the literal here (a URL registered before the current target rule, or stored by other means).
     const literal = u.hostname.replace(/^\[|\]$/g, '');
-    if (o.guard && isIP(literal) !== 0 && isNonPublicAddress(literal)) {
+    const allow = o.allow ?? WebhookTargetAllowlist.EMPTY;
+    if (o.guard && isIP(literal) !== 0 && refusedAddress(literal, literal, allow)) {
       finish({ status: null, error: 'ENONPUBLIC' });
       return;
     }
@@ -346,7 +357,7 @@ export function postOnce(
         headers,
         agent: false,
         ...(o.ca !== undefined && u.protocol === 'https:' ? { ca: o.ca } : {}),
-        ...(o.guard ? { lookup: guardedLookup as never } : {}),
+        ...(o.guard ? { lookup: guardedLookupFor(allow) as never } : {}),
       },
       (res) => {
         res.resume();
