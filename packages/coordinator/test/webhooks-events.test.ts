@@ -119,7 +119,12 @@ describe('event triggers', () => {
       token: T,
       body: { name: 'Ops' },
     });
-    expect((await eventsOf(h, 'WALLET_UPDATED'))[0].data).toEqual({ wallet_id: w.wallet_id, name: 'Ops' });
+    expect((await eventsOf(h, 'WALLET_UPDATED'))[0].data).toEqual({
+      wallet_id: w.wallet_id,
+      name: 'Ops',
+      sequence: 2, // after WALLET_CREATED (outbox.ts ordering aid)
+      updated_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
+    });
     // Wallet groups.
     const base = `/admin/v1/profiles/${h.profileId}`;
     const g = await h.req('POST', `${base}/wallet-groups`, {
@@ -195,9 +200,14 @@ describe.skipIf(!pgUp)('several workers on PostgreSQL (FOR UPDATE SKIP LOCKED)',
       token: h.adminToken,
       body: { url, event_types: ['WALLET_UPDATED'] },
     });
+    const walletId = randomUUID();
     await h.c.db.tx(async (q) => {
       for (let i = 0; i < 40; i++) {
-        await emitEvent(q, h.c.clock, { profileId: h.profileId, type: 'WALLET_UPDATED', data: { i } });
+        await emitEvent(q, h.c.clock, {
+          profileId: h.profileId,
+          type: 'WALLET_UPDATED',
+          data: { wallet_id: walletId, i },
+        });
       }
     });
     const workers = Array.from(

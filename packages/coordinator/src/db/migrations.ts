@@ -314,6 +314,19 @@ ALTER TABLE api_keys ADD COLUMN allowed_cidrs jsonb;`,
 ALTER TABLE transfers ADD COLUMN signing_since timestamptz;
 UPDATE transfers SET signing_since = now() WHERE status = 'PENDING_SIGNATURE';`,
   },
+  {
+    version: 10,
+    name: 'webhook_resource_sequences',
+    // #29 item "ordering": the per-resource counter behind `data.sequence` of transfer, wallet and
+    // address events (webhooks/outbox.ts); incremented in each event's transaction. Resources
+    // start at 1 with their first event after this migration.
+    sql: `CREATE TABLE webhook_resource_sequences (
+  resource_type text NOT NULL CHECK (resource_type IN ('transfer', 'wallet', 'address')),
+  resource_id text NOT NULL,
+  sequence bigint NOT NULL CHECK (sequence > 0),
+  PRIMARY KEY (resource_type, resource_id)
+);`,
+  },
 ];
 
 /**

@@ -232,6 +232,7 @@ export function transferEventData(v: TransferView): Record<string, unknown> {
     sub_status: v.sub_status,
     external_id: v.external_id,
     tx_hash: v.tx_hash,
+    updated_at: v.updated_at,
   };
 }
 

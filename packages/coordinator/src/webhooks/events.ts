@@ -91,6 +91,25 @@ export function isInstanceEvent(type: string): boolean {
 export const PROFILE_EVENT_TYPES: readonly WebhookEventType[] = WEBHOOK_EVENT_TYPES.filter((t) => !isInstanceEvent(t));
 
 /**
+ * The events that carry the ordering aid `data.sequence` / `data.updated_at` (outbox.ts), with the
+ * resource whose counter they advance and the `data` field naming it.
+ */
+export const SEQUENCED_EVENTS: Partial<
+  Record<WebhookEventType, { kind: 'transfer' | 'wallet' | 'address'; idField: string }>
+> = {
+  TRANSFER_CREATED: { kind: 'transfer', idField: 'transfer_id' },
+  TRANSFER_UPDATED: { kind: 'transfer', idField: 'transfer_id' },
+  TRANSFER_DELIVERED: { kind: 'transfer', idField: 'transfer_id' },
+  TRANSFER_FAILED: { kind: 'transfer', idField: 'transfer_id' },
+  WALLET_CREATED: { kind: 'wallet', idField: 'wallet_id' },
+  WALLET_UPDATED: { kind: 'wallet', idField: 'wallet_id' },
+  WALLET_DELETED: { kind: 'wallet', idField: 'wallet_id' },
+  ADDRESS_CREATED: { kind: 'address', idField: 'address_id' },
+  ADDRESS_UPDATED: { kind: 'address', idField: 'address_id' },
+  ADDRESS_DELETED: { kind: 'address', idField: 'address_id' },
+};
+
+/**
  * `profile_id` of the delivery body of an instance event that concerns no single profile (users,
  * devices, servers, logins): the nil UUID (RFC 9562 §5.9), so the field stays a UUID as seed §2 says.
  */
@@ -105,8 +124,20 @@ const obj = (properties: Record<string, unknown>, required = Object.keys(propert
   required,
   properties,
 });
+/** The ordering aid of transfer, wallet and address events (outbox.ts {@link SEQUENCED_EVENTS}). */
+const ordering = {
+  sequence: {
+    type: 'integer',
+    minimum: 1,
+    description:
+      'Per resource (this transfer / wallet / address), strictly increasing across its events in commit order; survives restarts. Keep the highest applied per resource and ignore a delivery with a lower one.',
+  },
+  updated_at: { ...time, description: "The resource's last change (ISO 8601 UTC)." },
+};
+const ordered = (properties: Record<string, unknown>, required: string[]) =>
+  obj({ ...properties, ...ordering }, [...required, 'sequence', 'updated_at']);
 
-const transfer = obj(
+const transfer = ordered(
   {
     transfer_id: uuid,
     wallet_id: uuid,
@@ -120,11 +151,11 @@ const transfer = obj(
   },
   ['transfer_id', 'wallet_id', 'status', 'external_id'],
 );
-const wallet = obj(
+const wallet = ordered(
   { wallet_id: uuid, name: { type: ['string', 'null'] }, blockchain_ids: { type: 'array', items: uuid } },
   ['wallet_id'],
 );
-const address = obj(
+const address = ordered(
   { address_id: uuid, wallet_id: uuid, blockchain_id: uuid, address: str, address_type: str, derivation_path: str },
   ['address_id', 'wallet_id', 'blockchain_id', 'address'],
 );

@@ -18,11 +18,25 @@
  * The delivery body (seed §2 "Webhook delivery body") is serialised ONCE here and stored as text,
  * so its bytes — and `event_id` — are identical in every retry and redelivery:
  * `{"event_id":…,"event_type":…,"profile_id":…,"timestamp":"…Z","data":{…}}`.
+ *
+ * Ordering aid (#29): every transfer, wallet and address event ({@link SEQUENCED_EVENTS}) gets
+ * `data.sequence` — a counter per resource (per transfer, per wallet, per address) kept in
+ * `webhook_resource_sequences` and incremented in the event's transaction, so it survives restarts
+ * and is strictly increasing in commit order across the events of one resource (the row lock
+ * serialises concurrent transactions on the same resource) — and `data.updated_at` (ISO 8601 UTC;
+ * the emitter's value, else the event time). Receivers keep, per resource, the highest sequence
+ * applied and ignore older deliveries (docs/integrator-guide.md "Ordering deliveries").
  */
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../db/db.js';
 import type { Clock } from '../util.js';
-import { INSTANCE_PROFILE_ID, isInstanceEvent, WEBHOOK_EVENT_TYPE_SET, type WebhookEventType } from './events.js';
+import {
+  INSTANCE_PROFILE_ID,
+  isInstanceEvent,
+  SEQUENCED_EVENTS,
+  WEBHOOK_EVENT_TYPE_SET,
+  type WebhookEventType,
+} from './events.js';
 
 /** Input of {@link emitEvent}. */
 export interface EmitEventInput {
@@ -55,7 +69,8 @@ export interface EmittedEvent {
  * @param q an open transaction (`db.tx` callback argument) — passing the database itself would
  *   break the all-or-nothing guarantee, so always pass the transaction of the change
  * @param clock time source of the event's `timestamp` (ISO 8601 UTC, millisecond precision)
- * @throws TypeError for an unknown event type or a `data` that is not a plain object
+ * @throws TypeError for an unknown event type, a `data` that is not a plain object, or a transfer,
+ *   wallet or address event whose `data` lacks its resource id (`transfer_id`, `wallet_id`, `address_id`)
  */
 export async function emitEvent(q: Queryable, clock: Clock, input: EmitEventInput): Promise<EmittedEvent> {
   return writeEvent(q, clock, input.profileId, input.type, input.data);
@@ -96,7 +111,7 @@ async function writeEvent(
     event_type: type,
     profile_id: profileId ?? INSTANCE_PROFILE_ID,
     timestamp: now.toISOString(),
-    data,
+    data: await withOrdering(q, type, data, now),
   });
   await q.query(
     `INSERT INTO webhook_events (event_id, profile_id, event_type, occurred_at, body) VALUES ($1,$2,$3,$4,$5)`,
@@ -114,4 +129,29 @@ async function writeEvent(
     instance ? [eventId, now, type] : [eventId, now, type, profileId],
   );
   return { event_id: eventId, notification_ids: rows.map((r) => r.notification_id) };
+}
+
+/**
+ * `data` plus `sequence` and `updated_at` for a transfer, wallet or address event; other events unchanged.
+ * Increments the resource's counter in `q` (row-locked until the transaction ends).
+ */
+async function withOrdering(
+  q: Queryable,
+  type: WebhookEventType,
+  data: Record<string, unknown>,
+  now: Date,
+): Promise<Record<string, unknown>> {
+  const resource = SEQUENCED_EVENTS[type];
+  if (resource === undefined) return data;
+  const id = data[resource.idField];
+  if (typeof id !== 'string' || id === '') throw new TypeError(`${type} data needs ${resource.idField}`);
+  const [row] = await q.query<{ sequence: string }>(
+    `INSERT INTO webhook_resource_sequences (resource_type, resource_id, sequence) VALUES ($1, $2, 1)
+     ON CONFLICT (resource_type, resource_id) DO UPDATE SET sequence = webhook_resource_sequences.sequence + 1
+     RETURNING sequence`,
+    [resource.kind, id],
+  );
+  const given = data.updated_at;
+  const updatedAt = given instanceof Date ? given.toISOString() : typeof given === 'string' ? given : now.toISOString();
+  return { ...data, sequence: Number(row!.sequence), updated_at: updatedAt };
 }
