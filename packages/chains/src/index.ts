@@ -39,8 +39,10 @@ export {
 
 // Amounts: decimal and base units, price sources
 
+export type { HttpPriceSourceOptions } from './prices.js';
+export { FirstPriceSource, HttpPriceSource, PRICE_DECIMALS, priceText } from './prices.js';
 export type { PriceSource } from './units.js';
-export { formatUnits, HttpPriceSource, parseUnits, StaticPriceSource, usdValue } from './units.js';
+export { formatUnits, parseUnits, StaticPriceSource, usdValue } from './units.js';
 
 // ECDSA signature checks shared by the adapters
 

@@ -20,8 +20,9 @@ export function parseUnits(text: string, decimals: number, field = 'amount'): bi
 }
 
 /**
- * Where USD prices come from. `usdPrice` returns the price of one whole coin as a decimal string,
- * or null when unknown.
+ * Where USD prices come from. `usdPrice` returns the price of one whole coin as a decimal string
+ * (at most 18 decimals), or null when unknown; it never rejects. Implementations: the static table
+ * below, the HTTP endpoint and the chain of sources of prices.ts.
  */
 export interface PriceSource {
   usdPrice(symbol: string): Promise<string | null>;
@@ -39,34 +40,6 @@ export class StaticPriceSource implements PriceSource {
   }
   async usdPrice(symbol: string): Promise<string | null> {
     return this.#prices.get(symbol.toUpperCase()) ?? null;
-  }
-}
-
-/**
- * Prices from an HTTP endpoint shaped like CoinGecko's `/simple/price?ids=…&vs_currencies=usd`
- * answer (`{ "<id>": { "usd": 1234.5 } }`). `ids` maps coin symbols to the endpoint's ids.
- * Network failures yield null (the fee is still returned, without USD).
- */
-export class HttpPriceSource implements PriceSource {
-  constructor(
-    private readonly url: string,
-    private readonly ids: Record<string, string>,
-    private readonly timeoutMs = 5000,
-  ) {}
-  async usdPrice(symbol: string): Promise<string | null> {
-    const id = this.ids[symbol.toUpperCase()];
-    if (id === undefined) return null;
-    try {
-      const res = await fetch(`${this.url}?ids=${encodeURIComponent(id)}&vs_currencies=usd`, {
-        signal: AbortSignal.timeout(this.timeoutMs),
-      });
-      if (!res.ok) return null;
-      const body = (await res.json()) as Record<string, { usd?: unknown }>;
-      const usd = body[id]?.usd;
-      return typeof usd === 'number' && Number.isFinite(usd) && usd >= 0 ? usd.toFixed(8) : null;
-    } catch {
-      return null;
-    }
   }
 }
 

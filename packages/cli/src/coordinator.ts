@@ -41,7 +41,10 @@ export async function coordinatorOptionsFromFlags(o: StartFlags): Promise<Coordi
   const port = Number(o.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error('--port must be an integer in [0, 65535]');
   const file = o.config
-    ? (JSON.parse(await readFile(o.config, 'utf8')) as Pick<CoordinatorOptions, 'chains' | 'transfers' | 'signing'>)
+    ? (JSON.parse(await readFile(o.config, 'utf8')) as Pick<
+        CoordinatorOptions,
+        'chains' | 'transfers' | 'signing' | 'prices'
+      > & { webhooks?: Pick<NonNullable<CoordinatorOptions['webhooks']>, 'allowedTargets'> })
     : {};
   const chains = { ...(file.chains ?? {}) };
   for (const c of o.chain) {
@@ -63,6 +66,10 @@ export async function coordinatorOptionsFromFlags(o: StartFlags): Promise<Coordi
     logger: true,
     chains,
     transfers: { ...(file.transfers ?? {}), trustedAdminKeys },
+    ...(file.prices !== undefined ? { prices: file.prices } : {}),
+    ...(file.webhooks?.allowedTargets !== undefined
+      ? { webhooks: { allowedTargets: file.webhooks.allowedTargets } }
+      : {}),
     signing: {
       ...(file.signing ?? {}),
       enabled: o.signing && file.signing?.enabled !== false,

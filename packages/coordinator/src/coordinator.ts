@@ -14,6 +14,7 @@
  * Slightly over 400 lines: the root is the one place that reads every option and wires every room.
  */
 import { join } from 'node:path';
+import type { PriceSource } from '@custodian/chains';
 import type { SignedPolicy } from '@custodian/wire';
 import proxyaddr from '@fastify/proxy-addr';
 import type { FastifyInstance } from 'fastify';
@@ -43,6 +44,7 @@ import { transferAdminRoutes } from './transfers/admin-routes.js';
 import { ChainRegistry } from './transfers/chains.js';
 import { DEFAULT_PIPELINE_OPTIONS, TransferPipeline } from './transfers/pipeline.js';
 import { PolicyService } from './transfers/policies.js';
+import { priceSourceFromConfig } from './transfers/prices.js';
 import { TRANSFER_SCHEMAS, transferRoutes } from './transfers/routes.js';
 import { TransferService, transferSignals } from './transfers/service.js';
 import { UserService } from './users/service.js';
@@ -93,6 +95,9 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
   const adminNetworks = opts.adminNetworks ?? opts.admin?.adminNetworks ?? adminNetworksFromEnv();
   parseAdminNetworks(adminNetworks);
   const allowedTargets = WebhookTargetAllowlist.parse(opts.webhooks?.allowedTargets ?? []);
+  // the price source logs through the server's logger, which exists only once built
+  const priceLog: { to?: (msg: string, fields: Record<string, unknown>) => void } = {};
+  const prices = priceSourceFromConfig(opts.prices, (msg, fields) => priceLog.to?.(msg, fields));
   const mailboxDir = opts.mailboxDir ?? (opts.dataDir !== undefined ? join(opts.dataDir, 'mailbox') : undefined);
   if (opts.mailer === undefined && opts.smtpUrl === undefined && mailboxDir === undefined) {
     throw new Error(
@@ -102,9 +107,13 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
   const { db } = await runMigrations(opts);
   let signing: SigningServices | undefined;
   try {
-    return await build(opts, { clock, feeCaps, trustProxy, adminNetworks, allowedTargets, mailboxDir, db }, (s) => {
-      signing = s;
-    });
+    return await build(
+      opts,
+      { clock, feeCaps, trustProxy, adminNetworks, allowedTargets, prices, priceLog, mailboxDir, db },
+      (s) => {
+        signing = s;
+      },
+    );
   } catch (e) {
     // what construction opened (the caller's own database stays open)
     await signing?.stop().catch(() => undefined);
@@ -120,13 +129,15 @@ interface Resolved {
   trustProxy: string[];
   adminNetworks: AdminOptions['adminNetworks'];
   allowedTargets: WebhookTargetAllowlist;
+  prices: PriceSource | undefined;
+  priceLog: { to?: (msg: string, fields: Record<string, unknown>) => void };
   mailboxDir: string | undefined;
   db: Db;
 }
 
 async function build(
   opts: CoordinatorOptions,
-  { clock, feeCaps, trustProxy, adminNetworks, allowedTargets, mailboxDir, db }: Resolved,
+  { clock, feeCaps, trustProxy, adminNetworks, allowedTargets, prices, priceLog, mailboxDir, db }: Resolved,
   built: (signing: SigningServices) => void,
 ): Promise<Coordinator> {
   await db.tx((q) => syncDirectory(q, opts.mode === 'development'));
@@ -154,7 +165,8 @@ async function build(
   });
   const log = (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) =>
     app.log[level](fields ?? {}, msg);
-  const chains = new ChainRegistry(opts.chains ?? {}, undefined, db);
+  priceLog.to = (msg, fields) => log('warn', msg, fields);
+  const chains = new ChainRegistry(opts.chains ?? {}, prices, db);
   // the transfers room reports activations, new work and approval requests on emitters built here:
   // their listeners (signing services, pipeline, device hub) are built after it and subscribe below
   const activations = new Emitter<[signed: SignedPolicy]>();

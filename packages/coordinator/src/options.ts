@@ -21,6 +21,7 @@ import type { SigningServices } from './signing/services.js';
 import type { ChainNodeConfig, ChainRegistry } from './transfers/chains.js';
 import type { PipelineOptions, TransferPipeline } from './transfers/pipeline.js';
 import type { PolicyService } from './transfers/policies.js';
+import type { PriceConfig } from './transfers/prices.js';
 import type { TransferService, TransferSignals } from './transfers/service.js';
 import type { UserService } from './users/service.js';
 import type { Clock } from './util.js';
@@ -121,6 +122,14 @@ export interface CoordinatorOptions {
    * → `{ rpcUrl, confirmations?, pollIntervalMs? }`, e.g. `{ 'ethereum-local': { rpcUrl: 'http://127.0.0.1:8545' } }`.
    */
   chains?: Record<string, ChainNodeConfig>;
+  /**
+   * USD prices of fee currencies, for `fee_value_usd` of fee estimates (transfers/prices.ts,
+   * docs/transfers.md): `{ "static": { "ETH": "3000.00" } }` and/or `{ "http": { "url":
+   * "https://…/{symbol}", "path": "usd", "ttlMs": 60000, "timeoutMs": 2000 } }` (static asked
+   * first). Default none: `fee_value_usd` is null. A failed lookup gives null and a warn log line.
+   * @throws RangeError (at creation) naming `prices.…` for a malformed value
+   */
+  prices?: PriceConfig;
   /** Transfer pipeline settings (docs/transfers.md; transfers/machine.ts and pipeline.ts). */
   transfers?: {
     /** Approval window, ms (default 24 h). */

@@ -149,6 +149,12 @@ const DEV_CHAINS = {
 } as const;
 
 /**
+ * The dev coordinator's static price table (config `prices.static`): a fixed, illustrative ETH
+ * price — not a market price — so the demo's fee estimates carry a `fee_value_usd`.
+ */
+const DEV_PRICES = { ETH: '3000.00' } as const;
+
+/**
  * Start (and on first run bootstrap) the instance. Resolves when everything runs and the API is
  * ready for an integrator.
  */
@@ -221,6 +227,9 @@ export async function startInstance(opts: InstanceOptions): Promise<Instance> {
     );
 
     const coordinatorDir = join(dir, 'coordinator');
+    // an illustrative, fixed ETH price so fee estimates show fee_value_usd (docs/transfers.md)
+    const coordinatorConfig = join(dir, 'coordinator.json');
+    await writeFile(coordinatorConfig, `${JSON.stringify({ prices: { static: DEV_PRICES } }, null, 2)}\n`);
     const coordinator = sup.spawn(
       'coordinator',
       process.execPath,
@@ -230,6 +239,8 @@ export async function startInstance(opts: InstanceOptions): Promise<Instance> {
         'start',
         '--data-dir',
         coordinatorDir,
+        '--config',
+        coordinatorConfig,
         '--port',
         String(opts.apiPort),
         '--chain',
