@@ -325,7 +325,14 @@ export async function transferRoutes(app: FastifyInstance, ctx: ProfileRoutesCon
             required: ['fee_value', 'fee_value_usd', 'fee_currency', 'metadata'],
             properties: {
               fee_value: { type: 'string' },
-              fee_value_usd: { type: ['string', 'null'] },
+              fee_value_usd: {
+                type: ['string', 'null'],
+                description:
+                  'The fee in USD, 2 decimals (rounded half up), computed exactly from the fee in base units and the ' +
+                  "operator's price of the fee currency (coordinator setting `prices`: static table and/or HTTP price " +
+                  'endpoint, cached). null when no price source is configured, or the price lookup failed or timed out ' +
+                  '(the estimate itself never fails on price).',
+              },
               fee_currency: { type: 'string' },
               metadata: { type: 'object', additionalProperties: true },
               priority: { type: 'string' },
