@@ -7,7 +7,8 @@
  * fastify app, and runs the long-running components with a {@link Lifecycle} (lifecycle.ts):
  * `start()` starts, in this order, the database (open already; closed at stop), the idempotency
  * purge, the signing services (links to the server signers, presignature pool, policy sync), the
- * master key ceremonies (those left RUNNING by a previous process are failed), the HTTP server
+ * master key ceremonies (those left RUNNING by a previous process are failed), the bootstrap token
+ * (made while the instance has no Admin, users/bootstrap.ts), the HTTP server
  * (listen), the device hub (serves the WebSocket upgrades), the deposit watchers, the transfer
  * pipeline and the webhook worker; `stop()` stops them in reverse. No SQL here: each query lives
  * in the store of the room that owns its table. `custodian coordinator start` calls this.
