@@ -32,18 +32,36 @@ describe('docs/configuration.md', () => {
   it('documents every key of the coordinator config file, and no other', async () => {
     const doc = await documented('Coordinator');
     const keys = schemaKeys(COORDINATOR_CONFIG_SCHEMA);
-    expect(keys.filter((k) => !doc.has(k)), 'undocumented keys').toEqual([]);
-    expect([...doc].filter((k) => !keys.includes(k)), 'documented keys the schema lacks').toEqual([]);
+    expect(
+      keys.filter((k) => !doc.has(k)),
+      'undocumented keys',
+    ).toEqual([]);
+    expect(
+      [...doc].filter((k) => !keys.includes(k)),
+      'documented keys the schema lacks',
+    ).toEqual([]);
   });
 
   it('documents every key of the signer config file and of the blockchains file, and no other', async () => {
     const signer = await documented('Signer daemon');
     const chains = await documented('Blockchains');
     const keys = schemaKeys(SIGNER_CONFIG_SCHEMA);
-    expect(keys.filter((k) => !signer.has(k) && !chains.has(k)), 'undocumented keys').toEqual([]);
-    expect([...signer].filter((k) => !keys.includes(k)), 'documented keys the schema lacks').toEqual([]);
+    expect(
+      keys.filter((k) => !signer.has(k) && !chains.has(k)),
+      'undocumented keys',
+    ).toEqual([]);
+    expect(
+      [...signer].filter((k) => !keys.includes(k)),
+      'documented keys the schema lacks',
+    ).toEqual([]);
     const chainKeys = schemaKeys(CHAINS_CONFIG_SCHEMA).map((k) => `chains.${k}`);
-    expect(chainKeys.filter((k) => !chains.has(k)), 'undocumented keys').toEqual([]);
-    expect([...chains].filter((k) => !chainKeys.includes(k)), 'documented keys the schema lacks').toEqual([]);
+    expect(
+      chainKeys.filter((k) => !chains.has(k)),
+      'undocumented keys',
+    ).toEqual([]);
+    expect(
+      [...chains].filter((k) => !chainKeys.includes(k)),
+      'documented keys the schema lacks',
+    ).toEqual([]);
   });
 });

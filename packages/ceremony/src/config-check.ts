@@ -19,7 +19,7 @@ export class ConfigError extends SignerError {
 /** A JSON Schema object (the subset Ajv accepts). */
 export type ConfigSchema = Record<string, unknown>;
 
-const ajv = new Ajv({ allErrors: false, verbose: true, strict: false });
+const ajv = new Ajv({ allErrors: true, verbose: true, strict: false });
 const compiled = new WeakMap<ConfigSchema, ReturnType<Ajv['compile']>>();
 
 /** Levenshtein distance of two strings. */
@@ -91,8 +91,9 @@ function message(e: ErrorObject, root: string): string {
  * Check `value` (a parsed JSON config file) against `schema`.
  * @param root the dotted path of `value` in its file (`chains` when checking the `chains` object
  *   alone; default: the whole file)
- * @throws ConfigError (code CONFIG_INVALID) naming the first problem: an unknown key with its
- *   closest valid spelling, a missing key, or a value of the wrong type
+ * @throws ConfigError (code CONFIG_INVALID) naming one problem: an unknown key with its closest
+ *   valid spelling when there is one (it explains the others), else a missing key or a value of
+ *   the wrong type
  */
 export function checkConfig(schema: ConfigSchema, value: unknown, root = ''): void {
   let validate = compiled.get(schema);
@@ -100,7 +101,11 @@ export function checkConfig(schema: ConfigSchema, value: unknown, root = ''): vo
     validate = ajv.compile(schema);
     compiled.set(schema, validate);
   }
-  if (!validate(value)) throw new ConfigError(message(validate.errors![0]!, root));
+  if (validate(value)) return;
+  // an unknown key explains the other errors (a misspelt required key is also missing): first
+  const errors = (validate.errors ?? []).filter((e) => e.keyword !== 'if');
+  const first = errors.find((e) => e.keyword === 'additionalProperties') ?? errors[0] ?? validate.errors![0]!;
+  throw new ConfigError(message(first, root));
 }
 
 /**
