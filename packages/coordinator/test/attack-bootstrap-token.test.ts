@@ -11,7 +11,6 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Coordinator, createCoordinator } from '../src/coordinator.js';
-import { openPglite } from '../src/db/db.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {

@@ -86,7 +86,11 @@ describe('login codes over SMTP', () => {
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify(body),
       });
-      return { status: r.status, type: r.headers.get('content-type'), body: (await r.json()) as Record<string, any> };
+      return {
+        status: r.status,
+        type: r.headers.get('content-type'),
+        body: (await r.json()) as Record<string, unknown> & { challenge_id?: string; method?: string; token?: string },
+      };
     };
     const email = 'ops@example.com';
     const password = 'correct horse battery staple';
