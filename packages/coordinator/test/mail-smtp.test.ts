@@ -129,7 +129,7 @@ describe('login codes over SMTP', () => {
     expect(all).not.toContain(code!);
   });
 
-  it('production mode refuses to start without a mail transport, naming what to set', async () => {
+  it('production mode refuses to start without a mail transport, naming what to set; the file mailbox only when chosen', async () => {
     // checked before anything is opened
     await expect(createCoordinator({ mode: 'production' })).rejects.toThrow(
       /production mode needs a mail transport.*`mail`.*--smtp-url \/ CUSTODIAN_SMTP_URL.*"transport": "file"/,
@@ -137,5 +137,17 @@ describe('login codes over SMTP', () => {
     await expect(
       createCoordinator({ mode: 'production', mail: { transport: 'smtp', url: 'http://mail.example.com' } }),
     ).rejects.toThrow(/mail\.url: expected smtp:/);
+    // the file mailbox in production: only when chosen explicitly
+    const dir = await mkdtemp(join(tmpdir(), 'custodian-smtp-'));
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    const c = await createCoordinator({
+      mode: 'production',
+      mail: { transport: 'file' },
+      db: await openPglite(),
+      mailboxDir: join(dir, 'mailbox'),
+      logger: false,
+    });
+    cleanups.push(() => c.stop());
+    expect(c.mailboxDir).toBe(join(dir, 'mailbox'));
   });
 });
