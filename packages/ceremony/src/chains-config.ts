@@ -5,7 +5,7 @@
  * from the coordinator.
  */
 import { decodeTronAddress, UTXO_NETWORKS, validateEthereumAddress } from '@custodian/chains';
-import { SignerError } from './errors.js';
+import { ConfigError, type ConfigSchema, checkConfig } from './config-check.js';
 
 /**
  * One blockchain a signer signs for, under its directory key (`ethereum-local`, `tron-nile`,
@@ -54,13 +54,6 @@ export interface AssetConfig {
 /** Blockchain key → {@link ChainConfig}. */
 export type ChainsConfig = Readonly<Record<string, ChainConfig>>;
 
-/** Configuration error naming the field. */
-export class ConfigError extends SignerError {
-  constructor(message: string) {
-    super('CONFIG_INVALID', message);
-  }
-}
-
 function parseAssets(
   raw: unknown,
   f: string,
@@ -95,6 +88,32 @@ function parseAssets(
 }
 
 /**
+ * The JSON Schema of a `chains` object ({@link ChainsConfig}): its keys (an unknown key is an
+ * error naming its closest valid spelling, config-check.ts); values are checked by
+ * {@link parseChainsConfig}. Documented in docs/configuration.md.
+ */
+export const CHAINS_CONFIG_SCHEMA: ConfigSchema = {
+  type: 'object',
+  additionalProperties: {
+    type: 'object',
+    properties: {
+      family: { enum: ['ethereum', 'bitcoin', 'tron'] },
+      chainId: {},
+      network: {},
+      maxFee: {},
+      assets: {
+        additionalProperties: {
+          type: 'object',
+          properties: { contract: {}, decimals: {} },
+          additionalProperties: false,
+        },
+      },
+    },
+    additionalProperties: false,
+  },
+};
+
+/**
  * Validate a `chains` object ({@link ChainsConfig}).
  * @param field the name errors start with (`chains`)
  * @throws ConfigError naming the failing field, e.g. `chains.tron-nile.network`,
@@ -105,6 +124,7 @@ export function parseChainsConfig(raw: unknown, field = 'chains'): ChainsConfig 
     throw new ConfigError(
       `${field}: expected an object of blockchain key → { family, chainId | network, maxFee, assets? }`,
     );
+  checkConfig(CHAINS_CONFIG_SCHEMA, raw, field);
   const out: Record<string, ChainConfig> = {};
   for (const [key, v] of Object.entries(raw as Record<string, unknown>)) {
     const f = `${field}.${key}`;

@@ -16,11 +16,12 @@ export { presignatureControl } from './ceremonies/presign.js';
 export { runCeremony } from './ceremonies/run.js';
 export {
   type AssetConfig,
+  CHAINS_CONFIG_SCHEMA,
   type ChainConfig,
   type ChainsConfig,
-  ConfigError,
   parseChainsConfig,
 } from './chains-config.js';
+export { ConfigError, type ConfigSchema, checkConfig, closestKey, schemaKeys } from './config-check.js';
 export {
   type EnforcementTrust,
   type EnforcementVerdict,

@@ -4,20 +4,24 @@
  * folder (default `./.custodian/coordinator`), or on a PostgreSQL server with `--database-url` /
  * `DATABASE_URL`.
  *
- * Optional JSON config file (`--config`):
+ * Optional JSON config file (`--config`; its schema: coordinator-config.ts; every key, flag and
+ * environment variable: docs/configuration.md):
  * ```json
  * { "chains": { "ethereum-local": { "rpcUrl": "http://127.0.0.1:8545", "confirmations": 1 } },
  *   "transfers": { "trustedAdminKeys": ["02…"], "approvalWindowMs": 86400000 },
- *   "signing": { "enabled": true } }
+ *   "signing": { "enabled": true },
+ *   "mail": { "transport": "smtp", "url": "smtp://user:pass@host:587", "from": "Custodian <custodian@example.com>" } }
  * ```
  * Flags override the file: `--chain key=url` (repeatable), `--trusted-admin-key hex` (repeatable),
  * `--no-signing` (no libp2p services, e.g. an API-only replica), `--presignature-pool n` (config
- * `signing.presignaturePool`: ECDSA presignatures kept per key and signing set, default 4, 0 = off).
+ * `signing.presignaturePool`: ECDSA presignatures kept per key and signing set, default 4, 0 = off),
+ * `--smtp-url` (env `CUSTODIAN_SMTP_URL`; `mail.url`). Production mode refuses to start without a
+ * mail transport unless `mail.transport` is `"file"` (the folder `<data-dir>/mailbox`).
  */
-import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { type CoordinatorOptions, coordinatorPeerId, createCoordinator } from '@custodian/coordinator';
 import type { Command } from 'commander';
+import { type CoordinatorConfigFile, mailSettings, readCoordinatorConfig } from './coordinator-config.js';
 
 interface StartFlags {
   dataDir: string;
@@ -31,21 +35,24 @@ interface StartFlags {
   trustedAdminKey: string[];
   signing: boolean;
   presignaturePool?: string;
+  smtpUrl?: string;
 }
 
 const collect = (v: string, prev: string[]) => [...prev, v];
 
-/** Build coordinator options from flags and the optional config file. @throws Error naming the bad flag */
-export async function coordinatorOptionsFromFlags(o: StartFlags): Promise<CoordinatorOptions> {
+/**
+ * Build coordinator options from flags, the environment and the optional config file.
+ * @throws Error naming the bad flag; ConfigError naming the file and the bad key (coordinator-config.ts)
+ */
+export async function coordinatorOptionsFromFlags(
+  o: StartFlags,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<CoordinatorOptions> {
   if (o.mode !== 'development' && o.mode !== 'production') throw new Error('--mode must be development or production');
   const port = Number(o.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error('--port must be an integer in [0, 65535]');
-  const file = o.config
-    ? (JSON.parse(await readFile(o.config, 'utf8')) as Pick<
-        CoordinatorOptions,
-        'chains' | 'transfers' | 'signing' | 'prices'
-      > & { webhooks?: Pick<NonNullable<CoordinatorOptions['webhooks']>, 'allowedTargets'> })
-    : {};
+  const file: CoordinatorConfigFile = o.config ? await readCoordinatorConfig(o.config) : {};
+  const mail = mailSettings(file.mail, o.smtpUrl, env);
   const chains = { ...(file.chains ?? {}) };
   for (const c of o.chain) {
     const eq = c.indexOf('=');
@@ -53,7 +60,7 @@ export async function coordinatorOptionsFromFlags(o: StartFlags): Promise<Coordi
     chains[c.slice(0, eq)] = { rpcUrl: c.slice(eq + 1) };
   }
   const trustedAdminKeys = [...(file.transfers?.trustedAdminKeys ?? []), ...o.trustedAdminKey];
-  const databaseUrl = o.databaseUrl ?? process.env.DATABASE_URL;
+  const databaseUrl = o.databaseUrl ?? env.DATABASE_URL;
   const pool = o.presignaturePool === undefined ? file.signing?.presignaturePool : Number(o.presignaturePool);
   if (pool !== undefined && (!Number.isSafeInteger(pool) || pool < 0 || pool > 1024))
     throw new Error('--presignature-pool must be an integer in [0, 1024]');
@@ -64,6 +71,7 @@ export async function coordinatorOptionsFromFlags(o: StartFlags): Promise<Coordi
     listen: { host: o.host, port },
     ...(o.baseUrl ? { baseUrl: o.baseUrl } : {}),
     logger: true,
+    ...(mail !== undefined ? { mail } : {}),
     chains,
     transfers: { ...(file.transfers ?? {}), trustedAdminKeys },
     ...(file.prices !== undefined ? { prices: file.prices } : {}),
@@ -90,7 +98,11 @@ export function registerCoordinatorCommands(program: Command): void {
     .option('--port <port>', 'listen port', '8080')
     .option('--mode <mode>', 'development | production', 'development')
     .option('--base-url <url>', 'public base URL (default http://<host>:<port>)')
-    .option('--config <file>', 'JSON config: chains, transfers, signing')
+    .option('--config <file>', 'JSON config file: chains, transfers, signing, mail (docs/configuration.md)')
+    .option(
+      '--smtp-url <url>',
+      'send login codes through SMTP, e.g. smtp://user:pass@host:587 (env CUSTODIAN_SMTP_URL; config mail.url)',
+    )
     .option('--chain <key=url>', 'blockchain node RPC, e.g. ethereum-local=http://127.0.0.1:8545', collect, [])
     .option(
       '--trusted-admin-key <hex>',

@@ -7,7 +7,8 @@
  * fastify app, and runs the long-running components with a {@link Lifecycle} (lifecycle.ts):
  * `start()` starts, in this order, the database (open already; closed at stop), the idempotency
  * purge, the signing services (links to the server signers, presignature pool, policy sync), the
- * master key ceremonies (those left RUNNING by a previous process are failed), the HTTP server
+ * master key ceremonies (those left RUNNING by a previous process are failed), the bootstrap token
+ * (made while the instance has no Admin, users/bootstrap.ts), the HTTP server
  * (listen), the device hub (serves the WebSocket upgrades), the deposit watchers, the transfer
  * pipeline and the webhook worker; `stop()` stops them in reverse. No SQL here: each query lives
  * in the store of the room that owns its table. `custodian coordinator start` calls this.
@@ -32,8 +33,9 @@ import { API_DECISIONS } from './decisions.js';
 import { DeviceService } from './devices/service.js';
 import { DeviceStore } from './devices/store.js';
 import { resolveFeeCaps, syncDirectory } from './directory.js';
+import { CoordinatorError } from './errors.js';
 import { Lifecycle, type Startable } from './lifecycle.js';
-import { createMailer } from './mailer.js';
+import { createMailer, DEFAULT_MAIL_FROM, type MailerOptions } from './mailer.js';
 import type { Coordinator, CoordinatorOptions } from './options.js';
 import { credentialBucket } from './request-bucket.js';
 import { addressBucket, createServer, HttpServer, parseTrustProxy } from './server.js';
@@ -47,6 +49,7 @@ import { PolicyService } from './transfers/policies.js';
 import { priceSourceFromConfig } from './transfers/prices.js';
 import { TRANSFER_SCHEMAS, transferRoutes } from './transfers/routes.js';
 import { TransferService, transferSignals } from './transfers/service.js';
+import { BootstrapTokens } from './users/bootstrap.js';
 import { UserService } from './users/service.js';
 import { type Clock, Emitter, systemClock } from './util.js';
 import { WalletService } from './wallets/service.js';
@@ -98,12 +101,8 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
   // the price source logs through the server's logger, which exists only once built
   const priceLog: { to?: (msg: string, fields: Record<string, unknown>) => void } = {};
   const prices = priceSourceFromConfig(opts.prices, (msg, fields) => priceLog.to?.(msg, fields));
-  const mailboxDir = opts.mailboxDir ?? (opts.dataDir !== undefined ? join(opts.dataDir, 'mailbox') : undefined);
-  if (opts.mailer === undefined && opts.smtpUrl === undefined && mailboxDir === undefined) {
-    throw new Error(
-      'createCoordinator: configure outgoing mail (smtpUrl), or a mailboxDir / dataDir for the development mailbox',
-    );
-  }
+  const mail = resolveMail(opts);
+  const mailboxDir = mail.mailboxDir;
   const { db } = await runMigrations(opts);
   let signing: SigningServices | undefined;
   try {
@@ -144,15 +143,27 @@ async function build(
   const idempotency = new IdempotencyStore({ db, clock });
   const audit = new AuditLog({ db, clock });
   const wallets = new WalletService({ db, clock, audit });
-  const mailer =
-    opts.mailer ??
-    createMailer({
-      from: opts.mailFrom ?? 'Custodian <no-reply@custodian.invalid>',
-      ...(opts.smtpUrl !== undefined ? { smtpUrl: opts.smtpUrl } : {}),
-      ...(mailboxDir !== undefined ? { mailboxDir } : {}),
-    });
+  const mailer = opts.mailer ?? createMailer(resolveMail(opts).mailer);
   const adminOptions: AdminOptions = { ...DEFAULT_ADMIN_OPTIONS, ...opts.admin, adminNetworks, mode: opts.mode };
-  const users = new UserService({ db, clock, audit, mailer, profiles: wallets.profiles, options: adminOptions });
+  const bootstrapTokenFile =
+    opts.bootstrapTokenFile ?? (opts.dataDir !== undefined ? join(opts.dataDir, 'bootstrap-token') : undefined);
+  // its log reaches the fastify logger built below (the token file is known before the app)
+  let bootstrapLog: (level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>) => void = () => {};
+  const bootstrap = new BootstrapTokens({
+    db,
+    clock,
+    file: bootstrapTokenFile,
+    log: (level, msg, fields) => bootstrapLog(level, msg, fields),
+  });
+  const users = new UserService({
+    db,
+    clock,
+    audit,
+    mailer,
+    profiles: wallets.profiles,
+    options: adminOptions,
+    bootstrap,
+  });
   const apiKeys = new ApiKeyService({ db, clock, audit, profiles: wallets.profiles });
   const app = await createServer({
     rateLimit: { max: opts.rateLimit?.max ?? 600, windowMs: opts.rateLimit?.windowMs ?? 60_000 },
@@ -166,6 +177,7 @@ async function build(
   const log = (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) =>
     app.log[level](fields ?? {}, msg);
   priceLog.to = (msg, fields) => log('warn', msg, fields);
+  bootstrapLog = log;
   const chains = new ChainRegistry(opts.chains ?? {}, prices, db);
   // the transfers room reports activations, new work and approval requests on emitters built here:
   // their listeners (signing services, pipeline, device hub) are built after it and subscribe below
@@ -361,6 +373,7 @@ async function build(
       name: 'master key ceremonies',
       component: { start: () => signers.ceremonies.recoverCeremonies(), stop: () => signers.ceremonies.shutdown() },
     },
+    { name: 'bootstrap token', component: bootstrap },
     { name: 'http server', component: http },
     ...(signing ? [{ name: 'device hub', component: signing.hub }] : []),
     {
@@ -393,6 +406,7 @@ async function build(
     ...rooms,
     idempotency,
     mailboxDir,
+    bootstrapTokenFile,
     signing,
     transfers: { policies, service: transferService, pipeline, chains, signals },
     routes,
@@ -404,6 +418,39 @@ async function build(
     },
     stop: () => lifecycle.stop(),
   };
+}
+
+/**
+ * The mail transport of {@link CoordinatorOptions.mail}: SMTP, or the file mailbox (development
+ * default). @throws CoordinatorError MAIL_NOT_CONFIGURED in production without `mail` (and no
+ * `mailer`); CONFIG_INVALID for a `mail.url` that is not smtp:/smtps:, or the file mailbox
+ * without a folder
+ */
+function resolveMail(opts: CoordinatorOptions): { mailer: MailerOptions; mailboxDir: string | undefined } {
+  const dir = opts.mailboxDir ?? (opts.dataDir !== undefined ? join(opts.dataDir, 'mailbox') : undefined);
+  const mail =
+    opts.mail ?? (opts.mode === 'development' || opts.mailer !== undefined ? { transport: 'file' } : undefined);
+  if (mail === undefined) {
+    throw new CoordinatorError(
+      'MAIL_NOT_CONFIGURED',
+      'production mode needs a mail transport for login codes: set `mail` in the config file ' +
+        '({ "transport": "smtp", "url": "smtp://user:pass@host:587", "from": "Custodian <custodian@example.com>" }), ' +
+        'or --smtp-url / CUSTODIAN_SMTP_URL; or { "transport": "file" } to keep them in <data-dir>/mailbox (docs/configuration.md)',
+    );
+  }
+  const from = mail.from ?? DEFAULT_MAIL_FROM;
+  if (mail.transport === 'smtp') {
+    let scheme: string | undefined;
+    try {
+      scheme = new URL(mail.url).protocol;
+    } catch {}
+    if (scheme !== 'smtp:' && scheme !== 'smtps:')
+      throw new CoordinatorError('CONFIG_INVALID', 'mail.url: expected smtp://[user:pass@]host[:port] or smtps://…');
+    return { mailer: { from, smtpUrl: mail.url }, mailboxDir: opts.mailboxDir };
+  }
+  if (dir === undefined && opts.mailer === undefined)
+    throw new CoordinatorError('CONFIG_INVALID', 'mail: the file mailbox needs mailboxDir or dataDir');
+  return { mailer: { from, ...(dir !== undefined ? { mailboxDir: dir } : {}) }, mailboxDir: dir };
 }
 
 /** Purge of expired idempotency records every 10 minutes. */

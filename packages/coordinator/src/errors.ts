@@ -32,6 +32,11 @@ export const ERROR_CATALOGUE = {
   SESSION_REQUIRED: { status: 401, title: 'Admin session is missing, expired or revoked' },
   INVALID_CREDENTIALS: { status: 401, title: 'Invalid credentials' },
   INVALID_SECOND_FACTOR: { status: 401, title: 'Second-factor code is invalid or expired' },
+  /**
+   * `POST /admin/v1/init` without the one-time bootstrap token the coordinator wrote to
+   * `<dataDir>/bootstrap-token` at its first start, or with a wrong one.
+   */
+  BOOTSTRAP_TOKEN_INVALID: { status: 401, title: 'The bootstrap token is missing or wrong' },
   // 403
   PROFILE_FORBIDDEN: { status: 403, title: 'The API key is not authorised for this profile' },
   ROLE_FORBIDDEN: { status: 403, title: 'Your role does not allow this action' },
@@ -78,6 +83,8 @@ export const ERROR_CATALOGUE = {
   HEADERS_TOO_LARGE: { status: 431, title: 'The request line and header fields are too large' },
   // 500, 503
   INTERNAL_ERROR: { status: 500, title: 'Internal server error' },
+  /** The login code could not be handed to the mail transport (SMTP down or refusing); nothing was sent. */
+  MAIL_UNAVAILABLE: { status: 503, title: 'Mail could not be sent; try again later' },
   SIGNERS_UNAVAILABLE: { status: 503, title: 'No signer control channel is configured or reachable' },
   CHAIN_UNAVAILABLE: { status: 503, title: 'No node is configured or reachable for this blockchain' },
   SHUTTING_DOWN: { status: 503, title: 'The coordinator is shutting down; retry shortly' },

@@ -29,10 +29,10 @@ export { migrate } from './db/migrations.js';
 
 export type { Page, PageRequest } from './store.js';
 
-// Mail: the development mailbox
+// Mail: the transport settings, its send failure, the file mailbox
 
-export type { MailboxEntry, Mailer } from './mailer.js';
-export { readMailbox } from './mailer.js';
+export type { MailboxEntry, Mailer, MailSettings } from './mailer.js';
+export { MailSendError, readMailbox } from './mailer.js';
 
 // The built-in directory of blockchains and assets
 

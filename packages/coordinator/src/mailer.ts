@@ -1,11 +1,15 @@
 /**
- * Outgoing mail (one-time login codes) through nodemailer: SMTP in production, or — in
- * development — a local mailbox folder of RFC 5322 `.eml` files that `custodian admin mailbox`
- * reads.
+ * Outgoing mail (one-time login codes, notices) through nodemailer: SMTP (`mail.transport: "smtp"`,
+ * docs/configuration.md), or the file mailbox — a local folder of RFC 5322 `.eml` files that
+ * `custodian admin mailbox` reads (development default; in production only when configured
+ * explicitly). A failed send rejects with {@link MailSendError}, whose message names the transport
+ * failure (nodemailer's error code, SMTP reply code and command) and never the message, its
+ * recipient's code or the SMTP credentials.
  */
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import nodemailer from 'nodemailer';
+import { CoordinatorError } from './errors.js';
 
 /** One outgoing message (plain text). */
 export interface MailMessage {
@@ -19,6 +23,20 @@ export interface Mailer {
   send(msg: MailMessage): Promise<void>;
 }
 
+/**
+ * How mail leaves the coordinator (config file key `mail`): `{ transport: 'smtp', url, from? }` —
+ * `url` an SMTP URL, `smtp://user:pass@host:587` (STARTTLS when offered) or
+ * `smtps://user:pass@host:465` (TLS); or `{ transport: 'file', from? }` — the mailbox folder
+ * (`CoordinatorOptions.mailboxDir`, default `<dataDir>/mailbox`). `from`: the From header
+ * (default `Custodian <no-reply@custodian.invalid>`).
+ */
+export type MailSettings =
+  | { readonly transport: 'smtp'; readonly url: string; readonly from?: string }
+  | { readonly transport: 'file'; readonly from?: string };
+
+/** Default From header. */
+export const DEFAULT_MAIL_FROM = 'Custodian <no-reply@custodian.invalid>';
+
 /** Mailer settings: `smtpUrl` (e.g. `smtps://user:pass@host:465`) or `mailboxDir`. */
 export interface MailerOptions {
   from: string;
@@ -27,16 +45,50 @@ export interface MailerOptions {
 }
 
 /**
- * Create a mailer. With `smtpUrl`, messages go through SMTP; otherwise each message is rendered
- * by nodemailer's stream transport and written to `<mailboxDir>/<ms timestamp>-<id>.eml`.
+ * A message could not be handed to the mail transport (code `MAIL_SEND_FAILED`). The message is
+ * safe to log: the transport's error code, SMTP reply code and command, never the mail's content
+ * or the SMTP credentials. Login answers it with 503 `MAIL_UNAVAILABLE`.
+ */
+export class MailSendError extends CoordinatorError {
+  constructor(readonly summary: string) {
+    super('MAIL_SEND_FAILED', `mail not sent: ${summary}`);
+  }
+}
+
+/** A log-safe summary of a nodemailer failure: error code, SMTP reply code, SMTP command. */
+function failureSummary(e: unknown): string {
+  const f = (e ?? {}) as { code?: unknown; responseCode?: unknown; command?: unknown };
+  const parts = [
+    typeof f.code === 'string' ? f.code : 'ERROR',
+    typeof f.responseCode === 'number' ? `SMTP ${f.responseCode}` : undefined,
+    typeof f.command === 'string' ? `at ${f.command.split(' ')[0]}` : undefined,
+  ];
+  return parts.filter((p) => p !== undefined).join(' ');
+}
+
+/**
+ * Create a mailer. With `smtpUrl`, messages go through SMTP (connection and greeting timeouts
+ * 10 s, socket idle 30 s, so a login never hangs on a dead server); otherwise each message is
+ * rendered by nodemailer's stream transport and written to
+ * `<mailboxDir>/<ms timestamp>-<pid>-<seq>.eml` (mode 0600).
+ * `send` rejects with {@link MailSendError} when the transport fails.
  * @throws Error when neither is given
  */
 export function createMailer(opts: MailerOptions): Mailer {
   if (opts.smtpUrl !== undefined) {
-    const t = nodemailer.createTransport(opts.smtpUrl);
+    const t = nodemailer.createTransport({
+      url: opts.smtpUrl,
+      connectionTimeout: 10_000,
+      greetingTimeout: 10_000,
+      socketTimeout: 30_000,
+    });
     return {
       async send(m) {
-        await t.sendMail({ from: opts.from, to: m.to, subject: m.subject, text: m.text });
+        try {
+          await t.sendMail({ from: opts.from, to: m.to, subject: m.subject, text: m.text });
+        } catch (e) {
+          throw new MailSendError(failureSummary(e));
+        }
       },
     };
   }
@@ -46,10 +98,14 @@ export function createMailer(opts: MailerOptions): Mailer {
   let seq = 0;
   return {
     async send(m) {
-      const info = await t.sendMail({ from: opts.from, to: m.to, subject: m.subject, text: m.text });
-      await mkdir(dir, { recursive: true, mode: 0o700 });
-      const name = `${Date.now().toString().padStart(15, '0')}-${process.pid}-${(seq++).toString().padStart(6, '0')}.eml`;
-      await writeFile(join(dir, name), info.message as Buffer, { mode: 0o600 });
+      try {
+        const info = await t.sendMail({ from: opts.from, to: m.to, subject: m.subject, text: m.text });
+        await mkdir(dir, { recursive: true, mode: 0o700 });
+        const name = `${Date.now().toString().padStart(15, '0')}-${process.pid}-${(seq++).toString().padStart(6, '0')}.eml`;
+        await writeFile(join(dir, name), info.message as Buffer, { mode: 0o600 });
+      } catch (e) {
+        throw new MailSendError(failureSummary(e));
+      }
     },
   };
 }

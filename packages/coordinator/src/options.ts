@@ -13,7 +13,7 @@ import type { CeremonyClient } from './ceremony.js';
 import type { Db } from './db/db.js';
 import type { DeviceHubLimits } from './devices/hub-types.js';
 import type { DeviceService } from './devices/service.js';
-import type { Mailer } from './mailer.js';
+import type { Mailer, MailSettings } from './mailer.js';
 import type { RateLimitOptions } from './server.js';
 import type { SignerService } from './signers/service.js';
 import type { SignerGateway } from './signing/gateway.js';
@@ -91,12 +91,25 @@ export interface CoordinatorOptions {
    * @throws RangeError naming `adminNetworks[i]` for an entry that is not an address or range
    */
   adminNetworks?: string[];
-  /** Outgoing mail; default: SMTP from `smtpUrl`, else the `<dataDir>/mailbox` folder. */
+  /** A ready mailer (tests, embedding); takes precedence over {@link mail}. */
   mailer?: Mailer;
-  /** Development mailbox folder. Default `<dataDir>/mailbox`. */
+  /**
+   * Outgoing mail (login codes, notices): SMTP (`{ transport: 'smtp', url, from? }`) or the file
+   * mailbox (`{ transport: 'file' }`, the folder {@link mailboxDir}). Default: the file mailbox in
+   * development; production refuses to start without it (`CoordinatorError` MAIL_NOT_CONFIGURED).
+   * @throws CoordinatorError MAIL_NOT_CONFIGURED / CONFIG_INVALID (at creation) as above, or for a
+   *   `url` that is not `smtp:` / `smtps:`, or the file mailbox with neither `mailboxDir` nor `dataDir`
+   */
+  mail?: MailSettings;
+  /** The file mailbox folder. Default `<dataDir>/mailbox`. */
   mailboxDir?: string;
-  smtpUrl?: string;
-  mailFrom?: string;
+  /**
+   * The one-time bootstrap token file that `POST /admin/v1/init` requires (users/bootstrap.ts):
+   * written at start (mode 0600) while the instance has no Admin, deleted by the init. Default
+   * `<dataDir>/bootstrap-token`; without it and without `dataDir`, no token exists and init is
+   * refused (BOOTSTRAP_TOKEN_INVALID).
+   */
+  bootstrapTokenFile?: string;
   /** Signer control channel for ceremonies; without it, ceremonies answer 503 SIGNERS_UNAVAILABLE. */
   ceremonyClient?: CeremonyClient;
   /**
@@ -208,8 +221,10 @@ export interface Coordinator {
   };
   /** Every registered route (method, URL pattern, hidden from OpenAPI). */
   routes: { method: string; url: string; hidden: boolean }[];
-  /** The mailbox folder of development mail, when used. */
+  /** The file mailbox folder, when mail goes there. */
   mailboxDir: string | undefined;
+  /** The bootstrap token file (written at start while the instance has no Admin), if any. */
+  bootstrapTokenFile: string | undefined;
   /** Signer gateway, device hub and libp2p identity, when `signing.enabled`. */
   signing: SigningServices | undefined;
   /** Policies, transfers, their pipeline and the chain adapters/watchers. */

@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createCoordinator } from '../src/coordinator.js';
 import { openPglite } from '../src/db/db.js';
-import { type Harness, type Json, startHarness } from './helpers.js';
+import { type Harness, type Json, readBootstrapToken, startHarness } from './helpers.js';
 
 const WEAK = ['password1234', 'qwertyuiop123', 'aaaaaaaaaaaa', 'Password2024!'];
 const STRONG = 'tangerine orbit kettle 48';
@@ -49,15 +49,25 @@ describe('attack: guess-able passwords accepted because they are 12 characters l
       db: await openPglite(),
       mode: 'development',
       mailboxDir: join(dir, 'mailbox'),
+      bootstrapTokenFile: join(dir, 'bootstrap-token'),
+      listen: { port: 0 },
       logger: false,
       admin: { scrypt: { N: 1 << 10, r: 8, p: 1 } },
     });
     try {
+      await c.start();
+      const token = await readBootstrapToken(c);
       const init = (password: string) =>
         c.app.inject({
           method: 'POST',
           url: '/admin/v1/init',
-          payload: { email: 'first@example.com', name: 'First Admin', password, profile_name: 'main' },
+          payload: {
+            email: 'first@example.com',
+            name: 'First Admin',
+            password,
+            profile_name: 'main',
+            bootstrap_token: token,
+          },
         });
       for (const pw of WEAK) {
         const r = await init(pw);

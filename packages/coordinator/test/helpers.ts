@@ -4,7 +4,7 @@
  * a real socket, with an initialised Admin, a session and an API key.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ed25519 } from '@noble/curves/ed25519.js';
@@ -103,6 +103,12 @@ export interface Harness {
 }
 
 export const ADMIN_EMAIL = 'admin@example.com';
+
+/** The one-time bootstrap token a started, uninitialised coordinator wrote to its token file. */
+export async function readBootstrapToken(c: { bootstrapTokenFile: string | undefined }): Promise<string> {
+  if (c.bootstrapTokenFile === undefined) throw new Error('the coordinator has no bootstrap token file');
+  return (await readFile(c.bootstrapTokenFile, 'utf8')).trim();
+}
 export const ADMIN_PASSWORD = 'correct horse battery staple';
 
 /** Start a coordinator on a real socket with an Admin, a profile, an API key and (optionally) a master key. */
@@ -116,6 +122,7 @@ export async function startHarness(
     db,
     mode: 'development',
     mailboxDir: join(dir, 'mailbox'),
+    bootstrapTokenFile: join(dir, 'bootstrap-token'),
     listen: { port: 0 },
     rateLimit: { max: 250 },
     logger: false,
@@ -168,7 +175,13 @@ export async function startHarness(
     return token;
   };
   const init = await req('POST', '/admin/v1/init', {
-    body: { email: ADMIN_EMAIL, name: 'First Admin', password: ADMIN_PASSWORD, profile_name: 'main' },
+    body: {
+      email: ADMIN_EMAIL,
+      name: 'First Admin',
+      password: ADMIN_PASSWORD,
+      profile_name: 'main',
+      bootstrap_token: await readBootstrapToken(c),
+    },
   });
   if (init.status !== 201) throw new Error(`init failed: ${JSON.stringify(init.body)}`);
   const profileId = init.body.profile.profile_id as string;

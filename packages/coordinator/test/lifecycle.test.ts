@@ -60,6 +60,7 @@ describe('coordinator lifecycle', () => {
       'idempotency purge',
       'signing services',
       'master key ceremonies',
+      'bootstrap token',
       'http server',
       'device hub',
       'deposit watchers',

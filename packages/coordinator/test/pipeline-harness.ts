@@ -5,7 +5,8 @@
  * the Admin and as a client (init, login with the mailed code, API key, device enrolment, policies
  * signed by the Admin device, transfer polling) and device approvals of a transfer's intent.
  */
-import { join } from 'node:path';
+import { readFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { bytesToHex } from '@custodian/crypto';
 import { type SignedPolicy, signApproval, signPolicy, type TransferIntent } from '@custodian/wire';
 import { p256 } from '@noble/curves/nist.js';
@@ -41,7 +42,7 @@ export function localChains(anvilUrl: string, litecoindUrl: string): NonNullable
 
 /**
  * A coordinator (not started) in development mode on PGlite in `dataDir/pgdata`, its mailbox in
- * `dataDir/mailbox`, on a free port, quiet, with test-speed scrypt and no webhook worker; `chains`
+ * `dataDir/mailbox` and its bootstrap token in `dataDir/bootstrap-token`, on a free port, quiet, with test-speed scrypt and no webhook worker; `chains`
  * and `transfers` as given.
  */
 export async function pipelineCoordinator(
@@ -52,6 +53,7 @@ export async function pipelineCoordinator(
     db: await openPglite(join(dataDir, 'pgdata')),
     mode: 'development',
     mailboxDir: join(dataDir, 'mailbox'),
+    bootstrapTokenFile: join(dataDir, 'bootstrap-token'),
     listen: { port: 0 },
     logger: false,
     admin: { scrypt: { N: 1 << 10, r: 8, p: 1 } },
@@ -92,13 +94,21 @@ export class CoordinatorApi {
   };
 
   /**
-   * Initialise the first Admin and the `main` profile, log in with the code mailed to
-   * `mailboxDir`, step the session up (password), and create an API key named `apiKeyName`.
+   * Initialise the first Admin and the `main` profile (with the bootstrap token beside the
+   * mailbox folder, `<dataDir>/bootstrap-token`), log in with the code mailed to `mailboxDir`, step
+   * the session up (password), and create an API key named `apiKeyName`.
    */
   readonly signIn = async (mailboxDir: string, apiKeyName: string): Promise<void> => {
     const { req } = this;
+    const bootstrapToken = (await readFile(join(dirname(mailboxDir), 'bootstrap-token'), 'utf8')).trim();
     const init = await req('POST', '/admin/v1/init', {
-      body: { email: 'a@example.com', name: 'Admin', password: 'correct horse battery staple', profile_name: 'main' },
+      body: {
+        email: 'a@example.com',
+        name: 'Admin',
+        password: 'correct horse battery staple',
+        profile_name: 'main',
+        bootstrap_token: bootstrapToken,
+      },
     });
     this.profileId = init.body.profile.profile_id;
     const l = await req('POST', '/admin/v1/login', {

@@ -22,7 +22,14 @@
  */
 import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, relative, resolve } from 'node:path';
-import { type ChainsConfig, ConfigError, parseChainsConfig } from '@custodian/ceremony';
+import {
+  CHAINS_CONFIG_SCHEMA,
+  type ChainsConfig,
+  ConfigError,
+  type ConfigSchema,
+  checkConfig,
+  parseChainsConfig,
+} from '@custodian/ceremony';
 import type { ScryptParams } from '@custodian/ceremony/level-store';
 import { peerIdFromString } from '@libp2p/peer-id';
 import { multiaddr } from '@multiformats/multiaddr';
@@ -76,6 +83,45 @@ export interface SignerConfig {
   readonly generationFile?: string;
 }
 
+/**
+ * The one JSON Schema of the signer config file: every key (an unknown one is an error naming its
+ * closest valid spelling); the values are checked by {@link parseConfig}. Every key is documented
+ * in docs/configuration.md (a test compares).
+ */
+export const SIGNER_CONFIG_SCHEMA: ConfigSchema = {
+  type: 'object',
+  properties: {
+    listen: { type: 'string' },
+    dataDir: { type: 'string' },
+    peers: {
+      type: 'array',
+      items: { type: 'object', properties: { peerId: {}, addrs: { type: 'array' } }, additionalProperties: false },
+    },
+    coordinator: { type: 'object', properties: { peerId: {} }, additionalProperties: false },
+    passphrase: { type: 'object', properties: { env: {}, file: {} }, additionalProperties: false },
+    logLevel: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
+    scrypt: {
+      type: 'object',
+      properties: { N: { type: 'integer' }, r: { type: 'integer' }, p: { type: 'integer' } },
+      required: ['N', 'r', 'p'],
+      additionalProperties: false,
+    },
+    ecdsa: {
+      type: 'object',
+      properties: { level: {}, primePool: {}, primeSeedFile: {} },
+      additionalProperties: false,
+    },
+    trustedAdminDevices: {
+      type: 'array',
+      items: { type: 'object', properties: { deviceId: {}, publicKey: {} }, additionalProperties: false },
+    },
+    allowUnenforcedSigning: {},
+    chains: CHAINS_CONFIG_SCHEMA,
+    generationFile: {},
+  },
+  additionalProperties: false,
+};
+
 function peerIdField(v: unknown, field: string): string {
   if (typeof v !== 'string') throw new ConfigError(`${field}: expected a peer id string`);
   try {
@@ -97,9 +143,14 @@ function addrField(v: unknown, field: string): string {
   return v;
 }
 
-/** Validate a parsed config object; `baseDir` resolves a relative dataDir / passphrase file. */
+/**
+ * Validate a parsed config object; `baseDir` resolves a relative dataDir / passphrase file.
+ * @throws ConfigError naming the field: an unknown key (with its closest valid spelling), a
+ *   missing or malformed value
+ */
 export function parseConfig(raw: unknown, baseDir: string): SignerConfig {
   if (typeof raw !== 'object' || raw === null) throw new ConfigError('config: expected a JSON object');
+  checkConfig(SIGNER_CONFIG_SCHEMA, raw);
   const c = raw as Record<string, unknown>;
   const listen = addrField(c.listen ?? '/ip4/127.0.0.1/tcp/0', 'listen');
   if (typeof c.dataDir !== 'string' || c.dataDir === '') throw new ConfigError('dataDir: required');

@@ -16,6 +16,7 @@ export {
   type PassphraseSource,
   parseConfig,
   readPassphrase,
+  SIGNER_CONFIG_SCHEMA,
   type SignerConfig,
 } from './config.js';
 export { CONTROL_FRESHNESS_MS, type SignerDaemon, STATUS_FILE, startSigner } from './daemon.js';

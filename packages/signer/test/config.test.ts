@@ -1,4 +1,6 @@
 /** The server signer's config file (config.ts): fields, defaults, and errors naming the field. */
+
+import { parseChainsConfig } from '@custodian/ceremony';
 import { describe, expect, it } from 'vitest';
 import { defaultGenerationFile, parseConfig } from '../src/index.js';
 
@@ -137,5 +139,31 @@ describe('config', () => {
       /generationFile: must be outside/,
     );
     expect(() => parseConfig({ ...base, generationFile: 7 }, '/')).toThrow(/generationFile: expected a path/);
+  });
+  it('an unknown key is an error naming it, where it is and its closest valid spelling (#29)', () => {
+    const base = { dataDir: 'd', peers: [], coordinator: { peerId: peer }, passphrase: { env: 'X' } };
+    expect(() => parseConfig({ ...base, logLevl: 'info' }, '/')).toThrow(
+      /^unknown key `logLevl` at the top level — did you mean `logLevel`\?$/,
+    );
+    expect(() => parseConfig({ ...base, passphrase: { env: 'X', fil: '/p' } }, '/')).toThrow(
+      /^unknown key `fil` in passphrase — did you mean `file`\?$/,
+    );
+    expect(() => parseConfig({ ...base, peers: [{ peerId: peer, addr: [] }] }, '/')).toThrow(
+      /^unknown key `addr` in peers\[0\] — did you mean `addrs`\?$/,
+    );
+    expect(() =>
+      parseConfig(
+        { ...base, chains: { 'ethereum-local': { family: 'ethereum', chainId: 1, maxFee: '1', max_fee: '2' } } },
+        '/',
+      ),
+    ).toThrow(/^unknown key `max_fee` in chains\.ethereum-local — did you mean `maxFee`\?$/);
+    const asset = { contract: 'TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf', decimals: 6, decimal: 6 };
+    // the phone simulator's --chains file is the same object, checked alone
+    expect(() =>
+      parseChainsConfig({ 'tron-nile': { family: 'tron', network: 'nile', maxFee: '1', assets: { USDT: asset } } }),
+    ).toThrow(/^unknown key `decimal` in chains\.tron-nile\.assets\.USDT — did you mean `decimals`\?$/);
+    expect(() => parseConfig({ ...base, zzz: 1 }, '/')).toThrow(
+      /^unknown key `zzz` at the top level \(valid keys: listen, /,
+    );
   });
 });

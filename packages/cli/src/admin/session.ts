@@ -3,11 +3,40 @@
  * first account, logging in (password, then the email or TOTP code; the session is saved in a
  * 0600 file), step-up re-authentication for sensitive actions, and one's own password and TOTP.
  */
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { readMailbox } from '@custodian/coordinator';
 import type { AdminContext } from './context.js';
 import { AdminCliError } from './http.js';
+
+/**
+ * The bootstrap token of `admin init`: `--bootstrap-token-file` (trimmed), else `--bootstrap-token`,
+ * else env `CUSTODIAN_BOOTSTRAP_TOKEN`.
+ * @throws AdminCliError (ADMIN_REQUEST_FAILED) when none is given or the file is unreadable/empty
+ */
+async function bootstrapToken(
+  o: { bootstrapTokenFile?: string; bootstrapToken?: string },
+  env: Record<string, string | undefined>,
+): Promise<string> {
+  if (o.bootstrapTokenFile !== undefined) {
+    const t = await readFile(o.bootstrapTokenFile, 'utf8').then(
+      (s) => s.trim(),
+      () => '',
+    );
+    if (t === '')
+      throw new AdminCliError(
+        `bootstrap token file ${o.bootstrapTokenFile} is unreadable or empty (it exists only until the instance is initialised; restart the coordinator to make a new one)`,
+      );
+    return t;
+  }
+  const t = o.bootstrapToken ?? env.CUSTODIAN_BOOTSTRAP_TOKEN;
+  if (t === undefined || t.trim() === '')
+    throw new AdminCliError(
+      'admin init needs the one-time bootstrap token the coordinator wrote at its first start: ' +
+        '--bootstrap-token-file <data-dir>/bootstrap-token (or --bootstrap-token, or env CUSTODIAN_BOOTSTRAP_TOKEN)',
+    );
+  return t.trim();
+}
 
 /** Register the session commands on `admin`. */
 export function registerSessionCommands(ctx: AdminContext): void {
@@ -19,16 +48,37 @@ export function registerSessionCommands(ctx: AdminContext): void {
     .requiredOption('--name <name>')
     .option('--password <password>', 'at least 12 characters (or CUSTODIAN_ADMIN_PASSWORD, or prompt)')
     .option('--profile-name <name>', 'name of the first profile', 'default')
+    .option(
+      '--bootstrap-token-file <path>',
+      'the one-time token the coordinator wrote at its first start (<data-dir>/bootstrap-token)',
+    )
+    .option('--bootstrap-token <token>', 'the token itself (or env CUSTODIAN_BOOTSTRAP_TOKEN)')
     .action(
-      ctx.run(async (o: { email: string; name: string; password?: string; profileName: string }) => {
-        const password = await ctx.ask(o.password, 'CUSTODIAN_ADMIN_PASSWORD', 'Password: ', true);
-        const api = await ctx.client();
-        const r = await api.init({ email: o.email, name: o.name, password, profile_name: o.profileName });
-        if (ctx.json) return ctx.print(r);
-        io.out(
-          `instance initialised: admin ${r.user.email} (${r.user.user_id}), profile ${r.profile.name} (${r.profile.profile_id})`,
-        );
-      }),
+      ctx.run(
+        async (o: {
+          email: string;
+          name: string;
+          password?: string;
+          profileName: string;
+          bootstrapTokenFile?: string;
+          bootstrapToken?: string;
+        }) => {
+          const token = await bootstrapToken(o, io.env);
+          const password = await ctx.ask(o.password, 'CUSTODIAN_ADMIN_PASSWORD', 'Password: ', true);
+          const api = await ctx.client();
+          const r = await api.init({
+            email: o.email,
+            name: o.name,
+            password,
+            profile_name: o.profileName,
+            bootstrap_token: token,
+          });
+          if (ctx.json) return ctx.print(r);
+          io.out(
+            `instance initialised: admin ${r.user.email} (${r.user.user_id}), profile ${r.profile.name} (${r.profile.profile_id})`,
+          );
+        },
+      ),
     );
 
   admin

@@ -65,6 +65,8 @@ export interface InitInput {
   name: string;
   password: string;
   profile_name?: string;
+  /** The one-time bootstrap token (`<data-dir>/bootstrap-token`). */
+  bootstrap_token: string;
 }
 
 export interface InitResult {

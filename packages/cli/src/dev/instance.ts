@@ -5,7 +5,7 @@
  * folder (default `.custodian/dev`, reused on the next start).
  *
  * First start bootstraps exactly as an operator would, through the admin API: first Admin account
- * (email code read from the development mailbox), mobile devices enrolled and approved by
+ * (with the coordinator's one-time bootstrap token; email code read from the development mailbox), mobile devices enrolled and approved by
  * fingerprint, server signers registered, the 3-of-4 master key ceremony (2 mobile + 2 server,
  * seed §1.4) within its 5-minute deadline, an API key, a whitelist + limits + quorum policy signed
  * by the Admin's device, and a webhook subscription. Development secrets (signer passphrase, PINs,
@@ -261,8 +261,20 @@ export async function startInstance(opts: InstanceOptions): Promise<Instance> {
     // ---- admin account ----
     const adminPassword = (await readFile(adminPassFile, 'utf8')).trim();
     if (!state.profile_id) {
+      // the one-time bootstrap token the coordinator wrote at its first start (gone once initialised:
+      // then the init answers 409 ALREADY_INITIALISED, accepted below)
+      const bootstrapToken = await readFile(join(coordinatorDir, 'bootstrap-token'), 'utf8').then(
+        (t) => t.trim(),
+        () => undefined,
+      );
       const init = await call(`POST`, `${baseUrl}/admin/v1/init`, {
-        body: { email: state.admin.email, name: 'Dev Admin', password: adminPassword, profile_name: 'default' },
+        body: {
+          email: state.admin.email,
+          name: 'Dev Admin',
+          password: adminPassword,
+          profile_name: 'default',
+          ...(bootstrapToken !== undefined ? { bootstrap_token: bootstrapToken } : {}),
+        },
         ok: [201, 409],
       });
       const profile = (init.body as { profile?: { profile_id?: string } }).profile?.profile_id;

@@ -327,6 +327,17 @@ UPDATE transfers SET signing_since = now() WHERE status = 'PENDING_SIGNATURE';`,
   PRIMARY KEY (resource_type, resource_id)
 );`,
   },
+  {
+    version: 11,
+    name: 'bootstrap_token',
+    // #29: the SHA-256 of the one-time token `POST /admin/v1/init` requires (users/bootstrap.ts);
+    // one row while the instance waits for its first Admin, deleted by the init.
+    sql: `CREATE TABLE bootstrap_token (
+  id int PRIMARY KEY CHECK (id = 1),
+  token_hash text NOT NULL,
+  created_at timestamptz NOT NULL
+);`,
+  },
 ];
 
 /**

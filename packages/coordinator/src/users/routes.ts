@@ -19,6 +19,8 @@ import {
   role,
 } from '../admin/schemas.js';
 import { UUID } from '../api/schemas.js';
+import { ApiError } from '../errors.js';
+import { MailSendError } from '../mailer.js';
 import type { PageRequest } from '../store.js';
 import type { UserService } from './service.js';
 
@@ -31,14 +33,29 @@ export function sessionRoutes(r: AdminRouter, users: UserService): void {
       roles: null,
       tags: ['Admin: session'],
       summary: 'Initialise the instance: first account (Admin) and first profile',
-      body: obj({ email, name, password, profile_name: name }, ['email', 'name', 'password']),
+      description:
+        'Needs `bootstrap_token`: the one-time token the coordinator wrote to `<data-dir>/bootstrap-token` (mode 0600) ' +
+        'at its first start while the instance had no Admin; consumed (and the file deleted) by a successful init. ' +
+        'Missing or wrong → 401 `BOOTSTRAP_TOKEN_INVALID` (rate limited like login).',
+      body: obj(
+        {
+          email,
+          name,
+          password,
+          profile_name: name,
+          bootstrap_token: { type: 'string', minLength: 1, maxLength: 256 },
+        },
+        ['email', 'name', 'password'],
+      ),
       status: 201,
       response: anyObject('The first user and profile'),
-      errors: ['ALREADY_INITIALISED'],
+      errors: ['ALREADY_INITIALISED', 'BOOTSTRAP_TOKEN_INVALID'],
       rateLimit: r.loginLimit,
     },
     async (req) => {
-      const b = B<{ email: string; name: string; password: string; profile_name?: string }>(req);
+      const b = B<{ email: string; name: string; password: string; profile_name?: string; bootstrap_token?: string }>(
+        req,
+      );
       return users.init({ ...b, profile_name: b.profile_name ?? 'default' });
     },
   );
@@ -53,10 +70,25 @@ export function sessionRoutes(r: AdminRouter, users: UserService): void {
       body: obj({ email, password: { type: 'string', minLength: 1, maxLength: 1024 } }, ['email', 'password']),
       status: 200,
       response: anyObject('challenge_id, method (email|totp), expires_at'),
-      errors: ['INVALID_CREDENTIALS'],
+      errors: ['INVALID_CREDENTIALS', 'MAIL_UNAVAILABLE'],
       rateLimit: r.loginLimit,
     },
-    async (req) => users.sessions.login(B<{ email: string }>(req).email, B<{ password: string }>(req).password),
+    async (req) => {
+      try {
+        return await users.sessions.login(B<{ email: string }>(req).email, B<{ password: string }>(req).password);
+      } catch (e) {
+        if (!(e instanceof MailSendError)) throw e;
+        // the summary names the transport failure only (never the code, the address or credentials)
+        req.log.error(
+          { code: 'MAIL_UNAVAILABLE', transport: e.summary },
+          'login code not sent: the mail transport failed (check the `mail` settings)',
+        );
+        throw new ApiError(
+          'MAIL_UNAVAILABLE',
+          'the login code could not be sent; try again later, or ask the operator to check the mail settings',
+        );
+      }
+    },
   );
   r.route(
     'POST',

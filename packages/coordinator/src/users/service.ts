@@ -13,6 +13,7 @@ import type { Mailer } from '../mailer.js';
 import { type Page, type PageRequest, pageOffset } from '../store.js';
 import { type Clock, iso } from '../util.js';
 import { emitInstanceEvent } from '../webhooks/outbox.js';
+import type { BootstrapTokens } from './bootstrap.js';
 import { checkLockout } from './lockout.js';
 import { SessionService } from './sessions.js';
 import { insertUser, keepOneAdmin, type UserRow, type UserView, userById, userView } from './store.js';
@@ -29,6 +30,8 @@ export interface UserComponents {
     createProfile(name: string, q: Queryable): Promise<{ profile_id: string; name: string; created_at: string }>;
   };
   readonly options: Omit<AdminOptions, 'mode' | 'minMobileSigners' | 'dkgTimeoutMs'>;
+  /** The one-time bootstrap token instance initialisation consumes. */
+  readonly bootstrap: BootstrapTokens;
 }
 
 /** Users, roles, instance initialisation; sessions and TOTP as sub-services. */
@@ -63,16 +66,34 @@ export class UserService {
 
   /**
    * Initialise the instance: the first account (role ADMIN) and the first profile. Exactly once:
-   * the singleton row of `instance` makes concurrent calls safe (409 ALREADY_INITIALISED).
-   * @throws ApiError ALREADY_INITIALISED (409); VALIDATION_FAILED (422) naming `body.password` when it
-   *   is too easy to guess (checked only while the instance is not initialised)
+   * the singleton row of `instance` makes concurrent calls safe (409 ALREADY_INITIALISED). Needs
+   * the one-time bootstrap token (users/bootstrap.ts), consumed in the same transaction; a refusal
+   * is audited (`instance.init_refused`, no token in the entry).
+   * @throws ApiError ALREADY_INITIALISED (409); BOOTSTRAP_TOKEN_INVALID (401) when `bootstrap_token`
+   *   is missing or wrong; VALIDATION_FAILED (422) naming `body.password` when it is too easy to
+   *   guess (checked only while the instance is not initialised and after the token)
    */
-  async init(input: { email: string; name: string; password: string; profile_name: string }) {
+  async init(input: {
+    email: string;
+    name: string;
+    password: string;
+    profile_name: string;
+    bootstrap_token?: string | undefined;
+  }) {
     if (await this.initialised())
       throw new ApiError('ALREADY_INITIALISED', 'this instance already has its first administrator');
+    try {
+      await this.c.bootstrap.check(input.bootstrap_token);
+    } catch (e) {
+      await this.c.audit.record(this.c.db, null, 'instance.init_refused', 'instance', null, {
+        email: input.email,
+        token_sent: input.bootstrap_token !== undefined,
+      });
+      throw e;
+    }
     this.requireStrong(input.password, input);
     const hash = await hashPassword(input.password, this.c.options.scrypt);
-    return this.c.db.tx(async (q) => {
+    const created = await this.c.db.tx(async (q) => {
       const r = await q.query(
         'INSERT INTO instance (id, initialised_at) VALUES (1, $1) ON CONFLICT DO NOTHING RETURNING 1',
         [this.c.clock()],
@@ -87,8 +108,11 @@ export class UserService {
         email: user.email,
         role: user.role,
       });
+      await this.c.bootstrap.consume(input.bootstrap_token, q);
       return { user, profile };
     });
+    await this.c.bootstrap.removeFile();
+    return created;
   }
 
   /**

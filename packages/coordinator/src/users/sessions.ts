@@ -63,6 +63,8 @@ export class SessionService {
    *   ({@link AdminOptions.accountLockout}, checked before the password), or — right password —
    *   when the user holds `maxOpenChallenges` open challenges or had `emailCodes.max` code e-mails
    *   in the window
+   * @throws MailSendError (mailer.ts) when the code e-mail could not be handed to the mail
+   *   transport; the challenge is deleted (the route answers 503 MAIL_UNAVAILABLE and logs it)
    */
   async login(
     email: string,
@@ -117,11 +119,17 @@ export class SessionService {
       return exp;
     });
     if (code !== undefined) {
-      await this.c.mailer.send({
-        to: u.email,
-        subject: 'Your Custodian login code',
-        text: `Your Custodian login code is ${code}\n\nIt expires in ${Math.round(this.c.options.challengeTtlMs / 60_000)} minutes. If you did not try to log in, change your password.\n`,
-      });
+      try {
+        await this.c.mailer.send({
+          to: u.email,
+          subject: 'Your Custodian login code',
+          text: `Your Custodian login code is ${code}\n\nIt expires in ${Math.round(this.c.options.challengeTtlMs / 60_000)} minutes. If you did not try to log in, change your password.\n`,
+        });
+      } catch (e) {
+        // nothing was sent: the challenge goes (it neither stays open nor counts as a code e-mail)
+        await this.c.db.query('DELETE FROM login_challenges WHERE challenge_id = $1', [id]);
+        throw e;
+      }
     }
     return { challenge_id: id, method, expires_at: iso(expires)! };
   }
