@@ -2,8 +2,9 @@
  * The typed REST client of the custody API: openapi-fetch over the types generated from the
  * OpenAPI document (generated/api.ts, scripts/generate-openapi.mjs), with what every integration
  * needs added once — the `X-API-Key` header, an `Idempotency-Key` on the create operations (one
- * random UUID per call, the same on every retry of that call), retries (retry.ts) and errors
- * thrown as {@link CustodianApiError} / {@link SdkError} instead of returned.
+ * random UUID per call, the same on every retry of that call), retries (retry.ts: 429, 503, 409
+ * in progress, lost connections) and errors thrown as {@link CustodianApiError} / {@link SdkError}
+ * instead of returned.
  *
  * ```ts
  * const custody = createCustodianClient({ baseUrl: 'https://custody.example.com', apiKey });
@@ -16,7 +17,7 @@
 import createClient, { type Client, type FetchResponse, type MaybeOptionalInit } from 'openapi-fetch';
 import { CustodianApiError, SdkError } from './errors.js';
 import { IDEMPOTENCY_KEYED_OPERATIONS, type paths } from './generated/api.js';
-import { fetchWithRetry, type RetryOptions } from './retry.js';
+import { fetchWithRetry, type RetryOptions, retryPolicy } from './retry.js';
 
 const KEYED = new Set(IDEMPOTENCY_KEYED_OPERATIONS);
 
@@ -96,16 +97,18 @@ export interface CustodianClient {
  * retries, with {@link SdkError} `NETWORK_ERROR` when no attempt got an answer, and with the
  * signal's reason when the call's `signal` aborts.
  * @throws TypeError for a `baseUrl` that is not an absolute http(s) URL
+ * @throws RangeError for an invalid `retry` policy
  */
 export function createCustodianClient(options: CustodianClientOptions): CustodianClient {
   const base = new URL(options.baseUrl);
   if (base.protocol !== 'https:' && base.protocol !== 'http:') throw new TypeError('baseUrl must be an http(s) URL');
+  const retry = retryPolicy(options.retry);
   const send = options.fetch ?? ((r: Request) => fetch(r));
   const newKey = options.idempotencyKey ?? (() => globalThis.crypto.randomUUID());
   const raw = createClient<CustodianPaths>({
     baseUrl: base.href.replace(/\/$/, ''),
     headers: { ...options.headers, ...(options.apiKey !== undefined ? { 'x-api-key': options.apiKey } : {}) },
-    fetch: (request) => fetchWithRetry(request, send, options.retry),
+    fetch: (request) => fetchWithRetry(request, send, retry),
   });
   raw.use({
     onRequest({ request, schemaPath }) {

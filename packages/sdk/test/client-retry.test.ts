@@ -117,6 +117,25 @@ describe('retries of a create call', () => {
     expect(new Set(seen.map((s) => s.idempotencyKey)).size).toBe(1);
   });
 
+  it('retries 409 with Retry-After (the same key still in flight) and not a 409 without it', async () => {
+    const a = await serve((n, _req, res) =>
+      n === 0 ? problem(res, 409, 'IDEMPOTENCY_REQUEST_IN_PROGRESS', { 'retry-after': '0' }) : wallet(res),
+    );
+    expect((await createWallet(a.url)).response.status).toBe(201);
+    expect(a.seen).toHaveLength(2);
+    expect(a.seen[1]!.idempotencyKey).toBe(a.seen[0]!.idempotencyKey);
+
+    const b = await serve((_n, _req, res) => problem(res, 409, 'NO_MASTER_KEY'));
+    await expect(createWallet(b.url)).rejects.toMatchObject({ code: 'NO_MASTER_KEY', status: 409 });
+    expect(b.seen).toHaveLength(1);
+  });
+
+  it('refuses an invalid retry policy when the client is created', () => {
+    expect(() => client('http://127.0.0.1:1', { maxAttempts: 0 })).toThrow(RangeError);
+    expect(() => client('http://127.0.0.1:1', { maxDelayMs: -1 })).toThrow(RangeError);
+    expect(() => createCustodianClient({ baseUrl: 'ftp://example.com' })).toThrow(TypeError);
+  });
+
   it('caps a long Retry-After at maxDelayMs', async () => {
     const { url, seen } = await serve((n, _req, res) =>
       n === 0 ? problem(res, 429, 'RATE_LIMITED', { 'retry-after': '86400' }) : wallet(res),
