@@ -28,6 +28,7 @@ import {
 } from './http-errors.js';
 import { cacheAndTransportHeaders, HELMET_OPTIONS } from './http-headers.js';
 import type { Startable } from './lifecycle.js';
+import { documentRoute } from './operation-ids.js';
 
 export { fastifyError } from './http-errors.js';
 export { isLoopbackHostname, SECURITY_HEADERS } from './http-headers.js';
@@ -228,7 +229,8 @@ export async function createServer(opts: ServerOptions): Promise<FastifyInstance
         description: opts.description,
         license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
       },
-      ...(opts.baseUrl ? { servers: [{ url: opts.baseUrl }] } : {}),
+      // Without a public base URL: the coordinator that serves the document (a relative server URL).
+      servers: [{ url: opts.baseUrl ?? '/' }],
       ...(opts.webhooks ? { webhooks: opts.webhooks } : {}),
       components: {
         responses: {
@@ -258,6 +260,7 @@ export async function createServer(opts: ServerOptions): Promise<FastifyInstance
         },
       },
     },
+    transform: documentRoute,
     refResolver: {
       buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
     },

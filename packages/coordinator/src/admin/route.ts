@@ -155,7 +155,7 @@ export function createAdminRouter(c: AdminRouterComponents): AdminRouter {
         tags: spec.tags,
         summary: spec.summary,
         description: `${spec.description ? `${spec.description} ` : ''}${roleText}`,
-        ...(spec.roles === null ? {} : { security: [{ AdminSession: [] }] }),
+        security: spec.roles === null ? [] : [{ AdminSession: [] }],
         ...(spec.params ? { params: spec.params } : {}),
         ...(spec.querystring ? { querystring: spec.querystring } : {}),
         ...(spec.body ? { body: spec.body } : {}),

@@ -259,7 +259,8 @@ export const IDEMPOTENCY_HEADERS = {
     },
     idempotency_key: {
       type: 'string',
-      description: 'Alias of `Idempotency-Key` (the seed spells it `Idempotency_key`).',
+      description:
+        'Alias of `Idempotency-Key` (the seed spells it `Idempotency_key`); a request that sends it may omit `Idempotency-Key`.',
     },
   },
 } as const;

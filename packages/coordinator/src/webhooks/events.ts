@@ -380,6 +380,7 @@ export function openApiWebhooks(): Record<string, unknown> {
     const d = WEBHOOK_EVENT_DOCS[t];
     out[t] = {
       post: {
+        operationId: `${t.toLowerCase().replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase())}Event`,
         summary: t,
         description:
           `Trigger: ${d.trigger} Delivered with HTTPS POST to every ${
@@ -390,6 +391,8 @@ export function openApiWebhooks(): Record<string, unknown> {
           'answer 2xx within 30 s, otherwise retried 30 s, 2 min, 10 min and 30 min after the previous attempt, ' +
           'then FAILED. At-least-once: deduplicate on X-Webhook-Event-ID.',
         parameters,
+        // No credential is sent: the receiver checks X-Webhook-Signature against the JWKS (`@custodian/sdk` verifyWebhook).
+        security: [],
         requestBody: {
           required: true,
           content: {

@@ -192,6 +192,7 @@ export async function jwksRoute(app: FastifyInstance, keys: WebhookSigningKeys) 
       schema: {
         tags: ['Webhooks'],
         summary: 'JWKS of the webhook signing public keys',
+        security: [],
         description:
           `Not under /api; no authentication. P-256 keys (kty EC, crv P-256, alg ES256, use sig; kid = RFC 7638 ` +
           `thumbprint). A new key is published ${Math.round(keys.opts.publishLeadMs / 60_000)} min before it signs; ` +
