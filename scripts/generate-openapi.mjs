@@ -17,7 +17,12 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 async function generateOpenApi() {
   const dir = await mkdtemp(join(tmpdir(), 'custodian-openapi-'));
   try {
-    const c = await createCoordinator({ mode: 'production', mailboxDir: join(dir, 'mailbox'), logger: false });
+    const c = await createCoordinator({
+      mode: 'production',
+      mail: { transport: 'file' },
+      mailboxDir: join(dir, 'mailbox'),
+      logger: false,
+    });
     try {
       await c.app.ready();
       return `${JSON.stringify(c.app.swagger(), null, 2)}\n`;
