@@ -3,6 +3,7 @@
  * approvals.ts, fee-bump-request.ts) share: the components they receive, the service's options,
  * the approval requests pushed to devices, and the 422 helper.
  */
+import type { TransferMetrics } from '../metrics/registry.js';
 import type { TransferIntent } from '@custodian/wire';
 import type { Db } from '../db/db.js';
 import { ApiError } from '../errors.js';
@@ -82,6 +83,8 @@ export interface RequestContext {
   readonly chains: ChainRegistry;
   readonly opts: TransferServiceOptions;
   readonly signals: TransferSignals;
+  /** Status moves and time in each status (transfers/machine.ts reports them). */
+  readonly metrics: TransferMetrics | undefined;
 }
 
 /** A 422 VALIDATION_FAILED naming the failing field. */
