@@ -33,6 +33,9 @@ import { DeviceStore } from './devices/store.js';
 import { resolveFeeCaps, syncDirectory } from './directory.js';
 import { Lifecycle, type Startable } from './lifecycle.js';
 import { createMailer } from './mailer.js';
+import { ReadinessProbe } from './metrics/readiness.js';
+import { createCoordinatorMetrics } from './metrics/registry.js';
+import { httpMetricsHook, observabilityRoutes } from './metrics/routes.js';
 import type { Coordinator, CoordinatorOptions } from './options.js';
 import { credentialBucket } from './request-bucket.js';
 import { addressBucket, createServer, HttpServer, parseTrustProxy } from './server.js';
@@ -152,6 +155,14 @@ async function build(
   const log = (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) =>
     app.log[level](fields ?? {}, msg);
   const chains = new ChainRegistry(opts.chains ?? {}, undefined, db);
+  // one registry per coordinator (metrics/registry.ts); the gauges read at scrape time go through
+  // the readiness probe (cached chain heads), built below once the signing services exist
+  let readiness: ReadinessProbe | undefined;
+  const metrics = createCoordinatorMetrics({
+    snapshot: () => (readiness as ReadinessProbe).snapshot(),
+    poolTarget: opts.signing?.enabled ? (opts.signing.presignaturePool ?? 4) : 0,
+  });
+  httpMetricsHook(app, metrics);
   // the transfers room reports activations, new work and approval requests on emitters built here:
   // their listeners (signing services, pipeline, device hub) are built after it and subscribe below
   const activations = new Emitter<[signed: SignedPolicy]>();
@@ -170,6 +181,7 @@ async function build(
     chains,
     options: { approvalWindowMs: opts.transfers?.approvalWindowMs ?? 24 * 3600_000, feeCaps },
     signals,
+    metrics: metrics.transfers,
   });
   // the devices room reports revocations to the hub, the hub pins legacy peer ids through the
   // devices room: an emitter built before both breaks that cycle (devices/hub-types.ts)
@@ -222,6 +234,7 @@ async function build(
           : {}),
         ...(opts.signing.deviceSockets ? { deviceSockets: opts.signing.deviceSockets } : {}),
         log: pino({ level: process.env.CUSTODIAN_SIGNING_LOG ?? 'warn', base: { service: 'coordinator-signing' } }),
+        metrics: metrics.signing,
       })
     : undefined;
   if (signing) built(signing);
@@ -239,6 +252,15 @@ async function build(
     service: transferService,
     gateway: opts.transfers?.gateway ?? signing?.gateway,
     options: { ...DEFAULT_PIPELINE_OPTIONS, ...opts.transfers?.pipeline, log },
+    metrics: metrics.transfers,
+  });
+  const gateway = opts.transfers?.gateway ?? signing?.gateway;
+  readiness = new ReadinessProbe({
+    db,
+    chains,
+    masterKeys: new MasterKeyStore({ db, clock }),
+    availability: gateway?.availability?.bind(gateway),
+    ...(opts.health !== undefined ? { options: opts.health } : {}),
   });
   // new work wakes the pipeline this process runs (none when `runPipeline` is false)
   if (opts.transfers?.runPipeline !== false) signals.work.on(() => pipeline.kick());
@@ -286,6 +308,7 @@ async function build(
     db,
     keys: signingKeys,
     options: { ...DEFAULT_WORKER_OPTIONS, ...opts.webhooks?.worker, mode: opts.mode, clock, log },
+    metrics: metrics.webhooks,
   });
 
   const routes: { method: string; url: string; hidden: boolean }[] = [];
@@ -328,6 +351,13 @@ async function build(
   );
   await app.register(async (a) => transferAdminRoutes(a, users.sessions, db, policies, transferService));
   await app.register(async (a) => jwksRoute(a, signingKeys));
+  await app.register(async (a) =>
+    observabilityRoutes(a, {
+      metrics,
+      readiness: readiness as ReadinessProbe,
+      options: { enabled: opts.metrics?.enabled ?? true, bearerToken: opts.metrics?.bearerToken },
+    }),
+  );
   await app.ready();
   if (kekSource === 'ephemeral') {
     app.log.warn('webhook signing keys are encrypted with an in-memory key: set CUSTODIAN_WEBHOOK_KEK or a dataDir');
@@ -382,6 +412,8 @@ async function build(
     routes,
     webhooks: { keys: signingKeys, service: webhookService, worker, registrations },
     components: lifecycle.names,
+    metrics,
+    readiness,
     async start() {
       await lifecycle.start();
       return http.url as string;
