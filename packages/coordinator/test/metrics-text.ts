@@ -47,9 +47,7 @@ export function parseExposition(text: string): Exposition {
 
 /** The value of the sample `name` whose labels include `labels` (undefined: none; throws when several match). */
 export function metricValue(e: Exposition, name: string, labels: Record<string, string> = {}): number | undefined {
-  const hits = e.samples.filter(
-    (s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v),
-  );
+  const hits = e.samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
   if (hits.length > 1 && Object.keys(labels).length > 0) {
     // several series match: their labels are a superset; sum only when asked exactly — refuse instead
     throw new Error(`${hits.length} samples of ${name} match ${JSON.stringify(labels)}`);

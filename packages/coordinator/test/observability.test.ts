@@ -5,11 +5,12 @@
  * attempt, all over real HTTP against a started coordinator; and the docs table of metric names.
  * The signer and transfer side: observability-signers.test.ts.
  */
+
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { blockchainId } from '../src/directory.js';
 import { COORDINATOR_METRIC_NAMES } from '../src/metrics/registry.js';
