@@ -41,7 +41,10 @@ export async function coordinatorOptionsFromFlags(o: StartFlags): Promise<Coordi
   const port = Number(o.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error('--port must be an integer in [0, 65535]');
   const file = o.config
-    ? (JSON.parse(await readFile(o.config, 'utf8')) as Pick<CoordinatorOptions, 'chains' | 'transfers' | 'signing'>)
+    ? (JSON.parse(await readFile(o.config, 'utf8')) as Pick<
+        CoordinatorOptions,
+        'chains' | 'transfers' | 'signing' | 'metrics' | 'health'
+      >)
     : {};
   const chains = { ...(file.chains ?? {}) };
   for (const c of o.chain) {
@@ -62,6 +65,8 @@ export async function coordinatorOptionsFromFlags(o: StartFlags): Promise<Coordi
     ...(o.baseUrl ? { baseUrl: o.baseUrl } : {}),
     logger: true,
     chains,
+    ...(file.metrics !== undefined ? { metrics: file.metrics } : {}),
+    ...(file.health !== undefined ? { health: file.health } : {}),
     transfers: { ...(file.transfers ?? {}), trustedAdminKeys },
     signing: {
       ...(file.signing ?? {}),
@@ -83,7 +88,7 @@ export function registerCoordinatorCommands(program: Command): void {
     .option('--port <port>', 'listen port', '8080')
     .option('--mode <mode>', 'development | production', 'development')
     .option('--base-url <url>', 'public base URL (default http://<host>:<port>)')
-    .option('--config <file>', 'JSON config: chains, transfers, signing')
+    .option('--config <file>', 'JSON config: chains, transfers, signing, metrics, health')
     .option('--chain <key=url>', 'blockchain node RPC, e.g. ethereum-local=http://127.0.0.1:8545', collect, [])
     .option(
       '--trusted-admin-key <hex>',

@@ -26,21 +26,22 @@ import { apiKeyHook, type ProfileRoutesContext, walletRoutes } from './api/route
 import { ApiKeyService } from './api-keys/service.js';
 import { AuditLog } from './audit/service.js';
 import { type Db, openPglite, openPostgres } from './db/db.js';
-import { migrate } from './db/migrations.js';
+import { migrate, pendingMigrations } from './db/migrations.js';
 import { API_DECISIONS } from './decisions.js';
 import { DeviceService } from './devices/service.js';
 import { DeviceStore } from './devices/store.js';
 import { resolveFeeCaps, syncDirectory } from './directory.js';
 import { Lifecycle, type Startable } from './lifecycle.js';
 import { createMailer } from './mailer.js';
-import { ReadinessProbe } from './metrics/readiness.js';
+import { ReadinessProbe, resolveReadinessOptions } from './metrics/readiness.js';
 import { createCoordinatorMetrics } from './metrics/registry.js';
-import { httpMetricsHook, observabilityRoutes } from './metrics/routes.js';
+import { httpMetricsHook, observabilityRoutes, resolveMetricsOptions } from './metrics/routes.js';
 import type { Coordinator, CoordinatorOptions } from './options.js';
 import { credentialBucket } from './request-bucket.js';
 import { addressBucket, createServer, HttpServer, parseTrustProxy } from './server.js';
 import { SignerService } from './signers/service.js';
 import { MasterKeyStore, ServerSignerStore } from './signers/store.js';
+import { pooledCounts } from './signing/presignature-pool.js';
 import { createSigningServices, type SigningServices } from './signing/services.js';
 import { transferAdminRoutes } from './transfers/admin-routes.js';
 import { ChainRegistry } from './transfers/chains.js';
@@ -48,6 +49,8 @@ import { DEFAULT_PIPELINE_OPTIONS, TransferPipeline } from './transfers/pipeline
 import { PolicyService } from './transfers/policies.js';
 import { TRANSFER_SCHEMAS, transferRoutes } from './transfers/routes.js';
 import { TransferService, transferSignals } from './transfers/service.js';
+import { countByStatus } from './transfers/view.js';
+import { watcherHeights } from './transfers/watcher-store.js';
 import { UserService } from './users/service.js';
 import { type Clock, Emitter, systemClock } from './util.js';
 import { WalletService } from './wallets/service.js';
@@ -94,6 +97,8 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
   );
   const adminNetworks = opts.adminNetworks ?? opts.admin?.adminNetworks ?? adminNetworksFromEnv();
   parseAdminNetworks(adminNetworks);
+  resolveMetricsOptions(opts.metrics);
+  resolveReadinessOptions(opts.health);
   const mailboxDir = opts.mailboxDir ?? (opts.dataDir !== undefined ? join(opts.dataDir, 'mailbox') : undefined);
   if (opts.mailer === undefined && opts.smtpUrl === undefined && mailboxDir === undefined) {
     throw new Error(
@@ -256,7 +261,13 @@ async function build(
   });
   const gateway = opts.transfers?.gateway ?? signing?.gateway;
   readiness = new ReadinessProbe({
-    db,
+    queries: {
+      ping: () => db.query('SELECT 1'),
+      pendingMigrations: () => pendingMigrations(db),
+      transfersByStatus: () => countByStatus(db),
+      pooledPresignatures: () => pooledCounts(db),
+      watcherHeights: () => watcherHeights(db),
+    },
     chains,
     masterKeys: new MasterKeyStore({ db, clock }),
     availability: gateway?.availability?.bind(gateway),
@@ -355,7 +366,7 @@ async function build(
     observabilityRoutes(a, {
       metrics,
       readiness: readiness as ReadinessProbe,
-      options: { enabled: opts.metrics?.enabled ?? true, bearerToken: opts.metrics?.bearerToken },
+      options: resolveMetricsOptions(opts.metrics),
     }),
   );
   await app.ready();

@@ -13,8 +13,6 @@
  * requests share one run), so `/readyz` cannot be used to hammer the database or the chain nodes.
  * Reasons name what failed, never a URL, credential or key material.
  */
-import type { Db } from '../db/db.js';
-import { MIGRATIONS } from '../db/migrations.js';
 import type { SignParty } from '../signing/gateway.js';
 import type { DbSnapshot } from './registry.js';
 
@@ -50,15 +48,42 @@ export interface ChainHeads {
   watcherChain(key: string): string;
 }
 
+/** What the probe reads from the database, each query in the store of the room owning its table. */
+export interface ReadinessQueries {
+  /** Answers when the database does (`SELECT 1`). */
+  ping(): Promise<unknown>;
+  /** Migration versions of this release not applied (db/migrations.ts `pendingMigrations`). */
+  pendingMigrations(): Promise<number[]>;
+  /** Transfers per status (transfers/view.ts `countByStatus`). */
+  transfersByStatus(): Promise<{ status: string; n: number }[]>;
+  /** Pooled presignatures per key and set (signing/presignature-pool.ts `pooledCounts`). */
+  pooledPresignatures(): Promise<{ key_id: string; signing_set: string; n: number }[]>;
+  /** Watcher cursor heights by watcher chain name (transfers/watcher-store.ts `watcherHeights`). */
+  watcherHeights(): Promise<Map<string, number>>;
+}
+
 /** Components of {@link ReadinessProbe}. */
 export interface ReadinessComponents {
-  readonly db: Db;
+  readonly queries: ReadinessQueries;
   readonly chains: ChainHeads;
   /** Master key records (signers room); absent with `availability`. */
   readonly masterKeys?: { listMasterKeys(): Promise<{ master_key_id: string; threshold: number; parties: unknown }[]> };
   /** Whether a party is connected now (signer gateway); absent: the signer checks are skipped. */
   readonly availability?: ((party: SignParty) => Promise<'up' | 'down' | undefined>) | undefined;
   readonly options?: Partial<ReadinessOptions>;
+}
+
+/**
+ * Check and complete the `health` settings.
+ * @throws RangeError naming `health.cacheMs` (integer 0..60 000) or `health.timeoutMs` (integer 1..60 000)
+ */
+export function resolveReadinessOptions(o: Partial<ReadinessOptions> = {}): ReadinessOptions {
+  const r = { ...DEFAULT_READINESS_OPTIONS, ...o };
+  if (!Number.isSafeInteger(r.cacheMs) || r.cacheMs < 0 || r.cacheMs > 60_000)
+    throw new RangeError('health.cacheMs: an integer 0..60000 (ms)');
+  if (!Number.isSafeInteger(r.timeoutMs) || r.timeoutMs < 1 || r.timeoutMs > 60_000)
+    throw new RangeError('health.timeoutMs: an integer 1..60000 (ms)');
+  return r;
 }
 
 class Timeout extends Error {}
@@ -87,8 +112,9 @@ export class ReadinessProbe {
   #cached: { at: number; result: Promise<Readiness> } | undefined;
   #heads: { at: number; result: Promise<Map<string, number | undefined>> } | undefined;
 
+  /** @throws RangeError naming `health.cacheMs` (0..60 000) or `health.timeoutMs` (1..60 000) */
   constructor(private readonly c: ReadinessComponents) {
-    this.options = { ...DEFAULT_READINESS_OPTIONS, ...c.options };
+    this.options = resolveReadinessOptions(c.options);
   }
 
   /** The readiness, run at most once per `cacheMs`. Never rejects. */
@@ -125,7 +151,7 @@ export class ReadinessProbe {
     const checks: ReadinessCheck[] = [];
     let dbUp = false;
     try {
-      await bounded(this.c.db.query('SELECT 1'), timeoutMs);
+      await bounded(this.c.queries.ping(), timeoutMs);
       dbUp = true;
       checks.push({ name: 'database', state: 'pass', reason: 'reachable' });
     } catch (e) {
@@ -135,15 +161,10 @@ export class ReadinessProbe {
       checks.push({ name: 'migrations', state: 'fail', reason: 'database unreachable' });
     } else {
       try {
-        const rows = await bounded(
-          this.c.db.query<{ version: number }>('SELECT version FROM schema_migrations'),
-          timeoutMs,
-        );
-        const have = new Set(rows.map((r) => Number(r.version)));
-        const missing = MIGRATIONS.filter((m) => !have.has(m.version)).map((m) => m.version);
+        const missing = await bounded(this.c.queries.pendingMigrations(), timeoutMs);
         checks.push(
           missing.length === 0
-            ? { name: 'migrations', state: 'pass', reason: `${MIGRATIONS.length} applied` }
+            ? { name: 'migrations', state: 'pass', reason: 'current' }
             : { name: 'migrations', state: 'fail', reason: `not applied: ${missing.join(', ')}` },
         );
       } catch (e) {
@@ -192,17 +213,13 @@ export class ReadinessProbe {
 
   /** The scrape-time values of the metrics: transfers per status, pool depth, chain heights. */
   async snapshot(): Promise<DbSnapshot> {
-    const [transfers, pool, heads, cursors] = await Promise.all([
-      this.c.db.query<{ status: string; n: number }>(
-        'SELECT status, count(*)::int AS n FROM transfers GROUP BY status',
-      ),
-      this.c.db.query<{ key_id: string; signing_set: string; n: number }>(
-        'SELECT key_id, signing_set, count(*)::int AS n FROM presignatures GROUP BY key_id, signing_set',
-      ),
+    const q = this.c.queries;
+    const [transfers, pool, heads, cursor] = await Promise.all([
+      q.transfersByStatus(),
+      q.pooledPresignatures(),
       this.heads(),
-      this.c.db.query<{ chain: string; height: number }>('SELECT chain, height FROM watcher_cursors'),
+      q.watcherHeights(),
     ]);
-    const cursor = new Map(cursors.map((r) => [r.chain, Number(r.height)]));
     return {
       transfers,
       pool,

@@ -26,6 +26,18 @@ export interface MetricsOptions {
   bearerToken?: string | undefined;
 }
 
+/**
+ * Check and complete the `metrics` settings.
+ * @throws RangeError naming `metrics.enabled` (not a boolean) or `metrics.bearerToken` (not a string of 16..512 visible ASCII characters)
+ */
+export function resolveMetricsOptions(o: Partial<MetricsOptions> = {}): MetricsOptions {
+  if (o.enabled !== undefined && typeof o.enabled !== 'boolean') throw new RangeError('metrics.enabled: true or false');
+  const t = o.bearerToken;
+  if (t !== undefined && (typeof t !== 'string' || !/^[\x21-\x7e]{16,512}$/.test(t)))
+    throw new RangeError('metrics.bearerToken: 16 to 512 visible ASCII characters');
+  return { enabled: o.enabled ?? true, bearerToken: t };
+}
+
 /** What {@link observabilityRoutes} serves. */
 export interface ObservabilityComponents {
   readonly metrics: CoordinatorMetrics;

@@ -250,7 +250,14 @@ export async function createSigningServices(c: SigningServicesComponents): Promi
     db: c.db,
     masterKeys: c.masterKeys,
     presign: async (keyId, parties, count, deadline, signal) => {
-      const r = await presignCeremony({ control, devices: h, directory, prepare }, keyId, parties, count, deadline, signal);
+      const r = await presignCeremony(
+        { control, devices: h, directory, prepare },
+        keyId,
+        parties,
+        count,
+        deadline,
+        signal,
+      );
       c.metrics?.ceremonies.inc({ kind: 'presign', outcome: r.ok ? 'ok' : 'failed' });
       return r;
     },

@@ -431,7 +431,10 @@ export async function transition(
     m.metrics.transitions.inc({ from, to });
     const entered = moved[0]?.entered;
     if (from !== to && entered) {
-      m.metrics.statusDuration.observe({ status: from }, Math.max(0, now.getTime() - new Date(entered).getTime()) / 1000);
+      m.metrics.statusDuration.observe(
+        { status: from },
+        Math.max(0, now.getTime() - new Date(entered).getTime()) / 1000,
+      );
     }
   }
   const row = await loadTransfer(q, transferId);
@@ -467,7 +470,10 @@ export async function markDelivered(
   if (updated.length === 0) return false;
   const sentAt = updated[0]?.sent_at;
   if (m.metrics !== undefined && sentAt) {
-    m.metrics.statusDuration.observe({ status: move.from }, Math.max(0, now.getTime() - new Date(sentAt).getTime()) / 1000);
+    m.metrics.statusDuration.observe(
+      { status: move.from },
+      Math.max(0, now.getTime() - new Date(sentAt).getTime()) / 1000,
+    );
   }
   const v = transferView((await loadTransfer(q, transferId))!);
   for (const type of move.events)

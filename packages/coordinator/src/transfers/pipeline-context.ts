@@ -4,9 +4,10 @@
  * components and per-process state a step receives, with {@link StepContext.owned} (a write under
  * the lease).
  */
-import type { TransferMetrics } from '../metrics/registry.js';
+
 import type { Backoff } from '@custodian/signer-client';
 import type { Db, Queryable } from '../db/db.js';
+import type { TransferMetrics } from '../metrics/registry.js';
 import type { SignerGateway } from '../signing/gateway.js';
 import type { Clock } from '../util.js';
 import type { ChainRegistry } from './chains.js';

@@ -53,10 +53,11 @@
  * signers never holds back its transfer's confirmation (a confirmed transfer's bump ends FAILED /
  * ALREADY_CONFIRMED).
  */
-import type { TransferMetrics } from '../metrics/registry.js';
+
 import { randomUUID } from 'node:crypto';
 import type { Backoff } from '@custodian/signer-client';
 import type { Db, Queryable } from '../db/db.js';
+import type { TransferMetrics } from '../metrics/registry.js';
 import type { SignerGateway } from '../signing/gateway.js';
 import type { Clock } from '../util.js';
 import { broadcastStep } from './broadcast-step.js';

@@ -10,12 +10,12 @@
  * (view.ts, machine.ts, request-context.ts), so `@custodian/coordinator` exports what it did.
  */
 
-import type { TransferMetrics } from '../metrics/registry.js';
 import { randomUUID } from 'node:crypto';
 import type { FeeLevel } from '@custodian/chains';
 import type { Approval, SignedPolicy } from '@custodian/wire';
 import type { Db, Queryable } from '../db/db.js';
 import { ApiError } from '../errors.js';
+import type { TransferMetrics } from '../metrics/registry.js';
 import type { Page, PageRequest } from '../store.js';
 import type { Clock } from '../util.js';
 import { pendingApprovals, submitApproval, withdrawRequests } from './approvals.js';
