@@ -221,6 +221,19 @@ describe('/metrics', () => {
   });
 });
 
+describe('settings', () => {
+  it('a bad metrics or health setting is refused at creation, naming the key', async () => {
+    for (const [coordinator, key] of [
+      [{ metrics: { bearerToken: 'short' } }, 'metrics.bearerToken'],
+      [{ metrics: { enabled: 'yes' as unknown as boolean } }, 'metrics.enabled'],
+      [{ health: { cacheMs: -1 } }, 'health.cacheMs'],
+      [{ health: { timeoutMs: 0 } }, 'health.timeoutMs'],
+    ] as const) {
+      await expect(startHarness({ coordinator })).rejects.toThrow(new RegExp(`^${key.replace('.', '\\.')}: `));
+    }
+  });
+});
+
 describe('docs/observability.md', () => {
   it('its metrics table lists exactly the metrics the coordinator exports, with their types', async () => {
     const doc = readFileSync(join(ROOT, 'docs/observability.md'), 'utf8');

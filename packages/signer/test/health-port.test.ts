@@ -13,6 +13,7 @@ import { CeremonyKind, KeyAlgorithm, Outcome } from '@custodian/wire';
 import { generateKeyPair } from '@libp2p/crypto/keys';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../src/config.js';
 import { SIGNER_METRIC_NAMES } from '../src/health.js';
 import {
   buildSigner,
@@ -160,5 +161,24 @@ describe('docs/observability.md, signer metrics', () => {
     for (const r of rows) expect(r[2], r[1]).toBe(TYPES[r[1] as string]);
     const dash = readFileSync(join(ROOT, 'docs/grafana-dashboard.json'), 'utf8');
     for (const name of SIGNER_METRIC_NAMES) expect(dash, name).toContain(name);
+  });
+});
+
+describe('healthPort / healthHost config', () => {
+  const base = {
+    dataDir: 'd',
+    peers: [],
+    coordinator: { peerId: '12D3KooWDriB8JmATtubbnW4d6iuWp8tUHCsbSXp3zjBtPpPbwr9' },
+    passphrase: { env: 'X' },
+  };
+  it('off by default; a port number and a bind address otherwise; errors name the key', () => {
+    const off = parseConfig(base, '/');
+    expect(off.healthPort).toBeUndefined();
+    expect(off.healthHost).toBeUndefined();
+    const on = parseConfig({ ...base, healthPort: 9464, healthHost: '10.0.0.5' }, '/');
+    expect([on.healthPort, on.healthHost]).toEqual([9464, '10.0.0.5']);
+    for (const bad of [-1, 65536, 1.5, '9464'])
+      expect(() => parseConfig({ ...base, healthPort: bad }, '/')).toThrow(/^healthPort: /);
+    expect(() => parseConfig({ ...base, healthPort: 1, healthHost: '' }, '/')).toThrow(/^healthHost: /);
   });
 });
