@@ -160,6 +160,7 @@ describe('/metrics', () => {
     expect(
       metricValue(after, 'custodian_http_requests_total', { method: 'GET', route: 'unmatched', status: '404' }),
     ).toBe(1);
+    expect(after.types.get('process_cpu_seconds_total')).toBe('counter'); // prom-client's process metrics
     const text = after.text;
     expect(text).not.toContain(h.profileId);
     expect(text).not.toContain('/no/such');

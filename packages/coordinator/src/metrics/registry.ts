@@ -97,6 +97,12 @@ export interface CoordinatorMetrics {
   readonly transfers: TransferMetrics;
   readonly signing: SigningMetrics;
   readonly webhooks: WebhookMetrics;
+  /**
+   * Start prom-client's process and Node.js metrics in this registry (idempotent; `/metrics` calls
+   * it before each scrape): their samplers (event loop delay, GC observer) run only in a
+   * coordinator that is scraped, not in every coordinator a test process builds.
+   */
+  processMetrics(): void;
 }
 
 /** Options of {@link createCoordinatorMetrics}. */
@@ -105,8 +111,6 @@ export interface CoordinatorMetricsOptions {
   snapshot?: SnapshotSource;
   /** Presignatures kept per (key, signing set), exported as `custodian_presignature_pool_target`. */
   poolTarget?: number;
-  /** Also export prom-client's process and Node.js metrics (`process_*`, `nodejs_*`). Default true. */
-  processMetrics?: boolean;
 }
 
 /** Latency buckets (seconds) of HTTP requests. */
@@ -123,7 +127,6 @@ const STATUS_BUCKETS = [1, 5, 15, 60, 300, 900, 3600, 4 * 3600, 24 * 3600];
 export function createCoordinatorMetrics(options: CoordinatorMetricsOptions = {}): CoordinatorMetrics {
   const registry = new Registry();
   const registers = [registry];
-  if (options.processMetrics !== false) collectDefaultMetrics({ register: registry });
 
   // one snapshot per scrape: every gauge's collect() shares the promise of the first
   let current: Promise<DbSnapshot | undefined> | undefined;
@@ -249,7 +252,19 @@ export function createCoordinatorMetrics(options: CoordinatorMetricsOptions = {}
     p.head === undefined || p.watcher === undefined ? undefined : Math.max(0, p.head - p.watcher),
   );
 
-  return { registry, http, transfers, signing, webhooks };
+  let processMetrics = false;
+  return {
+    registry,
+    http,
+    transfers,
+    signing,
+    webhooks,
+    processMetrics() {
+      if (processMetrics) return;
+      processMetrics = true;
+      collectDefaultMetrics({ register: registry });
+    },
+  };
 }
 
 /** Label value of a gateway algorithm name. */

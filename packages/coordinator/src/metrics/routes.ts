@@ -83,6 +83,7 @@ export async function observabilityRoutes(app: FastifyInstance, c: Observability
     if (token !== undefined && !tokenMatches(req.headers.authorization, token)) {
       throw new ApiError('INVALID_CREDENTIALS', 'GET /metrics needs Authorization: Bearer <metrics.bearerToken>');
     }
+    c.metrics.processMetrics();
     const body = await c.metrics.registry.metrics();
     return reply.header('content-type', c.metrics.registry.contentType).header('cache-control', 'no-store').send(body);
   });
