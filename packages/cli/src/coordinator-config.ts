@@ -87,6 +87,16 @@ export const COORDINATOR_CONFIG_SCHEMA: ConfigSchema = {
       then: { required: ['url'] },
       else: { not: { required: ['url'] } },
     },
+    metrics: {
+      type: 'object',
+      properties: { enabled: { type: 'boolean' }, bearerToken: { type: 'string' } },
+      additionalProperties: false,
+    },
+    health: {
+      type: 'object',
+      properties: { cacheMs: ms, timeoutMs: positive },
+      additionalProperties: false,
+    },
     webhooks: {
       type: 'object',
       properties: { allowedTargets: { type: 'array', items: { type: 'string', minLength: 1 } } },
@@ -121,6 +131,8 @@ export interface CoordinatorConfigFile {
   signing?: Partial<NonNullable<CoordinatorOptions['signing']>>;
   mail?: NonNullable<CoordinatorOptions['mail']>;
   prices?: NonNullable<CoordinatorOptions['prices']>;
+  metrics?: NonNullable<CoordinatorOptions['metrics']>;
+  health?: NonNullable<CoordinatorOptions['health']>;
   webhooks?: Pick<NonNullable<CoordinatorOptions['webhooks']>, 'allowedTargets'>;
 }
 

@@ -73,6 +73,8 @@ export async function coordinatorOptionsFromFlags(
     logger: true,
     ...(mail !== undefined ? { mail } : {}),
     chains,
+    ...(file.metrics !== undefined ? { metrics: file.metrics } : {}),
+    ...(file.health !== undefined ? { health: file.health } : {}),
     transfers: { ...(file.transfers ?? {}), trustedAdminKeys },
     ...(file.prices !== undefined ? { prices: file.prices } : {}),
     ...(file.webhooks?.allowedTargets !== undefined
@@ -98,7 +100,7 @@ export function registerCoordinatorCommands(program: Command): void {
     .option('--port <port>', 'listen port', '8080')
     .option('--mode <mode>', 'development | production', 'development')
     .option('--base-url <url>', 'public base URL (default http://<host>:<port>)')
-    .option('--config <file>', 'JSON config file: chains, transfers, signing, mail (docs/configuration.md)')
+    .option('--config <file>', 'JSON config file: chains, transfers, signing, mail, metrics… (docs/configuration.md)')
     .option(
       '--smtp-url <url>',
       'send login codes through SMTP, e.g. smtp://user:pass@host:587 (env CUSTODIAN_SMTP_URL; config mail.url)',

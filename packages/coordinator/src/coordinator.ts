@@ -28,7 +28,7 @@ import { apiKeyHook, type ProfileRoutesContext, walletRoutes } from './api/route
 import { ApiKeyService } from './api-keys/service.js';
 import { AuditLog } from './audit/service.js';
 import { type Db, openPglite, openPostgres } from './db/db.js';
-import { migrate } from './db/migrations.js';
+import { migrate, pendingMigrations } from './db/migrations.js';
 import { API_DECISIONS } from './decisions.js';
 import { DeviceService } from './devices/service.js';
 import { DeviceStore } from './devices/store.js';
@@ -36,11 +36,15 @@ import { resolveFeeCaps, syncDirectory } from './directory.js';
 import { CoordinatorError } from './errors.js';
 import { Lifecycle, type Startable } from './lifecycle.js';
 import { createMailer, DEFAULT_MAIL_FROM, type MailerOptions } from './mailer.js';
+import { ReadinessProbe, resolveReadinessOptions } from './metrics/readiness.js';
+import { createCoordinatorMetrics } from './metrics/registry.js';
+import { httpMetricsHook, observabilityRoutes, resolveMetricsOptions } from './metrics/routes.js';
 import type { Coordinator, CoordinatorOptions } from './options.js';
 import { credentialBucket } from './request-bucket.js';
 import { addressBucket, createServer, HttpServer, parseTrustProxy } from './server.js';
 import { SignerService } from './signers/service.js';
 import { MasterKeyStore, ServerSignerStore } from './signers/store.js';
+import { pooledCounts } from './signing/presignature-pool.js';
 import { createSigningServices, type SigningServices } from './signing/services.js';
 import { transferAdminRoutes } from './transfers/admin-routes.js';
 import { ChainRegistry } from './transfers/chains.js';
@@ -49,6 +53,8 @@ import { PolicyService } from './transfers/policies.js';
 import { priceSourceFromConfig } from './transfers/prices.js';
 import { TRANSFER_SCHEMAS, transferRoutes } from './transfers/routes.js';
 import { TransferService, transferSignals } from './transfers/service.js';
+import { countByStatus } from './transfers/view.js';
+import { watcherHeights } from './transfers/watcher-store.js';
 import { BootstrapTokens } from './users/bootstrap.js';
 import { UserService } from './users/service.js';
 import { type Clock, Emitter, systemClock } from './util.js';
@@ -97,6 +103,8 @@ export async function createCoordinator(opts: CoordinatorOptions): Promise<Coord
   );
   const adminNetworks = opts.adminNetworks ?? opts.admin?.adminNetworks ?? adminNetworksFromEnv();
   parseAdminNetworks(adminNetworks);
+  resolveMetricsOptions(opts.metrics);
+  resolveReadinessOptions(opts.health);
   const allowedTargets = WebhookTargetAllowlist.parse(opts.webhooks?.allowedTargets ?? []);
   // the price source logs through the server's logger, which exists only once built
   const priceLog: { to?: (msg: string, fields: Record<string, unknown>) => void } = {};
@@ -179,6 +187,14 @@ async function build(
   priceLog.to = (msg, fields) => log('warn', msg, fields);
   bootstrapLog = log;
   const chains = new ChainRegistry(opts.chains ?? {}, prices, db);
+  // one registry per coordinator (metrics/registry.ts); the gauges read at scrape time go through
+  // the readiness probe (cached chain heads), built below once the signing services exist
+  let readiness: ReadinessProbe | undefined;
+  const metrics = createCoordinatorMetrics({
+    snapshot: () => (readiness as ReadinessProbe).snapshot(),
+    poolTarget: opts.signing?.enabled ? (opts.signing.presignaturePool ?? 4) : 0,
+  });
+  httpMetricsHook(app, metrics);
   // the transfers room reports activations, new work and approval requests on emitters built here:
   // their listeners (signing services, pipeline, device hub) are built after it and subscribe below
   const activations = new Emitter<[signed: SignedPolicy]>();
@@ -197,6 +213,7 @@ async function build(
     chains,
     options: { approvalWindowMs: opts.transfers?.approvalWindowMs ?? 24 * 3600_000, feeCaps },
     signals,
+    metrics: metrics.transfers,
   });
   // the devices room reports revocations to the hub, the hub pins legacy peer ids through the
   // devices room: an emitter built before both breaks that cycle (devices/hub-types.ts)
@@ -249,6 +266,7 @@ async function build(
           : {}),
         ...(opts.signing.deviceSockets ? { deviceSockets: opts.signing.deviceSockets } : {}),
         log: pino({ level: process.env.CUSTODIAN_SIGNING_LOG ?? 'warn', base: { service: 'coordinator-signing' } }),
+        metrics: metrics.signing,
       })
     : undefined;
   if (signing) built(signing);
@@ -266,6 +284,21 @@ async function build(
     service: transferService,
     gateway: opts.transfers?.gateway ?? signing?.gateway,
     options: { ...DEFAULT_PIPELINE_OPTIONS, ...opts.transfers?.pipeline, log },
+    metrics: metrics.transfers,
+  });
+  const gateway = opts.transfers?.gateway ?? signing?.gateway;
+  readiness = new ReadinessProbe({
+    queries: {
+      ping: () => db.query('SELECT 1'),
+      pendingMigrations: () => pendingMigrations(db),
+      transfersByStatus: () => countByStatus(db),
+      pooledPresignatures: () => pooledCounts(db),
+      watcherHeights: () => watcherHeights(db),
+    },
+    chains,
+    masterKeys: new MasterKeyStore({ db, clock }),
+    availability: gateway?.availability?.bind(gateway),
+    ...(opts.health !== undefined ? { options: opts.health } : {}),
   });
   // new work wakes the pipeline this process runs (none when `runPipeline` is false)
   if (opts.transfers?.runPipeline !== false) signals.work.on(() => pipeline.kick());
@@ -314,6 +347,7 @@ async function build(
     db,
     keys: signingKeys,
     options: { ...DEFAULT_WORKER_OPTIONS, ...opts.webhooks?.worker, allowedTargets, mode: opts.mode, clock, log },
+    metrics: metrics.webhooks,
   });
 
   const routes: { method: string; url: string; hidden: boolean }[] = [];
@@ -356,6 +390,13 @@ async function build(
   );
   await app.register(async (a) => transferAdminRoutes(a, users.sessions, db, policies, transferService));
   await app.register(async (a) => jwksRoute(a, signingKeys));
+  await app.register(async (a) =>
+    observabilityRoutes(a, {
+      metrics,
+      readiness: readiness as ReadinessProbe,
+      options: resolveMetricsOptions(opts.metrics),
+    }),
+  );
   await app.ready();
   if (kekSource === 'ephemeral') {
     app.log.warn('webhook signing keys are encrypted with an in-memory key: set CUSTODIAN_WEBHOOK_KEK or a dataDir');
@@ -412,6 +453,8 @@ async function build(
     routes,
     webhooks: { keys: signingKeys, service: webhookService, worker, registrations },
     components: lifecycle.names,
+    metrics,
+    readiness,
     async start() {
       await lifecycle.start();
       return http.url as string;

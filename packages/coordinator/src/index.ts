@@ -157,6 +157,20 @@ export type {
 } from './transfers/service.js';
 export { TRANSFER_STATUSES } from './transfers/service.js';
 
+// Metrics room: the Prometheus registry and named metrics, readiness checks, /healthz /readyz /metrics
+
+export type { Readiness, ReadinessCheck, ReadinessOptions, ReadinessQueries } from './metrics/readiness.js';
+export { DEFAULT_READINESS_OPTIONS, ReadinessProbe } from './metrics/readiness.js';
+export type {
+  CoordinatorMetrics,
+  HttpMetrics,
+  SigningMetrics,
+  TransferMetrics,
+  WebhookMetrics,
+} from './metrics/registry.js';
+export { COORDINATOR_METRIC_NAMES, createCoordinatorMetrics } from './metrics/registry.js';
+export type { MetricsOptions } from './metrics/routes.js';
+
 // Signing: the signer-facing services, the signer gateway, the presignature pool, signer key ids
 
 export type {

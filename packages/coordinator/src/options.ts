@@ -14,6 +14,9 @@ import type { Db } from './db/db.js';
 import type { DeviceHubLimits } from './devices/hub-types.js';
 import type { DeviceService } from './devices/service.js';
 import type { Mailer, MailSettings } from './mailer.js';
+import type { ReadinessOptions, ReadinessProbe } from './metrics/readiness.js';
+import type { CoordinatorMetrics } from './metrics/registry.js';
+import type { MetricsOptions } from './metrics/routes.js';
 import type { RateLimitOptions } from './server.js';
 import type { SignerService } from './signers/service.js';
 import type { SignerGateway } from './signing/gateway.js';
@@ -177,6 +180,16 @@ export interface CoordinatorOptions {
   /** Public base URL (OpenAPI `servers`). */
   baseUrl?: string;
   webhooks?: WebhookOptions;
+  /**
+   * `GET /metrics` (Prometheus; docs/observability.md): `enabled` (default true), `bearerToken`
+   * (when set, required as `Authorization: Bearer <token>`; default none). Firewall the endpoint.
+   */
+  metrics?: Partial<MetricsOptions>;
+  /**
+   * `GET /readyz`: `cacheMs` (one result reused this long, default 5000; 0 = every request checks),
+   * `timeoutMs` (bound of each check, default 2000).
+   */
+  health?: Partial<ReadinessOptions>;
 }
 
 /**
@@ -251,4 +264,8 @@ export interface Coordinator {
   stop(): Promise<void>;
   /** Names of the components in start order (stop runs them in reverse). */
   components: readonly string[];
+  /** This coordinator's Prometheus registry and named metrics (served at `GET /metrics`). */
+  metrics: CoordinatorMetrics;
+  /** The readiness checks of `GET /readyz`. */
+  readiness: ReadinessProbe;
 }

@@ -33,7 +33,7 @@ import {
   tempDir,
   writeConfig,
 } from '../../signer/test/cluster.js';
-import type { Coordinator } from '../src/coordinator.js';
+import type { Coordinator, CoordinatorOptions } from '../src/coordinator.js';
 import { createSignerGateway, type SignerGateway } from '../src/signing/gateway.js';
 import { evidenceSignFields } from '../src/transfers/evidence.js';
 import { DEFAULT_PIPELINE_OPTIONS, type PipelineOptions, TransferPipeline } from '../src/transfers/pipeline.js';
@@ -74,7 +74,10 @@ export interface FaultsEnv {
  * `availability`: the gateway tells the pipeline whether a server signer is connected, as the
  * coordinator's does (coordinator.ts partyAvailability: the control host's libp2p connections).
  */
-export async function startFaultsEnv(label: string, opts: { availability?: boolean } = {}): Promise<FaultsEnv> {
+export async function startFaultsEnv(
+  label: string,
+  opts: { availability?: boolean; health?: CoordinatorOptions['health'] } = {},
+): Promise<FaultsEnv> {
   buildSigner();
   const dir = tempDir(label);
   const model = new TronChainModel({ [FUNDER]: 10_000n * TRX }, {});
@@ -139,6 +142,7 @@ export async function startFaultsEnv(label: string, opts: { availability?: boole
       trustedAdminKeys: [hexPub(adminDevice)],
       runPipeline: false,
     },
+    ...(opts.health !== undefined ? { health: opts.health } : {}),
   });
   const api = new CoordinatorApi();
   api.url = await coord.start();
@@ -338,10 +342,13 @@ export interface FaultsSetup {
  * runs alone (`vitest -t`). The returned object is filled in by the `beforeAll` hook: read its
  * fields inside the tests, not when the describe is collected.
  */
-export function useFaultsEnv(label: string, opts: { availability?: boolean; keys?: number[][] } = {}): FaultsSetup {
+export function useFaultsEnv(
+  label: string,
+  opts: { availability?: boolean; keys?: number[][]; health?: CoordinatorOptions['health'] } = {},
+): FaultsSetup {
   const setup = {} as FaultsSetup;
   beforeAll(async () => {
-    setup.env = await startFaultsEnv(label, { availability: opts.availability });
+    setup.env = await startFaultsEnv(label, { availability: opts.availability, health: opts.health });
     setup.wallets = [];
     for (const members of opts.keys ?? [[0, 1, 2]]) {
       await masterKey(setup.env, members);

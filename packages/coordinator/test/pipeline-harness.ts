@@ -47,7 +47,7 @@ export function localChains(anvilUrl: string, litecoindUrl: string): NonNullable
  */
 export async function pipelineCoordinator(
   dataDir: string,
-  o: Required<Pick<CoordinatorOptions, 'chains' | 'transfers'>>,
+  o: Required<Pick<CoordinatorOptions, 'chains' | 'transfers'>> & Partial<Pick<CoordinatorOptions, 'health'>>,
 ): Promise<Coordinator> {
   return createCoordinator({
     db: await openPglite(join(dataDir, 'pgdata')),

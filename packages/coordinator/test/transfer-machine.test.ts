@@ -165,7 +165,7 @@ describe('the guarded transition in SQL', () => {
     const id = await insert('SENT');
     const before = await row(id);
     const err = await h.c.db
-      .tx((q) => transition(q, clock, id, 'SENT', 'PENDING_SIGNATURE', null))
+      .tx((q) => transition(q, { clock }, id, 'SENT', 'PENDING_SIGNATURE', null))
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(IllegalTransitionError);
     expect((err as IllegalTransitionError).code).toBe('ILLEGAL_TRANSITION');
@@ -179,7 +179,7 @@ describe('the guarded transition in SQL', () => {
     const before = await row(id);
     // legal in the table, but the row is SENT, not PENDING_APPROVAL: WHERE status = $from matches nothing
     const err = await h.c.db
-      .tx((q) => transition(q, clock, id, 'PENDING_APPROVAL', 'EXPIRED', 'APPROVAL_EXPIRED'))
+      .tx((q) => transition(q, { clock }, id, 'PENDING_APPROVAL', 'EXPIRED', 'APPROVAL_EXPIRED'))
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TransitionLostError);
     expect((err as TransitionLostError).code).toBe('TRANSITION_LOST');
@@ -189,12 +189,12 @@ describe('the guarded transition in SQL', () => {
 
   it('a legal move from the row status is written with its events; a second identical one is lost', async () => {
     const id = await insert('PENDING_APPROVAL');
-    const v = await h.c.db.tx((q) => transition(q, clock, id, 'PENDING_APPROVAL', 'EXPIRED', 'APPROVAL_EXPIRED'));
+    const v = await h.c.db.tx((q) => transition(q, { clock }, id, 'PENDING_APPROVAL', 'EXPIRED', 'APPROVAL_EXPIRED'));
     expect([v.status, v.sub_status]).toEqual(['EXPIRED', 'APPROVAL_EXPIRED']);
     expect(await row(id)).toMatchObject({ status: 'EXPIRED', sub_status: 'APPROVAL_EXPIRED' });
     expect(await events(id)).toEqual(['TRANSFER_FAILED', 'TRANSFER_UPDATED']);
     const again = await h.c.db
-      .tx((q) => transition(q, clock, id, 'PENDING_APPROVAL', 'EXPIRED', 'APPROVAL_EXPIRED'))
+      .tx((q) => transition(q, { clock }, id, 'PENDING_APPROVAL', 'EXPIRED', 'APPROVAL_EXPIRED'))
       .catch((e: unknown) => e);
     expect(again).toBeInstanceOf(TransitionLostError);
     expect(await events(id)).toHaveLength(2);
@@ -203,9 +203,9 @@ describe('the guarded transition in SQL', () => {
   it('the confirmation is recorded once, and only for a SENT transfer', async () => {
     const sent = await insert('SENT');
     const notSent = await insert('READY_TO_SEND');
-    expect(await h.c.db.tx((q) => markDelivered(q, clock, notSent, '0x1', {}))).toBe(false);
-    expect(await h.c.db.tx((q) => markDelivered(q, clock, sent, '0x1', { block_number: 7 }))).toBe(true);
-    expect(await h.c.db.tx((q) => markDelivered(q, clock, sent, '0x1', { block_number: 7 }))).toBe(false);
+    expect(await h.c.db.tx((q) => markDelivered(q, { clock }, notSent, '0x1', {}))).toBe(false);
+    expect(await h.c.db.tx((q) => markDelivered(q, { clock }, sent, '0x1', { block_number: 7 }))).toBe(true);
+    expect(await h.c.db.tx((q) => markDelivered(q, { clock }, sent, '0x1', { block_number: 7 }))).toBe(false);
     expect(await events(sent)).toEqual(['TRANSFER_DELIVERED']);
     expect(await events(notSent)).toEqual([]);
   });

@@ -6,7 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fingerprint } from '@custodian/signer-client';
 import { Command } from 'commander';
-import { ConfigError, loadConfig, type PassphraseSource, readPassphrase } from './config.js';
+import { ConfigError, healthFields, loadConfig, type PassphraseSource, readPassphrase } from './config.js';
 import { STATUS_FILE, startSigner } from './daemon.js';
 import { createIdentity } from './identity.js';
 
@@ -39,8 +39,11 @@ export function registerSignerCommands(program: Command): Command {
     .command('start')
     .description('run the signer daemon')
     .requiredOption('-c, --config <file>', 'configuration file (JSON)')
-    .action(async (o: { config: string }) => {
-      const daemon = await startSigner(await loadConfig(o.config));
+    .option('--health-port <port>', 'local HTTP port of /healthz, /readyz and /metrics (overrides healthPort)')
+    .action(async (o: { config: string; healthPort?: string }) => {
+      const config = await loadConfig(o.config);
+      const health = o.healthPort === undefined ? {} : healthFields(Number(o.healthPort), config.healthHost);
+      const daemon = await startSigner({ ...config, ...health });
       const stop = (sig: string) => {
         daemon.log.info({ signal: sig }, 'shutting down');
         daemon.stop().then(

@@ -81,6 +81,13 @@ export interface SignerConfig {
    * folder. Relative paths are resolved from the config file's directory.
    */
   readonly generationFile?: string;
+  /**
+   * Local HTTP port of `/healthz`, `/readyz` and `/metrics` (health.ts); absent: off (default).
+   * `custodian signer start --health-port` overrides it.
+   */
+  readonly healthPort?: number;
+  /** Address the health port binds. Default 127.0.0.1. */
+  readonly healthHost?: string;
 }
 
 /**
@@ -118,6 +125,8 @@ export const SIGNER_CONFIG_SCHEMA: ConfigSchema = {
     allowUnenforcedSigning: {},
     chains: CHAINS_CONFIG_SCHEMA,
     generationFile: {},
+    healthPort: { type: 'integer' },
+    healthHost: { type: 'string' },
   },
   additionalProperties: false,
 };
@@ -141,6 +150,18 @@ function addrField(v: unknown, field: string): string {
     throw new ConfigError(`${field}: not a multiaddr`);
   }
   return v;
+}
+
+/** `healthPort` (0..65535) and `healthHost` (non-empty) when present. @throws ConfigError naming the key */
+export function healthFields(port: unknown, host: unknown): { healthPort?: number; healthHost?: string } {
+  if (port !== undefined && (!Number.isSafeInteger(port) || (port as number) < 0 || (port as number) > 65535))
+    throw new ConfigError('healthPort: a port number 0..65535');
+  if (host !== undefined && (typeof host !== 'string' || host === ''))
+    throw new ConfigError('healthHost: an address to bind, e.g. 127.0.0.1');
+  return {
+    ...(port !== undefined ? { healthPort: port as number } : {}),
+    ...(host !== undefined ? { healthHost: host as string } : {}),
+  };
 }
 
 /**
@@ -214,7 +235,9 @@ export function parseConfig(raw: unknown, baseDir: string): SignerConfig {
     if (inside === '' || (!inside.startsWith('..') && !isAbsolute(inside)))
       throw new ConfigError('generationFile: must be outside dataDir (a restored data folder must not bring it back)');
   }
+  const health = healthFields(c.healthPort, c.healthHost);
   return {
+    ...health,
     listen,
     dataDir,
     peers,

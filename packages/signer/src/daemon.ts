@@ -5,7 +5,10 @@
  * versions (enforce.ts `learnSignedPolicies`), and the coordinator's presignature reconciliation
  * (`presignature_inventory`, `delete_presignatures`: ceremonies.ts `presignatureControl`). Logs are pino JSON on stdout and never contain secret material (shares,
  * nonces, passphrase, payloads): only ids, codes, party indices, peer ids and reasons.
- * A `status.json` in the data folder is refreshed for `custodian signer status`.
+ * A `status.json` in the data folder is refreshed for `custodian signer status`; the optional
+ * health port (health.ts) serves `/healthz`, `/readyz` and `/metrics`.
+ * Slightly over 400 lines: the one start function wires store, runner, control handler, host,
+ * relay and health port in the order their failures must unwind.
  */
 import { rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -40,6 +43,7 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { type Logger, pino } from 'pino';
 import { readPassphrase, type SignerConfig } from './config.js';
 import { defaultGenerationFile, type GenerationStart, startGeneration, stopGeneration } from './generation.js';
+import { createSignerMetrics, observeCeremony, type SignerHealthSource, startHealthServer } from './health.js';
 import { loadIdentity, type NodeIdentity } from './identity.js';
 import { attachSignerRelay, type SignerRelay } from './signer-relay.js';
 
@@ -145,6 +149,14 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
   } else if (Object.keys(config.chains ?? {}).length === 0) {
     log.warn('chains not configured: every transfer signature will be refused (CHAIN_NOT_CONFIGURED)');
   }
+
+  // the optional health port's view of this daemon (health.ts)
+  const healthSource: SignerHealthSource = {
+    keys: async () => (await listKeys(store)).map((k) => k.keyId),
+    presignatures: () => presignaturePoolSizes(store),
+    coordinatorConnected: () => host?.connectedPeers().includes(config.coordinator.peerId) ?? false,
+  };
+  const metrics = createSignerMetrics(healthSource);
 
   const status = async (): Promise<NodeStatus> => {
     const keys = await listKeys(store);
@@ -301,7 +313,8 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
     };
     if (closed.aborted) onClosed();
     else closed.addEventListener('abort', onClosed, { once: true });
-    let result: CeremonyResult;
+    let result: CeremonyResult | undefined;
+    const began = performance.now();
     try {
       result = await runCeremony(ctx, start, {
         // the coordinator's fast path: each released ECDSA signature share as an interim frame
@@ -309,6 +322,7 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
       });
     } finally {
       closed.removeEventListener('abort', onClosed);
+      observeCeremony(metrics, start.kind, result?.outcome, began);
     }
     scheduleStatus();
     return encodeControlResponse({ version: CONTROL_VERSION, result });
@@ -364,6 +378,19 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
         'coordinator disconnected; waiting for it to reconnect (the coordinator dials this signer)',
       );
   });
+  const health =
+    config.healthPort === undefined
+      ? undefined
+      : await startHealthServer(
+          healthSource,
+          metrics,
+          { host: config.healthHost ?? '127.0.0.1', port: config.healthPort },
+          log,
+        ).catch(async (e: unknown) => {
+          await h.stop();
+          await store.close();
+          throw e;
+        });
   await writeStatus();
   log.info({ listen: h.addrs(), peers: config.peers.length }, 'signer started');
   let stopped = false;
@@ -376,6 +403,7 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
       if (stopped) return;
       stopped = true;
       if (statusTimer) clearTimeout(statusTimer);
+      await health?.app.close();
       runner.cancelAll('shutting down');
       primePool?.stop();
       ctx.shareCache?.clear();

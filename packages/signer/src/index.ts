@@ -32,6 +32,13 @@ export {
   storeGeneration,
   writeGenerationFile,
 } from './generation.js';
+export {
+  SIGNER_METRIC_NAMES,
+  type SignerCheck,
+  type SignerHealthSource,
+  type SignerMetrics,
+  signerReadiness,
+} from './health.js';
 export { createIdentity, IDENTITY_FILE, loadIdentity, type NodeIdentity } from './identity.js';
 export { type LocalCluster, type LocalClusterOptions, startLocalCluster } from './local-cluster.js';
 export { attachSignerRelay, type SignerRelay } from './signer-relay.js';

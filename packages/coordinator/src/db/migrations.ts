@@ -7,7 +7,7 @@
 import { PRESIGNATURE_POOL_MIGRATION_SQL } from '../signing/schema.js';
 import { TRANSFERS_MIGRATION_SQL } from '../transfers/schema.js';
 import { INSTANCE_WEBHOOKS_MIGRATION_SQL, WEBHOOKS_MIGRATION_SQL } from '../webhooks/schema.js';
-import type { Db } from './db.js';
+import type { Db, Queryable } from './db.js';
 
 /** One migration: a version (strictly increasing), a name and a SQL script. */
 export interface Migration {
@@ -373,4 +373,17 @@ export async function migrate(db: Db, migrations: readonly Migration[] = MIGRATI
     if (done) applied.push(m.version);
   }
   return applied;
+}
+
+/**
+ * Versions of {@link MIGRATIONS} not recorded in `schema_migrations` (empty: the schema is current).
+ * @throws the database's error (unreachable; no `schema_migrations` table)
+ */
+export async function pendingMigrations(
+  db: Queryable,
+  migrations: readonly Migration[] = MIGRATIONS,
+): Promise<number[]> {
+  const rows = await db.query<{ version: number }>('SELECT version FROM schema_migrations');
+  const have = new Set(rows.map((r) => Number(r.version)));
+  return migrations.filter((m) => !have.has(m.version)).map((m) => m.version);
 }

@@ -40,6 +40,8 @@ import {
   type TransferIntent,
 } from '@custodian/wire';
 import { bytesToHex } from '@noble/curves/utils.js';
+import { observeSign } from '../metrics/observe.js';
+import type { SigningMetrics } from '../metrics/registry.js';
 import { type DeviceCeremonyPort, dispatchCeremony, newCeremonyId, type PartyDirectory } from './dispatch.js';
 import {
   type GatewaySignResult,
@@ -149,6 +151,8 @@ export interface SignerGatewayInit {
   log?(msg: string, fields?: Record<string, unknown>): void;
   /** {@link SignerGateway.availability}: whether a party is connected now (absent: not known). */
   availability?(party: SignParty): Promise<'up' | 'down' | undefined>;
+  /** Signing latency, ceremony outcomes and blame (metrics/registry.ts); absent: not measured. */
+  metrics?: SigningMetrics | undefined;
 }
 
 const ALGORITHMS = {
@@ -286,6 +290,7 @@ export function createSignerGateway(init: SignerGatewayInit): SignerGateway {
           transferId: req.evidence.intent?.transfer_id ?? null,
           pooled,
         };
+        const began = performance.now();
         let presignatureId: string | undefined;
         try {
           presignatureId = await init.attempts?.begin(record);
@@ -364,6 +369,7 @@ export function createSignerGateway(init: SignerGatewayInit): SignerGateway {
             : result.reason === 'REFUSED'
               ? `REFUSED:${result.refusal}`
               : result.reason;
+        observeSign(init.metrics, req.algorithm, presignatureId !== undefined, outcome, result, began);
         await init.attempts?.finish(record, outcome).catch((e: unknown) => {
           init.log?.('signing attempt outcome not recorded', { err: e instanceof Error ? e.message : String(e) });
         });

@@ -368,3 +368,10 @@ export class PresignaturePool implements SigningAttemptLog, Startable {
     if (a.algorithm === 'SECP256K1_ECDSA') void this.refill(a.keyId, a.parties);
   }
 }
+
+/** Pooled presignature ids per (key, signing set) (the `custodian_presignature_pool_depth` gauge). */
+export async function pooledCounts(db: Db): Promise<{ key_id: string; signing_set: string; n: number }[]> {
+  return db.query<{ key_id: string; signing_set: string; n: number }>(
+    'SELECT key_id, signing_set, count(*)::int AS n FROM presignatures GROUP BY key_id, signing_set',
+  );
+}

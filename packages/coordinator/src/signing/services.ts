@@ -30,6 +30,8 @@ import type { Db } from '../db/db.js';
 import { DeviceHub, type DeviceHubComponents, type DeviceHubLimits, type SignerFrames } from '../devices/hub.js';
 import type { DeviceStore } from '../devices/store.js';
 import type { Startable } from '../lifecycle.js';
+import { observedCeremonyClient } from '../metrics/observe.js';
+import type { SigningMetrics } from '../metrics/registry.js';
 import type { MasterKeyStore, ServerSignerStore } from '../signers/store.js';
 import { evidenceSignFields } from '../transfers/evidence.js';
 import { signedPolicyVersions } from '../transfers/policies.js';
@@ -117,6 +119,8 @@ export interface SigningServicesComponents {
    * in N ms (attempt k)`, `reconnected to server signer …`). `false`: off (dial on demand only).
    */
   signerLinks?: { initialMs?: number; maxMs?: number } | false;
+  /** Signing latency, ceremony outcomes (sign, presign, master key) and blame; absent: not measured. */
+  metrics?: SigningMetrics | undefined;
 }
 
 /** The signing services (see the module comment). */
@@ -245,8 +249,18 @@ export async function createSigningServices(c: SigningServicesComponents): Promi
   const presignatures = new PresignaturePool({
     db: c.db,
     masterKeys: c.masterKeys,
-    presign: (keyId, parties, count, deadline, signal) =>
-      presignCeremony({ control, devices: h, directory, prepare }, keyId, parties, count, deadline, signal),
+    presign: async (keyId, parties, count, deadline, signal) => {
+      const r = await presignCeremony(
+        { control, devices: h, directory, prepare },
+        keyId,
+        parties,
+        count,
+        deadline,
+        signal,
+      );
+      c.metrics?.ceremonies.inc({ kind: 'presign', outcome: r.ok ? 'ok' : 'failed' });
+      return r;
+    },
     options: { ...poolOpts, ...(ecdsa ? {} : { target: 0 }) },
     log: warn,
     holders,
@@ -259,6 +273,7 @@ export async function createSigningServices(c: SigningServicesComponents): Promi
     directory,
     attempts: presignatures,
     log: (msg, fields) => warn('warn', msg, fields),
+    metrics: c.metrics,
     // whether a party is connected now (the pipeline prefers signing sets of connected parties and
     // does not invite a device that is offline): a device by its hub connection, a server signer by
     // the libp2p connection kept to it (signer links)
@@ -269,7 +284,7 @@ export async function createSigningServices(c: SigningServicesComponents): Promi
       return control.host.connectedPeers().includes(peer) ? 'up' : 'down';
     },
   });
-  const ceremonyClient = createMasterKeyClient({
+  const masterKeyClient = createMasterKeyClient({
     control,
     devices: h,
     prepare,
@@ -286,6 +301,7 @@ export async function createSigningServices(c: SigningServicesComponents): Promi
       return h.peerIdOf(deviceId) as string;
     },
   });
+  const ceremonyClient = c.metrics ? observedCeremonyClient(masterKeyClient, c.metrics) : masterKeyClient;
   c.log?.info({ peerId }, 'coordinator libp2p identity (configure signers with this coordinator.peerId)');
   let stopping: Promise<void> | undefined;
   return {

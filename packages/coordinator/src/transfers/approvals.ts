@@ -88,11 +88,11 @@ export async function submitApproval(s: RequestContext, approval: Approval): Pro
     if (ins.length === 0) throw new ApiError('CONFLICT', 'this device already decided on this transfer');
     if (round === 0) {
       if (approval.decision === 'REJECT')
-        return transition(q, s.clock, t.transfer_id, 'PENDING_APPROVAL', 'REJECTED', 'REJECTED_BY_APPROVER');
+        return transition(q, s, t.transfer_id, 'PENDING_APPROVAL', 'REJECTED', 'REJECTED_BY_APPROVER');
       const n = await approveCount(q, t.transfer_id, round);
       if (n >= t.approvals_required)
-        return transition(q, s.clock, t.transfer_id, 'PENDING_APPROVAL', 'PENDING_SIGNATURE', null);
-      return transition(q, s.clock, t.transfer_id, 'PENDING_APPROVAL', 'PENDING_APPROVAL', null);
+        return transition(q, s, t.transfer_id, 'PENDING_APPROVAL', 'PENDING_SIGNATURE', null);
+      return transition(q, s, t.transfer_id, 'PENDING_APPROVAL', 'PENDING_APPROVAL', null);
     }
     const next: FeeBump =
       approval.decision === 'REJECT'
@@ -100,7 +100,7 @@ export async function submitApproval(s: RequestContext, approval: Approval): Pro
         : (await approveCount(q, t.transfer_id, round)) >= t.approvals_required
           ? { ...(bump as FeeBump), status: 'PENDING_SIGNATURE', signing_since: s.clock().toISOString() }
           : (bump as FeeBump);
-    return transition(q, s.clock, t.transfer_id, 'SENT', 'SENT', t.sub_status, { fee_bump: JSON.stringify(next) });
+    return transition(q, s, t.transfer_id, 'SENT', 'SENT', t.sub_status, { fee_bump: JSON.stringify(next) });
   });
   s.signals.work.emit();
   const awaiting = view.status === 'PENDING_APPROVAL' || view.fee_bump?.status === 'PENDING_APPROVAL';

@@ -15,9 +15,8 @@ export async function broadcastStep(x: StepContext, t: TransferRow, _signal: Abo
   const r = await send(x, t, t.signed_tx, t.tx_hash);
   const row = await x.owned(t.transfer_id, async (q, cur) => {
     if (cur.status !== 'READY_TO_SEND') return cur;
-    if (r.ok)
-      await transition(q, x.clock, t.transfer_id, 'READY_TO_SEND', 'SENT', null, { sent_at: x.clock(), error: null });
-    else await transition(q, x.clock, t.transfer_id, 'READY_TO_SEND', 'FAILED', 'BROADCAST_FAILED', { error: r.error });
+    if (r.ok) await transition(q, x, t.transfer_id, 'READY_TO_SEND', 'SENT', null, { sent_at: x.clock(), error: null });
+    else await transition(q, x, t.transfer_id, 'READY_TO_SEND', 'FAILED', 'BROADCAST_FAILED', { error: r.error });
     return loadTransfer(q, t.transfer_id);
   });
   return { row };

@@ -253,6 +253,25 @@ export class ChainRegistry {
   }
 
   /**
+   * Head block height the node of `key` reports now (Ethereum `eth_blockNumber`, Bitcoin family
+   * `getblockcount`, TRON `getnowblock`): the readiness probe and the watcher lag metric.
+   * @throws the node's error (unreachable, timeout); Error when no node is configured for `key`
+   */
+  async headHeight(key: string): Promise<number> {
+    const u = this.#utxo.get(key);
+    if (u !== undefined) return u.rpc.call<number>('getblockcount');
+    const a = this.#adapters.get(key);
+    if (a instanceof TronAdapter) return (await a.client.nowBlock()).number;
+    if (a instanceof EthereumAdapter) return Number(await a.client.getBlockNumber({ cacheTime: 0 }));
+    throw new Error(`no node configured for ${key}`);
+  }
+
+  /** The chain name the deposit watcher of `key` keeps its cursor under (`watcher_cursors.chain`). */
+  watcherChain(key: string): string {
+    return this.#utxo.get(key)?.network.id ?? key;
+  }
+
+  /**
    * Start a deposit watcher per configured chain (Ethereum, Bitcoin family, TRON), watching `addresses()` (re-read on every
    * poll) and committing through {@link PgWatcherStore} (events into the outbox in the same transaction).
    */

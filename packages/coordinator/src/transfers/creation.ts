@@ -234,7 +234,7 @@ export async function createIn(
     type: 'TRANSFER_CREATED',
     data: transferEventData(transferView(created!)),
   });
-  const view = await transition(q, s.clock, intent.transfer_id, 'PENDING', status, sub);
+  const view = await transition(q, s, intent.transfer_id, 'PENDING', status, sub);
   return {
     view,
     afterCommit: () => {

@@ -94,7 +94,7 @@ export async function requestFeeBump(
       cap_raised: capRaised,
       unsigned: storeUnsigned(replacement, intent.max_fee),
     };
-    const v = await transition(q, s.clock, t.transfer_id, 'SENT', 'SENT', t.sub_status, {
+    const v = await transition(q, s, t.transfer_id, 'SENT', 'SENT', t.sub_status, {
       fee_bump: JSON.stringify(bump),
       approval_round: round,
     });

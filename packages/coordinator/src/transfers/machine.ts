@@ -24,6 +24,7 @@
 
 import type { Queryable } from '../db/db.js';
 import { CoordinatorError } from '../errors.js';
+import type { TransferMetrics } from '../metrics/registry.js';
 import type { Clock } from '../util.js';
 import type { WebhookEventType } from '../webhooks/events.js';
 import { emitEvent } from '../webhooks/outbox.js';
@@ -377,6 +378,24 @@ export class TransitionLostError extends CoordinatorError {
 }
 
 /**
+ * What a move needs besides the transaction: the clock, and the metrics it reports to (absent in
+ * tools and tests that build no registry). The transfers room passes its components object.
+ */
+export interface MachineContext {
+  readonly clock: Clock;
+  readonly metrics?: TransferMetrics | undefined;
+}
+
+/**
+ * When a row entered its current status, for `custodian_transfer_status_duration_seconds`:
+ * PENDING and PENDING_APPROVAL at creation (entered in the creating transaction), PENDING_SIGNATURE
+ * at `signing_since`, SENT at `sent_at`; the others (READY_TO_SEND: only sub-status moves stay in
+ * it) at the last update.
+ */
+const ENTERED_SQL = `CASE status WHEN 'PENDING' THEN created_at WHEN 'PENDING_APPROVAL' THEN created_at
+  WHEN 'PENDING_SIGNATURE' THEN signing_since WHEN 'SENT' THEN sent_at ELSE updated_at END`;
+
+/**
  * Move a transfer from `from` to `to` with `subStatus`, in the caller's transaction `q`, and emit
  * the move's events (TRANSFER_UPDATED; TRANSFER_FAILED into a failure status). `extra` sets further
  * columns (names from code, never from input). Entering PENDING_SIGNATURE starts the signing window
@@ -387,7 +406,7 @@ export class TransitionLostError extends CoordinatorError {
  */
 export async function transition(
   q: Queryable,
-  clock: Clock,
+  m: MachineContext,
   transferId: string,
   from: TransferStatus,
   to: TransferStatus,
@@ -398,18 +417,31 @@ export async function transition(
   if (move === undefined) throw new IllegalTransitionError(transferId, from, to, subStatus);
   const cols = Object.keys(extra);
   const sets = cols.map((c, i) => `${c} = $${i + 6}`).join(', ');
-  const moved = await q.query(
+  const now = m.clock();
+  // `entered`: when the row entered `from` (ENTERED_SQL), read before the update, for the metrics
+  const moved = await q.query<{ entered: Date | null }>(
     `UPDATE transfers SET status = $3, sub_status = $4, updated_at = $5,
-       signing_since = CASE WHEN $3 = 'PENDING_SIGNATURE' AND status <> 'PENDING_SIGNATURE' THEN $5 ELSE signing_since END
-       ${sets ? `, ${sets}` : ''} WHERE transfer_id = $1 AND status = $2 RETURNING 1`,
-    [transferId, from, to, subStatus, clock(), ...cols.map((c) => extra[c])],
+       signing_since = CASE WHEN $3 = 'PENDING_SIGNATURE' AND transfers.status <> 'PENDING_SIGNATURE' THEN $5 ELSE transfers.signing_since END
+       ${sets ? `, ${sets}` : ''} FROM (SELECT ${ENTERED_SQL} AS entered FROM transfers WHERE transfer_id = $1) AS prev
+     WHERE transfer_id = $1 AND status = $2 RETURNING prev.entered`,
+    [transferId, from, to, subStatus, now, ...cols.map((c) => extra[c])],
   );
   if (moved.length === 0) throw new TransitionLostError(transferId, from, to);
+  if (m.metrics !== undefined) {
+    m.metrics.transitions.inc({ from, to });
+    const entered = moved[0]?.entered;
+    if (from !== to && entered) {
+      m.metrics.statusDuration.observe(
+        { status: from },
+        Math.max(0, now.getTime() - new Date(entered).getTime()) / 1000,
+      );
+    }
+  }
   const row = await loadTransfer(q, transferId);
   if (row === undefined) throw new Error(`transfer ${transferId} vanished`);
   const v = transferView(row);
   for (const type of move.events)
-    await emitEvent(q, clock, { profileId: v.profile_id, type, data: transferEventData(v) });
+    await emitEvent(q, m.clock, { profileId: v.profile_id, type, data: transferEventData(v) });
   return v;
 }
 
@@ -421,20 +453,28 @@ export async function transition(
  */
 export async function markDelivered(
   q: Queryable,
-  clock: Clock,
+  m: MachineContext,
   transferId: string,
   txHash: string,
   extraData: Record<string, unknown>,
 ): Promise<boolean> {
-  const move = TRANSITIONS.find((m) => m.delivers === true);
+  const clock = m.clock;
+  const move = TRANSITIONS.find((t) => t.delivers === true);
   if (move === undefined) throw new Error('the machine has no delivery move');
   const now = clock();
-  const updated = await q.query(
+  const updated = await q.query<{ sent_at: Date | null }>(
     `UPDATE transfers SET delivered_at = $2, tx_hash = $3, updated_at = $2
-     WHERE transfer_id = $1 AND status = $4 AND delivered_at IS NULL RETURNING 1`,
+     WHERE transfer_id = $1 AND status = $4 AND delivered_at IS NULL RETURNING sent_at`,
     [transferId, now, txHash, move.from],
   );
   if (updated.length === 0) return false;
+  const sentAt = updated[0]?.sent_at;
+  if (m.metrics !== undefined && sentAt) {
+    m.metrics.statusDuration.observe(
+      { status: move.from },
+      Math.max(0, now.getTime() - new Date(sentAt).getTime()) / 1000,
+    );
+  }
   const v = transferView((await loadTransfer(q, transferId))!);
   for (const type of move.events)
     await emitEvent(q, clock, { profileId: v.profile_id, type, data: { ...transferEventData(v), ...extraData } });

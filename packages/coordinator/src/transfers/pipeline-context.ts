@@ -4,8 +4,10 @@
  * components and per-process state a step receives, with {@link StepContext.owned} (a write under
  * the lease).
  */
+
 import type { Backoff } from '@custodian/signer-client';
 import type { Db, Queryable } from '../db/db.js';
+import type { TransferMetrics } from '../metrics/registry.js';
 import type { SignerGateway } from '../signing/gateway.js';
 import type { Clock } from '../util.js';
 import type { ChainRegistry } from './chains.js';
@@ -70,6 +72,8 @@ export type Step = (t: TransferRow, signal: AbortSignal) => Promise<StepResult>;
 export interface StepContext {
   readonly db: Db;
   readonly clock: Clock;
+  /** Status moves and time in each status (transfers/machine.ts reports them). */
+  readonly metrics: TransferMetrics | undefined;
   readonly chains: ChainRegistry;
   readonly service: TransferService;
   readonly gateway: SignerGateway | undefined;

@@ -53,9 +53,11 @@
  * signers never holds back its transfer's confirmation (a confirmed transfer's bump ends FAILED /
  * ALREADY_CONFIRMED).
  */
+
 import { randomUUID } from 'node:crypto';
 import type { Backoff } from '@custodian/signer-client';
 import type { Db, Queryable } from '../db/db.js';
+import type { TransferMetrics } from '../metrics/registry.js';
 import type { SignerGateway } from '../signing/gateway.js';
 import type { Clock } from '../util.js';
 import { broadcastStep } from './broadcast-step.js';
@@ -106,6 +108,8 @@ export interface TransferPipelineComponents {
   /** The signing gateway; absent: transfers wait in PENDING_SIGNATURE (no signers configured). */
   readonly gateway: SignerGateway | undefined;
   readonly options: PipelineOptions;
+  /** Status moves and time in each status (metrics/registry.ts); absent: not measured. */
+  readonly metrics?: TransferMetrics | undefined;
 }
 
 /** Drives transfers through signing, broadcast and confirmation. */
@@ -136,6 +140,7 @@ export class TransferPipeline {
     this.#ctx = {
       db,
       clock,
+      metrics: components.metrics,
       chains,
       service,
       gateway,

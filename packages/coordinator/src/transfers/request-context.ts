@@ -3,9 +3,11 @@
  * approvals.ts, fee-bump-request.ts) share: the components they receive, the service's options,
  * the approval requests pushed to devices, and the 422 helper.
  */
+
 import type { TransferIntent } from '@custodian/wire';
 import type { Db } from '../db/db.js';
 import { ApiError } from '../errors.js';
+import type { TransferMetrics } from '../metrics/registry.js';
 import { type Clock, Emitter } from '../util.js';
 import type { ChainRegistry } from './chains.js';
 import type { PolicyService } from './policies.js';
@@ -82,6 +84,8 @@ export interface RequestContext {
   readonly chains: ChainRegistry;
   readonly opts: TransferServiceOptions;
   readonly signals: TransferSignals;
+  /** Status moves and time in each status (transfers/machine.ts reports them). */
+  readonly metrics: TransferMetrics | undefined;
 }
 
 /** A 422 VALIDATION_FAILED naming the failing field. */

@@ -35,7 +35,7 @@ export async function sentStep(x: StepContext, t: TransferRow, signal: AbortSign
       if (cur.fee_bump?.status !== 'PENDING_SIGNATURE') return cur;
       x.backoffs.delete(`${t.transfer_id}/bump/${cur.fee_bump.round}`);
       const { sub_status: _s, error: _e, ...base } = cur.fee_bump;
-      await transition(q, x.clock, t.transfer_id, 'SENT', 'SENT', cur.sub_status, {
+      await transition(q, x, t.transfer_id, 'SENT', 'SENT', cur.sub_status, {
         fee_bump: JSON.stringify({
           ...base,
           status: 'FAILED',
@@ -69,7 +69,7 @@ export async function bumpSignStep(x: StepContext, t: TransferRow, signal: Abort
   const bumpFailed = (sub: string, status: 'FAILED' | 'REJECTED', error: string) =>
     x.owned(t.transfer_id, async (q, cur) => {
       if (cur.fee_bump?.status !== 'PENDING_SIGNATURE') return cur;
-      await transition(q, x.clock, t.transfer_id, 'SENT', 'SENT', cur.sub_status, {
+      await transition(q, x, t.transfer_id, 'SENT', 'SENT', cur.sub_status, {
         fee_bump: JSON.stringify({ ...cur.fee_bump, status, sub_status: sub, error }),
       });
       return loadTransfer(q, t.transfer_id);
@@ -116,7 +116,7 @@ export async function bumpSignStep(x: StepContext, t: TransferRow, signal: Abort
       if (cur.fee_bump?.status !== 'PENDING_SIGNATURE') return cur;
       const next = JSON.stringify({ ...cur.fee_bump, sub_status: WAITING_FOR_SIGNERS, error });
       if (cur.fee_bump.sub_status !== WAITING_FOR_SIGNERS)
-        await transition(q, x.clock, t.transfer_id, 'SENT', 'SENT', cur.sub_status, { fee_bump: next });
+        await transition(q, x, t.transfer_id, 'SENT', 'SENT', cur.sub_status, { fee_bump: next });
       else if (cur.fee_bump.error !== error)
         await q.query('UPDATE transfers SET fee_bump = $2::jsonb WHERE transfer_id = $1', [t.transfer_id, next]);
       return cur;
@@ -142,7 +142,7 @@ export async function bumpSignStep(x: StepContext, t: TransferRow, signal: Abort
     if (cur.fee_bump?.status !== 'PENDING_SIGNATURE') return cur;
     const { sub_status: _s, error: _e, ...base } = cur.fee_bump;
     // the replacement becomes the transfer's transaction; the previous hashes stay watched
-    await transition(q, x.clock, t.transfer_id, 'SENT', 'SENT', cur.sub_status, {
+    await transition(q, x, t.transfer_id, 'SENT', 'SENT', cur.sub_status, {
       fee_bump: JSON.stringify({ ...base, status: 'SIGNED' }),
       // the cap it was approved under goes with it: the next bump starts from that intent
       unsigned: JSON.stringify({ ...stored, approvedMaxFee: intent.max_fee }),
@@ -161,7 +161,7 @@ export async function bumpBroadcastStep(x: StepContext, t: TransferRow): Promise
   return x.owned(t.transfer_id, async (q, cur) => {
     if (cur.fee_bump?.status !== 'SIGNED') return cur;
     const base = cur.fee_bump;
-    await transition(q, x.clock, t.transfer_id, 'SENT', 'SENT', cur.sub_status, {
+    await transition(q, x, t.transfer_id, 'SENT', 'SENT', cur.sub_status, {
       fee_bump: JSON.stringify(
         r.ok
           ? { ...base, status: 'DONE' }
@@ -179,7 +179,7 @@ export async function confirmStep(x: StepContext, t: TransferRow): Promise<boole
     const l = await x.chains.lookup(t.intent.blockchain, h);
     if (l.state === 'mined' && l.confirmations >= need) {
       await x.owned(t.transfer_id, (q) =>
-        markDelivered(q, x.clock, t.transfer_id, h, { block_number: l.blockNumber, execution_success: l.success }),
+        markDelivered(q, x, t.transfer_id, h, { block_number: l.blockNumber, execution_success: l.success }),
       );
       return true;
     }

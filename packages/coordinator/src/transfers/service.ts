@@ -15,6 +15,7 @@ import type { FeeLevel } from '@custodian/chains';
 import type { Approval, SignedPolicy } from '@custodian/wire';
 import type { Db, Queryable } from '../db/db.js';
 import { ApiError } from '../errors.js';
+import type { TransferMetrics } from '../metrics/registry.js';
 import type { Page, PageRequest } from '../store.js';
 import type { Clock } from '../util.js';
 import { pendingApprovals, submitApproval, withdrawRequests } from './approvals.js';
@@ -82,6 +83,8 @@ export interface TransferServiceComponents {
   readonly options: TransferServiceOptions;
   /** Where it reports new pipeline work and approval requests (request-context.ts). */
   readonly signals: TransferSignals;
+  /** Status moves and time in each status (metrics/registry.ts); absent: not measured. */
+  readonly metrics?: TransferMetrics | undefined;
 }
 
 /** Transfers: creation, queries, approvals, cancel, fee bump. */
@@ -101,6 +104,7 @@ export class TransferService {
       chains: components.chains,
       opts: components.options,
       signals: components.signals,
+      metrics: components.metrics,
     };
   }
 
@@ -211,7 +215,7 @@ export class TransferService {
           t.unsigned === null &&
           (t.lease_until === null || t.lease_until.getTime() < now));
       if (!cancellable) throw new ApiError('TRANSFER_STATE_CONFLICT', `a ${t.status} transfer cannot be cancelled`);
-      const v = await transition(q, this.clock, t.transfer_id, t.status, 'REJECTED', 'CANCELLED_BY_USER', {
+      const v = await transition(q, this.ctx, t.transfer_id, t.status, 'REJECTED', 'CANCELLED_BY_USER', {
         error: `cancelled by ${actor}`,
       });
       await q.query(

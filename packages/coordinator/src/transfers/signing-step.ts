@@ -40,7 +40,7 @@ export async function signStep(x: StepContext, claimed: TransferRow, signal: Abo
     // the window counts the wait for signers, not for a chain node: it starts now that one is here
     const row = await x.owned(t.transfer_id, async (q, cur) => {
       if (cur.status !== 'PENDING_SIGNATURE' || cur.sub_status !== 'CHAIN_UNAVAILABLE') return cur;
-      await transition(q, x.clock, t.transfer_id, 'PENDING_SIGNATURE', 'PENDING_SIGNATURE', null, { error: null });
+      await transition(q, x, t.transfer_id, 'PENDING_SIGNATURE', 'PENDING_SIGNATURE', null, { error: null });
       await q.query('UPDATE transfers SET signing_since = $2 WHERE transfer_id = $1', [t.transfer_id, x.clock()]);
       return loadTransfer(q, t.transfer_id);
     });
@@ -82,13 +82,13 @@ export async function signStep(x: StepContext, claimed: TransferRow, signal: Abo
     try {
       signed = adapter.attachSignatures(unsigned, chainSignatures(unsigned, out.res));
     } catch (e) {
-      await transition(q, x.clock, t.transfer_id, 'PENDING_SIGNATURE', 'FAILED', 'SIGNING_FAILED', {
+      await transition(q, x, t.transfer_id, 'PENDING_SIGNATURE', 'FAILED', 'SIGNING_FAILED', {
         error: (e as Error).message,
       });
       return loadTransfer(q, t.transfer_id);
     }
     // the raw transaction and its hash are stored BEFORE the broadcast
-    await transition(q, x.clock, t.transfer_id, 'PENDING_SIGNATURE', 'READY_TO_SEND', null, {
+    await transition(q, x, t.transfer_id, 'PENDING_SIGNATURE', 'READY_TO_SEND', null, {
       error: null,
       signed_tx: hex(signed.rawTx),
       tx_hash: signed.txid,
@@ -116,7 +116,7 @@ export async function waitForSigners(
   const row = await x.owned(t.transfer_id, async (q, cur) => {
     if (cur.status !== 'PENDING_SIGNATURE') return cur;
     if (cur.sub_status !== WAITING_FOR_SIGNERS) {
-      await transition(q, x.clock, t.transfer_id, 'PENDING_SIGNATURE', 'PENDING_SIGNATURE', WAITING_FOR_SIGNERS, {
+      await transition(q, x, t.transfer_id, 'PENDING_SIGNATURE', 'PENDING_SIGNATURE', WAITING_FOR_SIGNERS, {
         error,
       });
       x.opts.log('warn', 'transfer waits for its signers', { transfer_id: t.transfer_id, err: error });
@@ -140,7 +140,7 @@ export async function windowExpired(x: StepContext, t: TransferRow, missing?: st
         ? cur.error.slice(WAITING_FOR_SIGNERS.length + 2)
         : undefined);
     const error = `${SIGNING_WINDOW_EXPIRED}: no signature within ${Math.round(x.opts.signingWindowMs / 1000)} s${last ? `; ${last}` : ''}`;
-    await transition(q, x.clock, t.transfer_id, 'PENDING_SIGNATURE', 'FAILED', SIGNING_WINDOW_EXPIRED, { error });
+    await transition(q, x, t.transfer_id, 'PENDING_SIGNATURE', 'FAILED', SIGNING_WINDOW_EXPIRED, { error });
     x.opts.log('warn', 'transfer failed: signing window over', { transfer_id: t.transfer_id, err: error });
     return loadTransfer(q, t.transfer_id);
   });
@@ -155,7 +155,7 @@ export async function signingFailed(
   res: Extract<GatewaySignResult, { reason: 'REFUSED' | 'ABORTED' }>,
 ) {
   if (res.reason === 'REFUSED') {
-    const v = await transition(q, x.clock, t.transfer_id, 'PENDING_SIGNATURE', 'REJECTED', res.refusal, {
+    const v = await transition(q, x, t.transfer_id, 'PENDING_SIGNATURE', 'REJECTED', res.refusal, {
       error: `refused by ${res.by.kind} ${res.by.id}: ${res.refusal}`,
     });
     if (res.refusal === 'POLICY_SIGNATURE_VERIFICATION_FAILED') {
@@ -173,7 +173,7 @@ export async function signingFailed(
     return v;
   }
   const blamed = res.culprits.map((p) => `${p.kind} ${p.id}`).join(', ');
-  return transition(q, x.clock, t.transfer_id, 'PENDING_SIGNATURE', 'FAILED', 'SIGNING_FAILED', {
+  return transition(q, x, t.transfer_id, 'PENDING_SIGNATURE', 'FAILED', 'SIGNING_FAILED', {
     error: `aborted, blaming ${blamed}: ${res.message}`,
   });
 }
@@ -213,7 +213,7 @@ export async function buildStored(x: StepContext, t: TransferRow): Promise<Store
     const code = (e as { code?: string }).code;
     if (code === 'INSUFFICIENT_FUNDS' || code === 'INVALID_TRANSFER' || code === 'INVALID_ADDRESS') {
       await x.owned(t.transfer_id, (q) =>
-        transition(q, x.clock, t.transfer_id, 'PENDING_SIGNATURE', 'FAILED', 'SIGNING_FAILED', {
+        transition(q, x, t.transfer_id, 'PENDING_SIGNATURE', 'FAILED', 'SIGNING_FAILED', {
           error: (e as Error).message,
         }),
       );
@@ -225,7 +225,7 @@ export async function buildStored(x: StepContext, t: TransferRow): Promise<Store
   const capped = await capFee(def, adapter, built, cap);
   if (!capped.ok) {
     await x.owned(t.transfer_id, (q) =>
-      transition(q, x.clock, t.transfer_id, 'PENDING_SIGNATURE', 'FAILED', FEE_CAP_EXCEEDED, { error: capped.message }),
+      transition(q, x, t.transfer_id, 'PENDING_SIGNATURE', 'FAILED', FEE_CAP_EXCEEDED, { error: capped.message }),
     );
     x.opts.log('warn', 'transfer failed: no transaction within its fee cap', {
       transfer_id: t.transfer_id,

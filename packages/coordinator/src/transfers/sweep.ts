@@ -33,7 +33,7 @@ export async function expire(x: StepContext): Promise<number> {
       x.db.tx(async (q) => {
         const t = await loadTransfer(q, transfer_id, true);
         if (t?.status === 'PENDING_APPROVAL' && t.approval_deadline && t.approval_deadline <= now) {
-          await transition(q, x.clock, transfer_id, 'PENDING_APPROVAL', 'EXPIRED', 'APPROVAL_EXPIRED');
+          await transition(q, x, transfer_id, 'PENDING_APPROVAL', 'EXPIRED', 'APPROVAL_EXPIRED');
         }
       }),
     );
@@ -50,7 +50,7 @@ export async function expire(x: StepContext): Promise<number> {
         const t = await loadTransfer(q, transfer_id, true);
         if (t?.fee_bump?.status !== 'PENDING_APPROVAL') return;
         const next: FeeBump = { ...t.fee_bump, status: 'FAILED', sub_status: 'APPROVAL_EXPIRED' };
-        await transition(q, x.clock, transfer_id, 'SENT', 'SENT', t.sub_status, { fee_bump: JSON.stringify(next) });
+        await transition(q, x, transfer_id, 'SENT', 'SENT', t.sub_status, { fee_bump: JSON.stringify(next) });
       }),
     );
     await x.service.withdrawRequests(transfer_id);
@@ -81,7 +81,7 @@ export async function markChainUnavailable(x: StepContext): Promise<number> {
         if (t === undefined || t.sub_status !== null || !['PENDING_SIGNATURE', 'READY_TO_SEND'].includes(t.status))
           return false;
         if (x.chains.adapter(t.intent.blockchain) !== undefined) return false;
-        await transition(q, x.clock, transfer_id, t.status, t.status, 'CHAIN_UNAVAILABLE', { error });
+        await transition(q, x, transfer_id, t.status, t.status, 'CHAIN_UNAVAILABLE', { error });
         return true;
       });
     });

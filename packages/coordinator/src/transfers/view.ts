@@ -291,3 +291,8 @@ export function fieldsOf(
     amount: BigInt(i.amount),
   };
 }
+
+/** Transfers per status (the `custodian_transfers` gauge, metrics/readiness.ts). */
+export async function countByStatus(q: Queryable): Promise<{ status: string; n: number }[]> {
+  return q.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM transfers GROUP BY status');
+}

@@ -173,3 +173,9 @@ export class PgWatcherStore implements WatcherStore {
     });
   }
 }
+
+/** The deposit watchers' cursor heights: watcher chain name → height (the watcher lag gauges). */
+export async function watcherHeights(db: Db): Promise<Map<string, number>> {
+  const r = await db.query<{ chain: string; height: number }>('SELECT chain, height FROM watcher_cursors');
+  return new Map(r.map((x) => [x.chain, Number(x.height)]));
+}

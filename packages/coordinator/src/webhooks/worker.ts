@@ -23,6 +23,7 @@ import https from 'node:https';
 import { isIP } from 'node:net';
 import type { Db } from '../db/db.js';
 import type { Startable } from '../lifecycle.js';
+import type { WebhookMetrics } from '../metrics/registry.js';
 import type { Clock } from '../util.js';
 import type { WebhookSigningKeys } from './keys.js';
 import { signWebhook } from './signature.js';
@@ -86,6 +87,8 @@ export interface WebhookWorkerComponents {
   /** Signing keys (rotated when due at every poll) that sign each attempt. */
   readonly keys: WebhookSigningKeys;
   readonly options: WebhookWorkerOptions;
+  /** Deliveries by outcome and attempt (metrics/registry.ts); absent: not counted. */
+  readonly metrics?: WebhookMetrics | undefined;
 }
 
 /** The worker. */
@@ -96,6 +99,7 @@ export class WebhookWorker implements Startable {
   private readonly leaseMs: number;
   private readonly db: Db;
   private readonly keys: WebhookSigningKeys;
+  private readonly metrics: WebhookMetrics | undefined;
   /** The settings it was built with. */
   readonly opts: WebhookWorkerOptions;
 
@@ -104,6 +108,7 @@ export class WebhookWorker implements Startable {
     this.keys = c.keys;
     this.opts = c.options;
     this.leaseMs = c.options.timeoutMs + 30_000;
+    this.metrics = c.metrics;
   }
 
   /** Start polling (every `pollIntervalMs`). Idempotent. */
@@ -250,6 +255,8 @@ export class WebhookWorker implements Startable {
         [c.notification_id, c.attempt, now, result.status, result.error, result.durationMs],
       );
     });
+    const outcome = status === 'DELIVERED' ? 'delivered' : status === 'FAILED' ? 'failed' : 'retry';
+    this.metrics?.deliveries.inc({ outcome, attempt: String(inSeries) });
     const host = safeHost(c.url);
     this.opts.log?.(result.ok ? 'info' : 'warn', `webhook attempt ${c.attempt} ${status}`, {
       notification_id: c.notification_id,
