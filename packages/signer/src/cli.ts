@@ -8,7 +8,7 @@ import { fingerprint } from '@custodian/signer-client';
 import { Command } from 'commander';
 import { ConfigError, loadConfig, type PassphraseSource, readPassphrase } from './config.js';
 import { STATUS_FILE, startSigner } from './daemon.js';
-import { createIdentity } from './identity.js';
+import { createIdentity, readPublicIdentity } from './identity.js';
 
 interface InitOptions {
   dataDir: string;
@@ -33,6 +33,16 @@ export function registerSignerCommands(program: Command): Command {
           : undefined;
       if (!src) throw new ConfigError('one of --passphrase-env or --passphrase-file is required');
       const id = await createIdentity(o.dataDir, await readPassphrase(src));
+      process.stdout.write(`${JSON.stringify({ peerId: id.peerId, fingerprint: fingerprint(id.publicKey) })}\n`);
+    });
+  signer
+    .command('peer-id')
+    .description(
+      'print the peer id and fingerprint of the identity in a data folder (no passphrase needed); never creates one',
+    )
+    .requiredOption('-d, --data-dir <dir>', 'data folder of the node')
+    .action(async (o: { dataDir: string }) => {
+      const id = await readPublicIdentity(o.dataDir);
       process.stdout.write(`${JSON.stringify({ peerId: id.peerId, fingerprint: fingerprint(id.publicKey) })}\n`);
     });
   signer

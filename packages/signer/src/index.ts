@@ -31,7 +31,7 @@ export {
   storeGeneration,
   writeGenerationFile,
 } from './generation.js';
-export { createIdentity, IDENTITY_FILE, loadIdentity, type NodeIdentity } from './identity.js';
+export { createIdentity, IDENTITY_FILE, loadIdentity, type NodeIdentity, readPublicIdentity } from './identity.js';
 export { type LocalCluster, type LocalClusterOptions, startLocalCluster } from './local-cluster.js';
 export { attachSignerRelay, type SignerRelay } from './signer-relay.js';
 export { verifySignature } from './verify.js';
