@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fingerprint } from '@custodian/signer-client';
 import { Command } from 'commander';
 import { ConfigError, loadConfig, type PassphraseSource, readPassphrase } from './config.js';
-import { STATUS_FILE, startSigner } from './daemon.js';
+import { type SignerReload, STATUS_FILE, startSigner } from './daemon.js';
 import { createIdentity, readPublicIdentity } from './identity.js';
 
 interface InitOptions {
@@ -60,6 +60,23 @@ export function registerSignerCommands(program: Command): Command {
       };
       process.once('SIGTERM', () => stop('SIGTERM'));
       process.once('SIGINT', () => stop('SIGINT'));
+      // SIGHUP (`custodian signer reload`, systemd `ExecReload`): re-read the config file and apply
+      // the trusted Admin devices, chains and log level without a restart
+      process.on('SIGHUP', () => {
+        void daemon.reload(() => loadConfig(o.config));
+      });
+    });
+  signer
+    .command('reload')
+    .description(
+      'make the running daemon re-read its config file (SIGHUP): trustedAdminDevices, chains and logLevel apply without a restart',
+    )
+    .requiredOption('-c, --config <file>', 'configuration file (JSON) the daemon was started with')
+    .option('--timeout <ms>', 'how long to wait for the daemon to report the reload', '30000')
+    .action(async (o: { config: string; timeout: string }) => {
+      const result = await reloadRunningSigner(o.config, Number(o.timeout));
+      process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+      if (!result.ok) process.exitCode = 1;
     });
   signer
     .command('status')
@@ -82,6 +99,37 @@ export function registerSignerCommands(program: Command): Command {
       process.stdout.write(`${JSON.stringify({ running, ...s }, null, 2)}\n`);
     });
   return signer;
+}
+
+/**
+ * Signal the daemon of `configPath` (its pid from `status.json`) to reload its configuration and
+ * wait for its answer (`status.json` `reload`, {@link SignerReload}).
+ * @throws ConfigError when the config file is invalid (checked here first, nothing is signalled),
+ *   Error when no daemon of this data folder runs or it does not answer within `timeoutMs`
+ */
+export async function reloadRunningSigner(configPath: string, timeoutMs: number): Promise<SignerReload> {
+  const config = await loadConfig(configPath);
+  const path = join(config.dataDir, STATUS_FILE);
+  const read = async () =>
+    JSON.parse(
+      await readFile(path, 'utf8').catch(() => {
+        throw new Error(`no status at ${path}: has the daemon been started?`);
+      }),
+    ) as { pid?: number; reload?: SignerReload };
+  const before = await read();
+  if (before.pid === undefined) throw new Error(`${path} names no process`);
+  try {
+    process.kill(before.pid, 'SIGHUP');
+  } catch (e) {
+    throw new Error(`signer daemon (pid ${before.pid}) not reachable: ${(e as NodeJS.ErrnoException).code ?? e}`);
+  }
+  const end = Date.now() + (Number.isFinite(timeoutMs) && timeoutMs > 0 ? timeoutMs : 30_000);
+  while (Date.now() < end) {
+    await new Promise((r) => setTimeout(r, 100));
+    const now = await read().catch(() => undefined);
+    if (now?.reload && now.reload.at !== before.reload?.at) return now.reload;
+  }
+  throw new Error(`the signer daemon (pid ${before.pid}) did not report the reload in ${path}`);
 }
 
 /** A stand-alone program with only the signer commands (used by `main.ts`). */

@@ -51,17 +51,49 @@ export const STATUS_FILE = 'status.json';
 /** Shortest interval between two rewrites of {@link STATUS_FILE} after ceremonies or peer changes. */
 export const STATUS_DEBOUNCE_MS = 500;
 
+/**
+ * The outcome of one configuration reload ({@link SignerDaemon.reload}), also written to
+ * `status.json` as `reload` for `custodian signer reload`.
+ */
+export interface SignerReload {
+  /** When the reload ran (ISO 8601). */
+  readonly at: string;
+  /** Whether the re-read configuration was valid and applied. */
+  readonly ok: boolean;
+  /** Fields taken over without a restart: `trustedAdminDevices`, `chains`, `logLevel` (those that changed). */
+  readonly applied: readonly string[];
+  /** Fields that changed but take effect only after a restart (kept as they were). */
+  readonly restartRequired: readonly string[];
+  /** Why the reload was refused (`ok` false): the configuration error; the running configuration is kept. */
+  readonly error?: string;
+}
+
+/** Top-level config fields a reload applies; every other changed field needs a restart. */
+export const RELOADABLE_FIELDS = ['trustedAdminDevices', 'chains', 'logLevel'] as const;
+
 /** A running signer. */
 export interface SignerDaemon {
   readonly identity: NodeIdentity;
   readonly host: Host;
   readonly log: Logger;
   status(): Promise<NodeStatus>;
+  /**
+   * Re-read the configuration (`read`, e.g. `loadConfig(path)`) and apply what can change while
+   * running: the trusted Admin devices (`trustedAdminDevices`; a policy version or tombstone pushed
+   * afterwards is checked against the new list, and so is every sign request's policy), the
+   * blockchains (`chains`) and `logLevel`. Other changed fields are reported in `restartRequired`
+   * and keep their running value. A configuration that does not load, or that switches
+   * `allowUnenforcedSigning`, is refused as a whole (`ok: false`; nothing changes). Logged and
+   * written to `status.json`. Never throws.
+   */
+  reload(read: () => Promise<SignerConfig>): Promise<SignerReload>;
   stop(): Promise<void>;
 }
 
 /** Start a signer from its configuration. @throws ConfigError, StoreIntegrityError (wrong passphrase), listen errors */
-export async function startSigner(config: SignerConfig, logger?: Logger): Promise<SignerDaemon> {
+export async function startSigner(initialConfig: SignerConfig, logger?: Logger): Promise<SignerDaemon> {
+  // the running configuration: a reload replaces its reloadable fields (trusted Admin devices, chains, log level)
+  let config = initialConfig;
   const passphrase = await readPassphrase(config.passphrase);
   const identity = await loadIdentity(config.dataDir, passphrase);
   // Logs go to stdout asynchronously (pino's SonicBoom, flushed at exit): a synchronous write per
@@ -146,6 +178,54 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
     log.warn('chains not configured: every transfer signature will be refused (CHAIN_NOT_CONFIGURED)');
   }
 
+  let lastReload: SignerReload | undefined;
+  const reload = async (read: () => Promise<SignerConfig>): Promise<SignerReload> => {
+    const at = new Date().toISOString();
+    let next: SignerConfig;
+    let result: SignerReload;
+    try {
+      next = await read();
+      if ((next.allowUnenforcedSigning ?? false) !== (config.allowUnenforcedSigning ?? false))
+        throw new Error('allowUnenforcedSigning changed: restart the signer to switch enforcement off or on');
+      const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+      const changed = (Object.keys({ ...config, ...next }) as (keyof SignerConfig)[]).filter(
+        (k) => !same(config[k], next[k]),
+      );
+      const applied = changed.filter((k) => (RELOADABLE_FIELDS as readonly string[]).includes(k));
+      const restartRequired = changed.filter((k) => !(RELOADABLE_FIELDS as readonly string[]).includes(k));
+      // swap only the reloadable fields; everything else keeps its running value
+      const { trustedAdminDevices: _devices, chains: _chains, ...kept } = config;
+      config = {
+        ...kept,
+        logLevel: next.logLevel,
+        ...(next.trustedAdminDevices ? { trustedAdminDevices: next.trustedAdminDevices } : {}),
+        ...(next.chains ? { chains: next.chains } : {}),
+      };
+      (ctx as { enforcement?: CeremonyContext['enforcement'] }).enforcement = config.trustedAdminDevices
+        ? { trustedAdminKeys: config.trustedAdminDevices.map((d) => d.publicKey), chains: config.chains ?? {} }
+        : undefined;
+      if (log.level !== config.logLevel) log.level = config.logLevel;
+      result = { at, ok: true, applied, restartRequired };
+      log.info(
+        {
+          applied,
+          restartRequired,
+          trustedAdminDevices: config.trustedAdminDevices?.map((d) => d.deviceId) ?? null,
+          chains: Object.keys(config.chains ?? {}),
+        },
+        restartRequired.length > 0
+          ? 'configuration reloaded; some changed fields need a restart to take effect'
+          : 'configuration reloaded',
+      );
+    } catch (e) {
+      result = { at, ok: false, applied: [], restartRequired: [], error: e instanceof Error ? e.message : String(e) };
+      log.error({ err: result.error }, 'configuration reload refused; the running configuration is kept');
+    }
+    lastReload = result;
+    await writeStatus().catch(() => undefined);
+    return result;
+  };
+
   const status = async (): Promise<NodeStatus> => {
     const keys = await listKeys(store);
     return {
@@ -176,6 +256,8 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
       activeCeremonies: s.activeCeremonies,
       presignaturePool: s.presignaturePool,
       generation: generation.generation,
+      trustedAdminDevices: config.trustedAdminDevices ?? null,
+      ...(lastReload ? { reload: lastReload } : {}),
       ...(generation.rollback ? { rollbackDetectedAt: generation.rollback.detectedAt } : {}),
       ...(primePool ? { primePool: { bits: primePool.bits, size: await primePool.size() } } : {}),
       keys: s.keys.map((k) => ({
@@ -372,6 +454,7 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
     host: h,
     log,
     status,
+    reload,
     async stop() {
       if (stopped) return;
       stopped = true;

@@ -9,7 +9,7 @@
  */
 import '@custodian/signer-client/polyfills';
 
-export { createSignerProgram, registerSignerCommands } from './cli.js';
+export { createSignerProgram, registerSignerCommands, reloadRunningSigner } from './cli.js';
 export {
   ConfigError,
   loadConfig,
@@ -18,7 +18,14 @@ export {
   readPassphrase,
   type SignerConfig,
 } from './config.js';
-export { CONTROL_FRESHNESS_MS, type SignerDaemon, STATUS_FILE, startSigner } from './daemon.js';
+export {
+  CONTROL_FRESHNESS_MS,
+  RELOADABLE_FIELDS,
+  type SignerDaemon,
+  type SignerReload,
+  STATUS_FILE,
+  startSigner,
+} from './daemon.js';
 export {
   defaultGenerationFile,
   GENERATION_FILE_FORMAT,
