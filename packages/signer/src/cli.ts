@@ -1,5 +1,5 @@
 /**
- * `custodian signer init|start|status` (commander). Registered into the `custodian` program by
+ * `custodian signer init|peer-id|start|reload|status` (commander). Registered into the `custodian` program by
  * packages/cli through {@link registerSignerCommands}.
  */
 import { readFile } from 'node:fs/promises';
@@ -7,8 +7,9 @@ import { join } from 'node:path';
 import { fingerprint } from '@custodian/signer-client';
 import { Command } from 'commander';
 import { ConfigError, loadConfig, type PassphraseSource, readPassphrase } from './config.js';
-import { type SignerReload, STATUS_FILE, startSigner } from './daemon.js';
+import { STATUS_FILE, startSigner } from './daemon.js';
 import { createIdentity, readPublicIdentity } from './identity.js';
+import type { SignerReload } from './reload.js';
 
 interface InitOptions {
   dataDir: string;

@@ -1,4 +1,7 @@
 /**
+ * Over 400 lines: the daemon is one closure over its store, runner, host and running configuration
+ * (start, control routing, status, reload, stop share them); its parts live in their own files.
+ *
  * The signer daemon: loads the identity and the encrypted store, starts the libp2p host, routes
  * MPC envelopes to the ceremony runner and control requests (signed by the configured coordinator)
  * to the ceremonies, signed policy pushes (`policy_sync`) to the ledger of learned policy
@@ -41,6 +44,7 @@ import { type Logger, pino } from 'pino';
 import { readPassphrase, type SignerConfig } from './config.js';
 import { defaultGenerationFile, type GenerationStart, startGeneration, stopGeneration } from './generation.js';
 import { loadIdentity, type NodeIdentity } from './identity.js';
+import { reloadedConfig, type SignerReload } from './reload.js';
 import { attachSignerRelay, type SignerRelay } from './signer-relay.js';
 
 /** Control requests issued longer ago (or further ahead) than this are refused as stale/replayed. */
@@ -50,26 +54,6 @@ export const CONTROL_FRESHNESS_MS = 5 * 60_000;
 export const STATUS_FILE = 'status.json';
 /** Shortest interval between two rewrites of {@link STATUS_FILE} after ceremonies or peer changes. */
 export const STATUS_DEBOUNCE_MS = 500;
-
-/**
- * The outcome of one configuration reload ({@link SignerDaemon.reload}), also written to
- * `status.json` as `reload` for `custodian signer reload`.
- */
-export interface SignerReload {
-  /** When the reload ran (ISO 8601). */
-  readonly at: string;
-  /** Whether the re-read configuration was valid and applied. */
-  readonly ok: boolean;
-  /** Fields taken over without a restart: `trustedAdminDevices`, `chains`, `logLevel` (those that changed). */
-  readonly applied: readonly string[];
-  /** Fields that changed but take effect only after a restart (kept as they were). */
-  readonly restartRequired: readonly string[];
-  /** Why the reload was refused (`ok` false): the configuration error; the running configuration is kept. */
-  readonly error?: string;
-}
-
-/** Top-level config fields a reload applies; every other changed field needs a restart. */
-export const RELOADABLE_FIELDS = ['trustedAdminDevices', 'chains', 'logLevel'] as const;
 
 /** A running signer. */
 export interface SignerDaemon {
@@ -181,26 +165,12 @@ export async function startSigner(initialConfig: SignerConfig, logger?: Logger):
   let lastReload: SignerReload | undefined;
   const reload = async (read: () => Promise<SignerConfig>): Promise<SignerReload> => {
     const at = new Date().toISOString();
-    let next: SignerConfig;
     let result: SignerReload;
     try {
-      next = await read();
-      if ((next.allowUnenforcedSigning ?? false) !== (config.allowUnenforcedSigning ?? false))
-        throw new Error('allowUnenforcedSigning changed: restart the signer to switch enforcement off or on');
-      const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
-      const changed = (Object.keys({ ...config, ...next }) as (keyof SignerConfig)[]).filter(
-        (k) => !same(config[k], next[k]),
-      );
-      const applied = changed.filter((k) => (RELOADABLE_FIELDS as readonly string[]).includes(k));
-      const restartRequired = changed.filter((k) => !(RELOADABLE_FIELDS as readonly string[]).includes(k));
-      // swap only the reloadable fields; everything else keeps its running value
-      const { trustedAdminDevices: _devices, chains: _chains, ...kept } = config;
-      config = {
-        ...kept,
-        logLevel: next.logLevel,
-        ...(next.trustedAdminDevices ? { trustedAdminDevices: next.trustedAdminDevices } : {}),
-        ...(next.chains ? { chains: next.chains } : {}),
-      };
+      const next = await read();
+      const r = reloadedConfig(config, next);
+      config = r.config;
+      const { applied, restartRequired } = r;
       (ctx as { enforcement?: CeremonyContext['enforcement'] }).enforcement = config.trustedAdminDevices
         ? { trustedAdminKeys: config.trustedAdminDevices.map((d) => d.publicKey), chains: config.chains ?? {} }
         : undefined;

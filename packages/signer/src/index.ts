@@ -20,9 +20,7 @@ export {
 } from './config.js';
 export {
   CONTROL_FRESHNESS_MS,
-  RELOADABLE_FIELDS,
   type SignerDaemon,
-  type SignerReload,
   STATUS_FILE,
   startSigner,
 } from './daemon.js';
@@ -40,5 +38,6 @@ export {
 } from './generation.js';
 export { createIdentity, IDENTITY_FILE, loadIdentity, type NodeIdentity, readPublicIdentity } from './identity.js';
 export { type LocalCluster, type LocalClusterOptions, startLocalCluster } from './local-cluster.js';
+export { RELOADABLE_FIELDS, reloadedConfig, type SignerReload } from './reload.js';
 export { attachSignerRelay, type SignerRelay } from './signer-relay.js';
 export { verifySignature } from './verify.js';
