@@ -11,7 +11,7 @@ import { type CliIo, registerAdminCommands } from '../src/admin/index.js';
 
 let h: Harness;
 beforeAll(async () => {
-  h = await startHarness({ masterKey: false, coordinator: { mode: 'production' } });
+  h = await startHarness({ coordinator: { mode: 'production' } });
 });
 afterAll(async () => {
   await h?.close();
@@ -81,6 +81,16 @@ describe('custodian admin chains', () => {
     expect(r.code).toBe(1);
     expect(r.err).toMatch(/no blockchain with key "ethereum-locl"; the directory has: .*ethereum-local/);
     expect(await restKeys()).toEqual(before);
+  });
+
+  it('wallets create takes blockchain keys as well as ids', async () => {
+    const w = await cli('--json', 'wallets', 'create', h.profileId, '--blockchain', 'ethereum-mainnet', '--name', 'k');
+    expect(w.code).toBe(0);
+    const wallet = JSON.parse(w.out) as { addresses: { address: string }[] };
+    expect(wallet.addresses[0]?.address).toMatch(/^0x[0-9a-fA-F]{40}$/);
+    const bad = await cli('wallets', 'create', h.profileId, '--blockchain', 'ethereum-moonnet');
+    expect(bad.code).toBe(1);
+    expect(bad.err).toMatch(/no blockchain with key "ethereum-moonnet"/);
   });
 
   it('with several profiles --profile is required; the admin API answers 404 for an unknown profile', async () => {

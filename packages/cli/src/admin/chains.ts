@@ -35,6 +35,26 @@ async function directory(api: AdminClient, profile: string): Promise<DirectoryBl
   }
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Blockchain ids for `values`: a UUID is taken as an id, anything else as a directory key.
+ * @throws AdminCliError naming an unknown key and the keys of the directory
+ */
+export async function blockchainIds(api: AdminClient, profile: string, values: readonly string[]): Promise<string[]> {
+  if (values.every((v) => UUID.test(v))) return [...values];
+  const rows = await directory(api, profile);
+  return values.map((v) => {
+    if (UUID.test(v)) return v;
+    const chain = rows.find((r) => r.key === v);
+    if (!chain)
+      throw new AdminCliError(
+        `no blockchain with key ${JSON.stringify(v)}; the directory has: ${rows.map((r) => r.key).join(', ')}`,
+      );
+    return chain.blockchain_id;
+  });
+}
+
 /** Register `chains` on `admin`. */
 export function registerChainCommands(ctx: AdminContext): void {
   const chains = ctx.admin
@@ -61,12 +81,8 @@ export function registerChainCommands(ctx: AdminContext): void {
         ctx.run(async (key: string, o: { profile?: string }) => {
           const api = await ctx.client();
           const profile = await profileOf(api, o.profile);
-          const rows = await directory(api, profile);
-          const chain = rows.find((r) => r.key === key);
-          if (!chain)
-            throw new AdminCliError(
-              `no blockchain with key ${JSON.stringify(key)}; the directory has: ${rows.map((r) => r.key).join(', ')}`,
-            );
+          const [id] = await blockchainIds(api, profile, [key]);
+          const chain = (await directory(api, profile)).find((r) => r.blockchain_id === id) as DirectoryBlockchain;
           await api.setProfileBlockchain(profile, chain.blockchain_id, enabled);
           if (ctx.json) return ctx.print({ ...chain, enabled });
           ctx.io.out(`${chain.key} ${enabled ? 'enabled' : 'disabled'} for profile ${profile}`);
