@@ -5,7 +5,10 @@
  * verbatim, as one line, in a shell block of the guide. A command changed in one place and not the
  * other fails here; operator-walkthrough.slow.test.ts runs the script itself.
  */
-import { readFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const root = new URL('../../../', import.meta.url);
@@ -64,5 +67,30 @@ describe('operator guide ↔ walkthrough script', () => {
     const commands = scriptCommands(`  guide 'custodian admin frobnicate --all'\n`);
     expect(commands).toEqual(['custodian admin frobnicate --all']);
     expect(guideShellLines('```sh\ncustodian admin chains list --all\n```\n').has(commands[0] as string)).toBe(false);
+  });
+
+  it('the passphrase recipe works literally on a host where the config folder does not exist yet', async () => {
+    const guide = await readFile(new URL('docs/operator-guide.md', root), 'utf8');
+    const lines = guideShellLines(guide);
+    const recipe = [
+      'install -d -m 0750 -o "$CUSTODIAN_USER" "$CUSTODIAN_ETC"',
+      'install -m 0600 -o "$CUSTODIAN_USER" /dev/null "$CUSTODIAN_ETC/$SIGNER.passphrase"',
+      'openssl rand -base64 32 > "$CUSTODIAN_ETC/$SIGNER.passphrase"',
+    ];
+    for (const l of recipe) expect(lines.has(l), l).toBe(true);
+    const base = await mkdtemp(join(tmpdir(), 'custodian-recipe-'));
+    try {
+      const etc = join(base, 'etc', 'custodian'); // two levels missing, as on a fresh host
+      const user = execFileSync('id', ['-un'], { encoding: 'utf8' }).trim();
+      execFileSync('bash', ['-euo', 'pipefail', '-c', recipe.join('\n')], {
+        env: { PATH: process.env.PATH ?? '', CUSTODIAN_ETC: etc, CUSTODIAN_USER: user, SIGNER: 's1' },
+      });
+      expect((await stat(etc)).mode & 0o777).toBe(0o750);
+      const file = join(etc, 's1.passphrase');
+      expect((await stat(file)).mode & 0o777).toBe(0o600);
+      expect((await readFile(file, 'utf8')).trim()).toMatch(/^[A-Za-z0-9+/]{43}=$/);
+    } finally {
+      await rm(base, { recursive: true, force: true });
+    }
   });
 });
