@@ -111,6 +111,29 @@ describe('custodian signer peer-id', () => {
   });
 });
 
+describe('custodian signer start', () => {
+  it('refuses a data folder without an identity (never creates one) and names `signer init`', async () => {
+    const root = await tempDir();
+    const pass = join(root, 'passphrase');
+    await writeFile(pass, 'a passphrase for this test only\n', { mode: 0o600 });
+    const config = join(root, 'signer.json');
+    await writeFile(
+      config,
+      JSON.stringify({
+        dataDir: './signer',
+        peers: [],
+        coordinator: { peerId: '12D3KooWDriB8JmATtubbnW4d6iuWp8tUHCsbSXp3zjBtPpPbwr9' },
+        passphrase: { file: pass },
+        trustedAdminDevices: [],
+      }),
+    );
+    const r = await run(['signer', 'start', '-c', config]);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/no signer identity at .*identity\.json.*custodian signer init/);
+    await expect(stat(join(root, 'signer', 'identity.json'))).rejects.toThrow(/ENOENT/);
+  });
+});
+
 describe('custodian admin login without a terminal', () => {
   let h: Harness;
   beforeAll(async () => {

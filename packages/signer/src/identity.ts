@@ -70,12 +70,17 @@ export async function createIdentity(
 }
 
 /**
- * Load the identity of `dataDir`.
- * @throws Error when absent or malformed; StoreIntegrityError for a wrong passphrase
+ * Load the identity of `dataDir` (never creates one).
+ * @throws ConfigError `CONFIG_INVALID` when absent; Error when malformed; StoreIntegrityError for a wrong passphrase
  */
 export async function loadIdentity(dataDir: string, passphrase: string): Promise<NodeIdentity> {
   const path = join(dataDir, IDENTITY_FILE);
-  const file = JSON.parse(await readFile(path, 'utf8')) as {
+  const text = await readFile(path, 'utf8').catch((e: NodeJS.ErrnoException) => {
+    if (e.code === 'ENOENT')
+      throw new ConfigError(`no signer identity at ${path}: create one with \`custodian signer init -d ${dataDir}\``);
+    throw e;
+  });
+  const file = JSON.parse(text) as {
     format?: string;
     version?: number;
     salt: string;
