@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fingerprint } from '@custodian/signer-client';
 import { Command } from 'commander';
 import { ConfigError, loadConfig, type PassphraseSource, readPassphrase } from './config.js';
-import { STATUS_FILE, startSigner } from './daemon.js';
+import { type SignerDaemon, STATUS_FILE, startSigner } from './daemon.js';
 import { createIdentity, readPublicIdentity } from './identity.js';
 import type { SignerReload } from './reload.js';
 
@@ -51,6 +51,17 @@ export function registerSignerCommands(program: Command): Command {
     .description('run the signer daemon')
     .requiredOption('-c, --config <file>', 'configuration file (JSON)')
     .action(async (o: { config: string }) => {
+      // SIGHUP (`custodian signer reload`, systemd `ExecReload`): re-read the config file and apply
+      // the trusted Admin devices, chains and log level without a restart. Listened for before the
+      // start: one that arrives while the daemon starts is applied once it runs (never the default
+      // action, which ends the process).
+      let running: SignerDaemon | undefined;
+      let hupWhileStarting = false;
+      const onHup = () => {
+        if (running) void running.reload(() => loadConfig(o.config));
+        else hupWhileStarting = true;
+      };
+      process.on('SIGHUP', onHup);
       const daemon = await startSigner(await loadConfig(o.config));
       const stop = (sig: string) => {
         daemon.log.info({ signal: sig }, 'shutting down');
@@ -61,11 +72,8 @@ export function registerSignerCommands(program: Command): Command {
       };
       process.once('SIGTERM', () => stop('SIGTERM'));
       process.once('SIGINT', () => stop('SIGINT'));
-      // SIGHUP (`custodian signer reload`, systemd `ExecReload`): re-read the config file and apply
-      // the trusted Admin devices, chains and log level without a restart
-      process.on('SIGHUP', () => {
-        void daemon.reload(() => loadConfig(o.config));
-      });
+      running = daemon;
+      if (hupWhileStarting) onHup();
     });
   signer
     .command('reload')
@@ -119,6 +127,11 @@ export async function reloadRunningSigner(configPath: string, timeoutMs: number)
     ) as { pid?: number; reload?: SignerReload };
   const before = await read();
   if (before.pid === undefined) throw new Error(`${path} names no process`);
+  // a stale status.json (the daemon stopped) may name a pid reused by another process: on Linux,
+  // signal it only when it is a `signer start`
+  const cmdline = await readFile(`/proc/${before.pid}/cmdline`, 'utf8').catch(() => undefined);
+  if (cmdline !== undefined && !/\0signer\0start\0/.test(`\0${cmdline}`))
+    throw new Error(`process ${before.pid} named by ${path} is not a signer daemon (is the signer running?)`);
   try {
     process.kill(before.pid, 'SIGHUP');
   } catch (e) {

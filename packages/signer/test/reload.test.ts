@@ -9,8 +9,8 @@
  * (keeping its running configuration) when it gets a SIGHUP anyway; removing the device again
  * takes effect the same way.
  */
-import { execFile } from 'node:child_process';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { bytesToHex } from '@custodian/crypto';
@@ -169,5 +169,27 @@ describe('custodian signer reload', () => {
     });
     expect(await push(policy(3))).toBe('ENFORCEMENT_NOT_CONFIGURED');
     expect(node.proc?.exitCode).toBeNull();
+  });
+
+  it('a stale status.json naming another process is refused: that process is not signalled', async () => {
+    const other = spawn('sleep', ['60'], { stdio: 'ignore' });
+    try {
+      const stale = { ...node, name: 'stale', dataDir: join(dir, 'stale'), config: join(dir, 'stale.json') };
+      mkdirSync(stale.dataDir, { recursive: true });
+      writeConfig(stale, [], coordinator, { trustedAdminDevices: [] });
+      writeFileSync(join(stale.dataDir, 'status.json'), JSON.stringify({ pid: other.pid }));
+      const r = await run(process.execPath, [MAIN, 'signer', 'reload', '-c', stale.config], {
+        env: { ...process.env, CUSTODIAN_TEST_PASS: PASS },
+      }).then(
+        () => ({ code: 0, err: '' }),
+        (e: { code: number; stderr: string }) => ({ code: e.code, err: e.stderr }),
+      );
+      expect(r.code).toBe(1);
+      expect(r.err).toMatch(new RegExp(`process ${other.pid} named by .* is not a signer daemon`));
+      expect(other.exitCode).toBeNull();
+      expect(other.signalCode).toBeNull();
+    } finally {
+      other.kill('SIGKILL');
+    }
   });
 });
