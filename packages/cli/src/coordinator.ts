@@ -133,9 +133,12 @@ export function registerCoordinatorCommands(program: Command): void {
     });
   coordinator
     .command('peer-id')
-    .description("print the coordinator's libp2p peer id (created in the data folder if missing); signers pin it")
-    .option('--data-dir <dir>', 'data folder', '.custodian/coordinator')
-    .action(async (o: { dataDir: string }) => {
-      process.stdout.write(`${await coordinatorPeerId(resolve(o.dataDir))}\n`);
+    .description(
+      "print the coordinator's libp2p peer id (signers pin it); refuses when the data folder has no identity, unless --create",
+    )
+    .option('--data-dir <dir>', 'data folder (the one `coordinator start` uses)', '.custodian/coordinator')
+    .option('--create', 'create the identity (0600) when the data folder has none, e.g. before the first start')
+    .action(async (o: { dataDir: string; create?: boolean }) => {
+      process.stdout.write(`${await coordinatorPeerId(resolve(o.dataDir), { create: o.create === true })}\n`);
     });
 }

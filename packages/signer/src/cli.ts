@@ -1,5 +1,5 @@
 /**
- * `custodian signer init|start|status` (commander). Registered into the `custodian` program by
+ * `custodian signer init|peer-id|start|reload|status` (commander). Registered into the `custodian` program by
  * packages/cli through {@link registerSignerCommands}.
  */
 import { readFile } from 'node:fs/promises';
@@ -7,8 +7,9 @@ import { join } from 'node:path';
 import { fingerprint } from '@custodian/signer-client';
 import { Command } from 'commander';
 import { ConfigError, healthFields, loadConfig, type PassphraseSource, readPassphrase } from './config.js';
-import { STATUS_FILE, startSigner } from './daemon.js';
-import { createIdentity } from './identity.js';
+import { type SignerDaemon, STATUS_FILE, startSigner } from './daemon.js';
+import { createIdentity, readPublicIdentity } from './identity.js';
+import type { SignerReload } from './reload.js';
 
 interface InitOptions {
   dataDir: string;
@@ -36,14 +37,40 @@ export function registerSignerCommands(program: Command): Command {
       process.stdout.write(`${JSON.stringify({ peerId: id.peerId, fingerprint: fingerprint(id.publicKey) })}\n`);
     });
   signer
+    .command('peer-id')
+    .description(
+      'print the peer id and fingerprint of the identity in a data folder (no passphrase needed); never creates one',
+    )
+    .requiredOption('-d, --data-dir <dir>', 'data folder of the node')
+    .action(async (o: { dataDir: string }) => {
+      const id = await readPublicIdentity(o.dataDir);
+      process.stdout.write(`${JSON.stringify({ peerId: id.peerId, fingerprint: fingerprint(id.publicKey) })}\n`);
+    });
+  signer
     .command('start')
     .description('run the signer daemon')
     .requiredOption('-c, --config <file>', 'configuration file (JSON)')
     .option('--health-port <port>', 'local HTTP port of /healthz, /readyz and /metrics (overrides healthPort)')
     .action(async (o: { config: string; healthPort?: string }) => {
-      const config = await loadConfig(o.config);
-      const health = o.healthPort === undefined ? {} : healthFields(Number(o.healthPort), config.healthHost);
-      const daemon = await startSigner({ ...config, ...health });
+      // SIGHUP (`custodian signer reload`, systemd `ExecReload`): re-read the config file and apply
+      // the trusted Admin devices, chains and log level without a restart. Listened for before the
+      // start: one that arrives while the daemon starts is applied once it runs (never the default
+      // action, which ends the process).
+      // the file, then the flags that override it (so a reload does not see the flag as a change)
+      const readConfig = async () => {
+        const config = await loadConfig(o.config);
+        return o.healthPort === undefined
+          ? config
+          : { ...config, ...healthFields(Number(o.healthPort), config.healthHost) };
+      };
+      let running: SignerDaemon | undefined;
+      let hupWhileStarting = false;
+      const onHup = () => {
+        if (running) void running.reload(readConfig);
+        else hupWhileStarting = true;
+      };
+      process.on('SIGHUP', onHup);
+      const daemon = await startSigner(await readConfig());
       const stop = (sig: string) => {
         daemon.log.info({ signal: sig }, 'shutting down');
         daemon.stop().then(
@@ -53,6 +80,20 @@ export function registerSignerCommands(program: Command): Command {
       };
       process.once('SIGTERM', () => stop('SIGTERM'));
       process.once('SIGINT', () => stop('SIGINT'));
+      running = daemon;
+      if (hupWhileStarting) onHup();
+    });
+  signer
+    .command('reload')
+    .description(
+      'make the running daemon re-read its config file (SIGHUP): trustedAdminDevices, chains and logLevel apply without a restart',
+    )
+    .requiredOption('-c, --config <file>', 'configuration file (JSON) the daemon was started with')
+    .option('--timeout <ms>', 'how long to wait for the daemon to report the reload', '30000')
+    .action(async (o: { config: string; timeout: string }) => {
+      const result = await reloadRunningSigner(o.config, Number(o.timeout));
+      process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+      if (!result.ok) process.exitCode = 1;
     });
   signer
     .command('status')
@@ -75,6 +116,42 @@ export function registerSignerCommands(program: Command): Command {
       process.stdout.write(`${JSON.stringify({ running, ...s }, null, 2)}\n`);
     });
   return signer;
+}
+
+/**
+ * Signal the daemon of `configPath` (its pid from `status.json`) to reload its configuration and
+ * wait for its answer (`status.json` `reload`, {@link SignerReload}).
+ * @throws ConfigError when the config file is invalid (checked here first, nothing is signalled),
+ *   Error when no daemon of this data folder runs or it does not answer within `timeoutMs`
+ */
+export async function reloadRunningSigner(configPath: string, timeoutMs: number): Promise<SignerReload> {
+  const config = await loadConfig(configPath);
+  const path = join(config.dataDir, STATUS_FILE);
+  const read = async () =>
+    JSON.parse(
+      await readFile(path, 'utf8').catch(() => {
+        throw new Error(`no status at ${path}: has the daemon been started?`);
+      }),
+    ) as { pid?: number; reload?: SignerReload };
+  const before = await read();
+  if (before.pid === undefined) throw new Error(`${path} names no process`);
+  // a stale status.json (the daemon stopped) may name a pid reused by another process: on Linux,
+  // signal it only when it is a `signer start`
+  const cmdline = await readFile(`/proc/${before.pid}/cmdline`, 'utf8').catch(() => undefined);
+  if (cmdline !== undefined && !/\0signer\0start\0/.test(`\0${cmdline}`))
+    throw new Error(`process ${before.pid} named by ${path} is not a signer daemon (is the signer running?)`);
+  try {
+    process.kill(before.pid, 'SIGHUP');
+  } catch (e) {
+    throw new Error(`signer daemon (pid ${before.pid}) not reachable: ${(e as NodeJS.ErrnoException).code ?? e}`);
+  }
+  const end = Date.now() + (Number.isFinite(timeoutMs) && timeoutMs > 0 ? timeoutMs : 30_000);
+  while (Date.now() < end) {
+    await new Promise((r) => setTimeout(r, 100));
+    const now = await read().catch(() => undefined);
+    if (now?.reload && now.reload.at !== before.reload?.at) return now.reload;
+  }
+  throw new Error(`the signer daemon (pid ${before.pid}) did not report the reload in ${path}`);
 }
 
 /** A stand-alone program with only the signer commands (used by `main.ts`). */

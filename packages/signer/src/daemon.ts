@@ -1,4 +1,7 @@
 /**
+ * Over 400 lines: the daemon is one closure over its store, runner, host and running configuration
+ * (start, control routing, status, reload, stop share them); its parts live in their own files.
+ *
  * The signer daemon: loads the identity and the encrypted store, starts the libp2p host, routes
  * MPC envelopes to the ceremony runner and control requests (signed by the configured coordinator)
  * to the ceremonies, signed policy pushes (`policy_sync`) to the ledger of learned policy
@@ -45,6 +48,7 @@ import { readPassphrase, type SignerConfig } from './config.js';
 import { defaultGenerationFile, type GenerationStart, startGeneration, stopGeneration } from './generation.js';
 import { createSignerMetrics, observeCeremony, type SignerHealthSource, startHealthServer } from './health.js';
 import { loadIdentity, type NodeIdentity } from './identity.js';
+import { reloadedConfig, type SignerReload } from './reload.js';
 import { attachSignerRelay, type SignerRelay } from './signer-relay.js';
 
 /** Control requests issued longer ago (or further ahead) than this are refused as stale/replayed. */
@@ -61,11 +65,23 @@ export interface SignerDaemon {
   readonly host: Host;
   readonly log: Logger;
   status(): Promise<NodeStatus>;
+  /**
+   * Re-read the configuration (`read`, e.g. `loadConfig(path)`) and apply what can change while
+   * running: the trusted Admin devices (`trustedAdminDevices`; a policy version or tombstone pushed
+   * afterwards is checked against the new list, and so is every sign request's policy), the
+   * blockchains (`chains`) and `logLevel`. Other changed fields are reported in `restartRequired`
+   * and keep their running value. A configuration that does not load, or that switches
+   * `allowUnenforcedSigning`, is refused as a whole (`ok: false`; nothing changes). Logged and
+   * written to `status.json`. Never throws.
+   */
+  reload(read: () => Promise<SignerConfig>): Promise<SignerReload>;
   stop(): Promise<void>;
 }
 
 /** Start a signer from its configuration. @throws ConfigError, StoreIntegrityError (wrong passphrase), listen errors */
-export async function startSigner(config: SignerConfig, logger?: Logger): Promise<SignerDaemon> {
+export async function startSigner(initialConfig: SignerConfig, logger?: Logger): Promise<SignerDaemon> {
+  // the running configuration: a reload replaces its reloadable fields (trusted Admin devices, chains, log level)
+  let config = initialConfig;
   const passphrase = await readPassphrase(config.passphrase);
   const identity = await loadIdentity(config.dataDir, passphrase);
   // Logs go to stdout asynchronously (pino's SonicBoom, flushed at exit): a synchronous write per
@@ -157,6 +173,39 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
     coordinatorConnected: () => host?.connectedPeers().includes(config.coordinator.peerId) ?? false,
   };
   const metrics = createSignerMetrics(healthSource);
+  let lastReload: SignerReload | undefined;
+  const reload = async (read: () => Promise<SignerConfig>): Promise<SignerReload> => {
+    const at = new Date().toISOString();
+    let result: SignerReload;
+    try {
+      const next = await read();
+      const r = reloadedConfig(config, next);
+      config = r.config;
+      const { applied, restartRequired } = r;
+      (ctx as { enforcement?: CeremonyContext['enforcement'] }).enforcement = config.trustedAdminDevices
+        ? { trustedAdminKeys: config.trustedAdminDevices.map((d) => d.publicKey), chains: config.chains ?? {} }
+        : undefined;
+      if (log.level !== config.logLevel) log.level = config.logLevel;
+      result = { at, ok: true, applied, restartRequired };
+      log.info(
+        {
+          applied,
+          restartRequired,
+          trustedAdminDevices: config.trustedAdminDevices?.map((d) => d.deviceId) ?? null,
+          chains: Object.keys(config.chains ?? {}),
+        },
+        restartRequired.length > 0
+          ? 'configuration reloaded; some changed fields need a restart to take effect'
+          : 'configuration reloaded',
+      );
+    } catch (e) {
+      result = { at, ok: false, applied: [], restartRequired: [], error: e instanceof Error ? e.message : String(e) };
+      log.error({ err: result.error }, 'configuration reload refused; the running configuration is kept');
+    }
+    lastReload = result;
+    await writeStatus().catch(() => undefined);
+    return result;
+  };
 
   const status = async (): Promise<NodeStatus> => {
     const keys = await listKeys(store);
@@ -188,6 +237,8 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
       activeCeremonies: s.activeCeremonies,
       presignaturePool: s.presignaturePool,
       generation: generation.generation,
+      trustedAdminDevices: config.trustedAdminDevices ?? null,
+      ...(lastReload ? { reload: lastReload } : {}),
       ...(generation.rollback ? { rollbackDetectedAt: generation.rollback.detectedAt } : {}),
       ...(primePool ? { primePool: { bits: primePool.bits, size: await primePool.size() } } : {}),
       keys: s.keys.map((k) => ({
@@ -399,6 +450,7 @@ export async function startSigner(config: SignerConfig, logger?: Logger): Promis
     host: h,
     log,
     status,
+    reload,
     async stop() {
       if (stopped) return;
       stopped = true;

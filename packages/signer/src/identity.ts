@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { DEFAULT_SCRYPT, deriveStorageKey, open, type ScryptParams, seal } from '@custodian/ceremony/level-store';
 import { generateKeyPair, privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys';
 import type { PrivateKey } from '@libp2p/interface';
-import { peerIdFromPrivateKey } from '@libp2p/peer-id';
+import { peerIdFromPrivateKey, peerIdFromString } from '@libp2p/peer-id';
+import { ConfigError } from './config.js';
 
 /** File name of the sealed identity inside the data folder. */
 export const IDENTITY_FILE = 'identity.json';
@@ -69,12 +70,17 @@ export async function createIdentity(
 }
 
 /**
- * Load the identity of `dataDir`.
- * @throws Error when absent or malformed; StoreIntegrityError for a wrong passphrase
+ * Load the identity of `dataDir` (never creates one).
+ * @throws ConfigError `CONFIG_INVALID` when absent; Error when malformed; StoreIntegrityError for a wrong passphrase
  */
 export async function loadIdentity(dataDir: string, passphrase: string): Promise<NodeIdentity> {
   const path = join(dataDir, IDENTITY_FILE);
-  const file = JSON.parse(await readFile(path, 'utf8')) as {
+  const text = await readFile(path, 'utf8').catch((e: NodeJS.ErrnoException) => {
+    if (e.code === 'ENOENT')
+      throw new ConfigError(`no signer identity at ${path}: create one with \`custodian signer init -d ${dataDir}\``);
+    throw e;
+  });
+  const file = JSON.parse(text) as {
     format?: string;
     version?: number;
     salt: string;
@@ -90,4 +96,33 @@ export async function loadIdentity(dataDir: string, passphrase: string): Promise
   const id = toIdentity(privateKeyFromProtobuf(raw));
   if (id.peerId !== file.peerId) throw new Error(`${path}: peer id does not match the sealed key`);
   return id;
+}
+
+/**
+ * The public half of the identity of `dataDir` (its peer id and Ed25519 public key), read without
+ * the passphrase from the identity file's `peerId` (an Ed25519 peer id embeds its public key).
+ * @throws ConfigError `CONFIG_INVALID` when the folder has no identity (never creates one: that is
+ *   `custodian signer init`) or the file is not a signer identity
+ */
+export async function readPublicIdentity(dataDir: string): Promise<{ peerId: string; publicKey: Uint8Array }> {
+  const path = join(dataDir, IDENTITY_FILE);
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT')
+      throw new ConfigError(`no signer identity at ${path}: create one with \`custodian signer init -d ${dataDir}\``);
+    throw e;
+  }
+  let file: { format?: string; peerId?: string };
+  try {
+    file = JSON.parse(text) as { format?: string; peerId?: string };
+  } catch {
+    throw new ConfigError(`${path}: not a signer identity file`);
+  }
+  if (file.format !== 'custodian.signer.identity' || typeof file.peerId !== 'string')
+    throw new ConfigError(`${path}: not a signer identity file`);
+  const publicKey = peerIdFromString(file.peerId).publicKey?.raw;
+  if (!publicKey) throw new ConfigError(`${path}: peer id without a public key`);
+  return { peerId: file.peerId, publicKey: Uint8Array.from(publicKey) };
 }

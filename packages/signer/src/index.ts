@@ -9,7 +9,7 @@
  */
 import '@custodian/signer-client/polyfills';
 
-export { createSignerProgram, registerSignerCommands } from './cli.js';
+export { createSignerProgram, registerSignerCommands, reloadRunningSigner } from './cli.js';
 export {
   ConfigError,
   loadConfig,
@@ -19,7 +19,12 @@ export {
   SIGNER_CONFIG_SCHEMA,
   type SignerConfig,
 } from './config.js';
-export { CONTROL_FRESHNESS_MS, type SignerDaemon, STATUS_FILE, startSigner } from './daemon.js';
+export {
+  CONTROL_FRESHNESS_MS,
+  type SignerDaemon,
+  STATUS_FILE,
+  startSigner,
+} from './daemon.js';
 export {
   defaultGenerationFile,
   GENERATION_FILE_FORMAT,
@@ -39,7 +44,8 @@ export {
   type SignerMetrics,
   signerReadiness,
 } from './health.js';
-export { createIdentity, IDENTITY_FILE, loadIdentity, type NodeIdentity } from './identity.js';
+export { createIdentity, IDENTITY_FILE, loadIdentity, type NodeIdentity, readPublicIdentity } from './identity.js';
 export { type LocalCluster, type LocalClusterOptions, startLocalCluster } from './local-cluster.js';
+export { RELOADABLE_FIELDS, reloadedConfig, type SignerReload } from './reload.js';
 export { attachSignerRelay, type SignerRelay } from './signer-relay.js';
 export { verifySignature } from './verify.js';

@@ -2,7 +2,7 @@
 
 import { parseChainsConfig } from '@custodian/ceremony';
 import { describe, expect, it } from 'vitest';
-import { defaultGenerationFile, parseConfig } from '../src/index.js';
+import { defaultGenerationFile, parseConfig, reloadedConfig } from '../src/index.js';
 
 describe('config', () => {
   const peer = '12D3KooWDriB8JmATtubbnW4d6iuWp8tUHCsbSXp3zjBtPpPbwr9';
@@ -164,6 +164,31 @@ describe('config', () => {
     ).toThrow(/^unknown key `decimal` in chains\.tron-nile\.assets\.USDT — did you mean `decimals`\?$/);
     expect(() => parseConfig({ ...base, zzz: 1 }, '/')).toThrow(
       /^unknown key `zzz` at the top level \(valid keys: listen, /,
+    );
+  });
+
+  it('reload: takes trusted devices, chains and log level; reports the rest; refuses an enforcement switch', () => {
+    const base = { dataDir: 'd', peers: [], coordinator: { peerId: peer }, passphrase: { env: 'X' } };
+    const admin = { deviceId: 'admin-phone', publicKey: `02${'ab'.repeat(32)}` };
+    const chains = { 'ethereum-local': { family: 'ethereum', chainId: 31337, maxFee: '1' } };
+    const running = parseConfig({ ...base, trustedAdminDevices: [] }, '/');
+    const r = reloadedConfig(
+      running,
+      parseConfig(
+        { ...base, trustedAdminDevices: [admin], chains, logLevel: 'debug', listen: '/ip4/0.0.0.0/tcp/1' },
+        '/',
+      ),
+    );
+    expect(r.config.trustedAdminDevices).toEqual([admin]);
+    expect(Object.keys(r.config.chains ?? {})).toEqual(['ethereum-local']);
+    expect(r.config.logLevel).toBe('debug');
+    expect(r.config.listen).toBe(running.listen); // kept until a restart
+    expect(r.applied.sort()).toEqual(['chains', 'logLevel', 'trustedAdminDevices']);
+    expect(r.restartRequired).toEqual(['listen']);
+    // removing the list turns enforcement's trust off (every sign request refused), never on
+    expect(reloadedConfig(running, parseConfig(base, '/')).config.trustedAdminDevices).toBeUndefined();
+    expect(() => reloadedConfig(running, parseConfig({ ...base, allowUnenforcedSigning: true }, '/'))).toThrow(
+      /allowUnenforcedSigning changed/,
     );
   });
 });

@@ -64,6 +64,14 @@ import type {
 const page = (q: PageQuery = {}) => ({ page: q.page, page_size: q.page_size });
 const notifications = (q: NotificationQuery = {}) => ({ ...page(q), status: q.status });
 
+/** A blockchain of the directory as `listProfileDirectory` returns it. */
+export type DirectoryBlockchain = Blockchain & {
+  /** Enabled for the profile (its own setting, else the directory default). */
+  enabled: boolean;
+  /** A development network (off by default in production mode). */
+  development: boolean;
+};
+
 /** The admin API, typed. */
 export class AdminClient {
   readonly http: AdminHttp;
@@ -148,6 +156,14 @@ export class AdminClient {
   listProfileBlockchains(profileId: string, q?: PageQuery): Promise<Page<Blockchain>> {
     const path = { profile_id: profileId };
     return this.http.request('GET', '/admin/v1/profiles/{profile_id}/blockchains', { path, query: page(q) });
+  }
+  /** Every blockchain of the directory with whether it is enabled for the profile (`all=true`). */
+  listProfileDirectory(profileId: string, q?: PageQuery): Promise<Page<DirectoryBlockchain>> {
+    const path = { profile_id: profileId };
+    return this.http.request('GET', '/admin/v1/profiles/{profile_id}/blockchains', {
+      path,
+      query: { ...page(q), all: 'true' },
+    });
   }
   setProfileBlockchain(profileId: string, blockchainId: string, enabled: boolean): Promise<void> {
     const path = { profile_id: profileId, blockchain_id: blockchainId };

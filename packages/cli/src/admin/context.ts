@@ -18,6 +18,8 @@ export interface CliIo {
   env: Record<string, string | undefined>;
   /** Ask a question on the terminal; `secret` hides the answer. */
   prompt?(question: string, secret: boolean): Promise<string>;
+  /** Whether {@link prompt} can ask anyone now (stdin is a terminal); absent: whenever `prompt` is set. */
+  interactive?(): boolean;
 }
 
 /** The process's stdout, stderr, environment and terminal. */
@@ -25,6 +27,7 @@ export const defaultIo: CliIo = {
   out: (s) => process.stdout.write(`${s}\n`),
   err: (s) => process.stderr.write(`${s}\n`),
   env: process.env,
+  interactive: () => process.stdin.isTTY === true,
   async prompt(question, secret) {
     const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: true });
     if (secret) {
@@ -195,9 +198,14 @@ export class AdminContext {
   async ask(value: string | undefined, envName: string, question: string, secret: boolean): Promise<string> {
     const v = value ?? this.io.env[envName];
     if (v !== undefined && v !== '') return v;
-    if (this.io.prompt === undefined)
+    if (this.io.prompt === undefined || !this.canPrompt())
       throw new AdminCliError(`${question.replace(/: $/, '')} is required (or set ${envName})`);
     return this.io.prompt(question, secret);
+  }
+
+  /** Whether a missing value can be asked for on a terminal (stdin is one). */
+  canPrompt(): boolean {
+    return this.io.prompt !== undefined && (this.io.interactive?.() ?? true);
   }
 }
 

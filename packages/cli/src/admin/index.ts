@@ -10,6 +10,7 @@
 import { type Command, Option } from 'commander';
 import { registerApiKeyCommands } from './api-keys.js';
 import { registerAuditCommands } from './audit.js';
+import { registerChainCommands } from './chains.js';
 import { AdminContext, type CliIo, defaultIo } from './context.js';
 import { registerDeviceCommands } from './devices.js';
 import { registerGroupCommands } from './groups.js';
@@ -50,6 +51,7 @@ export function registerAdminCommands(program: Command, io: CliIo = defaultIo): 
   registerSessionCommands(ctx);
   registerUserCommands(ctx);
   registerProfileCommands(ctx);
+  registerChainCommands(ctx);
   registerWalletCommands(ctx);
   registerApiKeyCommands(ctx);
   registerSignerCommands(ctx);

@@ -91,6 +91,13 @@ export function registerSessionCommands(ctx: AdminContext): void {
     .action(
       ctx.run(async (o: { email: string; password?: string; code?: string; mailbox?: string }) => {
         const password = await ctx.ask(o.password, 'CUSTODIAN_ADMIN_PASSWORD', 'Password: ', true);
+        // no way to get the code: refuse before the password is sent (no challenge, no code e-mail)
+        const codeEnv = io.env.CUSTODIAN_ADMIN_CODE;
+        if (o.code === undefined && o.mailbox === undefined && (codeEnv ?? '') === '' && !ctx.canPrompt())
+          throw new AdminCliError(
+            'a second-factor code is required and stdin is not a terminal: pass --code <code> or set CUSTODIAN_ADMIN_CODE ' +
+              '(the authenticator code once TOTP is enrolled), or run the command on a terminal to type the e-mailed code',
+          );
         const api = await ctx.client();
         const c = await api.login({ email: o.email, password });
         let code = o.code;

@@ -2,6 +2,7 @@
  * `custodian admin profiles …` (profiles and the blockchains and assets enabled for each) and
  * `custodian admin wallets …` (list, create with addresses derived at once, show, balances, rename).
  */
+import { blockchainIds } from './chains.js';
 import { type AdminContext, formatTable, type PageFlags, pageOpts, pageQuery } from './context.js';
 
 /** Register `profiles` on `admin`. */
@@ -66,12 +67,13 @@ export function registerWalletCommands(ctx: AdminContext): void {
   wallets
     .command('create <profile_id>')
     .description('create a wallet on one or more blockchains (addresses are derived at once)')
-    .requiredOption('--blockchain <ids...>', 'blockchain ids')
+    .requiredOption('--blockchain <keys...>', 'blockchain keys (e.g. ethereum-mainnet) or ids')
     .option('--name <name>')
     .action(
       ctx.run(async (p: string, o: { blockchain: string[]; name?: string }) => {
-        const w = await (await ctx.client()).createWallet(p, {
-          blockchain_ids: o.blockchain,
+        const api = await ctx.client();
+        const w = await api.createWallet(p, {
+          blockchain_ids: await blockchainIds(api, p, o.blockchain),
           ...(o.name ? { name: o.name } : {}),
         });
         if (ctx.json) return ctx.print(w);

@@ -17,7 +17,7 @@
  * Operators configure every signer with this coordinator's peer id (`coordinator.peerId`); it is
  * printed by `custodian coordinator peer-id` and logged at start.
  */
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { access, chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ControlClient, createCoordinatorRelay, PeerLinks } from '@custodian/signer-client';
 import { DEFAULT_LIMITS, KeyAlgorithm } from '@custodian/wire';
@@ -29,6 +29,7 @@ import type { CeremonyClient } from '../ceremony.js';
 import type { Db } from '../db/db.js';
 import { DeviceHub, type DeviceHubComponents, type DeviceHubLimits, type SignerFrames } from '../devices/hub.js';
 import type { DeviceStore } from '../devices/store.js';
+import { CoordinatorError } from '../errors.js';
 import type { Startable } from '../lifecycle.js';
 import { observedCeremonyClient } from '../metrics/observe.js';
 import type { SigningMetrics } from '../metrics/registry.js';
@@ -76,8 +77,29 @@ export async function loadOrCreateCoordinatorKey(dataDir: string | undefined): P
   return key;
 }
 
-/** Peer id string of the coordinator identity in `dataDir` (created if missing). */
-export async function coordinatorPeerId(dataDir: string): Promise<string> {
+/**
+ * Peer id string of the coordinator identity in `dataDir` (`<dataDir>/coordinator-p2p.key`).
+ * @param options.create create the identity (mode 0600) when it is missing; default true (the
+ *   coordinator's own start). `false`: only read it (`custodian coordinator peer-id`).
+ * @throws CoordinatorError `COORDINATOR_IDENTITY_MISSING` when there is no identity and `create`
+ *   is false; Error when the file exists but is not an Ed25519 libp2p private key
+ */
+export async function coordinatorPeerId(dataDir: string, options: { create?: boolean } = {}): Promise<string> {
+  if (options.create === false) {
+    const path = join(dataDir, COORDINATOR_KEY_FILE);
+    const present = await access(path).then(
+      () => true,
+      (e: NodeJS.ErrnoException) => {
+        if (e.code === 'ENOENT') return false;
+        throw e;
+      },
+    );
+    if (!present)
+      throw new CoordinatorError(
+        'COORDINATOR_IDENTITY_MISSING',
+        `no coordinator identity at ${path}: give the --data-dir the coordinator runs with, or pass --create to create one now`,
+      );
+  }
   return peerIdFromPrivateKey(await loadOrCreateCoordinatorKey(dataDir)).toString();
 }
 

@@ -24,6 +24,14 @@ export interface BlockchainView {
   native_asset_id: string | null;
 }
 
+/** What {@link ProfileStore.listDirectory} adds to a {@link BlockchainView}. */
+export interface DirectoryFlags {
+  /** Enabled for the profile (its own setting, else the directory default). */
+  enabled: boolean;
+  /** A development network (e.g. `ethereum-local`): off by default in production mode. */
+  development: boolean;
+}
+
 /** Asset directory entry as returned by the API. */
 export interface AssetView {
   asset_id: string;
@@ -83,6 +91,34 @@ export class ProfileStore {
     if ((await q.query('SELECT 1 FROM profiles WHERE profile_id = $1', [profileId])).length === 0) {
       throw notFound('profile');
     }
+  }
+
+  /**
+   * Every blockchain of the directory, in directory order, each with whether it is enabled for the
+   * profile (its own setting, else the directory default: development networks are off in
+   * production) and whether it is a development network — what an Admin reads to enable one by
+   * its key (`custodian admin chains list --all`).
+   */
+  async listDirectory(profileId: string, p: PageRequest): Promise<Page<BlockchainView & DirectoryFlags>> {
+    const rows = await this.c.db.query<BlockchainView & DirectoryFlags & { total: number }>(
+      `SELECT b.blockchain_id, b.key, b.name, b.family, b.network, b.chain_id, b.account_model, b.testnet,
+              (SELECT a.asset_id FROM assets a WHERE a.blockchain_id = b.blockchain_id AND a.kind = 'native') AS native_asset_id,
+              ${BLOCKCHAIN_ENABLED} AS enabled, b.development,
+              count(*) OVER ()::int AS total
+       FROM blockchains b ORDER BY b.sort LIMIT $2 OFFSET $3`,
+      [profileId, p.page_size, pageOffset(p)],
+    );
+    const total =
+      rows[0]?.total ?? (await this.c.db.query<{ n: number }>('SELECT count(*)::int AS n FROM blockchains'))[0]?.n ?? 0;
+    return {
+      data: rows.map(({ total: _t, ...r }) => ({
+        ...r,
+        address_types: [...ADDRESS_CODECS[r.family as BlockchainDef['family']].addressTypes],
+      })),
+      page: p.page,
+      page_size: p.page_size,
+      total,
+    };
   }
 
   /** Blockchains enabled for a profile, in directory order. */

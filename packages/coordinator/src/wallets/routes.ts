@@ -7,12 +7,23 @@ import { type AdminRouter, actor, B, P } from '../admin/route.js';
 import { ADMIN, ALL, anyObject, listOf, name, obj, pageEnvelope, pageQuery } from '../admin/schemas.js';
 import { scopeFilter } from '../admin/scope.js';
 import { UUID } from '../api/schemas.js';
-import type { PageRequest } from '../store.js';
+import { notFound, type PageRequest } from '../store.js';
 import type { WalletService } from './service.js';
 
 /** Register the profile, directory and wallet routes. */
 export function walletAdminRoutes(r: AdminRouter, wallets: WalletService): void {
   const profileParams = obj({ profile_id: UUID }, ['profile_id']);
+  const directoryQuery = {
+    ...pageQuery,
+    properties: {
+      ...pageQuery.properties,
+      all: {
+        type: 'boolean',
+        default: false,
+        description: 'Every blockchain of the directory (enabled or not), each with `enabled` and `development`',
+      },
+    },
+  };
   r.route(
     'GET',
     '/admin/v1/profiles',
@@ -40,16 +51,23 @@ export function walletAdminRoutes(r: AdminRouter, wallets: WalletService): void 
       {
         roles: ALL,
         tags: ['Admin: profiles'],
-        summary: `${kind === 'blockchain' ? 'Blockchains' : 'Assets'} enabled for a profile`,
+        summary:
+          kind === 'blockchain'
+            ? 'Blockchains enabled for a profile; with `all=true` every blockchain of the directory, each with `enabled` and `development`'
+            : 'Assets enabled for a profile',
         params: profileParams,
-        querystring: pageQuery,
+        querystring: kind === 'blockchain' ? directoryQuery : pageQuery,
         status: 200,
         response: pageEnvelope(`${kind}s`),
+        ...(kind === 'blockchain' ? { errors: ['RESOURCE_NOT_FOUND' as const] } : {}),
       },
       async (req) => {
         const id = P<{ profile_id: string }>(req).profile_id;
-        const q = req.query as PageRequest;
-        return kind === 'blockchain' ? wallets.profiles.listBlockchains(id, q) : wallets.profiles.listAssets(id, q);
+        const q = req.query as PageRequest & { all?: boolean };
+        if (kind === 'asset') return wallets.profiles.listAssets(id, q);
+        if (!q.all) return wallets.profiles.listBlockchains(id, q);
+        if (!(await wallets.profiles.profileExists(id))) throw notFound('profile');
+        return wallets.profiles.listDirectory(id, q);
       },
     );
     r.route(
