@@ -156,12 +156,13 @@ rpc() {
 
 start_coordinator() {
   guide 'install -d -m 0750 -o "$CUSTODIAN_USER" "$CUSTODIAN_ETC" "$CUSTODIAN_VAR"'
-  # the guide's coordinator.json, with this host's Ethereum node
-  jq -n --arg url "$ANVIL_URL" '{ chains: { "ethereum-local": { rpcUrl: $url } }, signing: { presignaturePool: 2 } }' \
+  configure_mail
+  # the guide's coordinator.json, with this host's Ethereum node and mail server
+  jq -n --arg url "$ANVIL_URL" --arg smtp "$SMTP_URL" \
+    '{ chains: { "ethereum-local": { rpcUrl: $url } }, signing: { presignaturePool: 2 }, mail: { transport: "smtp", url: $smtp } }' \
     >"$CUSTODIAN_ETC/coordinator.json"
   export COORDINATOR_PEER_ID
   COORDINATOR_PEER_ID=$(guide 'custodian coordinator peer-id --data-dir "$CUSTODIAN_VAR/coordinator" --create')
-  configure_mail
   guide_daemon coordinator "coordinator listening on" \
     'custodian coordinator start --mode production --data-dir "$CUSTODIAN_VAR/coordinator" --host "$COORDINATOR_HOST" --port "$COORDINATOR_PORT" --base-url "$CUSTODIAN_URL" --config "$CUSTODIAN_ETC/coordinator.json"'
   grep -q "peer id $COORDINATOR_PEER_ID" "$WORK/logs/coordinator.log" ||
@@ -169,23 +170,26 @@ start_coordinator() {
   say "coordinator (production, PostgreSQL) on $CUSTODIAN_URL, peer id $COORDINATOR_PEER_ID"
 }
 
-# Mail transport of production mode. Today: the file mailbox in <data-dir>/mailbox (nothing to
-# configure). Being changed in parallel: an SMTP transport in coordinator.json and a loopback sink
-# (`node scripts/smtp-sink.mjs --dir DIR`); adapt this function and `login_code_source`.
+# Mail transport of production mode: a real SMTP server process on loopback (scripts/smtp-sink.mjs,
+# standing in for the operator's mail server) that stores each message it receives as an .eml file.
 configure_mail() {
-  MAIL_DIR="$CUSTODIAN_VAR/coordinator/mailbox"
+  MAIL_DIR="$WORK/mail"
+  guide_daemon smtp-sink "smtp-sink listening on" node "$ROOT/scripts/smtp-sink.mjs" --dir "$MAIL_DIR"
+  SMTP_URL="smtp://$(grep -o 'listening on 127.0.0.1:[0-9]*' "$WORK/logs/smtp-sink.log" | sed 's/listening on //')"
+  say "SMTP sink on $SMTP_URL"
 }
 
-# How `admin login` gets the e-mailed code (the file mailbox today; see configure_mail).
+# How `admin login` gets the e-mailed code: the sink's folder of .eml files (see configure_mail).
 login_code_source() {
   printf '%s' "$MAIL_DIR"
 }
 
 # ---- first Admin ------------------------------------------------------------------------------------
 
-# Being changed in parallel: `admin init` will need `--bootstrap-token-file <data-dir>/bootstrap-token`.
+# The first Admin, with the one-time bootstrap token the coordinator wrote at its first start.
 admin_init() {
-  guide 'custodian admin init --email "$ADMIN_EMAIL" --name "$ADMIN_NAME"'
+  guide 'custodian admin init --email "$ADMIN_EMAIL" --name "$ADMIN_NAME" --bootstrap-token-file "$CUSTODIAN_VAR/coordinator/bootstrap-token"'
+  [ ! -e "$CUSTODIAN_VAR/coordinator/bootstrap-token" ] || fail "the bootstrap token file is still there after init"
 }
 
 first_admin() {
