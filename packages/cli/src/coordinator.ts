@@ -17,6 +17,7 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { type CoordinatorOptions, coordinatorPeerId, createCoordinator } from '@custodian/coordinator';
+import { handleShutdownSignals, parseShutdownTimeout } from '@custodian/signer-client/shutdown';
 import type { Command } from 'commander';
 
 interface StartFlags {
@@ -96,19 +97,23 @@ export function registerCoordinatorCommands(program: Command): void {
       '--presignature-pool <n>',
       'CGGMP21 presignatures kept per ECDSA key and signing set (default 4; 0 = every ECDSA signature cold)',
     )
-    .action(async (o: StartFlags) => {
+    .option('--shutdown-timeout <ms>', 'drain bound on SIGTERM/SIGINT before exiting anyway (ms)', '10000')
+    .action(async (o: StartFlags & { shutdownTimeout: string }) => {
+      const timeoutMs = parseShutdownTimeout(o.shutdownTimeout);
       const c = await createCoordinator(await coordinatorOptionsFromFlags(o));
+      // before start(): a signal during a slow start drains too (stop() waits for the start)
+      handleShutdownSignals({
+        name: 'coordinator',
+        log: c.app.log,
+        stop: () => c.stop(),
+        pending: c.stopping,
+        timeoutMs,
+      });
       const url = await c.start();
       const peer = o.signing ? ` peer id ${await coordinatorPeerId(resolve(o.dataDir))}` : '';
       process.stdout.write(
         `coordinator listening on ${url}${peer} (data: ${(o.databaseUrl ?? process.env.DATABASE_URL) ? 'PostgreSQL' : resolve(o.dataDir)})\n`,
       );
-      const stop = async () => {
-        await c.stop();
-        process.exit(0);
-      };
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
     });
   coordinator
     .command('peer-id')

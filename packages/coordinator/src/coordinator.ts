@@ -382,6 +382,7 @@ async function build(
     routes,
     webhooks: { keys: signingKeys, service: webhookService, worker, registrations },
     components: lifecycle.names,
+    stopping: () => lifecycle.stopping,
     async start() {
       await lifecycle.start();
       return http.url as string;

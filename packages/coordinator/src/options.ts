@@ -218,4 +218,6 @@ export interface Coordinator {
   stop(): Promise<void>;
   /** Names of the components in start order (stop runs them in reverse). */
   components: readonly string[];
+  /** Names of the components whose stop has not finished yet (empty before {@link stop} and after it). */
+  stopping(): readonly string[];
 }

@@ -338,6 +338,11 @@ export interface HttpServerComponents {
   host?: string;
   /** Default 8080; 0 = any free port. */
   port?: number;
+  /**
+   * How long (ms) `stop()` lets requests in flight finish before it closes every connection still
+   * open (a stuck or slow client must not keep the process up, #29). Default 5000.
+   */
+  drainMs?: number;
 }
 
 /** The fastify app as a {@link Startable}: `start()` listens, `stop()` closes (both idempotent). */
@@ -363,9 +368,19 @@ export class HttpServer implements Startable {
     return this.#listening;
   }
 
-  /** Stop listening and close the app (its onClose hooks run). */
+  /**
+   * Stop listening and close the app (its onClose hooks run): idle connections close at once,
+   * requests in flight get `drainMs` to finish, then every connection left is closed.
+   */
   stop(): Promise<void> {
-    this.#closing ??= this.c.app.close();
+    this.#closing ??= (async () => {
+      const cut = setTimeout(() => this.c.app.server.closeAllConnections(), this.c.drainMs ?? 5_000);
+      try {
+        await this.c.app.close();
+      } finally {
+        clearTimeout(cut);
+      }
+    })();
     return this.#closing;
   }
 }

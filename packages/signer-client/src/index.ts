@@ -36,4 +36,12 @@ export {
   RELAY_PROTOCOL,
   type RelayFrame,
 } from './relay.js';
+export {
+  DEFAULT_SHUTDOWN_TIMEOUT_MS,
+  handleShutdownSignals,
+  parseShutdownTimeout,
+  type ShutdownHandle,
+  type ShutdownLog,
+  type ShutdownOptions,
+} from './shutdown.js';
 export { EcdsaShareCombiner, type EcdsaShareCombinerInit } from './share-combiner.js';
