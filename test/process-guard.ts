@@ -6,7 +6,7 @@
  * workers are forked; every process the tests start inherits it (a spawn with its own `env` must
  * spread `process.env`), and so do their children. Teardown lists the live processes whose
  * environment holds this run's marker (Linux `/proc/<pid>/environ`), leaving out the vitest
- * process itself and its direct children (the test workers). Any left: they are killed (SIGKILL,
+ * process itself and its test workers (its direct children running vitest). Any left: they are killed (SIGKILL,
  * their process group too) and the teardown throws, naming them, which makes the run fail.
  * Other runs on the same machine carry another marker and are never touched.
  */
@@ -55,12 +55,14 @@ export function markedProcesses(marker: string): MarkedProcess[] {
 }
 
 /**
- * The processes of run `marker` still alive, other than `runner` (the vitest process) and its direct
- * children (the workers), after waiting up to `graceMs` for them to go (a teardown's SIGTERM may
+ * The processes of run `marker` still alive, other than `runner` (the vitest process) and its
+ * workers (direct children running vitest), after waiting up to `graceMs` for them to go (a teardown's SIGTERM may
  * still be in flight). The leaks found are killed (SIGKILL, group and pid) before returning.
  */
 export async function leakedProcesses(marker: string, runner: number, graceMs = 5_000): Promise<MarkedProcess[]> {
-  const live = () => markedProcesses(marker).filter((p) => p.pid !== runner && p.ppid !== runner);
+  // the runner's own workers (its children running vitest) carry the marker and are not leaks
+  const live = () =>
+    markedProcesses(marker).filter((p) => p.pid !== runner && !(p.ppid === runner && p.command.includes('vitest')));
   const deadline = Date.now() + graceMs;
   let left = live();
   while (left.length > 0 && Date.now() < deadline) {
@@ -88,6 +90,8 @@ export default function setup(): () => Promise<void> {
   return async () => {
     const leaks = await leakedProcesses(marker, process.pid);
     if (leaks.length > 0) {
+      // vitest reports a teardown error but keeps its exit code: set it
+      process.exitCode = 1;
       throw new Error(
         `tests left ${leaks.length} process(es) running (now killed): ${leaks.map((p) => `${p.pid} ${p.command}`).join('; ')}`,
       );

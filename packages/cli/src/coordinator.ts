@@ -17,7 +17,7 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { type CoordinatorOptions, coordinatorPeerId, createCoordinator } from '@custodian/coordinator';
-import { handleShutdownSignals, parseShutdownTimeout } from '@custodian/signer-client/shutdown';
+import { handleShutdownSignals, parseShutdownTimeout, resolveLogLevel } from '@custodian/signer-client';
 import type { Command } from 'commander';
 
 interface StartFlags {
@@ -98,9 +98,17 @@ export function registerCoordinatorCommands(program: Command): void {
       'CGGMP21 presignatures kept per ECDSA key and signing set (default 4; 0 = every ECDSA signature cold)',
     )
     .option('--shutdown-timeout <ms>', 'drain bound on SIGTERM/SIGINT before exiting anyway (ms)', '10000')
-    .action(async (o: StartFlags & { shutdownTimeout: string }) => {
+    .option(
+      '--log-level <level>',
+      "log level (default: env CUSTODIAN_LOG_LEVEL, else the config's logLevel, else info)",
+    )
+    .action(async (o: StartFlags & { shutdownTimeout: string; logLevel?: string }) => {
       const timeoutMs = parseShutdownTimeout(o.shutdownTimeout);
-      const c = await createCoordinator(await coordinatorOptionsFromFlags(o));
+      const fileLevel = o.config
+        ? (JSON.parse(await readFile(o.config, 'utf8')) as { logLevel?: unknown }).logLevel
+        : undefined;
+      const level = resolveLogLevel(o.logLevel, fileLevel);
+      const c = await createCoordinator({ ...(await coordinatorOptionsFromFlags(o)), logger: { level } });
       // before start(): a signal during a slow start drains too (stop() waits for the start)
       handleShutdownSignals({
         name: 'coordinator',

@@ -4,7 +4,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fingerprint } from '@custodian/signer-client';
+import { fingerprint, handleShutdownSignals, parseShutdownTimeout, resolveLogLevel } from '@custodian/signer-client';
 import { Command } from 'commander';
 import { ConfigError, loadConfig, type PassphraseSource, readPassphrase } from './config.js';
 import { STATUS_FILE, startSigner } from './daemon.js';
@@ -39,17 +39,18 @@ export function registerSignerCommands(program: Command): Command {
     .command('start')
     .description('run the signer daemon')
     .requiredOption('-c, --config <file>', 'configuration file (JSON)')
-    .action(async (o: { config: string }) => {
-      const daemon = await startSigner(await loadConfig(o.config));
-      const stop = (sig: string) => {
-        daemon.log.info({ signal: sig }, 'shutting down');
-        daemon.stop().then(
-          () => process.exit(0),
-          () => process.exit(1),
-        );
-      };
-      process.once('SIGTERM', () => stop('SIGTERM'));
-      process.once('SIGINT', () => stop('SIGINT'));
+    .option(
+      '--log-level <level>',
+      "log level (default: env CUSTODIAN_LOG_LEVEL, else the config's logLevel, else info)",
+    )
+    .option('--shutdown-timeout <ms>', 'drain bound on SIGTERM/SIGINT before exiting anyway (ms)', '10000')
+    .action(async (o: { config: string; logLevel?: string; shutdownTimeout: string }) => {
+      const timeoutMs = parseShutdownTimeout(o.shutdownTimeout);
+      const config = await loadConfig(o.config);
+      const logLevel = resolveLogLevel(o.logLevel, config.logLevel);
+      const daemon = await startSigner({ ...config, logLevel });
+      // SIGTERM / SIGINT: running ceremonies are cancelled, the store closed, exit 0, bounded (#29)
+      handleShutdownSignals({ name: 'signer', log: daemon.log, stop: () => daemon.stop(), timeoutMs });
     });
   signer
     .command('status')
