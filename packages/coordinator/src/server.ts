@@ -15,7 +15,13 @@ import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, {
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  LogController,
+} from 'fastify';
 import { SHARED_SCHEMAS } from './api/schemas.js';
 import { ApiError, ERROR_CATALOGUE, type FieldError, ROUTELESS_ERRORS } from './errors.js';
 import {
@@ -118,22 +124,8 @@ export async function createServer(opts: ServerOptions): Promise<FastifyInstance
     clientErrorHandler: clientError,
     return503OnClosing: false,
     http: { requireHostHeader: false },
-    // one line per request (the onResponse hook below) instead of fastify's two (#29)
-    disableRequestLogging: true,
-  });
-
-  // One info line per answered request: method, route (the pattern: no ids, no query string, so
-  // no token in a query reaches the log), status, response time. Never headers or bodies.
-  app.addHook('onResponse', async (req, reply) => {
-    req.log.info(
-      {
-        method: req.method,
-        url: req.routeOptions.url ?? '(no route)',
-        status: reply.statusCode,
-        response_time_ms: Math.round(reply.elapsedTime * 10) / 10,
-      },
-      'request',
-    );
+    // one line per request instead of fastify's two (#29): see OneLineRequestLog
+    logController: new OneLineRequestLog(),
   });
 
   // An `Expect` other than 100-continue: Node would answer a bare 417 itself; we ignore the
@@ -345,6 +337,29 @@ export function loneSurrogateAt(value: unknown, path: string, depth = 0): string
     if (at !== undefined) return at;
   }
   return undefined;
+}
+
+/**
+ * Fastify's request log lines, made one per request (#29): no `incoming request` or `route not
+ * found` line; at completion, one `request` line with method, route pattern (`url`; `(no route)`
+ * when none matched — never the raw URL, so no id or query-string token), status and
+ * `response_time_ms` (info; error with `err` when the reply failed). Never headers or bodies.
+ */
+class OneLineRequestLog extends LogController {
+  override incomingRequest(): void {}
+
+  override routeNotFound(): void {}
+
+  override requestCompleted(error: Error | null, request: FastifyRequest, reply: FastifyReply): void {
+    const fields = {
+      method: request.method,
+      url: request.routeOptions.url ?? '(no route)',
+      status: reply.statusCode,
+      response_time_ms: Math.round(reply.elapsedTime * 10) / 10,
+    };
+    if (error) reply.log.error({ ...fields, err: error }, 'request');
+    else reply.log.info(fields, 'request');
+  }
 }
 
 /** Where {@link HttpServer} listens. */
