@@ -32,6 +32,8 @@ describe('process leak check', () => {
   it('the teardown throws naming the leak, and passes once nothing is left', async () => {
     const saved = process.env[RUN_MARKER_ENV];
     try {
+      // a marker of its own, not the run's
+      delete process.env[RUN_MARKER_ENV];
       const teardown = setup();
       const marker = process.env[RUN_MARKER_ENV] as string;
       const c = spawnTracked(process.execPath, ['-e', LIVES], { env: { ...process.env, [RUN_MARKER_ENV]: marker } });
@@ -41,6 +43,7 @@ describe('process leak check', () => {
         new RegExp(`left 1 process\\(es\\) running \\(now killed\\): ${c.pid} `),
       );
       await c.exited;
+      delete process.env[RUN_MARKER_ENV];
       await expect(setup()()).resolves.toBeUndefined();
     } finally {
       process.env[RUN_MARKER_ENV] = saved;

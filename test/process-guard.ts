@@ -85,7 +85,8 @@ export async function leakedProcesses(marker: string, runner: number, graceMs = 
 
 /** vitest globalSetup: mark the run; the returned teardown throws when processes leaked. */
 export default function setup(): () => Promise<void> {
-  const marker = randomUUID();
+  // one marker for the whole run (both projects' setups run in the same vitest process)
+  const marker = process.env[RUN_MARKER_ENV] ?? randomUUID();
   process.env[RUN_MARKER_ENV] = marker;
   return async () => {
     const leaks = await leakedProcesses(marker, process.pid);

@@ -23,6 +23,8 @@ export interface ShutdownLog {
   info(fields: Record<string, unknown>, msg: string): void;
   warn(fields: Record<string, unknown>, msg: string): void;
   error(fields: Record<string, unknown>, msg: string): void;
+  /** Write out buffered lines (pino's `flush`, for an asynchronous destination); awaited before exit. */
+  flush?(cb?: (err?: Error) => void): void;
 }
 
 /** Options of {@link handleShutdownSignals}. */
@@ -75,7 +77,18 @@ export function handleShutdownSignals(opts: ShutdownOptions): ShutdownHandle {
     if (exited) return;
     exited = true;
     dispose();
-    exit(code);
+    if (opts.log.flush === undefined) return exit(code);
+    // the last lines reach the log before the exit (at most 1 s of waiting for a stuck output)
+    const fallback = setTimeout(() => exit(code), 1_000);
+    try {
+      opts.log.flush(() => {
+        clearTimeout(fallback);
+        exit(code);
+      });
+    } catch {
+      clearTimeout(fallback);
+      exit(code);
+    }
   };
   const shutdown = (reason: string, code = 0) => {
     if (draining) return;
