@@ -15,13 +15,7 @@ import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
-import Fastify, {
-  type FastifyError,
-  type FastifyInstance,
-  type FastifyReply,
-  type FastifyRequest,
-  LogController,
-} from 'fastify';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { SHARED_SCHEMAS } from './api/schemas.js';
 import { ApiError, ERROR_CATALOGUE, type FieldError, ROUTELESS_ERRORS } from './errors.js';
 import {
@@ -34,6 +28,7 @@ import {
 } from './http-errors.js';
 import { cacheAndTransportHeaders, HELMET_OPTIONS } from './http-headers.js';
 import type { Startable } from './lifecycle.js';
+import { OneLineRequestLog } from './request-log.js';
 
 export { fastifyError } from './http-errors.js';
 export { isLoopbackHostname, SECURITY_HEADERS } from './http-headers.js';
@@ -337,29 +332,6 @@ export function loneSurrogateAt(value: unknown, path: string, depth = 0): string
     if (at !== undefined) return at;
   }
   return undefined;
-}
-
-/**
- * Fastify's request log lines, made one per request (#29): no `incoming request` or `route not
- * found` line; at completion, one `request` line with method, route pattern (`url`; `(no route)`
- * when none matched — never the raw URL, so no id or query-string token), status and
- * `response_time_ms` (info; error with `err` when the reply failed). Never headers or bodies.
- */
-class OneLineRequestLog extends LogController {
-  override incomingRequest(): void {}
-
-  override routeNotFound(): void {}
-
-  override requestCompleted(error: Error | null, request: FastifyRequest, reply: FastifyReply): void {
-    const fields = {
-      method: request.method,
-      url: request.routeOptions.url ?? '(no route)',
-      status: reply.statusCode,
-      response_time_ms: Math.round(reply.elapsedTime * 10) / 10,
-    };
-    if (error) reply.log.error({ ...fields, err: error }, 'request');
-    else reply.log.info(fields, 'request');
-  }
 }
 
 /** Where {@link HttpServer} listens. */
