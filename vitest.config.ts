@@ -22,6 +22,8 @@ export default defineConfig({
           testTimeout: 120_000,
           hookTimeout: 120_000,
           pool: 'forks',
+          // fails the run when a process the tests started is still alive at the end (#29)
+          globalSetup: ['./test/process-guard.ts'],
         },
       },
       {
@@ -33,6 +35,7 @@ export default defineConfig({
           testTimeout: 1_800_000,
           hookTimeout: 600_000,
           pool: 'forks',
+          globalSetup: ['./test/process-guard.ts'],
         },
       },
     ],

@@ -10,6 +10,7 @@
 import { readFile } from 'node:fs/promises';
 import { ConfigError, type ConfigSchema, checkConfig } from '@custodian/ceremony';
 import type { CoordinatorOptions } from '@custodian/coordinator';
+import { LOG_LEVELS, type LogLevel } from '@custodian/signer-client';
 
 const ms = { type: 'integer', minimum: 0 } as const;
 const positive = { type: 'integer', minimum: 1 } as const;
@@ -18,6 +19,7 @@ const positive = { type: 'integer', minimum: 1 } as const;
 export const COORDINATOR_CONFIG_SCHEMA: ConfigSchema = {
   type: 'object',
   properties: {
+    logLevel: { enum: [...LOG_LEVELS] },
     chains: {
       type: 'object',
       additionalProperties: {
@@ -126,6 +128,7 @@ export const COORDINATOR_CONFIG_SCHEMA: ConfigSchema = {
 
 /** The config file's content (checked against {@link COORDINATOR_CONFIG_SCHEMA}). */
 export interface CoordinatorConfigFile {
+  logLevel?: LogLevel;
   chains?: NonNullable<CoordinatorOptions['chains']>;
   transfers?: Omit<NonNullable<CoordinatorOptions['transfers']>, 'gateway'>;
   signing?: Partial<NonNullable<CoordinatorOptions['signing']>>;

@@ -20,6 +20,7 @@
  */
 import { resolve } from 'node:path';
 import { type CoordinatorOptions, coordinatorPeerId, createCoordinator } from '@custodian/coordinator';
+import { handleShutdownSignals, parseShutdownTimeout, resolveLogLevel } from '@custodian/signer-client';
 import type { Command } from 'commander';
 import { type CoordinatorConfigFile, mailSettings, readCoordinatorConfig } from './coordinator-config.js';
 
@@ -36,6 +37,7 @@ interface StartFlags {
   signing: boolean;
   presignaturePool?: string;
   smtpUrl?: string;
+  logLevel?: string;
 }
 
 const collect = (v: string, prev: string[]) => [...prev, v];
@@ -70,7 +72,8 @@ export async function coordinatorOptionsFromFlags(
     ...(databaseUrl ? { databaseUrl } : {}),
     listen: { host: o.host, port },
     ...(o.baseUrl ? { baseUrl: o.baseUrl } : {}),
-    logger: true,
+    // flag, then CUSTODIAN_LOG_LEVEL, then the file's logLevel, then info
+    logger: { level: resolveLogLevel(o.logLevel, file.logLevel, env) },
     ...(mail !== undefined ? { mail } : {}),
     chains,
     ...(file.metrics !== undefined ? { metrics: file.metrics } : {}),
@@ -117,19 +120,27 @@ export function registerCoordinatorCommands(program: Command): void {
       '--presignature-pool <n>',
       'CGGMP21 presignatures kept per ECDSA key and signing set (default 4; 0 = every ECDSA signature cold)',
     )
-    .action(async (o: StartFlags) => {
+    .option('--shutdown-timeout <ms>', 'drain bound on SIGTERM/SIGINT before exiting anyway (ms)', '10000')
+    .option(
+      '--log-level <level>',
+      "log level (default: env CUSTODIAN_LOG_LEVEL, else the config's logLevel, else info)",
+    )
+    .action(async (o: StartFlags & { shutdownTimeout: string }) => {
+      const timeoutMs = parseShutdownTimeout(o.shutdownTimeout);
       const c = await createCoordinator(await coordinatorOptionsFromFlags(o));
+      // before start(): a signal during a slow start drains too (stop() waits for the start)
+      handleShutdownSignals({
+        name: 'coordinator',
+        log: c.app.log,
+        stop: () => c.stop(),
+        pending: c.stopping,
+        timeoutMs,
+      });
       const url = await c.start();
       const peer = o.signing ? ` peer id ${await coordinatorPeerId(resolve(o.dataDir))}` : '';
       process.stdout.write(
         `coordinator listening on ${url}${peer} (data: ${(o.databaseUrl ?? process.env.DATABASE_URL) ? 'PostgreSQL' : resolve(o.dataDir)})\n`,
       );
-      const stop = async () => {
-        await c.stop();
-        process.exit(0);
-      };
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
     });
   coordinator
     .command('peer-id')

@@ -11,6 +11,7 @@
 import { performance } from 'node:perf_hooks';
 import { bytesToHex, deriveEd25519, Party, simulate, systemRandom } from '@custodian/crypto';
 import { dkgProtocol, type KeyShare, type SuiteName, signProtocol } from '@custodian/frost';
+import { handleShutdownSignals, LOG_LEVEL_ENV, parseShutdownTimeout, resolveLogLevel } from '@custodian/signer-client';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { schnorr } from '@noble/curves/secp256k1.js';
 import type { Command } from 'commander';
@@ -143,6 +144,8 @@ interface DevFlags {
   exitAfterDemo?: boolean;
   quiet?: boolean;
   level: string;
+  logLevel?: string;
+  shutdownTimeout: string;
 }
 
 /** Register `custodian dev` (the whole local instance) and `custodian dev core` (in-process demo). */
@@ -161,8 +164,13 @@ export function registerDevCommand(program: Command): void {
     .option('--demo', 'after start-up, run the integrator demo (wallet, deposit, transfers, webhooks)')
     .option('--exit-after-demo', 'stop everything when the demo ends (exit code 0 on success)')
     .option('--quiet', "hide the processes' log lines (progress only)")
+    .option('--log-level <level>', 'log level of every process (default: env CUSTODIAN_LOG_LEVEL, else info)')
+    .option('--shutdown-timeout <ms>', 'drain bound on SIGTERM/SIGINT before exiting anyway (ms)', '10000')
     .action(async (o: DevFlags) => {
       const say = (l: string) => process.stdout.write(`${l}\n`);
+      const timeoutMs = parseShutdownTimeout(o.shutdownTimeout);
+      // the children (coordinator, signers, phones) inherit the level through the environment
+      process.env[LOG_LEVEL_ENV] = resolveLogLevel(o.logLevel);
       const ports = o.signerPorts.split(',').map(Number);
       if (o.level !== 'SECURITY_112' && o.level !== 'SECURITY_128')
         throw new Error('--level must be SECURITY_112 or SECURITY_128');
@@ -176,12 +184,16 @@ export function registerDevCommand(program: Command): void {
         verbose: !o.quiet,
         say,
       });
-      const shutdown = async (code: number) => {
-        await inst.stop();
-        process.exit(code);
-      };
-      process.once('SIGINT', () => void shutdown(0));
-      process.once('SIGTERM', () => void shutdown(0));
+      const line = (_fields: Record<string, unknown>, msg: string) => say(msg);
+      // SIGTERM / SIGINT: every process stopped (SIGTERM, SIGKILL after 5 s), exit 0, bounded (#29)
+      const signals = handleShutdownSignals({
+        name: 'custodian dev',
+        log: { info: line, warn: line, error: line },
+        stop: () => inst.stop(),
+        pending: () => inst.supervisor.running(),
+        timeoutMs,
+      });
+      const shutdown = (code: number) => signals.shutdown(code === 0 ? 'demo done' : 'demo failed', code);
       printSummary(inst, say);
       if (o.demo) {
         say('\n=== Demo: custody as an integrator sees it (HTTP only) ===');

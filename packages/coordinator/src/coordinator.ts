@@ -455,6 +455,7 @@ async function build(
     components: lifecycle.names,
     metrics,
     readiness,
+    stopping: () => lifecycle.stopping,
     async start() {
       await lifecycle.start();
       return http.url as string;

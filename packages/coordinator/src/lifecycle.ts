@@ -41,6 +41,8 @@ export class Lifecycle implements Startable {
   #stopping: Promise<void> | undefined;
   /** The one run of {@link #stopAll} (by {@link stop}, or by a failed start). */
   #halt: Promise<void> | undefined;
+  /** Components not stopped yet during {@link #stopAll} (for the log of a drain that timed out). */
+  #unstopped: string[] = [];
 
   constructor(entries: readonly LifecycleEntry[]) {
     this.#entries = [...entries];
@@ -49,6 +51,11 @@ export class Lifecycle implements Startable {
   /** Names of the components, in start order. */
   get names(): string[] {
     return this.#entries.map((e) => e.name);
+  }
+
+  /** Names of the components whose stop has not finished, in stop order (empty outside a stop). */
+  get stopping(): string[] {
+    return [...this.#unstopped];
   }
 
   start(): Promise<void> {
@@ -82,12 +89,14 @@ export class Lifecycle implements Startable {
 
   async #stopAll(): Promise<void> {
     let first: unknown;
+    this.#unstopped = [...this.#entries].reverse().map((e) => e.name);
     for (const e of [...this.#entries].reverse()) {
       try {
         await e.component.stop();
       } catch (err) {
         first ??= new Error(`lifecycle: stopping ${e.name} failed`, { cause: err });
       }
+      this.#unstopped.shift();
     }
     if (first !== undefined) throw first;
   }

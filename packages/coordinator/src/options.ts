@@ -268,4 +268,6 @@ export interface Coordinator {
   metrics: CoordinatorMetrics;
   /** The readiness checks of `GET /readyz`. */
   readiness: ReadinessProbe;
+  /** Names of the components whose stop has not finished yet (empty before {@link stop} and after it). */
+  stopping(): readonly string[];
 }

@@ -29,6 +29,7 @@ import {
 import { cacheAndTransportHeaders, HELMET_OPTIONS } from './http-headers.js';
 import type { Startable } from './lifecycle.js';
 import { documentRoute } from './operation-ids.js';
+import { OneLineRequestLog } from './request-log.js';
 
 export { fastifyError } from './http-errors.js';
 export { isLoopbackHostname, SECURITY_HEADERS } from './http-headers.js';
@@ -119,6 +120,8 @@ export async function createServer(opts: ServerOptions): Promise<FastifyInstance
     clientErrorHandler: clientError,
     return503OnClosing: false,
     http: { requireHostHeader: false },
+    // one line per request instead of fastify's two (#29): see OneLineRequestLog
+    logController: new OneLineRequestLog(),
   });
 
   // An `Expect` other than 100-continue: Node would answer a bare 417 itself; we ignore the
@@ -341,6 +344,11 @@ export interface HttpServerComponents {
   host?: string;
   /** Default 8080; 0 = any free port. */
   port?: number;
+  /**
+   * How long (ms) `stop()` lets requests in flight finish before it closes every connection still
+   * open (a stuck or slow client must not keep the process up, #29). Default 5000.
+   */
+  drainMs?: number;
 }
 
 /** The fastify app as a {@link Startable}: `start()` listens, `stop()` closes (both idempotent). */
@@ -366,9 +374,19 @@ export class HttpServer implements Startable {
     return this.#listening;
   }
 
-  /** Stop listening and close the app (its onClose hooks run). */
+  /**
+   * Stop listening and close the app (its onClose hooks run): idle connections close at once,
+   * requests in flight get `drainMs` to finish, then every connection left is closed.
+   */
   stop(): Promise<void> {
-    this.#closing ??= this.c.app.close();
+    this.#closing ??= (async () => {
+      const cut = setTimeout(() => this.c.app.server.closeAllConnections(), this.c.drainMs ?? 5_000);
+      try {
+        await this.c.app.close();
+      } finally {
+        clearTimeout(cut);
+      }
+    })();
     return this.#closing;
   }
 }

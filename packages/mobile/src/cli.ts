@@ -15,6 +15,7 @@
 import { readFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline/promises';
 import { parseChainsConfig } from '@custodian/ceremony';
+import { handleShutdownSignals, parseShutdownTimeout, resolveLogLevel } from '@custodian/signer-client';
 import type { TransferIntent } from '@custodian/wire';
 import type { Command } from 'commander';
 import { pino } from 'pino';
@@ -85,7 +86,8 @@ interface RunOptions {
   trustedAdminKey?: string[];
   chains?: string;
   allowUnenforcedSigning?: boolean;
-  logLevel: string;
+  logLevel?: string;
+  shutdownTimeout: string;
 }
 
 interface SignPolicyCliOptions {
@@ -167,8 +169,12 @@ export function registerMobileCommands(program: Command, io: MobileCliIo = proce
       '--allow-unenforced-signing',
       'DEVELOPMENT AND TESTS ONLY: without --trusted-admin-key, sign whatever digest is asked, unchecked (default: refuse every sign request)',
     )
-    .option('--log-level <level>', 'pino level of the logs on stderr', 'info')
+    .option('--log-level <level>', 'pino level of the logs on stderr (default: env CUSTODIAN_LOG_LEVEL, else info)')
+    .option('--shutdown-timeout <ms>', 'drain bound on SIGTERM/SIGINT before exiting anyway (ms)', '10000')
     .action(async (o: RunOptions) => {
+      const level = resolveLogLevel(o.logLevel, undefined, io.env);
+      const shutdownTimeoutMs = parseShutdownTimeout(o.shutdownTimeout);
+      const log = pino({ level, base: { service: 'custodian-mobile' } }, pino.destination(2));
       if (o.autoApprove && o.autoReject) throw new Error('--auto-approve and --auto-reject exclude each other');
       if (o.allowUnenforcedSigning && o.trustedAdminKey)
         throw new Error('--allow-unenforced-signing and --trusted-admin-key exclude each other');
@@ -210,7 +216,7 @@ export function registerMobileCommands(program: Command, io: MobileCliIo = proce
           dataDir: o.data,
           pin,
           decide,
-          log: pino({ level: o.logLevel, base: { service: 'custodian-mobile' } }, pino.destination(2)),
+          log,
           ...(o.ecdsaLevel
             ? {
                 ecdsa: {
@@ -243,21 +249,17 @@ export function registerMobileCommands(program: Command, io: MobileCliIo = proce
         },
       );
       event(io, { event: 'started', device_id: signer.deviceId, mpc_peer_id: signer.mpcPeerId });
-      const outcome = await new Promise<'stopped' | 'revoked'>((resolve) => {
-        const stop = () => {
-          signer.stop().then(
-            () => resolve('stopped'),
-            () => resolve('stopped'),
-          );
-        };
-        process.once('SIGINT', stop);
-        process.once('SIGTERM', stop);
-        void revocation.then(() => resolve('revoked'));
+      // SIGTERM / SIGINT: stop (the link closes, ceremonies end) and exit 0, bounded (#29)
+      const signals = handleShutdownSignals({
+        name: 'phone',
+        log,
+        stop: () => signer.stop(),
+        timeoutMs: shutdownTimeoutMs,
       });
-      if (outcome === 'revoked') {
-        io.err('this device was revoked by the coordinator (removed or rejected): enroll it again to use it\n');
-        process.exitCode = EXIT_DEVICE_REVOKED;
-      }
+      await revocation;
+      signals.dispose();
+      io.err('this device was revoked by the coordinator (removed or rejected): enroll it again to use it\n');
+      process.exitCode = EXIT_DEVICE_REVOKED;
     });
   mobile
     .command('sign-policy')

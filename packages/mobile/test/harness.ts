@@ -12,6 +12,7 @@ import { createWriteStream, mkdirSync, readFileSync, writeFileSync } from 'node:
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { type Coordinator, createCoordinator } from '@custodian/coordinator';
+import { signalTree } from '../../../test/helpers/processes.js';
 import {
   freePort,
   initNode,
@@ -156,7 +157,7 @@ export async function startInstance(opts: {
       args.push('--ecdsa-level', 'SECURITY_112', '--prime-seed-file', seed);
     }
     const log = createWriteStream(m.logFile, { flags: 'a' });
-    const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     proc.stdout?.on('data', (b: Buffer) => {
       m.stdout += b.toString();
     });
@@ -196,8 +197,13 @@ export function readMobileLog(m: MobileProc): string {
 async function stopProc(p: ChildProcess | undefined): Promise<void> {
   if (!p || p.exitCode !== null || p.signalCode !== null) return;
   await new Promise<void>((resolve) => {
-    p.once('exit', () => resolve());
-    p.kill('SIGTERM');
+    // SIGKILL after 20 s: a phone ignoring SIGTERM must not outlive the test (#29)
+    const t = setTimeout(() => signalTree(p.pid as number, 'SIGKILL'), 20_000);
+    p.once('exit', () => {
+      clearTimeout(t);
+      resolve();
+    });
+    signalTree(p.pid as number, 'SIGTERM');
   });
 }
 

@@ -17,6 +17,7 @@ import { type Coordinator, createCoordinator } from '@custodian/coordinator';
 import { KeyAlgorithm, type TransferIntent } from '@custodian/wire';
 import { type Logger, pino } from 'pino';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { signalTree } from '../../../test/helpers/processes.js';
 import { freePort, tempDir, waitFor } from '../../signer/test/cluster.js';
 import { EXIT_DEVICE_REVOKED } from '../src/cli.js';
 import { MobileSigner } from '../src/device.js';
@@ -125,7 +126,7 @@ function spawnPhone(dir: string, extraArgs: string[] = []) {
   const proc: ChildProcess = spawn(
     process.execPath,
     [MOBILE_MAIN, 'mobile', 'run', '--data', join(dir, 'phone'), '--pin-file', pinFile, '--auto-approve', ...extraArgs],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
+    { stdio: ['ignore', 'pipe', 'pipe'], detached: true },
   );
   const io = { stdout: '', stderr: '' };
   proc.stdout?.on('data', (b: Buffer) => {
@@ -137,7 +138,7 @@ function spawnPhone(dir: string, extraArgs: string[] = []) {
   const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
   cleanups.push(async () => {
     if (proc.exitCode === null && proc.signalCode === null) {
-      proc.kill('SIGKILL');
+      signalTree(proc.pid as number, 'SIGKILL');
       await exited;
     }
   });
@@ -298,16 +299,24 @@ describe('the phone simulator process', () => {
     expect(io.stdout).toMatch(/"event":"revoked","reason":"device is REMOVED, not APPROVED"/);
   });
 
-  it('SIGTERM while it waits to reconnect ends it at once (exit code 0)', async () => {
-    const { dir, coord } = await instanceWithPhone('mobile-process-sigterm');
-    const { proc, io, exited } = spawnPhone(dir);
-    await waitFor(() => io.stdout.includes('"event":"connected"') || proc.exitCode !== null, 30_000, 'the connection');
-    await coord.stop();
-    await waitFor(() => io.stdout.includes('"event":"disconnected"') || proc.exitCode !== null, 10_000, 'the loss');
-    expect(proc.exitCode).toBe(null);
-    const t0 = Date.now();
-    proc.kill('SIGTERM');
-    expect(await exited).toBe(0);
-    expect(Date.now() - t0).toBeLessThan(5_000);
-  });
+  it.each(['SIGTERM', 'SIGINT'] as const)(
+    '%s while it waits to reconnect ends it at once (exit code 0)',
+    async (sig) => {
+      const { dir, coord } = await instanceWithPhone(`mobile-process-${sig.toLowerCase()}`);
+      const { proc, io, exited } = spawnPhone(dir);
+      await waitFor(
+        () => io.stdout.includes('"event":"connected"') || proc.exitCode !== null,
+        30_000,
+        'the connection',
+      );
+      await coord.stop();
+      await waitFor(() => io.stdout.includes('"event":"disconnected"') || proc.exitCode !== null, 10_000, 'the loss');
+      expect(proc.exitCode).toBe(null);
+      const t0 = Date.now();
+      proc.kill(sig);
+      expect(await exited).toBe(0);
+      expect(io.stderr).toContain(`phone stopping (${sig})`);
+      expect(Date.now() - t0).toBeLessThan(5_000);
+    },
+  );
 });

@@ -24,6 +24,7 @@ export {
   writeDeadline,
 } from './host.js';
 export { PeerLinks, type PeerLinksOptions } from './links.js';
+export { LOG_LEVEL_ENV, LOG_LEVELS, type LogLevel, resolveLogLevel } from './log-level.js';
 export {
   type CoordinatorRelay,
   createCoordinatorRelay,
@@ -37,3 +38,11 @@ export {
   type RelayFrame,
 } from './relay.js';
 export { EcdsaShareCombiner, type EcdsaShareCombinerInit } from './share-combiner.js';
+export {
+  DEFAULT_SHUTDOWN_TIMEOUT_MS,
+  handleShutdownSignals,
+  parseShutdownTimeout,
+  type ShutdownHandle,
+  type ShutdownLog,
+  type ShutdownOptions,
+} from './shutdown.js';

@@ -4,7 +4,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fingerprint } from '@custodian/signer-client';
+import { fingerprint, handleShutdownSignals, parseShutdownTimeout, resolveLogLevel } from '@custodian/signer-client';
 import { Command } from 'commander';
 import { ConfigError, healthFields, loadConfig, type PassphraseSource, readPassphrase } from './config.js';
 import { type SignerDaemon, STATUS_FILE, startSigner } from './daemon.js';
@@ -51,18 +51,28 @@ export function registerSignerCommands(program: Command): Command {
     .description('run the signer daemon')
     .requiredOption('-c, --config <file>', 'configuration file (JSON)')
     .option('--health-port <port>', 'local HTTP port of /healthz, /readyz and /metrics (overrides healthPort)')
-    .action(async (o: { config: string; healthPort?: string }) => {
+    .option(
+      '--log-level <level>',
+      "log level (default: env CUSTODIAN_LOG_LEVEL, else the config's logLevel, else info)",
+    )
+    .option('--shutdown-timeout <ms>', 'drain bound on SIGTERM/SIGINT before exiting anyway (ms)', '10000')
+    .action(async (o: { config: string; healthPort?: string; logLevel?: string; shutdownTimeout: string }) => {
+      const timeoutMs = parseShutdownTimeout(o.shutdownTimeout);
+      // the file, then the flags and environment that override it (so a reload does not see them as
+      // a change)
+      const readConfig = async () => {
+        const config = await loadConfig(o.config);
+        const logLevel = resolveLogLevel(o.logLevel, config.logLevel);
+        return {
+          ...config,
+          logLevel,
+          ...(o.healthPort === undefined ? {} : healthFields(Number(o.healthPort), config.healthHost)),
+        };
+      };
       // SIGHUP (`custodian signer reload`, systemd `ExecReload`): re-read the config file and apply
       // the trusted Admin devices, chains and log level without a restart. Listened for before the
       // start: one that arrives while the daemon starts is applied once it runs (never the default
       // action, which ends the process).
-      // the file, then the flags that override it (so a reload does not see the flag as a change)
-      const readConfig = async () => {
-        const config = await loadConfig(o.config);
-        return o.healthPort === undefined
-          ? config
-          : { ...config, ...healthFields(Number(o.healthPort), config.healthHost) };
-      };
       let running: SignerDaemon | undefined;
       let hupWhileStarting = false;
       const onHup = () => {
@@ -71,15 +81,8 @@ export function registerSignerCommands(program: Command): Command {
       };
       process.on('SIGHUP', onHup);
       const daemon = await startSigner(await readConfig());
-      const stop = (sig: string) => {
-        daemon.log.info({ signal: sig }, 'shutting down');
-        daemon.stop().then(
-          () => process.exit(0),
-          () => process.exit(1),
-        );
-      };
-      process.once('SIGTERM', () => stop('SIGTERM'));
-      process.once('SIGINT', () => stop('SIGINT'));
+      // SIGTERM / SIGINT: running ceremonies are cancelled, the store closed, exit 0, bounded (#29)
+      handleShutdownSignals({ name: 'signer', log: daemon.log, stop: () => daemon.stop(), timeoutMs });
       running = daemon;
       if (hupWhileStarting) onHup();
     });

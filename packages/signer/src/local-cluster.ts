@@ -110,7 +110,14 @@ export async function startLocalCluster(
     );
     const log = join(dir, `signer${i}.log`);
     const fd = openSync(log, 'a');
-    procs.push(spawn(process.execPath, [MAIN, 'signer', 'start', '-c', config], { env, stdio: ['ignore', fd, fd] }));
+    // each in its own process group, ended as a group (#29: nothing left running)
+    procs.push(
+      spawn(process.execPath, [MAIN, 'signer', 'start', '-c', config], {
+        env,
+        stdio: ['ignore', fd, fd],
+        detached: true,
+      }),
+    );
   }
   const end = Date.now() + 30_000;
   for (let i = 0; i < n; i++) {
@@ -121,8 +128,10 @@ export async function startLocalCluster(
       } catch {
         // not written yet
       }
-      if (Date.now() > end || procs[i]?.exitCode !== null)
+      if (Date.now() > end || procs[i]?.exitCode !== null) {
+        for (const p of procs) signalGroup(p, 'SIGKILL');
         throw new Error(`signer${i} did not start (see ${dir}/signer${i}.log)`);
+      }
       await new Promise((r) => setTimeout(r, 50));
     }
   }
@@ -140,11 +149,24 @@ export async function startLocalCluster(
           (p) =>
             new Promise<void>((resolve) => {
               if (p.exitCode !== null) return resolve();
-              p.once('exit', () => resolve());
-              p.kill('SIGTERM');
+              const t = setTimeout(() => signalGroup(p, 'SIGKILL'), 10_000);
+              p.once('exit', () => {
+                clearTimeout(t);
+                resolve();
+              });
+              signalGroup(p, 'SIGTERM');
             }),
         ),
       );
     },
   };
+}
+
+/** Send `signal` to the process group `p` leads (spawned detached); nothing when it is gone. */
+function signalGroup(p: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    if (p.pid !== undefined) process.kill(-p.pid, signal);
+  } catch {
+    // gone
+  }
 }

@@ -184,6 +184,12 @@ describe('signer cluster (3 processes, libp2p on 127.0.0.1)', () => {
 
   it('restart all nodes and sign again from the persisted shares', async () => {
     await Promise.all(nodes.map((n) => stopNode(n)));
+    // SIGTERM (#29): one line naming the signal, a clean stop, exit code 0
+    for (const n of nodes) {
+      expect(n.proc?.exitCode).toBe(0);
+      expect(readLog(n)).toMatch(/"signal":"SIGTERM".*"msg":"signer stopping \(SIGTERM\)"/);
+      expect(readLog(n)).toMatch(/"msg":"signer stopped"/);
+    }
     await Promise.all(nodes.map((n) => startNode(n)));
     const msg = enc.encode('after restart');
     const [r] = await ceremony([nodes[0] as NodeSpec, nodes[2] as NodeSpec], {

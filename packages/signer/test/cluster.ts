@@ -9,6 +9,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { signalTree } from '../../../test/helpers/processes.js';
 
 export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 export const MAIN = join(ROOT, 'packages/signer/dist/main.js');
@@ -114,6 +115,7 @@ export async function startNode(node: NodeSpec): Promise<void> {
   const proc = spawn(process.execPath, [MAIN, 'signer', 'start', '-c', node.config], {
     env: { ...process.env, CUSTODIAN_TEST_PASS: PASS },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
   });
   proc.stdout?.pipe(out);
   proc.stderr?.pipe(out);
@@ -130,8 +132,13 @@ export async function stopNode(node: NodeSpec, signal: NodeJS.Signals = 'SIGTERM
   const p = node.proc;
   if (!p || p.exitCode !== null || p.signalCode !== null) return;
   await new Promise<void>((resolve) => {
-    p.once('exit', () => resolve());
-    p.kill(signal);
+    // SIGKILL after 20 s: a node ignoring its signal must not outlive the test (#29)
+    const t = setTimeout(() => signalTree(p.pid as number, 'SIGKILL'), 20_000);
+    p.once('exit', () => {
+      clearTimeout(t);
+      resolve();
+    });
+    signalTree(p.pid as number, signal);
   });
 }
 

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { signalTree } from '../../../../test/helpers/processes.js';
 
 /** A free TCP port on 127.0.0.1 (bound then released). */
 export function freePort(): Promise<number> {
@@ -59,6 +60,8 @@ export async function startAnvil(args: string[] = []): Promise<AnvilNode> {
     ['--host', '127.0.0.1', '--port', String(port), '--chain-id', String(chainId), '--silent', ...args],
     {
       stdio: ['ignore', 'ignore', 'pipe'],
+      // its own process group: the npm launcher and the anvil binary end together (#29)
+      detached: true,
     },
   );
   let stderr = '';
@@ -70,7 +73,7 @@ export async function startAnvil(args: string[] = []): Promise<AnvilNode> {
   try {
     await waitForRpc(url, { jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] });
   } catch (e) {
-    child.kill('SIGKILL');
+    signalTree(child.pid as number, 'SIGKILL');
     throw new Error(`anvil did not start: ${(e as Error).message}\n${stderr}`);
   }
   return {
@@ -78,7 +81,7 @@ export async function startAnvil(args: string[] = []): Promise<AnvilNode> {
     port,
     chainId,
     async stop() {
-      if (child.exitCode === null) child.kill('SIGTERM');
+      if (child.exitCode === null) signalTree(child.pid as number, 'SIGTERM');
       await exited;
     },
   };

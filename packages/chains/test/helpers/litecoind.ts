@@ -2,6 +2,7 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { signalTree } from '../../../../test/helpers/processes.js';
 import { BitcoinRpc } from '../../src/index.js';
 import { freePort, waitForRpc } from './anvil.js';
 
@@ -50,7 +51,7 @@ export async function startLitecoind(): Promise<LitecoindNode> {
       '-mempoolreplacement=1',
       '-printtoconsole=0',
     ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
+    { stdio: ['ignore', 'ignore', 'pipe'], detached: true },
   );
   let stderr = '';
   child.stderr?.on('data', (d) => {
@@ -63,7 +64,7 @@ export async function startLitecoind(): Promise<LitecoindNode> {
   try {
     await waitForRpc(url, { jsonrpc: '1.0', id: 1, method: 'getblockcount', params: [] }, auth, 30_000);
   } catch (e) {
-    child.kill('SIGKILL');
+    signalTree(child.pid as number, 'SIGKILL');
     rmSync(datadir, { recursive: true, force: true });
     throw new Error(`litecoind did not start: ${(e as Error).message}\n${stderr}`);
   }
@@ -83,7 +84,7 @@ export async function startLitecoind(): Promise<LitecoindNode> {
       try {
         await rpc.call('stop');
       } catch {
-        child.kill('SIGTERM');
+        signalTree(child.pid as number, 'SIGTERM');
       }
       await exited;
       rmSync(datadir, { recursive: true, force: true });

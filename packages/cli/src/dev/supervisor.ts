@@ -139,6 +139,8 @@ export class Supervisor {
         cwd: opts.cwd,
         env: { ...process.env, ...opts.env },
         stdio: ['ignore', 'pipe', 'pipe'],
+        // its own process group: a stop or kill reaches what it started too (anvil's binary, #29)
+        detached: true,
       });
       child = c;
       const first = attempt === 0;
@@ -224,8 +226,8 @@ export class Supervisor {
         return;
       }
       const gone = new Promise<void>((r) => c.once('exit', () => r()));
-      c.kill('SIGTERM');
-      const t = setTimeout(() => c.kill('SIGKILL'), graceMs);
+      signalGroup(c, 'SIGTERM');
+      const t = setTimeout(() => signalGroup(c, 'SIGKILL'), graceMs);
       await gone;
       clearTimeout(t);
     };
@@ -248,11 +250,18 @@ export class Supervisor {
             throw new RangeError(`${name}: restartAfterMs must be a finite number ≥ 0`);
           heldRestartMs = o.restartAfterMs;
         }
-        c.kill(signal);
+        signalGroup(c, signal);
       },
     };
     this.procs.push({ managed, halt });
     return managed;
+  }
+
+  /** Names of the processes alive now (e.g. what a stop is still waiting for). */
+  running(): string[] {
+    return this.procs
+      .filter(({ managed: { child } }) => child.exitCode === null && child.signalCode === null)
+      .map((p) => p.managed.name);
   }
 
   /** The process spawned last under `name`, if any. */
@@ -264,5 +273,15 @@ export class Supervisor {
   async stopAll(graceMs = 5_000): Promise<void> {
     this.stopping = true;
     await Promise.all([...this.procs].reverse().map((p) => p.halt(graceMs)));
+  }
+}
+
+/** Send `signal` to the process group `c` leads (spawned detached), else to `c` alone. */
+function signalGroup(c: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    if (c.pid !== undefined) process.kill(-c.pid, signal);
+    else c.kill(signal);
+  } catch {
+    c.kill(signal);
   }
 }

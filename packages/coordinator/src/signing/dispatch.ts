@@ -86,6 +86,16 @@ export async function dispatchCeremony(
   };
   const onAbort = () => abortAll(String(signal?.reason ?? 'aborted by the coordinator'));
   signal?.addEventListener('abort', onAbort, { once: true });
+  // once aborted, stop waiting: a party that does not answer (frozen, partitioned) must not hold
+  // the caller — e.g. a coordinator stopping on SIGTERM — until the deadline (#29)
+  let onStopWaiting: (() => void) | undefined;
+  const stopWaiting = new Promise<never>((_, reject) => {
+    onStopWaiting = () => reject(new Error(`aborted by the coordinator: ${String(signal?.reason ?? 'aborted')}`));
+  });
+  stopWaiting.catch(() => undefined);
+  if (signal && onStopWaiting) signal.addEventListener('abort', onStopWaiting, { once: true });
+  if (signal?.aborted) onStopWaiting?.();
+  const orAbort = <T>(p: Promise<T>): Promise<T> => (signal ? Promise.race([p, stopWaiting]) : p);
   const deadlineTimer = setTimeout(() => abortAll('deadline exceeded'), Math.max(0, timeoutMs - slack + 500));
   deadlineTimer.unref?.();
   // server signers get the same signed request (signed once: the last starts as early as the first)
@@ -110,10 +120,10 @@ export async function dispatchCeremony(
         try {
           let result: CeremonyResult;
           if (t.party.kind === 'server') {
-            result = await (serverCalls.get(t) as Promise<CeremonyResult>);
+            result = await orAbort(serverCalls.get(t) as Promise<CeremonyResult>);
           } else {
             if (!init.devices) throw new Error('no device hub configured');
-            result = await withTimeout(init.devices.startCeremony(t.party.id, start), timeoutMs);
+            result = await orAbort(withTimeout(init.devices.startCeremony(t.party.id, start), timeoutMs));
           }
           if (result.outcome !== Outcome.OK) failed(t.party);
           if (options.abortOnFailure && result.outcome !== Outcome.OK)
@@ -124,6 +134,12 @@ export async function dispatchCeremony(
           failed(t.party);
           // a party that cannot take part (not reachable, its stream or socket closed, silent):
           // the others cannot finish without it — end the ceremony everywhere now, not at the deadline
+          if (signal?.aborted)
+            return {
+              party: t.party,
+              result: { ceremonyId: start.ceremonyId, outcome: Outcome.ABORTED, error: msg },
+              unreachable: false,
+            };
           if (options.abortOnFailure) abortAll(`${t.party.kind} ${t.party.id} is unreachable`);
           return {
             party: t.party,
@@ -136,6 +152,7 @@ export async function dispatchCeremony(
   } finally {
     clearTimeout(deadlineTimer);
     signal?.removeEventListener('abort', onAbort);
+    if (onStopWaiting) signal?.removeEventListener('abort', onStopWaiting);
   }
 }
 
