@@ -283,7 +283,7 @@ export interface paths {
         put?: never;
         /**
          * Initialise the instance: first account (Admin) and first profile
-         * @description No session required.
+         * @description Needs `bootstrap_token`: the one-time token the coordinator wrote to `<data-dir>/bootstrap-token` (mode 0600) at its first start while the instance had no Admin; consumed (and the file deleted) by a successful init. Missing or wrong → 401 `BOOTSTRAP_TOKEN_INVALID` (rate limited like login). No session required.
          */
         post: operations["adminInitInstance"];
         delete?: never;
@@ -556,7 +556,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Blockchains enabled for a profile
+         * Blockchains enabled for a profile; with `all=true` every blockchain of the directory, each with `enabled` and `development`
          * @description Roles: ADMIN, FINANCE_MANAGER, VIEWER.
          */
         get: operations["adminListProfileBlockchains"];
@@ -2268,7 +2268,7 @@ export interface components {
             title: string;
             status: number;
             /** @enum {string} */
-            code: "BAD_REQUEST" | "MALFORMED_JSON" | "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "API_KEY_MISSING" | "API_KEY_INVALID" | "SESSION_REQUIRED" | "INVALID_CREDENTIALS" | "INVALID_SECOND_FACTOR" | "PROFILE_FORBIDDEN" | "ROLE_FORBIDDEN" | "STEP_UP_REQUIRED" | "API_KEY_ADDRESS_NOT_ALLOWED" | "ROUTE_NOT_FOUND" | "WALLET_NOT_FOUND" | "ASSET_NOT_FOUND" | "RESOURCE_NOT_FOUND" | "TRANSFER_NOT_FOUND" | "POLICY_NOT_FOUND" | "REQUEST_TIMEOUT" | "IDEMPOTENCY_REQUEST_IN_PROGRESS" | "ALREADY_INITIALISED" | "CONFLICT" | "NO_MASTER_KEY" | "TRANSFER_STATE_CONFLICT" | "PAYLOAD_TOO_LARGE" | "URI_TOO_LONG" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "IDEMPOTENCY_KEY_REUSED" | "UNKNOWN_BLOCKCHAIN" | "BLOCKCHAIN_NOT_IN_WALLET" | "ADDRESS_LIMIT_REACHED" | "RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL_ERROR" | "SIGNERS_UNAVAILABLE" | "CHAIN_UNAVAILABLE" | "SHUTTING_DOWN";
+            code: "BAD_REQUEST" | "MALFORMED_JSON" | "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "API_KEY_MISSING" | "API_KEY_INVALID" | "SESSION_REQUIRED" | "INVALID_CREDENTIALS" | "INVALID_SECOND_FACTOR" | "BOOTSTRAP_TOKEN_INVALID" | "PROFILE_FORBIDDEN" | "ROLE_FORBIDDEN" | "STEP_UP_REQUIRED" | "API_KEY_ADDRESS_NOT_ALLOWED" | "ROUTE_NOT_FOUND" | "WALLET_NOT_FOUND" | "ASSET_NOT_FOUND" | "RESOURCE_NOT_FOUND" | "TRANSFER_NOT_FOUND" | "POLICY_NOT_FOUND" | "REQUEST_TIMEOUT" | "IDEMPOTENCY_REQUEST_IN_PROGRESS" | "ALREADY_INITIALISED" | "CONFLICT" | "NO_MASTER_KEY" | "TRANSFER_STATE_CONFLICT" | "PAYLOAD_TOO_LARGE" | "URI_TOO_LONG" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "IDEMPOTENCY_KEY_REUSED" | "UNKNOWN_BLOCKCHAIN" | "BLOCKCHAIN_NOT_IN_WALLET" | "ADDRESS_LIMIT_REACHED" | "RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL_ERROR" | "MAIL_UNAVAILABLE" | "SIGNERS_UNAVAILABLE" | "CHAIN_UNAVAILABLE" | "SHUTTING_DOWN";
             detail?: string;
             instance?: string;
             errors?: {
@@ -4098,6 +4098,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         fee_value: string;
+                        /** @description The fee in USD, 2 decimals (rounded half up), computed exactly from the fee in base units and the operator's price of the fee currency (coordinator setting `prices`: static table and/or HTTP price endpoint, cached). null when no price source is configured, or the price lookup failed or timed out (the estimate itself never fails on price). */
                         fee_value_usd: string | null;
                         fee_currency: string;
                         metadata: {
@@ -4217,6 +4218,7 @@ export interface operations {
                     /** @description At least 12 characters and hard to guess: a zxcvbn-ts strength score of at least 3 of 4 (configurable), with the user's e-mail address and name counted as known words; otherwise 422 naming the field, with advice. */
                     password: string;
                     profile_name?: string;
+                    bootstrap_token?: string;
                 };
             };
         };
@@ -4234,6 +4236,15 @@ export interface operations {
             };
             /** @description `MALFORMED_JSON`: Request body is not valid JSON */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `BOOTSTRAP_TOKEN_INVALID`: The bootstrap token is missing or wrong */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4381,6 +4392,15 @@ export interface operations {
             };
             /** @description `INTERNAL_ERROR`: Internal server error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `MAIL_UNAVAILABLE`: Mail could not be sent; try again later */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5758,6 +5778,8 @@ export interface operations {
                 page?: number;
                 /** @description Items per page, default 50, maximum 200. Out of range → 422. */
                 page_size?: number;
+                /** @description Every blockchain of the directory (enabled or not), each with `enabled` and `development` */
+                all?: boolean;
             };
             header?: never;
             path: {
@@ -5794,6 +5816,15 @@ export interface operations {
             };
             /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RESOURCE_NOT_FOUND`: Resource not found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11649,6 +11680,13 @@ export interface operations {
                         /** @description the caller's reference (seed §6 rule 6) */
                         external_id: string | null;
                         tx_hash?: string | null;
+                        /** @description Per resource (this transfer / wallet / address), strictly increasing across its events in commit order; survives restarts. Keep the highest applied per resource and ignore a delivery with a lower one. */
+                        sequence: number;
+                        /**
+                         * Format: date-time
+                         * @description The resource's last change (ISO 8601 UTC).
+                         */
+                        updated_at: string;
                     } & {
                         [key: string]: unknown;
                     };
@@ -11715,6 +11753,13 @@ export interface operations {
                         /** @description the caller's reference (seed §6 rule 6) */
                         external_id: string | null;
                         tx_hash?: string | null;
+                        /** @description Per resource (this transfer / wallet / address), strictly increasing across its events in commit order; survives restarts. Keep the highest applied per resource and ignore a delivery with a lower one. */
+                        sequence: number;
+                        /**
+                         * Format: date-time
+                         * @description The resource's last change (ISO 8601 UTC).
+                         */
+                        updated_at: string;
                     } & {
                         [key: string]: unknown;
                     };
@@ -11781,6 +11826,13 @@ export interface operations {
                         /** @description the caller's reference (seed §6 rule 6) */
                         external_id: string | null;
                         tx_hash?: string | null;
+                        /** @description Per resource (this transfer / wallet / address), strictly increasing across its events in commit order; survives restarts. Keep the highest applied per resource and ignore a delivery with a lower one. */
+                        sequence: number;
+                        /**
+                         * Format: date-time
+                         * @description The resource's last change (ISO 8601 UTC).
+                         */
+                        updated_at: string;
                     } & {
                         [key: string]: unknown;
                     };
@@ -11847,6 +11899,13 @@ export interface operations {
                         /** @description the caller's reference (seed §6 rule 6) */
                         external_id: string | null;
                         tx_hash?: string | null;
+                        /** @description Per resource (this transfer / wallet / address), strictly increasing across its events in commit order; survives restarts. Keep the highest applied per resource and ignore a delivery with a lower one. */
+                        sequence: number;
+                        /**
+                         * Format: date-time
+                         * @description The resource's last change (ISO 8601 UTC).
+                         */
+                        updated_at: string;
                     } & {
                         [key: string]: unknown;
                     };
@@ -12022,6 +12081,13 @@ export interface operations {
                         wallet_id: string;
                         name?: string | null;
                         blockchain_ids?: string[];
+                        /** @description Per resource (this transfer / wallet / address), strictly increasing across its events in commit order; survives restarts. Keep the highest applied per resource and ignore a delivery with a lower one. */
+                        sequence: number;
+                        /**
+                         * Format: date-time
+                         * @description The resource's last change (ISO 8601 UTC).
+                         */
+                        updated_at: string;
                     } & {
                         [key: string]: unknown;
                     };
@@ -12078,6 +12144,13 @@ export interface operations {
                         wallet_id: string;
                         name?: string | null;
                         blockchain_ids?: string[];
+                        /** @description Per resource (this transfer / wallet / address), strictly increasing across its events in commit order; survives restarts. Keep the highest applied per resource and ignore a delivery with a lower one. */
+                        sequence: number;
+                        /**
+                         * Format: date-time
+                         * @description The resource's last change (ISO 8601 UTC).
+                         */
+                        updated_at: string;
                     } & {
                         [key: string]: unknown;
                     };
@@ -12134,6 +12207,13 @@ export interface operations {
                         wallet_id: string;
                         name?: string | null;
                         blockchain_ids?: string[];
+                        /** @description Per resource (this transfer / wallet / address), strictly increasing across its events in commit order; survives restarts. Keep the highest applied per resource and ignore a delivery with a lower one. */
+                        sequence: number;
+                        /**
+                         * Format: date-time
+                         * @description The resource's last change (ISO 8601 UTC).
+                         */
+                        updated_at: string;
                     } & {
                         [key: string]: unknown;
                     };
@@ -12363,6 +12443,13 @@ export interface operations {
                         address: string;
                         address_type?: string;
                         derivation_path?: string;
+                        /** @description Per resource (this transfer / wallet / address), strictly increasing across its events in commit order; survives restarts. Keep the highest applied per resource and ignore a delivery with a lower one. */
+                        sequence: number;
+                        /**
+                         * Format: date-time
+                         * @description The resource's last change (ISO 8601 UTC).
+                         */
+                        updated_at: string;
                     } & {
                         [key: string]: unknown;
                     };
@@ -12424,6 +12511,13 @@ export interface operations {
                         address: string;
                         address_type?: string;
                         derivation_path?: string;
+                        /** @description Per resource (this transfer / wallet / address), strictly increasing across its events in commit order; survives restarts. Keep the highest applied per resource and ignore a delivery with a lower one. */
+                        sequence: number;
+                        /**
+                         * Format: date-time
+                         * @description The resource's last change (ISO 8601 UTC).
+                         */
+                        updated_at: string;
                     } & {
                         [key: string]: unknown;
                     };
@@ -12485,6 +12579,13 @@ export interface operations {
                         address: string;
                         address_type?: string;
                         derivation_path?: string;
+                        /** @description Per resource (this transfer / wallet / address), strictly increasing across its events in commit order; survives restarts. Keep the highest applied per resource and ignore a delivery with a lower one. */
+                        sequence: number;
+                        /**
+                         * Format: date-time
+                         * @description The resource's last change (ISO 8601 UTC).
+                         */
+                        updated_at: string;
                     } & {
                         [key: string]: unknown;
                     };
