@@ -5,8 +5,8 @@
  *
  *   node scripts/pack-cli.mjs [--no-build] [--out <dir>]
  *
- * Steps: `tsc -b` (skipped with --no-build); `pnpm deploy --prod` of @custodian/cli into a staging
- * folder with a hoisted (npm-style, no symlinks) node_modules; the staged workspace packages get
+ * Steps: `tsc -b` (skipped with --no-build); `pnpm deploy --prod` of @custodian/cli (the versions of
+ * pnpm-lock.yaml) into a staging folder with a hoisted (npm-style, no symlinks) node_modules; the staged workspace packages get
  * their `workspace:` ranges replaced by their versions and lose tests, tsconfig files and dev
  * dependencies; the repository's `proto/` goes into @custodian/wire (its schema loader looks there
  * first); every dependency is listed in `bundleDependencies`, except `@foundry-rs/anvil`, whose
@@ -90,7 +90,8 @@ try {
     '@custodian/cli',
     'deploy',
     '--prod',
-    '--legacy',
+    // the shared lockfile's versions (a legacy deploy would resolve the ranges afresh)
+    '--config.inject-workspace-packages=true',
     '--config.node-linker=hoisted',
     '--config.confirm-modules-purge=false',
     join(DEPLOY, 'out'),
@@ -104,6 +105,7 @@ try {
 const NM = join(STAGE, 'node_modules');
 for (const f of ['.pnpm', '.modules.yaml', '.bin', '.pnpm-workspace-state.json', '.pnpm-workspace-state-v1.json'])
   rmSync(join(NM, f), { recursive: true, force: true });
+rmSync(join(STAGE, 'pnpm-lock.yaml'), { force: true });
 for (const name of UNBUNDLED) {
   rmSync(join(NM, name), { recursive: true, force: true });
   // the per-platform binary packages the launcher picks from (`@foundry-rs/anvil-linux-amd64`, …)
