@@ -7,7 +7,9 @@
 # (packages/cli/test/pack.slow.test.ts), on a clean Node.js image.
 #
 # Runs as the unprivileged user `custodian` (uid/gid 10001) and works with a read-only root file
-# system: everything it writes is under /var/lib/custodian (a volume) and /tmp (mount a tmpfs).
+# system: everything it writes is under /var/lib/custodian (a volume) and /tmp (mount a tmpfs);
+# /var/lib/custodian-state is for a signer's generation state file, in a volume of its own (it must
+# never come back with a restored data volume).
 
 ARG NODE_IMAGE=node:20-bookworm-slim
 
@@ -30,7 +32,7 @@ RUN npm install -g --offline --omit=optional --no-audit --no-fund --cache /tmp/n
  && groupadd --system --gid 10001 custodian \
  && useradd --system --uid 10001 --gid custodian --home-dir /var/lib/custodian --no-create-home \
       --shell /usr/sbin/nologin custodian \
- && install -d -o custodian -g custodian -m 0750 /var/lib/custodian
+ && install -d -o custodian -g custodian -m 0750 /var/lib/custodian /var/lib/custodian-state
 USER custodian:custodian
 WORKDIR /var/lib/custodian
 VOLUME ["/var/lib/custodian"]
