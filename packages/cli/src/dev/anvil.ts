@@ -19,7 +19,9 @@ export function anvilLauncher(): string {
   try {
     pkg = require.resolve('@foundry-rs/anvil/package.json');
   } catch {
-    throw new Error('anvil is not installed: install the optional dependency @foundry-rs/anvil (npm install @foundry-rs/anvil)');
+    throw new Error(
+      'anvil is not installed: install the optional dependency @foundry-rs/anvil (npm install @foundry-rs/anvil)',
+    );
   }
   return join(dirname(pkg), 'bin.mjs');
 }
