@@ -88,6 +88,10 @@ interface ComposeService {
   build?: unknown;
   command?: string[] | string;
   volumes?: string[];
+  read_only?: boolean;
+  tmpfs?: string[];
+  healthcheck?: { test?: string[] };
+  depends_on?: Record<string, { condition: string }>;
 }
 
 function composeServices(): Record<string, ComposeService> {
@@ -195,5 +199,23 @@ describe('deployment files use commands and flags the custodian CLI accepts', ()
       passphrase: { file: '/run/secrets/signer-1-passphrase' },
     });
     expect(Object.keys(services['signer-1'] ?? {})).toContain('secrets');
+  });
+
+  it('compose: every service runs on a read-only root with a tmpfs /tmp and a healthcheck; the coordinator waits for healthy dependencies', () => {
+    const services = composeServices();
+    expect(Object.keys(services).sort()).toEqual(['anvil', 'coordinator', 'postgres', 'signer-1', 'signer-2']);
+    for (const [name, s] of Object.entries(services)) {
+      expect(s.read_only, `${name}: read_only`).toBe(true);
+      expect(
+        s.tmpfs?.some((t) => t.split(':')[0] === '/tmp'),
+        `${name}: tmpfs /tmp`,
+      ).toBe(true);
+      expect(s.healthcheck?.test?.[0], `${name}: healthcheck`).toBe('CMD');
+    }
+    expect(services.coordinator?.depends_on).toEqual({
+      postgres: { condition: 'service_healthy' },
+      anvil: { condition: 'service_healthy' },
+    });
+    expect(services.coordinator?.healthcheck?.test?.join(' ')).toContain('/healthz');
   });
 });
