@@ -3,15 +3,20 @@
  *
  * Choice (documented in packages/wire/README.md): protobufjs parses the `.proto` files at module
  * load (no generated code to keep in sync); every codec works on a reflected `Type`, so a protocol
- * round is a schema, not code. The files are read from the repository's `proto/` folder, which sits
- * at the same depth from `src/` and `dist/`.
+ * round is a schema, not code. The files are read from the package's own `proto/` folder when it has
+ * one (the packed `custodian` command, scripts/pack-cli.mjs, copies them there), else from the
+ * repository's `proto/` folder, which sits at the same depth from `src/` and `dist/`.
  */
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs';
 
+const PACKAGED = fileURLToPath(new URL('../proto/', import.meta.url));
+
 /** Absolute path of the `proto/` folder (the root of `custodian/v1/*.proto` import paths). */
-export const PROTO_DIR: string = fileURLToPath(new URL('../../../proto/', import.meta.url));
+export const PROTO_DIR: string = existsSync(`${PACKAGED}custodian/v1`)
+  ? PACKAGED
+  : fileURLToPath(new URL('../../../proto/', import.meta.url));
 
 function load(): protobuf.Root {
   const root = new protobuf.Root();

@@ -9,9 +9,21 @@ import { type Managed, RESTART, type Supervisor } from './supervisor.js';
 
 const require = createRequire(import.meta.url);
 
-/** Path of anvil's launcher script (`bin.mjs` of `@foundry-rs/anvil`). */
+/**
+ * Path of anvil's launcher script (`bin.mjs` of `@foundry-rs/anvil`).
+ * @throws Error when the package is not installed (the packed `custodian` command has it as an
+ *   optional dependency: `npm install --omit=optional` leaves it out)
+ */
 export function anvilLauncher(): string {
-  return join(dirname(require.resolve('@foundry-rs/anvil/package.json')), 'bin.mjs');
+  let pkg: string;
+  try {
+    pkg = require.resolve('@foundry-rs/anvil/package.json');
+  } catch {
+    throw new Error(
+      'anvil is not installed: install the optional dependency @foundry-rs/anvil (npm install @foundry-rs/anvil)',
+    );
+  }
+  return join(dirname(pkg), 'bin.mjs');
 }
 
 /** Start anvil on 127.0.0.1:`port` under the supervisor; resolves once its RPC listens. */
