@@ -112,6 +112,7 @@ export const COORDINATOR_CONFIG_SCHEMA: ConfigSchema = {
           type: 'object',
           properties: {
             url: { type: 'string', minLength: 1 },
+            headers: { type: 'object', additionalProperties: { type: 'string' } },
             path: { type: 'string', minLength: 1 },
             ttlMs: ms,
             timeoutMs: positive,
