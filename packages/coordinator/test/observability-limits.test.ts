@@ -36,18 +36,21 @@ describe('observability endpoints under load and at shutdown', () => {
     expect(counts).toEqual({ transfers: 1, presignatures: 1 });
   });
 
-  it.each(['/healthz', '/readyz', '/metrics'])('%s: over 120 requests a minute from one address → 429', async (path) => {
-    h = await startHarness({ coordinator: { health: { cacheMs: 60_000 } } });
-    for (let i = 0; i < 120; i++) {
-      const res = await fetch(`${h!.url}${path}`);
-      await res.arrayBuffer();
-      expect(res.status, `request ${i + 1}`).toBe(200);
-    }
-    const res = await fetch(`${h.url}${path}`);
-    expect(res.status).toBe(429);
-    expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-    expect(((await res.json()) as { code: string }).code).toBe('RATE_LIMITED');
-  });
+  it.each(['/healthz', '/readyz', '/metrics'])(
+    '%s: over 120 requests a minute from one address → 429',
+    async (path) => {
+      h = await startHarness({ coordinator: { health: { cacheMs: 60_000 } } });
+      for (let i = 0; i < 120; i++) {
+        const res = await fetch(`${h!.url}${path}`);
+        await res.arrayBuffer();
+        expect(res.status, `request ${i + 1}`).toBe(200);
+      }
+      const res = await fetch(`${h.url}${path}`);
+      expect(res.status).toBe(429);
+      expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      expect(((await res.json()) as { code: string }).code).toBe('RATE_LIMITED');
+    },
+  );
 
   it('/readyz answers 503 shutting_down as soon as stop() has begun, bypassing the cache', async () => {
     h = await startHarness({ coordinator: { health: { cacheMs: 60_000 } } });
