@@ -17,6 +17,11 @@ export interface HttpPriceSourceOptions {
    */
   url: string;
   /**
+   * Extra request headers, e.g. an API key (`{ "x-api-key": "…" }`): sent with every request,
+   * never logged. Put credentials here, not in the URL (a user name or password in it is refused).
+   */
+  headers?: Readonly<Record<string, string>>;
+  /**
    * Dot-separated path of the price in the JSON answer, e.g. `usd` for `{"usd":"3012.45"}` or
    * `data.price` for `{"data":{"price":3012.45}}`. Default `usd`.
    */
@@ -27,7 +32,10 @@ export interface HttpPriceSourceOptions {
   timeoutMs?: number;
   /** Time source of the cache, ms since the epoch. Default `Date.now`. */
   now?: () => number;
-  /** Where a failed lookup is reported (never the URL's path or query: they may hold an API key). */
+  /**
+   * Where a failed lookup is reported: symbol, host and a reason — an HTTP status or the error's
+   * name/code, never an error message (it may quote the URL or a header), path, query or header.
+   */
   log?: (msg: string, fields: Record<string, unknown>) => void;
 }
 
@@ -49,10 +57,12 @@ export class HttpPriceSource implements PriceSource {
   readonly #cache = new Map<string, { price: string; until: number }>();
   readonly #inFlight = new Map<string, Promise<string | null>>();
   readonly #host: string;
+  readonly #headers: Record<string, string>;
 
   /**
-   * @throws RangeError naming `url`, `path`, `ttlMs` or `timeoutMs` when one is malformed (a URL
-   *   that is not http(s) or lacks `{symbol}`, an empty path segment, a negative or non-integer time)
+   * @throws RangeError naming `url`, `headers`, `path`, `ttlMs` or `timeoutMs` when one is
+   *   malformed (a URL that is not http(s), lacks `{symbol}` or holds a user name or password; a
+   *   header value that is not a string; an empty path segment; a negative or non-integer time)
    */
   constructor(o: HttpPriceSourceOptions) {
     let u: URL;
@@ -62,6 +72,19 @@ export class HttpPriceSource implements PriceSource {
       throw new RangeError('url: not an absolute URL');
     }
     if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new RangeError('url: must be http:// or https://');
+    if (u.username !== '' || u.password !== '') {
+      throw new RangeError('url: no user name or password in the URL (put an API key in headers)');
+    }
+    const headers: Record<string, string> = {};
+    if (o.headers !== undefined) {
+      if (o.headers === null || typeof o.headers !== 'object' || Array.isArray(o.headers)) {
+        throw new RangeError('headers: expected an object of header name → string');
+      }
+      for (const [k, v] of Object.entries(o.headers)) {
+        if (typeof v !== 'string') throw new RangeError(`headers.${k}: expected a string`);
+        headers[k] = v;
+      }
+    }
     if (!o.url.includes('{symbol}')) throw new RangeError('url: must contain the placeholder {symbol}');
     const path = (o.path ?? 'usd').split('.');
     if (path.some((p) => p === '')) throw new RangeError('path: dot-separated field names, e.g. "usd" or "data.price"');
@@ -79,6 +102,7 @@ export class HttpPriceSource implements PriceSource {
     this.#now = o.now ?? Date.now;
     this.#log = o.log ?? (() => {});
     this.#host = u.host;
+    this.#headers = headers;
   }
 
   /** The USD price of one whole `symbol` coin (decimal string, ≤ 18 decimals), or null (logged). */
@@ -101,7 +125,7 @@ export class HttpPriceSource implements PriceSource {
     let body: unknown;
     try {
       const res = await fetch(this.#url.replaceAll('{symbol}', encodeURIComponent(symbol)), {
-        headers: { accept: 'application/json' },
+        headers: { ...this.#headers, accept: 'application/json' },
         signal: AbortSignal.timeout(this.#timeoutMs),
       });
       if (!res.ok) {
@@ -112,7 +136,9 @@ export class HttpPriceSource implements PriceSource {
     } catch (e) {
       const name = (e as Error).name;
       if (name === 'TimeoutError' || name === 'AbortError') return fail(`no answer within ${this.#timeoutMs} ms`);
-      return fail(`${name}: ${String((e as Error).message).slice(0, 120)}`);
+      // Only the name and code: a message may quote the URL (query key) or a header value.
+      const code = (e as { code?: unknown }).code ?? (e as { cause?: { code?: unknown } }).cause?.code;
+      return fail(typeof code === 'string' && /^[A-Z0-9_]{1,40}$/.test(code) ? `${name} ${code}` : name);
     }
     let v: unknown = body;
     for (const k of this.#path) {

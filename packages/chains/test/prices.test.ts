@@ -126,6 +126,42 @@ describe('HttpPriceSource', () => {
     expect(logs).toHaveLength(1);
   });
 
+  it('refuses a URL with a user name or password (fetch would put the whole URL in its error)', () => {
+    expect(() => new HttpPriceSource({ url: 'https://user:SECRET-KEY@p.example/{symbol}' })).toThrow(
+      /url: no user name or password/,
+    );
+    expect(() => new HttpPriceSource({ url: 'https://SECRET-KEY@p.example/{symbol}' })).toThrow(RangeError);
+  });
+
+  it('sends the configured headers; a failure logs only the error name, never a header or the query', async () => {
+    const { prefix } = scope();
+    let seen: string | undefined;
+    routes[`${prefix}/ETH`] = (res) => res.writeHead(503).end('down');
+    const hook = (req: IncomingMessage) => {
+      if (req.url?.startsWith(prefix)) seen = req.headers['x-api-key'] as string | undefined;
+    };
+    server.on('request', hook);
+    const logs: [string, Record<string, unknown>][] = [];
+    const src = new HttpPriceSource({
+      url: `${base}${prefix}/{symbol}?api_key=SECRET-QUERY`,
+      headers: { 'x-api-key': 'SECRET-HEADER' },
+      log: (m, f) => logs.push([m, f]),
+    });
+    expect(await src.usdPrice('ETH')).toBeNull();
+    server.off('request', hook);
+    expect(seen).toBe('SECRET-HEADER');
+    // A header value fetch refuses: its error message quotes the value; the log must not.
+    const bad = new HttpPriceSource({
+      url: `${base}${prefix}/{symbol}?api_key=SECRET-QUERY`,
+      headers: { 'x-api-key': 'SECRET-HEADER\u0000' },
+      log: (m, f) => logs.push([m, f]),
+    });
+    expect(await bad.usdPrice('ETH')).toBeNull();
+    expect(logs).toHaveLength(2);
+    expect(logs[1]![1].error).toBe('TypeError');
+    expect(JSON.stringify(logs)).not.toMatch(/SECRET/);
+  });
+
   it.each([
     [{ url: 'ftp://x/{symbol}' }, /url: must be http/],
     [{ url: 'https://prices.example/eth' }, /\{symbol\}/],

@@ -91,12 +91,17 @@ export const COORDINATOR_CONFIG_SCHEMA: ConfigSchema = {
     },
     metrics: {
       type: 'object',
-      properties: { enabled: { type: 'boolean' }, bearerToken: { type: 'string' } },
+      properties: {
+        enabled: { type: 'boolean' },
+        // metrics/routes.ts resolveMetricsOptions: 16..512 visible ASCII
+        bearerToken: { type: 'string', minLength: 16, maxLength: 512, pattern: '^[\\x21-\\x7e]+$' },
+      },
       additionalProperties: false,
     },
     health: {
       type: 'object',
-      properties: { cacheMs: ms, timeoutMs: positive },
+      // metrics/readiness.ts resolveReadinessOptions
+      properties: { cacheMs: { ...ms, maximum: 60_000 }, timeoutMs: { ...positive, maximum: 60_000 } },
       additionalProperties: false,
     },
     webhooks: {
@@ -112,6 +117,7 @@ export const COORDINATOR_CONFIG_SCHEMA: ConfigSchema = {
           type: 'object',
           properties: {
             url: { type: 'string', minLength: 1 },
+            headers: { type: 'object', additionalProperties: { type: 'string' } },
             path: { type: 'string', minLength: 1 },
             ttlMs: ms,
             timeoutMs: positive,

@@ -190,6 +190,8 @@ async function build(
   // one registry per coordinator (metrics/registry.ts); the gauges read at scrape time go through
   // the readiness probe (cached chain heads), built below once the signing services exist
   let readiness: ReadinessProbe | undefined;
+  // set at the start of stop(): /readyz answers shutting_down while the components drain
+  let stopBegun = false;
   const metrics = createCoordinatorMetrics({
     snapshot: () => (readiness as ReadinessProbe).snapshot(),
     poolTarget: opts.signing?.enabled ? (opts.signing.presignaturePool ?? 4) : 0,
@@ -298,6 +300,7 @@ async function build(
     chains,
     masterKeys: new MasterKeyStore({ db, clock }),
     availability: gateway?.availability?.bind(gateway),
+    stopping: () => stopBegun,
     ...(opts.health !== undefined ? { options: opts.health } : {}),
   });
   // new work wakes the pipeline this process runs (none when `runPipeline` is false)
@@ -460,7 +463,10 @@ async function build(
       await lifecycle.start();
       return http.url as string;
     },
-    stop: () => lifecycle.stop(),
+    stop: () => {
+      stopBegun = true;
+      return lifecycle.stop();
+    },
   };
 }
 

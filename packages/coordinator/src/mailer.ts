@@ -7,6 +7,7 @@
  * recipient's code or the SMTP credentials.
  */
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { isIPv4 } from 'node:net';
 import { join } from 'node:path';
 import nodemailer from 'nodemailer';
 import { CoordinatorError } from './errors.js';
@@ -25,7 +26,7 @@ export interface Mailer {
 
 /**
  * How mail leaves the coordinator (config file key `mail`): `{ transport: 'smtp', url, from? }` —
- * `url` an SMTP URL, `smtp://user:pass@host:587` (STARTTLS when offered) or
+ * `url` an SMTP URL, `smtp://user:pass@host:587` (STARTTLS required unless the host is loopback) or
  * `smtps://user:pass@host:465` (TLS); or `{ transport: 'file', from? }` — the mailbox folder
  * (`CoordinatorOptions.mailboxDir`, default `<dataDir>/mailbox`). `from`: the From header
  * (default `Custodian <no-reply@custodian.invalid>`).
@@ -67,8 +68,37 @@ function failureSummary(e: unknown): string {
 }
 
 /**
- * Create a mailer. With `smtpUrl`, messages go through SMTP (connection and greeting timeouts
- * 10 s, socket idle 30 s, so a login never hangs on a dead server); otherwise each message is
+ * The nodemailer SMTP transport options of `smtpUrl`: connection and greeting timeouts 10 s, socket
+ * idle 30 s, and `requireTLS` for an `smtp://` URL unless its host is loopback (127.0.0.0/8, ::1,
+ * `localhost`) — a server that does not offer STARTTLS (or a path that strips it) fails the send
+ * instead of carrying the password and the login codes in plaintext. `smtps://` is TLS from the
+ * first byte. The URL is not checked here (nodemailer reports a malformed one at send).
+ */
+export function smtpTransportOptions(smtpUrl: string): {
+  url: string;
+  requireTLS: boolean;
+  connectionTimeout: number;
+  greetingTimeout: number;
+  socketTimeout: number;
+} {
+  let requireTLS = true;
+  try {
+    const u = new URL(smtpUrl);
+    requireTLS = u.protocol === 'smtp:' && !isLoopbackHost(u.hostname);
+  } catch {}
+  return { url: smtpUrl, requireTLS, connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 30_000 };
+}
+
+/** Whether a URL host (brackets allowed) is `localhost`, in 127.0.0.0/8 or `::1`. */
+function isLoopbackHost(hostname: string): boolean {
+  const h = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  if (h === 'localhost' || h === '::1') return true;
+  return isIPv4(h) && h.startsWith('127.');
+}
+
+/**
+ * Create a mailer. With `smtpUrl`, messages go through SMTP ({@link smtpTransportOptions}: TLS
+ * required off loopback; timeouts so a login never hangs on a dead server); otherwise each message is
  * rendered by nodemailer's stream transport and written to
  * `<mailboxDir>/<ms timestamp>-<pid>-<seq>.eml` (mode 0600).
  * `send` rejects with {@link MailSendError} when the transport fails.
@@ -76,12 +106,7 @@ function failureSummary(e: unknown): string {
  */
 export function createMailer(opts: MailerOptions): Mailer {
   if (opts.smtpUrl !== undefined) {
-    const t = nodemailer.createTransport({
-      url: opts.smtpUrl,
-      connectionTimeout: 10_000,
-      greetingTimeout: 10_000,
-      socketTimeout: 30_000,
-    });
+    const t = nodemailer.createTransport(smtpTransportOptions(opts.smtpUrl));
     return {
       async send(m) {
         try {

@@ -6,8 +6,9 @@
  * Must hold: with the list set to other ranges/names, loopback, private, link-local, the cloud
  * metadata address 169.254.169.254 and IPv4-mapped IPv6 forms stay refused — at registration and
  * at delivery; a name NOT listed stays refused when it resolves into a listed range (DNS
- * rebinding), a listed name is accepted whatever it resolves to, except unspecified/multicast
- * addresses; listed targets are registered and delivered to a real local HTTPS receiver.
+ * rebinding); a listed name reaches only private-network addresses (RFC 1918, ULA, CGNAT) or a
+ * listed range — loopback, link-local and the metadata address behind a listed name stay refused
+ * unless a listed range covers them; unspecified/multicast never; listed targets are registered and delivered to a real local HTTPS receiver.
  */
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -142,9 +143,11 @@ describe('registration check (production) with an allowlist', () => {
     }
   });
 
-  it('a listed name is accepted whatever private address it resolves to', async () => {
+  it('a listed name is accepted when it resolves to a private-network address', async () => {
     for (const [host, addr] of [
       ['hooks.corp.internal', '10.99.0.1'],
+      ['hooks.corp.internal', '100.64.1.2'],
+      ['hooks.corp.internal', '172.16.5.5'],
       ['a.lan.example', '192.168.7.7'],
       ['x.y.lan.example', 'fd12::1'],
     ] as const) {
@@ -169,6 +172,23 @@ describe('registration check (production) with an allowlist', () => {
         resolvesTo('93.184.215.14', '169.254.169.254'),
         OTHER,
       ),
+    ).rejects.toThrow(/169\.254\.169\.254/);
+  });
+
+  it('a listed name resolving to loopback, link-local or the metadata address is refused', async () => {
+    for (const addr of ['127.0.0.1', '169.254.169.254', '::1', 'fe80::1', '::ffff:127.0.0.1', '198.18.0.1']) {
+      await expect(
+        checkWebhookTarget('https://hooks.corp.internal/h', 'production', resolvesTo(addr), OTHER),
+        addr,
+      ).rejects.toThrow(/non-public/);
+    }
+    // ... unless a listed range explicitly covers the address
+    const withRange = WebhookTargetAllowlist.parse(['hooks.corp.internal', '127.0.0.0/8']);
+    await expect(
+      checkWebhookTarget('https://hooks.corp.internal/h', 'production', resolvesTo('127.0.0.9'), withRange),
+    ).resolves.toBe('https://hooks.corp.internal/h');
+    await expect(
+      checkWebhookTarget('https://hooks.corp.internal/h', 'production', resolvesTo('169.254.169.254'), withRange),
     ).rejects.toThrow(/169\.254\.169\.254/);
   });
 
@@ -204,12 +224,17 @@ describe('delivery (production guard) with an allowlist, to a real local HTTPS r
     expect(hits).toBe(before + 1);
   });
 
-  it('a listed name delivers; an unlisted name resolving into a listed range is refused at lookup', async () => {
+  it('a listed name delivers to loopback only with a listed loopback range; an unlisted name is refused at lookup', async () => {
     const before = hits;
+    // the name alone does not open loopback
     expect(await post(`https://localhost:${port}/h`, WebhookTargetAllowlist.parse(['localhost']))).toEqual({
-      status: 204,
-      error: null,
+      status: null,
+      error: 'ENONPUBLIC',
     });
+    expect(hits).toBe(before);
+    expect(
+      await post(`https://localhost:${port}/h`, WebhookTargetAllowlist.parse(['localhost', '127.0.0.0/8', '::1'])),
+    ).toEqual({ status: 204, error: null });
     expect(hits).toBe(before + 1);
     // 127.0.0.0/8 listed, but the name is not: the resolved loopback address is refused
     expect(await post(`https://localhost:${port}/h`, WebhookTargetAllowlist.parse(['127.0.0.0/8']))).toEqual({
@@ -225,6 +250,7 @@ describe('a production coordinator with webhooks.allowedTargets', () => {
     const h = await startHarness({
       coordinator: {
         mode: 'production',
+        mail: { transport: 'file' },
         webhooks: { runWorker: false, allowedTargets: ['127.0.0.1/32'], worker: { ca: tls.cert } },
       },
     });

@@ -119,6 +119,7 @@ describe('fee_value_usd', () => {
   it.each([
     [{ static: { ETH: '3,000' } }, /prices\.static\.ETH/],
     [{ http: { url: 'https://prices.example/eth' } }, /prices\.http\.url/],
+    [{ http: { url: 'https://user:key@prices.example/{symbol}' } }, /prices\.http\.url: no user name or password/],
     [{ http: { url: 'https://prices.example/{symbol}', ttlMs: -5 } }, /prices\.http\.ttlMs/],
     [{ coingecko: {} }, /prices\.coingecko: unknown key/],
   ])('a malformed prices setting %j stops creation naming the key', async (cfg, why) => {

@@ -10,7 +10,9 @@
  * - `chain:<key>`: the node of each configured blockchain answers its head height.
  *
  * Every check is bounded by `timeoutMs` and the whole result is cached for `cacheMs` (concurrent
- * requests share one run), so `/readyz` cannot be used to hammer the database or the chain nodes.
+ * requests share one run), so `/readyz` cannot be used to hammer the database or the chain nodes;
+ * the scrape-time values of `/metrics` ({@link ReadinessProbe.snapshot}) are cached the same way.
+ * Once the coordinator's stop has begun (`stopping`), the answer is `shutting_down` at once.
  * Reasons name what failed, never a URL, credential or key material.
  */
 import type { SignParty } from '../signing/gateway.js';
@@ -71,6 +73,8 @@ export interface ReadinessComponents {
   /** Whether a party is connected now (signer gateway); absent: the signer checks are skipped. */
   readonly availability?: ((party: SignParty) => Promise<'up' | 'down' | undefined>) | undefined;
   readonly options?: Partial<ReadinessOptions>;
+  /** Whether the coordinator's stop has begun (then not ready, whatever the checks say). */
+  readonly stopping?: () => boolean;
 }
 
 /**
@@ -111,14 +115,24 @@ export class ReadinessProbe {
   readonly options: ReadinessOptions;
   #cached: { at: number; result: Promise<Readiness> } | undefined;
   #heads: { at: number; result: Promise<Map<string, number | undefined>> } | undefined;
+  #snapshot: { at: number; result: Promise<DbSnapshot> } | undefined;
 
   /** @throws RangeError naming `health.cacheMs` (0..60 000) or `health.timeoutMs` (1..60 000) */
   constructor(private readonly c: ReadinessComponents) {
     this.options = resolveReadinessOptions(c.options);
   }
 
-  /** The readiness, run at most once per `cacheMs`. Never rejects. */
+  /**
+   * The readiness, run at most once per `cacheMs`. Never rejects. Once the coordinator's stop has
+   * begun: not ready, the one check `shutting_down` (not cached, no check run).
+   */
   check(): Promise<Readiness> {
+    if (this.c.stopping?.() === true) {
+      return Promise.resolve({
+        ready: false,
+        checks: [{ name: 'shutting_down', state: 'fail', reason: 'the coordinator is stopping' }],
+      });
+    }
     const now = Date.now();
     if (this.#cached === undefined || now - this.#cached.at >= this.options.cacheMs) {
       this.#cached = { at: now, result: this.#run() };
@@ -211,8 +225,23 @@ export class ReadinessProbe {
     return out;
   }
 
-  /** The scrape-time values of the metrics: transfers per status, pool depth, chain heights. */
-  async snapshot(): Promise<DbSnapshot> {
+  /**
+   * The scrape-time values of the metrics: transfers per status, pool depth, chain heights — read
+   * at most once per `cacheMs` (concurrent scrapes share one read; a failed read is not kept).
+   */
+  snapshot(): Promise<DbSnapshot> {
+    const now = Date.now();
+    if (this.#snapshot === undefined || now - this.#snapshot.at >= this.options.cacheMs) {
+      const entry = { at: now, result: this.#readSnapshot() };
+      entry.result.catch(() => {
+        if (this.#snapshot === entry) this.#snapshot = undefined;
+      });
+      this.#snapshot = entry;
+    }
+    return this.#snapshot.result;
+  }
+
+  async #readSnapshot(): Promise<DbSnapshot> {
     const q = this.c.queries;
     const [transfers, pool, heads, cursor] = await Promise.all([
       q.transfersByStatus(),

@@ -1,6 +1,7 @@
 /**
  * The operational endpoints of the coordinator (docs/observability.md), outside the REST API and
- * its OpenAPI document (hidden), unauthenticated and without the API's rate limit:
+ * its OpenAPI document (hidden), unauthenticated, each with its own per-address rate limit
+ * ({@link OBSERVABILITY_RATE_LIMIT}; 429 problem beyond it) instead of the API's:
  *
  * - `GET /healthz` — 200 `{"status":"ok"}` while the process serves HTTP;
  * - `GET /readyz` — 200 `{"status":"ready","checks":[…]}` when every check passes, else 503
@@ -15,6 +16,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../errors.js';
+import { clientAddressKey } from '../server.js';
 import type { ReadinessProbe } from './readiness.js';
 import type { CoordinatorMetrics } from './registry.js';
 
@@ -66,9 +68,15 @@ function tokenMatches(header: string | undefined, token: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
+/**
+ * Rate limit of each of `/healthz`, `/readyz` and `/metrics`: per client address (never per
+ * credential), generous for probes and scrapers (a probe every second fits), not unlimited.
+ */
+export const OBSERVABILITY_RATE_LIMIT = { max: 120, timeWindow: 60_000 } as const;
+
 /** Register `/healthz`, `/readyz` and (when enabled) `/metrics`. */
 export async function observabilityRoutes(app: FastifyInstance, c: ObservabilityComponents): Promise<void> {
-  const config = { rateLimit: false };
+  const config = { rateLimit: { ...OBSERVABILITY_RATE_LIMIT, keyGenerator: clientAddressKey } };
   app.get('/healthz', { schema: { hide: true }, config }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true }, config }, async (_req, reply) => {
     const r = await c.readiness.check();

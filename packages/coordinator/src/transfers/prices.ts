@@ -16,9 +16,10 @@ export interface PriceConfig {
   /**
    * An HTTP endpoint: `url` with `{symbol}` (e.g. `https://prices.internal/usd/{symbol}`), `path`
    * of the price in its JSON answer (default `usd`), `ttlMs` cache time (default 60 000),
-   * `timeoutMs` per request (default 2000).
+   * `timeoutMs` per request (default 2000), `headers` sent with each request and never logged
+   * (e.g. an API key; a user name or password in `url` is refused).
    */
-  http?: { url: string; path?: string; ttlMs?: number; timeoutMs?: number };
+  http?: { url: string; headers?: Record<string, string>; path?: string; ttlMs?: number; timeoutMs?: number };
 }
 
 /**
@@ -53,13 +54,16 @@ export function priceSourceFromConfig(
   if (cfg.http !== undefined) {
     const h = cfg.http;
     if (h === null || typeof h !== 'object' || typeof h.url !== 'string') {
-      throw new RangeError('prices.http: expected { "url": "https://…/{symbol}", "path"?, "ttlMs"?, "timeoutMs"? }');
+      throw new RangeError(
+        'prices.http: expected { "url": "https://…/{symbol}", "headers"?, "path"?, "ttlMs"?, "timeoutMs"? }',
+      );
     }
     try {
       sources.push(
         new HttpPriceSource({
           url: h.url,
           ...(h.path !== undefined ? { path: h.path } : {}),
+          ...(h.headers !== undefined ? { headers: h.headers } : {}),
           ...(h.ttlMs !== undefined ? { ttlMs: h.ttlMs } : {}),
           ...(h.timeoutMs !== undefined ? { timeoutMs: h.timeoutMs } : {}),
           ...(now !== undefined ? { now } : {}),

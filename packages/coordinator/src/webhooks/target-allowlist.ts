@@ -8,8 +8,11 @@
  *   allows a URL whose host is an IP literal inside it (parsing and matching are the API keys'
  *   `api/cidrs.ts`, ipaddr.js; an IPv4-mapped IPv6 literal counts as its IPv4 address);
  * - a host name, exact (`hooks.corp.internal`) or suffix form (`*.corp.internal`: any name ending
- *   in `.corp.internal`, at any depth, not `corp.internal` itself): allows that name, whatever
- *   non-public addresses it resolves to — at registration and at every delivery.
+ *   in `.corp.internal`, at any depth, not `corp.internal` itself): allows that name to resolve to
+ *   private-network addresses (RFC 1918, ULA fc00::/7, CGNAT 100.64.0.0/10) or into a listed range
+ *   — at registration and at every delivery. Loopback, link-local (the metadata address
+ *   169.254.169.254) and other special addresses behind a listed name stay refused unless a listed
+ *   range covers them (`targets.ts` refusedAddress).
  *
  * A name NOT listed never reaches a non-public address, even one inside a listed range: a public
  * name whose DNS answer turns private (DNS rebinding) stays refused. Whatever the list says,
@@ -104,7 +107,7 @@ export class WebhookTargetAllowlist {
 
   /**
    * Whether a host NAME is listed (exact, or under a `*.` suffix), so that it may resolve to
-   * non-public addresses. An IP literal is never a listed name (see {@link allowsAddress}).
+   * private-network addresses or into a listed range. An IP literal is never a listed name (see {@link allowsAddress}).
    */
   allowsName(host: string): boolean {
     const h = normaliseHost(host);

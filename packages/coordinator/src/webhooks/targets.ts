@@ -123,7 +123,8 @@ const fieldError = (message: string) =>
  *   the host and refuses it unless every address is global unicast ({@link nonGlobalReason})
  * @param resolve DNS resolver (all addresses of a host); injectable for tests
  * @param allow production exceptions (`webhooks.allowedTargets`): an IP literal inside a listed
- *   range, or a listed host name (any address but unspecified, multicast, broadcast); default none
+ *   range, or a listed host name resolving to private-network addresses or into a listed range
+ *   ({@link refusedAddress}); default none
  * @returns the normalised URL
  * @throws ApiError VALIDATION_FAILED naming `body.url`
  */
@@ -159,7 +160,9 @@ export async function checkWebhookTarget(
     if (bad !== undefined) {
       const hint = literal
         ? 'list its range in webhooks.allowedTargets to accept it'
-        : 'list the host name in webhooks.allowedTargets to accept it';
+        : allow.allowsName(host)
+          ? 'a listed name reaches only private-network addresses; list a range covering this address in webhooks.allowedTargets to accept it'
+          : 'list the host name in webhooks.allowedTargets to accept it';
       throw fieldError(
         `host ${host} resolves to a non-public address (${bad}: ${nonGlobalReason(bad) ?? 'not a unicast target'}); only global unicast addresses are accepted in production (${hint})`,
       );
@@ -175,12 +178,28 @@ async function defaultResolve(host: string): Promise<string[]> {
 /**
  * Whether production refuses address `ip` reached through URL host `host` (a name or the literal
  * itself): refused when it is not global unicast, unless the allowlist takes it — a literal inside
- * a listed range, or a listed name (never an unspecified, multicast or broadcast address).
+ * a listed range, or a listed name resolving to a private-network address (RFC 1918, ULA fc00::/7,
+ * CGNAT 100.64.0.0/10) or into a listed range. Loopback, link-local (169.254.169.254 included) and
+ * other special addresses behind a listed name need a listed range covering them; unspecified,
+ * multicast and broadcast addresses are never targets.
  */
 export function refusedAddress(host: string, ip: string, allow: WebhookTargetAllowlist): boolean {
   if (neverTarget(ip)) return true;
   if (!isNonPublicAddress(ip)) return false;
-  return isIP(host.replace(/^\[|\]$/g, '')) !== 0 ? !allow.allowsAddress(ip) : !allow.allowsName(host);
+  if (isIP(host.replace(/^\[|\]$/g, '')) !== 0) return !allow.allowsAddress(ip);
+  if (!allow.allowsName(host)) return true;
+  return !(isPrivateNetworkAddress(ip) || allow.allowsAddress(ip));
+}
+
+const PRIVATE_NETWORK_RANGES = new Set(['private', 'uniqueLocal', 'carrierGradeNat']);
+
+/** Whether `ip` is RFC 1918, ULA fc00::/7 or CGNAT 100.64.0.0/10 (IPv4-mapped forms count as IPv4). */
+function isPrivateNetworkAddress(ip: string): boolean {
+  try {
+    return PRIVATE_NETWORK_RANGES.has(ipaddr.process(ip.split('%')[0]!).range());
+  } catch {
+    return false;
+  }
 }
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
