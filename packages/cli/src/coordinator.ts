@@ -96,7 +96,7 @@ export function registerCoordinatorCommands(program: Command): void {
   const coordinator = program.command('coordinator').description('run the coordinator (REST API, admin API, webhooks)');
   coordinator
     .command('start')
-    .description('start the coordinator and keep it running until SIGINT/SIGTERM')
+    .description('start the coordinator and keep it running until SIGTERM/SIGINT/SIGHUP')
     .option('--data-dir <dir>', 'data folder (embedded PGlite store, dev mailbox, keys)', '.custodian/coordinator')
     .option('--database-url <url>', 'PostgreSQL URL instead of the embedded store (env DATABASE_URL)')
     .option('--host <host>', 'listen address', '127.0.0.1')
@@ -120,7 +120,7 @@ export function registerCoordinatorCommands(program: Command): void {
       '--presignature-pool <n>',
       'CGGMP21 presignatures kept per ECDSA key and signing set (default 4; 0 = every ECDSA signature cold)',
     )
-    .option('--shutdown-timeout <ms>', 'drain bound on SIGTERM/SIGINT before exiting anyway (ms)', '10000')
+    .option('--shutdown-timeout <ms>', 'drain bound on SIGTERM/SIGINT/SIGHUP before exiting anyway (ms)', '10000')
     .option(
       '--log-level <level>',
       "log level (default: env CUSTODIAN_LOG_LEVEL, else the config's logLevel, else info)",
