@@ -249,7 +249,7 @@ export function registerMobileCommands(program: Command, io: MobileCliIo = proce
         },
       );
       event(io, { event: 'started', device_id: signer.deviceId, mpc_peer_id: signer.mpcPeerId });
-      // SIGTERM / SIGINT: stop (the link closes, ceremonies end) and exit 0, bounded (#29)
+      // SIGTERM / SIGINT / SIGHUP: stop (the link closes, ceremonies end) and exit 0, bounded (#29)
       const signals = handleShutdownSignals({
         name: 'phone',
         log,
