@@ -96,7 +96,7 @@ export function registerCoordinatorCommands(program: Command): void {
   const coordinator = program.command('coordinator').description('run the coordinator (REST API, admin API, webhooks)');
   coordinator
     .command('start')
-    .description('start the coordinator and keep it running until SIGINT/SIGTERM')
+    .description('start the coordinator and keep it running until SIGTERM/SIGINT/SIGHUP')
     .option('--data-dir <dir>', 'data folder (embedded PGlite store, dev mailbox, keys)', '.custodian/coordinator')
     .option('--database-url <url>', 'PostgreSQL URL instead of the embedded store (env DATABASE_URL)')
     .option('--host <host>', 'listen address', '127.0.0.1')
@@ -120,22 +120,44 @@ export function registerCoordinatorCommands(program: Command): void {
       '--presignature-pool <n>',
       'CGGMP21 presignatures kept per ECDSA key and signing set (default 4; 0 = every ECDSA signature cold)',
     )
-    .option('--shutdown-timeout <ms>', 'drain bound on SIGTERM/SIGINT before exiting anyway (ms)', '10000')
+    .option('--shutdown-timeout <ms>', 'drain bound on SIGTERM/SIGINT/SIGHUP before exiting anyway (ms)', '10000')
     .option(
       '--log-level <level>',
       "log level (default: env CUSTODIAN_LOG_LEVEL, else the config's logLevel, else info)",
     )
     .action(async (o: StartFlags & { shutdownTimeout: string }) => {
       const timeoutMs = parseShutdownTimeout(o.shutdownTimeout);
-      const c = await createCoordinator(await coordinatorOptionsFromFlags(o));
-      // before start(): a signal during a slow start drains too (stop() waits for the start)
-      handleShutdownSignals({
+      // installed before the coordinator is built (store open, migrations: seconds): a signal then
+      // drains too (waits for the build, then stops) instead of the default action (exit 143, no
+      // log). Until the coordinator's logger exists, lines are written in its (pino) JSON format.
+      let built: Awaited<ReturnType<typeof createCoordinator>> | undefined;
+      const early = (level: number) => (fields: Record<string, unknown>, msg: string) => {
+        const target = built?.app.log;
+        if (target) return target[level === 30 ? 'info' : level === 40 ? 'warn' : 'error'](fields, msg);
+        process.stdout.write(`${JSON.stringify({ level, time: Date.now(), ...fields, msg })}\n`);
+      };
+      const log = { info: early(30), warn: early(40), error: early(50) };
+      let building: Promise<Awaited<ReturnType<typeof createCoordinator>>> | undefined;
+      let stopRequested = false;
+      const signals = handleShutdownSignals({
         name: 'coordinator',
-        log: c.app.log,
-        stop: () => c.stop(),
-        pending: c.stopping,
+        log,
+        // stop() waits for the build, then for the start
+        stop: async () => {
+          stopRequested = true;
+          if (building) await (await building).stop();
+        },
+        pending: () => (built ? built.stopping() : ['coordinator construction']),
         timeoutMs,
       });
+      log.info({}, 'coordinator starting');
+      building = coordinatorOptionsFromFlags(o).then((opts) => createCoordinator(opts));
+      // a failed build is reported by the CLI (exit 1); no signal listener stays behind
+      building.catch(() => signals.dispose());
+      const c = await building;
+      built = c;
+      // a signal during the build: stopped, not started
+      if (stopRequested) return;
       const url = await c.start();
       const peer = o.signing ? ` peer id ${await coordinatorPeerId(resolve(o.dataDir))}` : '';
       process.stdout.write(

@@ -165,7 +165,7 @@ export function registerDevCommand(program: Command): void {
     .option('--exit-after-demo', 'stop everything when the demo ends (exit code 0 on success)')
     .option('--quiet', "hide the processes' log lines (progress only)")
     .option('--log-level <level>', 'log level of every process (default: env CUSTODIAN_LOG_LEVEL, else info)')
-    .option('--shutdown-timeout <ms>', 'drain bound on SIGTERM/SIGINT before exiting anyway (ms)', '10000')
+    .option('--shutdown-timeout <ms>', 'drain bound on SIGTERM/SIGINT/SIGHUP before exiting anyway (ms)', '10000')
     .action(async (o: DevFlags) => {
       const say = (l: string) => process.stdout.write(`${l}\n`);
       const timeoutMs = parseShutdownTimeout(o.shutdownTimeout);
@@ -174,7 +174,25 @@ export function registerDevCommand(program: Command): void {
       const ports = o.signerPorts.split(',').map(Number);
       if (o.level !== 'SECURITY_112' && o.level !== 'SECURITY_128')
         throw new Error('--level must be SECURITY_112 or SECURITY_128');
-      const inst = await startInstance({
+      const line = (_fields: Record<string, unknown>, msg: string) => say(msg);
+      // SIGTERM / SIGINT / SIGHUP (terminal closed): every process stopped (SIGTERM, SIGKILL after
+      // 5 s), exit 0, bounded (#29). Installed before the start-up: a signal then waits for it (or the
+      // drain times out and the supervisor's exit hook kills what runs) instead of ending this process
+      // alone and leaving its detached children running.
+      let inst: Instance | undefined;
+      let stopRequested = false;
+      let starting: Promise<Instance> | undefined;
+      const signals = handleShutdownSignals({
+        name: 'custodian dev',
+        log: { info: line, warn: line, error: line },
+        stop: async () => {
+          stopRequested = true;
+          if (starting) await (await starting).stop();
+        },
+        pending: () => (inst ? inst.supervisor.running() : ['start-up']),
+        timeoutMs,
+      });
+      starting = startInstance({
         dataDir: o.dataDir,
         apiPort: Number(o.port),
         anvilPort: Number(o.anvilPort),
@@ -184,15 +202,9 @@ export function registerDevCommand(program: Command): void {
         verbose: !o.quiet,
         say,
       });
-      const line = (_fields: Record<string, unknown>, msg: string) => say(msg);
-      // SIGTERM / SIGINT: every process stopped (SIGTERM, SIGKILL after 5 s), exit 0, bounded (#29)
-      const signals = handleShutdownSignals({
-        name: 'custodian dev',
-        log: { info: line, warn: line, error: line },
-        stop: () => inst.stop(),
-        pending: () => inst.supervisor.running(),
-        timeoutMs,
-      });
+      starting.catch(() => signals.dispose());
+      inst = await starting;
+      if (stopRequested) return;
       const shutdown = (code: number) => signals.shutdown(code === 0 ? 'demo done' : 'demo failed', code);
       printSummary(inst, say);
       if (o.demo) {

@@ -11,7 +11,7 @@ import { type CliIo, registerAdminCommands } from '../src/admin/index.js';
 
 let h: Harness;
 beforeAll(async () => {
-  h = await startHarness({ coordinator: { mode: 'production' } });
+  h = await startHarness({ coordinator: { mode: 'production', mail: { transport: 'file' } } });
 });
 afterAll(async () => {
   await h?.close();

@@ -3,7 +3,10 @@
  * binary) stops on SIGTERM / SIGINT within its drain bound, logging that it stops and which
  * signal, also while a client holds a request open (before #29 such a client kept the process up
  * after SIGTERM, without a log line); a second signal exits at once (128 + signal number); a drain
- * that cannot finish within `--shutdown-timeout` exits 1 naming what did not stop.
+ * that cannot finish within `--shutdown-timeout` exits 1 naming what did not stop. SIGHUP (the
+ * terminal closed) drains like SIGTERM (before the review fix it ended the process without a drain,
+ * exit by signal); a SIGTERM while the coordinator is still being built (store open, migrations)
+ * drains too (before the fix: the default action, killed by SIGTERM, no log line).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
@@ -101,5 +104,30 @@ describe('coordinator signals', () => {
     const { code } = await exitOf(c);
     expect(c.output()).toMatch(/coordinator drain timed out after 500 ms; exiting without: .*http server/);
     expect(code).toBe(1);
+  });
+
+  it('SIGHUP (terminal closed): logs stopping (SIGHUP), drains and exits 0', async () => {
+    const c = await servingWithStuckClient();
+    c.child.kill('SIGHUP');
+    const { code, signal } = await exitOf(c);
+    expect(c.output()).toMatch(/coordinator stopping \(SIGHUP\)/);
+    expect(c.output()).toMatch(/coordinator stopped/);
+    expect({ code, signal }).toEqual({ code: 0, signal: null });
+  });
+
+  it('SIGTERM while the coordinator is being built (before listening): logs stopping, exits 0', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'custodian-signals-'));
+    dirs.push(dir);
+    const c = spawnTracked(process.execPath, [BIN, 'coordinator', 'start', '--data-dir', dir, '--port', '0'], {
+      env: { ...process.env, CUSTODIAN_WEBHOOK_KEK: undefined },
+    });
+    children.push(c);
+    // printed before the store is opened and migrated (seconds before `listening`)
+    await c.waitFor(/coordinator starting/, 90_000);
+    c.child.kill('SIGTERM');
+    const { code, signal } = await exitOf(c);
+    expect(c.output()).toMatch(/coordinator stopping \(SIGTERM\)/);
+    expect(c.output()).toMatch(/coordinator stopped/);
+    expect({ code, signal }).toEqual({ code: 0, signal: null });
   });
 });

@@ -170,7 +170,7 @@ export function registerMobileCommands(program: Command, io: MobileCliIo = proce
       'DEVELOPMENT AND TESTS ONLY: without --trusted-admin-key, sign whatever digest is asked, unchecked (default: refuse every sign request)',
     )
     .option('--log-level <level>', 'pino level of the logs on stderr (default: env CUSTODIAN_LOG_LEVEL, else info)')
-    .option('--shutdown-timeout <ms>', 'drain bound on SIGTERM/SIGINT before exiting anyway (ms)', '10000')
+    .option('--shutdown-timeout <ms>', 'drain bound on SIGTERM/SIGINT/SIGHUP before exiting anyway (ms)', '10000')
     .action(async (o: RunOptions) => {
       const level = resolveLogLevel(o.logLevel, undefined, io.env);
       const shutdownTimeoutMs = parseShutdownTimeout(o.shutdownTimeout);
@@ -249,7 +249,7 @@ export function registerMobileCommands(program: Command, io: MobileCliIo = proce
         },
       );
       event(io, { event: 'started', device_id: signer.deviceId, mpc_peer_id: signer.mpcPeerId });
-      // SIGTERM / SIGINT: stop (the link closes, ceremonies end) and exit 0, bounded (#29)
+      // SIGTERM / SIGINT / SIGHUP: stop (the link closes, ceremonies end) and exit 0, bounded (#29)
       const signals = handleShutdownSignals({
         name: 'phone',
         log,

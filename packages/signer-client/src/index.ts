@@ -39,10 +39,12 @@ export {
 } from './relay.js';
 export { EcdsaShareCombiner, type EcdsaShareCombinerInit } from './share-combiner.js';
 export {
+  DEFAULT_SHUTDOWN_SIGNALS,
   DEFAULT_SHUTDOWN_TIMEOUT_MS,
   handleShutdownSignals,
   parseShutdownTimeout,
   type ShutdownHandle,
   type ShutdownLog,
   type ShutdownOptions,
+  type ShutdownSignal,
 } from './shutdown.js';

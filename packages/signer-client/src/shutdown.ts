@@ -1,13 +1,16 @@
 /**
  * Signal handling shared by the four daemons (coordinator, server signer, phone simulator,
- * `custodian dev`): SIGTERM and SIGINT start a bounded drain, a second signal exits at once.
+ * `custodian dev`): SIGTERM, SIGINT and SIGHUP start a bounded drain, a second signal exits at once.
+ * SIGHUP is the terminal closing (or its session leader ending): a daemon that does not reload on
+ * it stops cleanly instead of being killed without a drain. The signer, whose SIGHUP reloads its
+ * config, passes `signals: ['SIGTERM', 'SIGINT']`.
  *
- * - First SIGTERM / SIGINT: logs `stopping` (with the signal and the drain bound) at info, runs
+ * - First handled signal: logs `stopping` (with the signal and the drain bound) at info, runs
  *   `stop()`; when it resolves, logs `stopped` and exits 0. When it rejects: logs the error and
  *   exits 1. When it has not settled after `timeoutMs`: logs `drain timed out` at error with
  *   what `pending()` says is still stopping, and exits 1.
- * - A second SIGTERM / SIGINT while draining: logs `second signal: exiting at once` at warn and
- *   exits 128 + the signal number (130 for SIGINT, 143 for SIGTERM), as a shell reports a process
+ * - A second handled signal while draining: logs `second signal: exiting at once` at warn and
+ *   exits 128 + the signal number (129 for SIGHUP, 130 for SIGINT, 143 for SIGTERM), as a shell reports a process
  *   killed by that signal.
  *
  * Install it BEFORE the daemon's start (a signal during a slow start drains too: the `stop()` of a
@@ -38,6 +41,8 @@ export interface ShutdownOptions {
   readonly timeoutMs?: number;
   /** Names of what has not stopped yet (logged when the drain times out). */
   readonly pending?: () => readonly string[];
+  /** Signals that drain; default {@link DEFAULT_SHUTDOWN_SIGNALS}. */
+  readonly signals?: readonly ShutdownSignal[];
   /** Called after the final log line instead of `process.exit` (tests). */
   readonly exit?: (code: number) => void;
 }
@@ -50,7 +55,13 @@ export interface ShutdownHandle {
   dispose(): void;
 }
 
-const SIGNALS = { SIGINT: 2, SIGTERM: 15 } as const;
+const SIGNALS = { SIGHUP: 1, SIGINT: 2, SIGTERM: 15 } as const;
+
+/** A signal {@link handleShutdownSignals} can drain on. */
+export type ShutdownSignal = keyof typeof SIGNALS;
+
+/** The signals that drain unless {@link ShutdownOptions.signals} says otherwise. */
+export const DEFAULT_SHUTDOWN_SIGNALS: readonly ShutdownSignal[] = ['SIGTERM', 'SIGINT', 'SIGHUP'];
 
 /**
  * Parse a `--shutdown-timeout` value (milliseconds, integer in [0, 3 600 000]).
@@ -65,7 +76,7 @@ export function parseShutdownTimeout(value: string | number | undefined): number
 }
 
 /**
- * Install the SIGTERM / SIGINT handlers described at the top of this file.
+ * Install the signal handlers described at the top of this file.
  * Never throws; the process exits through `opts.exit` (default `process.exit`).
  */
 export function handleShutdownSignals(opts: ShutdownOptions): ShutdownHandle {
@@ -103,8 +114,8 @@ export function handleShutdownSignals(opts: ShutdownOptions): ShutdownHandle {
       );
       finish(1);
     }, timeoutMs);
-    // the timer alone must not keep the process up once the drain is done
-    timer.unref();
+    // left ref'd: a stop() waiting on a promise with no live handle must still end in the timeout
+    // line and exit 1, not in a silent exit 0 of an empty event loop (finish() exits anyway)
     opts.stop().then(
       () => {
         clearTimeout(timer);
@@ -118,18 +129,17 @@ export function handleShutdownSignals(opts: ShutdownOptions): ShutdownHandle {
       },
     );
   };
-  const onSignal = (signal: keyof typeof SIGNALS) => {
+  const onSignal = (signal: ShutdownSignal) => {
     if (!draining) return shutdown(signal);
     opts.log.warn({ signal }, `${opts.name}: second signal (${signal}): exiting at once`);
     finish(128 + SIGNALS[signal]);
   };
-  const onTerm = () => onSignal('SIGTERM');
-  const onInt = () => onSignal('SIGINT');
-  process.on('SIGTERM', onTerm);
-  process.on('SIGINT', onInt);
+  const listeners = [...new Set(opts.signals ?? DEFAULT_SHUTDOWN_SIGNALS)].map(
+    (signal) => [signal, () => onSignal(signal)] as const,
+  );
+  for (const [signal, listener] of listeners) process.on(signal, listener);
   function dispose() {
-    process.off('SIGTERM', onTerm);
-    process.off('SIGINT', onInt);
+    for (const [signal, listener] of listeners) process.off(signal, listener);
   }
   return { shutdown, dispose };
 }

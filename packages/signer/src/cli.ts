@@ -81,8 +81,15 @@ export function registerSignerCommands(program: Command): Command {
       };
       process.on('SIGHUP', onHup);
       const daemon = await startSigner(await readConfig());
-      // SIGTERM / SIGINT: running ceremonies are cancelled, the store closed, exit 0, bounded (#29)
-      handleShutdownSignals({ name: 'signer', log: daemon.log, stop: () => daemon.stop(), timeoutMs });
+      // SIGTERM / SIGINT: running ceremonies are cancelled, the store closed, exit 0, bounded (#29);
+      // not SIGHUP, which reloads (above)
+      handleShutdownSignals({
+        name: 'signer',
+        log: daemon.log,
+        stop: () => daemon.stop(),
+        timeoutMs,
+        signals: ['SIGTERM', 'SIGINT'],
+      });
       running = daemon;
       if (hupWhileStarting) onHup();
     });

@@ -70,6 +70,7 @@ describe('signer health port', () => {
     const proc = spawn(process.execPath, [MAIN, 'signer', 'start', '-c', n.config, '--health-port', String(ports[1])], {
       env: { ...process.env, CUSTODIAN_TEST_PASS: PASS },
       stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true, // its own process group, which stopNode kills (cluster.ts)
     });
     proc.stdout?.pipe(out);
     proc.stderr?.pipe(out);

@@ -97,10 +97,24 @@ export class Supervisor {
   private colour = 0;
   private stopping = false;
 
+  // the children lead process groups of their own (detached), so they outlive this process unless
+  // told: when it exits without a drain (a second signal, an uncaught error), SIGKILL what still runs
+  private readonly onExit = () => {
+    for (const { managed } of this.procs) {
+      const c = managed.child;
+      if (c.exitCode === null && c.signalCode === null) signalGroup(c, 'SIGKILL');
+    }
+  };
+  private hooked = false;
+
   constructor(private readonly out: (line: string) => void = (l) => process.stdout.write(`${l}\n`)) {}
 
   /** Spawn `command args…` as `name`. */
   spawn(name: string, command: string, args: readonly string[], opts: SpawnOptions = {}): Managed {
+    if (!this.hooked) {
+      this.hooked = true;
+      process.on('exit', this.onExit);
+    }
     const colour = COLOURS[this.colour++ % COLOURS.length] as number;
     const tag = `\u001b[${colour}m${name.padEnd(12)}\u001b[0m│ `;
     const policy = opts.restart;
@@ -273,6 +287,8 @@ export class Supervisor {
   async stopAll(graceMs = 5_000): Promise<void> {
     this.stopping = true;
     await Promise.all([...this.procs].reverse().map((p) => p.halt(graceMs)));
+    process.off('exit', this.onExit);
+    this.hooked = false;
   }
 }
 
