@@ -4,10 +4,9 @@
  * `ethereum-local` are off by default; the commander program in-process over real HTTP.
  */
 import { join } from 'node:path';
-import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, type Harness, startHarness } from '../../coordinator/test/helpers.js';
-import { type CliIo, registerAdminCommands } from '../src/admin/index.js';
+import { runAdmin } from './admin-cli.js';
 
 let h: Harness;
 beforeAll(async () => {
@@ -17,26 +16,8 @@ afterAll(async () => {
   await h?.close();
 });
 
-async function cli(...args: string[]): Promise<{ out: string; err: string; code: number }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const io: CliIo = { out: (s) => out.push(s), err: (s) => err.push(s), env: { HOME: h.dir } };
-  const program = new Command('custodian').exitOverride();
-  registerAdminCommands(program, io);
-  process.exitCode = 0;
-  await program.parseAsync([
-    'node',
-    'custodian',
-    'admin',
-    '--coordinator-url',
-    h.url,
-    '--session-file',
-    join(h.dir, 'session.json'),
-    ...args,
-  ]);
-  const code = Number(process.exitCode ?? 0);
-  process.exitCode = 0;
-  return { out: out.join('\n'), err: err.join('\n'), code };
+function cli(...args: string[]): Promise<{ out: string; err: string; code: number }> {
+  return runAdmin(h.dir, ['--coordinator-url', h.url, '--session-file', join(h.dir, 'session.json')], args);
 }
 
 const restKeys = async () =>

@@ -7,11 +7,10 @@ import { join } from 'node:path';
 import { blockchainId } from '@custodian/coordinator';
 import { fingerprint } from '@custodian/signer-client';
 import { peerIdFromString } from '@libp2p/peer-id';
-import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enrollmentBody, phoneKeys, userIdOf } from '../../coordinator/test/device-fixtures.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, type Harness, startHarness } from '../../coordinator/test/helpers.js';
-import { type CliIo, registerAdminCommands } from '../src/admin/index.js';
+import { runAdmin } from './admin-cli.js';
 
 let h: Harness;
 beforeAll(async () => {
@@ -21,26 +20,8 @@ afterAll(async () => {
   await h?.close();
 });
 
-async function cli(...args: string[]): Promise<{ out: string; err: string; code: number }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const io: CliIo = { out: (s) => out.push(s), err: (s) => err.push(s), env: { HOME: h.dir } };
-  const program = new Command('custodian').exitOverride();
-  registerAdminCommands(program, io);
-  process.exitCode = 0;
-  await program.parseAsync([
-    'node',
-    'custodian',
-    'admin',
-    '--coordinator-url',
-    h.url,
-    '--session-file',
-    join(h.dir, 'session.json'),
-    ...args,
-  ]);
-  const code = Number(process.exitCode ?? 0);
-  process.exitCode = 0;
-  return { out: out.join('\n'), err: err.join('\n'), code };
+function cli(...args: string[]): Promise<{ out: string; err: string; code: number }> {
+  return runAdmin(h.dir, ['--coordinator-url', h.url, '--session-file', join(h.dir, 'session.json')], args);
 }
 
 describe('custodian admin CLI', () => {
