@@ -28,7 +28,15 @@ const ControlFrameType = messageType('custodian.v1.ControlFrame');
 const PREFIX = concatBytes(utf8ToBytes('custodian/v1/control'), Uint8Array.of(0));
 
 /** `custodian.v1.CeremonyKind` values. */
-export const CeremonyKind = { MASTER_KEY: 1, SIGN: 2, REFRESH: 3, PRESIGN: 4 } as const;
+export const CeremonyKind = {
+  MASTER_KEY: 1,
+  SIGN: 2,
+  REFRESH: 3,
+  PRESIGN: 4,
+  RESHARE: 5,
+  RESHARE_COMMIT: 6,
+  DRILL: 7,
+} as const;
 /** `custodian.v1.KeyAlgorithm` values. */
 export const KeyAlgorithm = { ED25519: 1, SECP256K1_TAPROOT: 2, SECP256K1_ECDSA: 3 } as const;
 /** `custodian.v1.Outcome` values. */
@@ -88,6 +96,29 @@ export interface StartCeremony {
   presignCount?: number;
   /** Master key: the key's approver devices (stored by the signers with the key). */
   approverDevices?: ApproverDeviceWire[];
+  /** Reshare: the new set, threshold, approver devices and the Admin-signed key change (control.proto `ReshareRequest`). */
+  reshare?: ReshareRequestWire;
+  /** Reshare commit: the RESHARE ceremony whose pending shares to promote. */
+  reshareCeremonyId?: Uint8Array;
+}
+
+/** `custodian.v1.ReshareRequest`. */
+export interface ReshareRequestWire {
+  /** Ordered new set: `newParties[k]` gets identifier k + 1. */
+  newParties: { peerId: string }[];
+  /** t' of the new set. */
+  newThreshold: number;
+  /** The key's approver devices after the change. */
+  approverDevices: ApproverDeviceWire[];
+  /** JSON `SignedKeyChange` (key-change.ts). */
+  keyChangeJson: string;
+}
+
+/** `custodian.v1.RevokeApprover`: drop this device from every key's approver devices. */
+export interface RevokeApproverWire {
+  deviceId: string;
+  /** 33-byte compressed P-256 key (empty: match by id only). */
+  publicKey?: Uint8Array;
 }
 
 /** `custodian.v1.PolicySync`: Admin-signed policy versions and tombstones, JSON `SignedPolicy` each (evidence.ts). */
@@ -153,6 +184,8 @@ export interface ControlRequest {
   presignatureInventory?: PresignatureInventoryWire;
   /** Delete orphaned presignatures of a key and signing set (reconciliation). */
   deletePresignatures?: DeletePresignaturesWire;
+  /** Revoke a device's approval rights on every key (only ever reduces rights). */
+  revokeApprover?: RevokeApproverWire;
 }
 
 export interface PublicKeyInfo {
@@ -188,9 +221,24 @@ export interface CeremonyResult {
   refusal?: number;
 }
 
+/** `custodian.v1.KeyInfo`: a key a signer holds, with its epoch and backup state. */
+export interface NodeKeyInfo {
+  keyId: string;
+  publicKeys: PublicKeyInfo[];
+  threshold: number;
+  parties: { peerId: string }[];
+  /** Refresh/reshare epoch of the shares (0 after the master key ceremony). */
+  epoch?: number;
+  /** Epoch of the newest encrypted backup (current when equal to `epoch`) and when it was written (Unix ms; 0: never). */
+  backupEpoch?: number;
+  backupUnixMs?: number;
+  /** Hex id of a RESHARE ceremony whose shares are held pending (empty: none). */
+  pendingReshare?: string;
+}
+
 export interface NodeStatus {
   peerId: string;
-  keys: { keyId: string; publicKeys: PublicKeyInfo[]; threshold: number; parties: { peerId: string }[] }[];
+  keys: NodeKeyInfo[];
   connectedPeers: string[];
   activeCeremonies: number;
   presignaturePool?: Record<string, number>;
@@ -224,6 +272,8 @@ export interface ControlResponse {
   presignatureInventory?: { presignatures: HeldPresignatureWire[] };
   /** The answer to a `deletePresignatures` request. */
   deletePresignatures?: DeletePresignaturesResultWire;
+  /** The answer to a `revokeApprover` request. */
+  revokeApprover?: { keysUpdated: number };
 }
 
 function plain<T>(type: typeof ControlRequestType, m: unknown): T {
@@ -278,11 +328,12 @@ export function openControlRequest(
     value.policySync,
     value.presignatureInventory,
     value.deletePresignatures,
+    value.revokeApprover,
   ].filter((x) => x !== undefined && x !== null).length;
   if (present !== 1)
     return reject(
       'malformed',
-      'control request: exactly one of start, abort, status, policy_sync, presignature_inventory, delete_presignatures expected',
+      'control request: exactly one of start, abort, status, policy_sync, presignature_inventory, delete_presignatures, revoke_approver expected',
     );
   return accept(value);
 }

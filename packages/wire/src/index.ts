@@ -66,12 +66,15 @@ export type {
   DeletePresignaturesResultWire,
   DeletePresignaturesWire,
   HeldPresignatureWire,
+  NodeKeyInfo,
   NodeStatus,
   PolicySyncItemWire,
   PolicySyncOutcome,
   PolicySyncWire,
   PresignatureInventoryWire,
   PublicKeyInfo,
+  ReshareRequestWire,
+  RevokeApproverWire,
   SignatureInfo,
   SignatureSharesWire,
   SignatureShareWire,
@@ -127,3 +130,13 @@ export {
 // Directory identifiers (blockchain and asset ids)
 
 export { assetId, blockchainId, DIRECTORY_NAMESPACE } from './directory.js';
+
+// Key changes an Admin device signs (reshare, replace-signer) and the fixed test-signature digest
+
+export type { KeyChangeDocument, SignedKeyChange } from './key-change.js';
+export {
+  keyChangeDigest,
+  keyChangeSignedByTrustedAdmin,
+  signKeyChange,
+  testSignatureDigest,
+} from './key-change.js';
