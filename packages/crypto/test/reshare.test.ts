@@ -7,9 +7,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  bigintToBytes,
+  type Canonical,
+  type Delivery,
   ed25519Group,
   type Group,
   type GroupPoint,
+  type Interceptor,
   Party,
   type ResharePartyRole,
   type ReshareResult,
@@ -49,7 +53,7 @@ const scenario = fc
   )
   .filter((s) => s.dealers.length >= s.t) as fc.Arbitrary<Scenario>;
 
-function run<P extends GroupPoint<P>>(G: Group<P>, s: Scenario) {
+function run<P extends GroupPoint<P>>(G: Group<P>, s: Scenario, intercept?: Interceptor) {
   const rng = seededRandom(`prop:${G.name}:${s.seed}`);
   const secret = G.randomScalar(rng);
   const oldIds = Array.from({ length: s.n }, (_, i) => BigInt(3 * i + 2)); // not 1…n: any identifiers
@@ -100,7 +104,7 @@ function run<P extends GroupPoint<P>>(G: Group<P>, s: Scenario) {
         { self: k, n: roles.length, sessionId, rng: seededRandom(`${s.seed}:${k}`) },
       ),
   );
-  return { result: simulate(ps), secret, pk };
+  return { result: simulate(ps, intercept ? { intercept } : {}), secret, pk };
 }
 
 describe.each([
@@ -143,6 +147,73 @@ describe.each([
       }),
       { numRuns: 12, seed: 22 },
     );
+  });
+});
+
+/** Old 2-of-3, all three deal, dealers 0 and 1 stay, runtime 3 is new only; t' = 2. */
+const FIXED: Scenario = { t: 2, n: 3, dealers: [0, 1, 2], tNew: 2, nNew: 3, stay: 2, seed: 7 };
+
+type Tamper = (body: Record<string, unknown>) => Canonical;
+
+describe.each([
+  ['secp256k1', secp256k1Group],
+  ['ed25519', ed25519Group],
+] as const)('attack helpers on %s: a dealer’s malformed or wrong values are blamed on it', (_name, G) => {
+  const g = G as Group<never>;
+  const scalar = (k: bigint) => (g.name === 'ed25519' ? bigintToBytes(k, 32).reverse() : bigintToBytes(k, 32));
+  const identity = g.name === 'ed25519' ? Uint8Array.of(1, ...new Uint8Array(31)) : new Uint8Array(33);
+  const p2p: [string, Tamper][] = [
+    ['share = 0', () => ({ share: scalar(0n) })],
+    ['share = 1', () => ({ share: scalar(1n) })],
+    ['share = q − 1', () => ({ share: scalar(g.order - 1n) })],
+    ['share = q (not canonical)', () => ({ share: scalar(g.order) })],
+    ['share of 31 bytes', () => ({ share: new Uint8Array(31) })],
+    ['share missing', () => ({})],
+  ];
+  const broadcast: [string, Tamper][] = [
+    [
+      'one commitment point too many',
+      (b) => ({ ...b, commitment: [...(b.commitment as Uint8Array[]), g.encodePoint(g.G)] }),
+    ],
+    ['one commitment point too few', (b) => ({ ...b, commitment: (b.commitment as Uint8Array[]).slice(1) })],
+    ['identity as A_1', (b) => ({ ...b, commitment: [(b.commitment as Uint8Array[])[0], identity] as Uint8Array[] })],
+    [
+      'G as A_0 (shifts the key)',
+      (b) => ({ ...b, commitment: [g.encodePoint(g.G), (b.commitment as Uint8Array[])[1]] as Uint8Array[] }),
+    ],
+    ['context of 31 bytes', (b) => ({ ...b, context: new Uint8Array(31) })],
+    ['old threshold 0', (b) => ({ ...b, old: { ...(b.old as object), threshold: 0 } })],
+    [
+      'old identifiers duplicated',
+      (b) => {
+        const o = b.old as Record<string, unknown>;
+        const ids = o.identifiers as Uint8Array[];
+        return { ...b, old: { ...o, identifiers: [ids[0], ids[0], ids[2]] as Uint8Array[] } };
+      },
+    ],
+    ['old public key = identity', (b) => ({ ...b, old: { ...(b.old as object), publicKey: identity } })],
+  ];
+  const tamper = (kind: 'p2p' | 'broadcast', f: Tamper) => (d: Delivery) =>
+    d.message.from === 1 && d.message.round === 0 && d.message.kind === kind && (kind === 'broadcast' || d.to === 3)
+      ? [{ ...d, message: { ...d.message, body: f(d.message.body as Record<string, unknown>) } }]
+      : [d];
+
+  it('control: the untampered session completes', () => {
+    const { result } = run(g, FIXED);
+    expect(result.aborted.every((a) => a === undefined)).toBe(true);
+    expect(result.outputs.every((o) => o !== undefined)).toBe(true);
+  });
+
+  it.each(p2p)('p2p %s: the receiver names the dealer', (_n, f) => {
+    const { result } = run(g, FIXED, tamper('p2p', f));
+    expect(result.aborted[3]?.culprits.map((c) => c.party)).toEqual([1]);
+    expect(result.outputs.every((o) => o === undefined)).toBe(true);
+  });
+
+  it.each(broadcast)('broadcast %s: every honest party names the dealer', (_n, f) => {
+    const { result } = run(g, FIXED, tamper('broadcast', f));
+    for (const k of [0, 2, 3]) expect(result.aborted[k]?.culprits.map((c) => c.party)).toEqual([1]);
+    expect(result.outputs.every((o) => o === undefined)).toBe(true);
   });
 });
 
