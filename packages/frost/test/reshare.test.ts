@@ -4,12 +4,19 @@
  * and chain code; any t' new shares sign (verified with noble; Taproot on the BIP340 path);
  * t'−1 new shares and old shares mixed with new ones do not reconstruct the key.
  */
-import { type Interceptor, Party, simulate } from '@custodian/crypto';
+import { deriveEd25519, deriveSecp256k1, type Interceptor, Party, simulate } from '@custodian/crypto';
 import { reconstructSecretForTest, seededRandom } from '@custodian/crypto/testing';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { schnorr, secp256k1_FROST } from '@noble/curves/secp256k1.js';
 import { describe, expect, it } from 'vitest';
-import { type FrostReshareOutput, getSuite, type KeyShare, reshareProtocol, type SuiteName } from '../src/index.js';
+import {
+  type FrostReshareOutput,
+  getSuite,
+  type KeyShare,
+  reshareProtocol,
+  type SuiteName,
+  taprootTweak,
+} from '../src/index.js';
 import { dkgShares, runSign, sid, signOk } from './helpers.js';
 
 const te = new TextEncoder();
@@ -142,6 +149,32 @@ describe.each(SUITES)('FROST %s reshare', (suite) => {
     ]) {
       const out = signOk(runSign(fresh, signers, m, `reshared:${suite}:${c.name}:${signers.join()}`));
       expect(verify(suite, out.signature, m, out.verifyingKey)).toBe(true);
+    }
+  });
+});
+
+describe.each(SUITES)('FROST %s reshare keeps every address', (suite) => {
+  it('3-of-4 → 3-of-4 (one replaced): derived keys (and Taproot outputs) from the ORIGINAL key and chain code verify', () => {
+    const old = dkgShares(suite, 3, 4, `addr:${suite}`);
+    const pk = (old[0] as KeyShare).groupPublicKey;
+    const chainCode = (old[0] as KeyShare).chainCode;
+    const seats: Seat[] = [{ old: 0, newId: 1n }, { old: 1, newId: 2n }, { old: 2, newId: 3n }, { newId: 4n }];
+    const fresh = newShares(runFrostReshare(old, seats, 3, `addr:${suite}`));
+    const path = 'm/44/0/7';
+    const child =
+      suite === 'ed25519'
+        ? deriveEd25519(pk, chainCode, path).publicKey
+        : deriveSecp256k1(pk, chainCode, path).publicKey;
+    const m = new Uint8Array(32).fill(7);
+    // the replaced member (new id 4) signs with two who stayed
+    const derived = signOk(runSign(fresh, [1, 2, 3], m, `addr-d:${suite}`, { derivationPath: path }));
+    expect(derived.verifyingKey).toEqual(suite === 'secp256k1-tr' ? child.slice(1) : child);
+    expect(verify(suite, derived.signature, m, derived.verifyingKey)).toBe(true);
+    if (suite === 'secp256k1-tr') {
+      const merkleRoot = new Uint8Array(0);
+      const tr = signOk(runSign(fresh, [0, 2, 3], m, 'addr-tr', { derivationPath: path, taproot: { merkleRoot } }));
+      expect(tr.verifyingKey).toEqual(taprootTweak(child.slice(1), merkleRoot).outputKey);
+      expect(schnorr.verify(tr.signature, m, tr.verifyingKey)).toBe(true);
     }
   });
 });
