@@ -4,7 +4,7 @@
  * then presigning and signing with t' of the new set (TEST-ONLY safe primes from the committed
  * fixture); t'−1 new shares and old shares mixed with new ones do not reconstruct the key.
  */
-import { secp256k1Group as G, type Interceptor, Party, simulate } from '@custodian/crypto';
+import { deriveSecp256k1, secp256k1Group as G, type Interceptor, Party, simulate } from '@custodian/crypto';
 import { reconstructSecretForTest, seededRandom } from '@custodian/crypto/testing';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { describe, expect, it } from 'vitest';
@@ -66,7 +66,7 @@ function newCores(r: ReturnType<typeof runEcdsaReshare>): CoreKeyShare[] {
   return (r.outputs as EcdsaReshareOutput[]).flatMap((o) => (o.core ? [o.core] : [])).sort((a, b) => a.i - b.i);
 }
 
-const CASES: { name: string; set: '2of3' | '3of5'; seats: Seat[]; tNew: number; signers: number[] }[] = [
+const CASES: { name: string; set: '2of3' | '3of5'; seats: Seat[]; tNew: number; signers: number[]; path?: string }[] = [
   {
     name: '2-of-3 → 3-of-5',
     set: '2of3',
@@ -80,6 +80,7 @@ const CASES: { name: string; set: '2of3' | '3of5'; seats: Seat[]; tNew: number; 
     seats: [{ old: 0, newIndex: 0 }, { old: 1 }, { old: 2, newIndex: 1 }, { old: 3, newIndex: 2 }, { old: 4 }],
     tNew: 2,
     signers: [0, 2],
+    path: 'm/44/60/0/0/7',
   },
 ];
 
@@ -124,10 +125,14 @@ describe('CGGMP21 core-share reshare', () => {
     const pre = runPresign(shares, c.signers, `reshare-pre-${c.name}`);
     expect(pre.aborted.every((a) => a === undefined)).toBe(true);
     const digest = new Uint8Array(32).fill(0x5a);
-    const sigs = runSign(pre.outputs as Presignature[], digest, `reshare-sign-${c.name}`);
+    // with a path: the child key derived from the ORIGINAL key and chain code (the address) signs
+    const child = c.path ? deriveSecp256k1(G.encodePoint(first.publicKey), first.chainCode, c.path) : undefined;
+    const sigs = runSign(pre.outputs as Presignature[], digest, `reshare-sign-${c.name}`, {
+      tweak: child?.tweak ?? 0n,
+    });
     expect(sigs.aborted.every((a) => a === undefined)).toBe(true);
     const sig = sigs.outputs[0] as EcdsaSignature;
-    expect(sig.publicKey).toEqual(G.encodePoint(first.publicKey));
+    expect(sig.publicKey).toEqual(child?.publicKey ?? G.encodePoint(first.publicKey));
     expect(secp256k1.verify(sig.compact, digest, sig.publicKey, { prehash: false })).toBe(true);
   });
 });
