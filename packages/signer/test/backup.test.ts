@@ -236,7 +236,7 @@ describe('signer backup and restore', () => {
           dataDir: target,
           passphrase: PASS,
           scrypt: SCRYPT,
-        }).catch((x: unknown) => x as BackupError);
+        }).then(refusedWith, refusedWith);
       expect((await restore(bytes)).code).toBe('BACKUP_WRONG_RECOVERY_KEY');
       // an attacker rewrites the header's recipient to the other key's fingerprint: the header is
       // authenticated and the key agreement differs
@@ -246,8 +246,9 @@ describe('signer backup and restore', () => {
       // a recovery key file whose public half does not match its secret
       const k = JSON.parse(readFileSync(other.key, 'utf8')) as Record<string, string>;
       const mixed = JSON.stringify({ ...k, publicKey: JSON.parse(readFileSync(f.keys.pub, 'utf8')).publicKey });
-      const e = await restoreBackup({ file: bytes, recoveryKey: mixed, dataDir: target, passphrase: PASS }).catch(
-        (x: unknown) => x as BackupError,
+      const e = await restoreBackup({ file: bytes, recoveryKey: mixed, dataDir: target, passphrase: PASS }).then(
+        refusedWith,
+        refusedWith,
       );
       expect(e.code).toBe('RECOVERY_KEY_INVALID');
       expect(e.message).not.toContain(k.secretKey as string);
@@ -266,7 +267,7 @@ describe('signer backup and restore', () => {
         dataDir: target,
         passphrase: PASS,
         scrypt: SCRYPT,
-      }).catch((x: unknown) => x as BackupError);
+      }).then(refusedWith, refusedWith);
       expect(e.code).toBe('BACKUP_TARGET_NOT_EMPTY');
       expect(readdirSync(target)).toEqual(['keep.txt']);
       // the live data folder itself is never a restore target
@@ -276,11 +277,17 @@ describe('signer backup and restore', () => {
         dataDir: f.dataDir,
         passphrase: PASS,
         scrypt: SCRYPT,
-      }).catch((x: unknown) => x as BackupError);
+      }).then(refusedWith, refusedWith);
       expect(live.code).toBe('BACKUP_TARGET_NOT_EMPTY');
     });
   });
 });
+
+/** The error a restore was refused with (a restore that succeeds fails the test). */
+function refusedWith(x: unknown): BackupError {
+  expect(x).toBeInstanceOf(BackupError);
+  return x as BackupError;
+}
 
 function flip(b: Uint8Array, i: number): Uint8Array {
   const c = Uint8Array.from(b);
