@@ -23,6 +23,10 @@
  * secret (`custodian signer backup inspect`): format, version, creation time, the signer's peer id,
  * the recipient fingerprint, the ephemeral public key, and the ids and epochs of the keys inside —
  * none of it secret, and none of it trustworthy until a restore has authenticated it.
+ * The AEAD gives confidentiality and integrity, NOT origin: anyone holding `recovery.pub` can write
+ * a file that decrypts. A forged file cannot carry the lost signer's identity key (the header's
+ * peer id must be that of the identity inside), so a restore pins the expected peer id
+ * (`--peer-id`) — a forged backup then restores nothing.
  *
  * Payload key (ECIES-style, ephemeral-static X25519): the writer draws an ephemeral X25519 pair
  * (e, E = e·G) for every file; `Z = X25519(e, R)` with R the recovery public key (a reader with
@@ -60,6 +64,7 @@ const INFO = enc.encode('custodian.signer.backup/v1 payload key');
  * truncated, malformed header, unsupported version), `BACKUP_WRONG_RECOVERY_KEY` (encrypted to
  * another recovery key), `BACKUP_INTEGRITY` (does not authenticate: tampered or corrupted),
  * `RECOVERY_KEY_INVALID`, `BACKUP_TARGET_NOT_EMPTY` (restore into a non-empty data folder),
+ * `BACKUP_WRONG_SIGNER` (the backup is of another signer than the restore expects),
  * `BACKUP_STORE_LOCKED` (the daemon holds the store). Messages never contain secret material.
  */
 export class BackupError extends SignerError {}
@@ -82,7 +87,7 @@ export interface BackupHeader {
 
 /** One store value in the payload (`v`: base64 of the plaintext value). */
 export interface BackupEntry {
-  readonly s: 'shares' | 'ledger';
+  readonly s: 'shares' | 'ledger' | 'state';
   readonly k: string;
   readonly v: string;
 }
@@ -151,12 +156,18 @@ function parseJson(text: string, what: string): Record<string, unknown> {
 }
 
 /**
- * Parse `recovery.pub` (or `recovery.key`, whose public half is used).
- * @throws BackupError `RECOVERY_KEY_INVALID`
+ * Parse `recovery.pub`.
+ * @throws BackupError `RECOVERY_KEY_INVALID`, also for the SECRET `recovery.key` (it belongs
+ *   offline, never on a signer: the backup needs only the public key)
  */
 export function parseRecoveryPublicKey(text: string): Uint8Array {
   const o = parseJson(text, 'recovery public key');
-  if ((o.format !== 'custodian.signer.recovery-pub' && o.format !== 'custodian.signer.recovery-key') || o.version !== 1)
+  if (o.format === 'custodian.signer.recovery-key')
+    throw new BackupError(
+      'RECOVERY_KEY_INVALID',
+      'this is the SECRET recovery key (recovery.key): a backup needs only recovery.pub; keep recovery.key offline',
+    );
+  if (o.format !== 'custodian.signer.recovery-pub' || o.version !== 1)
     throw new BackupError('RECOVERY_KEY_INVALID', 'recovery public key: not a custodian.signer.recovery-pub v1 file');
   return hex32(o.publicKey, 'recovery public key');
 }
@@ -301,7 +312,10 @@ export function decryptBackup(file: Uint8Array, key: RecoveryKey): { header: Bac
     typeof payload?.identity !== 'string' ||
     !Array.isArray(payload.entries) ||
     !payload.entries.every(
-      (e) => (e?.s === 'shares' || e?.s === 'ledger') && typeof e.k === 'string' && typeof e.v === 'string',
+      (e) =>
+        (e?.s === 'shares' || e?.s === 'ledger' || e?.s === 'state') &&
+        typeof e.k === 'string' &&
+        typeof e.v === 'string',
     )
   )
     throw new BackupError('BACKUP_FORMAT', 'backup payload: malformed');

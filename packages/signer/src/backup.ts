@@ -6,7 +6,8 @@
  * signer has the peer id the key records name), every COMMITTED key record and key share (sublevel
  * `shares`: `<keyId>/meta`, `<keyId>/<suite>`, `<keyId>/cggmp`; the CGGMP21 share includes its
  * Paillier keys), and the floor of every learned policy version (`ledger` keys `policy-known/…`:
- * a restored signer never accepts an older policy version than the one it had learned).
+ * a restored signer never accepts an older policy version than the one it had learned), and the
+ * devices revoked as approvers (`state/revoked-approvers`).
  * What it never holds: presignatures (a presignature that signs twice reveals the key share),
  * the FROST nonce ledger, the ledger of signed transfers and daily sums, the safe-prime pool,
  * ceremony audit records, the store generation, and pending (uncommitted) reshare entries — a
@@ -54,13 +55,19 @@ import { loadIdentity, writeIdentity } from './identity.js';
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
+/** Key of the signer's revoked approver devices in sublevel `state` (ceremony revoke.ts, #22). */
+export const REVOKED_APPROVERS_KEY = 'revoked-approvers';
+
 /**
- * Whether a store entry belongs in a backup: `shares` except pending reshare entries (`pending/…`),
- * and the learned-policy floors of `ledger` (`policy-known/…`). Everything else stays behind.
+ * Whether a store entry belongs in a backup: `shares` except pending reshare entries (`pending/…`;
+ * the `pending` sublevel is never read), the learned-policy floors of `ledger`
+ * (`policy-known/…`), and the revoked approver devices (`state/revoked-approvers`: a restore must
+ * not let a revoked phone approve again). Everything else stays behind.
  */
-export function backupScope(sublevel: 'shares' | 'ledger', key: string): boolean {
+export function backupScope(sublevel: BackupEntry['s'], key: string): boolean {
   if (sublevel === 'shares') return !key.startsWith('pending/');
-  return key.startsWith('policy-known/');
+  if (sublevel === 'ledger') return key.startsWith('policy-known/');
+  return sublevel === 'state' && key === REVOKED_APPROVERS_KEY;
 }
 
 /** Backup state of a key in the store (`state/backup/<keyId>`). */
@@ -187,7 +194,7 @@ export async function createBackup(opts: {
   try {
     const identity = await loadIdentity(opts.dataDir, opts.passphrase);
     const entries: BackupEntry[] = [];
-    for (const s of ['shares', 'ledger'] as const) {
+    for (const s of ['shares', 'ledger', 'state'] as const) {
       for (const k of await store.keys(s)) {
         if (!backupScope(s, k)) continue;
         const v = await store.get(s, k);
@@ -249,7 +256,7 @@ export interface RestoreSummary {
  * with `passphrase` (the new machine's). No presignature, an empty nonce ledger and transfer
  * ledger, store generation 1 (the first start records the restore as a rollback).
  * @throws BackupError `BACKUP_FORMAT` / `BACKUP_WRONG_RECOVERY_KEY` / `BACKUP_INTEGRITY` /
- *   `RECOVERY_KEY_INVALID` (nothing written), `BACKUP_TARGET_NOT_EMPTY`
+ *   `RECOVERY_KEY_INVALID` / `BACKUP_WRONG_SIGNER` (nothing written), `BACKUP_TARGET_NOT_EMPTY`
  */
 export async function restoreBackup(opts: {
   file: Uint8Array;
@@ -258,6 +265,12 @@ export async function restoreBackup(opts: {
   passphrase: string;
   scrypt?: ScryptParams;
   now?: Date;
+  /**
+   * The peer id the restored signer must have (the lost signer's, as the coordinator and the key
+   * records name it). Anyone holding recovery.pub can write a file that decrypts with
+   * recovery.key: this pins whose backup it is.
+   */
+  expectPeerId?: string;
 }): Promise<RestoreSummary> {
   const key = parseRecoveryKey(opts.recoveryKey);
   let opened: ReturnType<typeof decryptBackup>;
@@ -267,6 +280,11 @@ export async function restoreBackup(opts: {
     key.secretKey.fill(0);
   }
   const { header, payload } = opened;
+  if (opts.expectPeerId !== undefined && header.peerId !== opts.expectPeerId)
+    throw new BackupError(
+      'BACKUP_WRONG_SIGNER',
+      `backup is of signer ${header.peerId}, not of ${opts.expectPeerId}: nothing restored`,
+    );
   const privateKey = (() => {
     try {
       return privateKeyFromProtobuf(Uint8Array.from(Buffer.from(payload.identity, 'base64')));
@@ -277,9 +295,17 @@ export async function restoreBackup(opts: {
   const values = payload.entries.map((e) => ({ ...e, bytes: Uint8Array.from(Buffer.from(e.v, 'base64')) }));
   if (values.some((e) => !backupScope(e.s, e.k)))
     throw new BackupError('BACKUP_FORMAT', 'backup payload: an entry outside the backup scope');
-  for (const k of header.keys)
-    if (!values.some((e) => e.s === 'shares' && e.k === `${k.keyId}/meta`))
-      throw new BackupError('BACKUP_FORMAT', `backup payload: key ${k.keyId} of the header has no record`);
+  for (const k of header.keys) {
+    const meta = values.find((e) => e.s === 'shares' && e.k === `${k.keyId}/meta`);
+    let epoch: unknown;
+    try {
+      epoch = meta ? (JSON.parse(dec.decode(meta.bytes)) as { epoch?: unknown }).epoch : undefined;
+    } catch {
+      epoch = undefined;
+    }
+    if (epoch !== k.epoch)
+      throw new BackupError('BACKUP_FORMAT', `backup payload: no record of key ${k.keyId} at epoch ${k.epoch}`);
+  }
   const dataDir = resolve(opts.dataDir);
   if (!(await isEmptyOrAbsent(dataDir)))
     throw new BackupError('BACKUP_TARGET_NOT_EMPTY', `${dataDir} is not empty: restore into a new, empty data folder`);

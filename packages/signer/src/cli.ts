@@ -176,7 +176,8 @@ function registerBackupCommands(signer: Command): void {
     .requiredOption('-c, --config <file>', 'configuration file (JSON) of the restored signer (its dataDir, passphrase)')
     .requiredOption('--in <file>', 'backup file')
     .requiredOption('--recovery-key <file>', 'the recovery SECRET key (recovery.key)')
-    .action(async (o: { config: string; in: string; recoveryKey: string }) => {
+    .option('--peer-id <id>', "the lost signer's peer id: refuse a backup of any other signer")
+    .action(async (o: { config: string; in: string; recoveryKey: string; peerId?: string }) => {
       const config = await loadConfig(o.config);
       const summary = await restoreBackup({
         file: await readBackupFile(o.in),
@@ -184,6 +185,7 @@ function registerBackupCommands(signer: Command): void {
         dataDir: config.dataDir,
         passphrase: await readPassphrase(config.passphrase),
         ...(config.scrypt ? { scrypt: config.scrypt } : {}),
+        ...(o.peerId ? { expectPeerId: o.peerId } : {}),
       });
       process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
     });

@@ -194,6 +194,8 @@ describe('signer backup and recovery (real processes)', () => {
       backupFile,
       '--recovery-key',
       join(recoveryDir, 'recovery.key'),
+      '--peer-id',
+      n2.peerId,
     ]);
     expect(done.code, done.out).toBe(0);
     expect(JSON.parse(done.out)).toMatchObject({ peerId: n2.peerId });

@@ -37,6 +37,7 @@ afterAll(() => {
 const keyId = 'cd'.repeat(16);
 /** A recognisable stand-in for share bytes (the store treats every value alike). */
 const SHARE = 'SHARE-SECRET-0123456789abcdef-do-not-log';
+const REVOKED = '[{"deviceId":"lost-phone","publicKey":"02aa"}]';
 
 /** A stopped signer's data folder: identity + a store with every kind of record. */
 async function signerFolder(label: string) {
@@ -56,6 +57,8 @@ async function signerFolder(label: string) {
     { type: 'put', sublevel: 'ledger', key: 'policy-known/p-1', value: enc.encode('{"version":4}') },
     { type: 'put', sublevel: 'primes', key: 'q1', value: enc.encode('safe prime') },
     { type: 'put', sublevel: 'state', key: 'generation', value: enc.encode('7') },
+    { type: 'put', sublevel: 'state', key: 'rollback', value: enc.encode('{"detectedAt":"2026-01-01T00:00:00Z"}') },
+    { type: 'put', sublevel: 'state', key: 'revoked-approvers', value: enc.encode(REVOKED) },
   ]);
   await store.close();
   const keys = await writeRecoveryKey(join(dir, 'recovery'));
@@ -107,6 +110,10 @@ describe('signer backup and restore', () => {
       expect(await allKeys(store, 'nonces')).toEqual([]);
       expect(await allKeys(store, 'primes')).toEqual([]);
       expect(await allKeys(store, 'ledger')).toEqual(['policy-known/p-1']);
+      // revocations survive; the old generation and rollback record do not (a new store)
+      expect(dec.decode((await store.get('state', 'revoked-approvers')) as Uint8Array)).toBe(REVOKED);
+      expect(await allKeys(store, 'state')).toEqual([`backup/${keyId}`, 'generation', 'restored', 'revoked-approvers']);
+      expect(dec.decode((await store.get('state', 'generation')) as Uint8Array)).toBe('1');
       // the backup it came from is current for the restored shares
       expect(await keyBackupState(store, keyId)).toEqual({ epoch: 3, unixMs: Date.parse(summary.createdAt) });
       // first start (no state file on the new machine): the existing rollback rule applies
@@ -173,6 +180,20 @@ describe('signer backup and restore', () => {
     } finally {
       await running.close();
     }
+  });
+
+  it('create refuses the secret recovery.key in place of recovery.pub', async () => {
+    const f = await signerFolder('backup-secretkey');
+    const e = await createBackup({
+      dataDir: f.dataDir,
+      passphrase: PASS,
+      scrypt: SCRYPT,
+      recoveryPub: readFileSync(f.keys.key, 'utf8'),
+      out: join(f.dir, 'x.backup'),
+    }).then(refusedWith, refusedWith);
+    expect(e.code).toBe('RECOVERY_KEY_INVALID');
+    expect(e.message).toMatch(/keep recovery.key offline/);
+    expect(existsSync(join(f.dir, 'x.backup'))).toBe(false);
   });
 
   it('inspect reads the header without a secret', async () => {
@@ -252,6 +273,31 @@ describe('signer backup and restore', () => {
       );
       expect(e.code).toBe('RECOVERY_KEY_INVALID');
       expect(e.message).not.toContain(k.secretKey as string);
+      expect(existsSync(target)).toBe(false);
+    });
+
+    it('a backup of another signer than the expected peer id (anyone with recovery.pub can write one)', async () => {
+      const f = await signerFolder('backup-forged');
+      const forger = await signerFolder('backup-forger');
+      // the forger encrypts its own folder to the victim's PUBLIC recovery key
+      const forged = join(forger.dir, 'forged.backup');
+      await createBackup({
+        dataDir: forger.dataDir,
+        passphrase: PASS,
+        scrypt: SCRYPT,
+        recoveryPub: readFileSync(f.keys.pub, 'utf8'),
+        out: forged,
+      });
+      const target = join(f.dir, 'restored');
+      const e = await restoreBackup({
+        file: new Uint8Array(readFileSync(forged)),
+        recoveryKey: readFileSync(f.keys.key, 'utf8'),
+        dataDir: target,
+        passphrase: PASS,
+        scrypt: SCRYPT,
+        expectPeerId: f.peerId,
+      }).then(refusedWith, refusedWith);
+      expect(e.code).toBe('BACKUP_WRONG_SIGNER');
       expect(existsSync(target)).toBe(false);
     });
 
