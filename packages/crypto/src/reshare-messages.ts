@@ -103,7 +103,9 @@ export function validateReshareRoles<P extends GroupPoint<P>>(
   parties: readonly ResharePartyRole[],
   newThreshold: number,
 ): { dealers: PartyIndex[]; receivers: PartyIndex[]; oldIds: bigint[]; newIds: bigint[] } {
-  if (!Array.isArray(parties) || parties.length < 1) throw new TypeError('reshare: parties must be a non-empty array');
+  if (!Array.isArray(parties)) throw new TypeError('reshare: parties must be an array');
+  // a one-party session exchanges no message, so the runtime would never run its rounds
+  if (parties.length < 2) throw new RangeError('reshare: a session needs at least 2 parties');
   const dealers: PartyIndex[] = [];
   const receivers: PartyIndex[] = [];
   parties.forEach((p, k) => {

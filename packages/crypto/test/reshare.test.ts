@@ -51,7 +51,9 @@ const scenario = fc
       stay: fc.integer({ min: 0, max: Math.min(n, nNew) }),
     }),
   )
-  .filter((s) => s.dealers.length >= s.t) as fc.Arbitrary<Scenario>;
+  .filter((s) => s.dealers.length >= s.t)
+  // a session has at least 2 parties (dealers plus new-only parties)
+  .filter((s) => s.dealers.length + s.nNew - Math.min(s.stay, s.dealers.length) >= 2) as fc.Arbitrary<Scenario>;
 
 function run<P extends GroupPoint<P>>(G: Group<P>, s: Scenario, intercept?: Interceptor) {
   const rng = seededRandom(`prop:${G.name}:${s.seed}`);
@@ -229,12 +231,16 @@ describe('validateReshareRoles', () => {
   });
   it('refuses an idle party, no dealer, duplicate or zero identifiers, a threshold out of range', () => {
     expect(() => validateReshareRoles(G, [{ oldIdentifier: 1n }, {}], 1)).toThrow('neither deals nor receives');
-    expect(() => validateReshareRoles(G, [{ newIdentifier: 1n }], 1)).toThrow('no dealer');
+    expect(() => validateReshareRoles(G, [{ newIdentifier: 1n }, { newIdentifier: 2n }], 1)).toThrow('no dealer');
+    expect(() => validateReshareRoles(G, [{ oldIdentifier: 1n, newIdentifier: 1n }], 1)).toThrow('at least 2 parties');
     expect(() => validateReshareRoles(G, [{ oldIdentifier: 1n, newIdentifier: 2n }, { newIdentifier: 2n }], 1)).toThrow(
       RangeError,
     );
-    expect(() => validateReshareRoles(G, [{ oldIdentifier: 0n, newIdentifier: 2n }], 1)).toThrow(RangeError);
-    expect(() => validateReshareRoles(G, [{ oldIdentifier: 1n, newIdentifier: 2n }], 2)).toThrow('new threshold 2');
-    expect(() => validateReshareRoles(G, [{ oldIdentifier: 1n, newIdentifier: 2n }], 0)).toThrow('new threshold 0');
+    expect(() => validateReshareRoles(G, [{ oldIdentifier: 0n, newIdentifier: 2n }, { oldIdentifier: 3n }], 1)).toThrow(
+      RangeError,
+    );
+    const two = [{ oldIdentifier: 1n, newIdentifier: 2n }, { oldIdentifier: 3n }];
+    expect(() => validateReshareRoles(G, two, 2)).toThrow('new threshold 2');
+    expect(() => validateReshareRoles(G, two, 0)).toThrow('new threshold 0');
   });
 });
