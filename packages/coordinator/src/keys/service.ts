@@ -194,6 +194,8 @@ export class KeyService implements Startable {
   ): Promise<KeyChangeView> {
     const port = this.port();
     const mk = await this.store.key(masterKeyId);
+    // checked again under the lock when the change is recorded
+    if (await this.store.busy(this.c.db, masterKeyId)) throw busy();
     let set: PartyRef[];
     let threshold: number;
     if (input.reason === 'replace-signer') {
