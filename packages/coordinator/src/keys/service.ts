@@ -125,7 +125,7 @@ export class KeyService implements Startable {
         deadline,
         masterKeyId,
       });
-      await this.c.audit.record(q, actor ?? 'system', 'master_key.refresh_started', 'master_key', masterKeyId, {
+      await this.c.audit.record(q, actor, 'master_key.refresh_started', 'master_key', masterKeyId, {
         ceremony_id: id,
       });
       return mk;
@@ -159,7 +159,7 @@ export class KeyService implements Startable {
           const epoch = await bumpEpoch(q, masterKeyId, this.c.clock());
           await this.store.finishCeremony(q, id, { status: 'SUCCEEDED', at: this.c.clock(), result: { epoch } });
           await dropKeyPresignatures(q, transferKeyId(mk));
-          await this.c.audit.record(q, actor ?? 'system', 'master_key.refreshed', 'master_key', masterKeyId, {
+          await this.c.audit.record(q, actor, 'master_key.refreshed', 'master_key', masterKeyId, {
             ceremony_id: id,
             epoch,
           });
@@ -419,7 +419,11 @@ export class KeyService implements Startable {
             status: 'SUCCEEDED',
             at: this.c.clock(),
             // the session (who holds pending shares to promote) for the commit, also after a restart
-            result: { epoch, signatures: sigs.signatures, session: session.map((p, i) => ({ ...p, peer: sessionPeers[i] })) },
+            result: {
+              epoch,
+              signatures: sigs.signatures,
+              session: session.map((p, i) => ({ ...p, peer: sessionPeers[i] })),
+            },
           });
           await dropKeyPresignatures(q, doc.key_id);
           await this.c.audit.record(q, actor, 'master_key.reshared', 'master_key', mk.master_key_id, {
@@ -466,47 +470,13 @@ export class KeyService implements Startable {
     const loop = async () => {
       let delay = retry.initialMs;
       while (!ac.signal.aborted) {
-        await Promise.all(
-          all
-            .filter((p) => todo.has(`${p.kind}:${p.id}`))
-            .map(async (p) => {
-              const deadline = Date.now() + 30_000;
-              const [r] = await port.run(
-                [p],
-                {
-                  ceremonyId: uuidBytes(randomUUID()),
-                  kind: CeremonyKind.RESHARE_COMMIT,
-                  threshold: change.new_threshold,
-                  deadlineUnixMs: deadline,
-                  keyId,
-                  reshareCeremonyId: reshareId,
-                },
-                ac.signal,
-                sessionPeers.length > 0 ? { sessionPeers } : {},
-              );
-              if (r?.result.outcome === Outcome.OK) todo.delete(`${p.kind}:${p.id}`);
-              else
-                this.c.log?.('warn', 'reshare commit not acknowledged; retrying', {
-                  party: `${p.kind} ${p.id}`,
-                  error: r?.result.error,
-                });
-            }),
-        );
-        if (todo.size === 0) {
-          await this.c.db.tx(async (q) => {
-            await this.store.setChange(q, change.change_id, { status: 'SUCCEEDED', at: this.c.clock() });
-            await this.c.audit.record(
-              q,
-              'system',
-              'master_key.key_change_committed',
-              'master_key',
-              change.master_key_id,
-              {
-                change_id: change.change_id,
-              },
-            );
+        try {
+          if (await this.round(port, all, todo, change, keyId, reshareId, sessionPeers, ac.signal)) return;
+        } catch (e) {
+          // a database or transport error: retried like a party that did not answer
+          this.c.log?.('warn', 'reshare commit round failed; retrying', {
+            err: e instanceof Error ? e.message : String(e),
           });
-          return;
         }
         await sleep(delay, ac.signal);
         delay = Math.min(retry.maxMs, delay * 2);
@@ -517,6 +487,55 @@ export class KeyService implements Startable {
       .finally(() => this.running.delete(`commit:${change.change_id}`));
     this.pending.add(p);
     void p.finally(() => this.pending.delete(p));
+  }
+
+  /** One round of commits to the parties still in `todo`; true (and SUCCEEDED recorded) when none is left. */
+  private async round(
+    port: KeyCeremonyPort,
+    all: readonly SignParty[],
+    todo: Set<string>,
+    change: KeyChangeRow,
+    keyId: string,
+    reshareId: Uint8Array,
+    sessionPeers: readonly string[],
+    signal: AbortSignal,
+  ): Promise<boolean> {
+    await Promise.all(
+      all
+        .filter((p) => todo.has(`${p.kind}:${p.id}`))
+        .map(async (p) => {
+          const deadline = Date.now() + 30_000;
+          const [r] = await port.run(
+            [p],
+            {
+              ceremonyId: uuidBytes(randomUUID()),
+              kind: CeremonyKind.RESHARE_COMMIT,
+              threshold: change.new_threshold,
+              deadlineUnixMs: deadline,
+              keyId,
+              reshareCeremonyId: reshareId,
+            },
+            signal,
+            sessionPeers.length > 0 ? { sessionPeers } : {},
+          );
+          if (r?.result.outcome === Outcome.OK) todo.delete(`${p.kind}:${p.id}`);
+          else
+            this.c.log?.('warn', 'reshare commit not acknowledged; retrying', {
+              party: `${p.kind} ${p.id}`,
+              error: r?.result.error,
+            });
+        }),
+    );
+    if (todo.size === 0) {
+      await this.c.db.tx(async (q) => {
+        await this.store.setChange(q, change.change_id, { status: 'SUCCEEDED', at: this.c.clock() });
+        await this.c.audit.record(q, null, 'master_key.key_change_committed', 'master_key', change.master_key_id, {
+          change_id: change.change_id,
+        });
+      });
+      return true;
+    }
+    return false;
   }
 
   /**
@@ -735,7 +754,7 @@ export class KeyService implements Startable {
               blamed,
             });
             await onFail?.(q, message, blamed);
-            await this.c.audit.record(q, actor ?? 'system', `master_key.${kind}_failed`, 'ceremony', id, { blamed });
+            await this.c.audit.record(q, actor, `master_key.${kind}_failed`, 'ceremony', id, { blamed });
           })
           .catch(() => undefined);
       } finally {
