@@ -9,6 +9,7 @@
 import { deviceSign } from '@custodian/wire';
 import { bytesToHex, hexToBytes } from '@noble/curves/utils.js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startNode, stopNode } from '../../signer/test/cluster.js';
 import { enrollPhone, phoneKeys, userIdOf } from './device-fixtures.js';
 import { ADMIN_EMAIL, type Json } from './helpers.js';
 import { type KeyEnv, settled, startKeyEnv } from './key-env.js';
@@ -143,5 +144,56 @@ describe('key lifecycle with real signers', () => {
       [phone],
     );
     expect(acks.map((a) => a.peer_id).sort()).toEqual(env.nodes.map((n) => n.peerId).sort());
+  }, 600_000);
+
+  it('a reshare whose new signer is down fails before COMMITTING; the old set keeps its key and signs', async () => {
+    env = await startKeyEnv(4, 3);
+    const before = await masterKey(env);
+    await stopNode(env.nodes[3]!);
+    const { change, ceremony } = await replaceSigner(env, 2, 3);
+    expect(ceremony.status, JSON.stringify(ceremony)).toBe('FAILED');
+    const v = await env.h.req('GET', `${K(env)}/key-changes/${change.change_id}`, { token: env.h.adminToken });
+    expect(v.body.status).toBe('FAILED');
+    expect(v.body.error).toBeTruthy();
+    const after = await masterKey(env);
+    expect(after.parties).toEqual(before.parties);
+    const d = await drill(env);
+    expect(d.status, JSON.stringify(d)).toBe('SUCCEEDED');
+    expect(d.result.signatures.every((s: Json) => s.verified)).toBe(true);
+    // a failed change is not signed again: a new change is needed
+    const again = await env.h.req('POST', `${K(env)}/key-changes/${change.change_id}/signature`, {
+      token: env.h.adminToken,
+      body: {
+        device_id: env.admin.deviceId,
+        signature: bytesToHex(deviceSign(hexToBytes(change.digest), env.admin.keys.sk)),
+      },
+    });
+    expect(again.status).toBe(409);
+  }, 600_000);
+
+  it('a signer offline at a device removal gets the revocation before its next ceremony', async () => {
+    env = await startKeyEnv(3, 3);
+    const phone = await enrollPhone(env.h, await phoneKeys(), 'lost phone', {
+      userId: await userIdOf(env.h, ADMIN_EMAIL),
+    });
+    const offline = env.nodes[2]!;
+    await stopNode(offline);
+    const r = await env.h.req('DELETE', `/admin/v1/devices/${phone}`, { token: env.h.adminToken });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const acked = async () =>
+      (
+        await env!.h.c.db.query<{ peer_id: string }>('SELECT peer_id FROM revocation_acks WHERE device_id = $1', [
+          phone,
+        ])
+      )
+        .map((a) => a.peer_id)
+        .sort();
+    expect(await acked()).toEqual([env.nodes[0]!.peerId, env.nodes[1]!.peerId].sort());
+    await startNode(offline);
+    // its next ceremony (a refresh: every party of the key) first delivers the revocation
+    const r2 = await env.h.req('POST', `${K(env)}/refresh`, { token: env.h.adminToken, body: {} });
+    expect(r2.status, JSON.stringify(r2.body)).toBe(202);
+    expect((await settled(env.h, r2.body.ceremony_id)).status).toBe('SUCCEEDED');
+    expect(await acked()).toEqual(env.nodes.map((n) => n.peerId).sort());
   }, 600_000);
 });
