@@ -196,4 +196,27 @@ describe('key lifecycle with real signers', () => {
     expect((await settled(env.h, r2.body.ceremony_id)).status).toBe('SUCCEEDED');
     expect(await acked()).toEqual(env.nodes.map((n) => n.peerId).sort());
   }, 600_000);
+
+  it('keys.refreshIntervalHours refreshes a key whose last refresh is older than the interval, once', async () => {
+    env = await startKeyEnv(3, 3, { refreshIntervalHours: 1, scheduleTickMs: 200 });
+    const refreshes = async () =>
+      env!.h.c.db.query<{ ceremony_id: string; status: string; started_by: string | null }>(
+        `SELECT ceremony_id::text AS ceremony_id, status, started_by::text AS started_by FROM ceremonies WHERE kind = 'refresh'`,
+      );
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(await refreshes()).toEqual([]); // not due: the key was just created
+    // the key as created two hours ago (the clock itself stays: ceremony deadlines are absolute times)
+    await env.h.c.db.query(
+      `UPDATE master_keys SET created_at = created_at - interval '2 hours' WHERE master_key_id = $1`,
+      [env.masterKeyId],
+    );
+    const until = Date.now() + 120_000;
+    while ((await refreshes()).length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 200));
+    const [first] = await refreshes();
+    expect(first?.started_by).toBeNull();
+    expect((await settled(env.h, first!.ceremony_id)).status).toBe('SUCCEEDED');
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(await refreshes()).toHaveLength(1); // refreshed now: not due again
+    expect((await masterKey(env)).epoch).toBe(1);
+  }, 600_000);
 });
