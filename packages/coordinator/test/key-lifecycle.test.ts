@@ -219,4 +219,33 @@ describe('key lifecycle with real signers', () => {
     expect(await refreshes()).toHaveLength(1); // refreshed now: not due again
     expect((await masterKey(env)).epoch).toBe(1);
   }, 600_000);
+
+  it('reshare 2-of-3 → 3-of-4 (a signer added, threshold raised) commits with the public keys unchanged', async () => {
+    env = await startKeyEnv(4, 3);
+    const before = await masterKey(env);
+    const c = await env.h.req('POST', `${K(env)}/key-changes`, {
+      token: env.h.adminToken,
+      body: { reason: 'reshare', threshold: 3, signers: env.serverIds.map((id) => ({ kind: 'server', id })) },
+    });
+    expect(c.status, JSON.stringify(c.body)).toBe(201);
+    expect(c.body.document).toMatchObject({ new_threshold: 3, reason: 'reshare' });
+    expect(c.body.document.new_parties).toEqual(env.nodes.map((n) => n.peerId));
+    const s = await env.h.req('POST', `${K(env)}/key-changes/${c.body.change_id}/signature`, {
+      token: env.h.adminToken,
+      body: {
+        device_id: env.admin.deviceId,
+        signature: bytesToHex(deviceSign(hexToBytes(c.body.digest), env.admin.keys.sk)),
+      },
+    });
+    expect(s.status, JSON.stringify(s.body)).toBe(202);
+    expect((await settled(env.h, s.body.ceremony_id)).status).toBe('SUCCEEDED');
+    expect((await changeStatus(env, c.body.change_id, 'SUCCEEDED')).status).toBe('SUCCEEDED');
+    const after = await masterKey(env);
+    expect(after).toMatchObject({ threshold: 3, epoch: 1, secp256k1_public_key: before.secp256k1_public_key });
+    expect(after.parties.map((p: Json) => p.id)).toEqual(env.serverIds);
+    const d = await drill(env);
+    expect(d.status, JSON.stringify(d)).toBe('SUCCEEDED');
+    expect(d.result.signatures.every((x: Json) => x.verified)).toBe(true);
+    expect(d.result.signers.every((x: Json) => x.epoch === 1)).toBe(true);
+  }, 600_000);
 });
