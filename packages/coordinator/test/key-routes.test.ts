@@ -226,7 +226,9 @@ describe('key change checks', () => {
 
 describe('attack: the reshare needs an Admin device signature over the change digest', () => {
   /** A key change AWAITING_SIGNATURE as the service records it (its document names a server set). */
-  async function awaitingChange(): Promise<{ id: string; document: KeyChangeDocument }> {
+  async function awaitingChange(
+    parties: { kind: 'server' | 'device'; id: string; peer: string; address: string | null }[] = [],
+  ): Promise<{ id: string; document: KeyChangeDocument }> {
     const id = randomUUID();
     const document: KeyChangeDocument = {
       kind: 'custodian.key-change',
@@ -247,7 +249,7 @@ describe('attack: the reshare needs an Admin device signature over the change di
         document: JSON.stringify(document),
         digest: bytesToHex(keyChangeDigest(document)),
         threshold: 2,
-        parties: [],
+        parties,
         actor: null as unknown as string,
         now: new Date(),
       }),
@@ -269,6 +271,16 @@ describe('attack: the reshare needs an Admin device signature over the change di
     expect(await ceremonies()).toBe(before);
     const v = await h.req('GET', `${K()}/key-changes/${change.id}`, { token: h.adminToken });
     expect(v.body.status).toBe('AWAITING_SIGNATURE');
+  });
+
+  it('refuses to start a change whose new set lost a device since it was prepared (409)', async () => {
+    const gone = await enrollPhone(h, await phoneKeys(), 'soon gone', { userId: await userIdOf(h, ADMIN_EMAIL) });
+    const change = await awaitingChange([{ kind: 'device', id: gone, peer: 'fp', address: null }]);
+    expect((await h.req('DELETE', `/admin/v1/devices/${gone}`, { token: h.adminToken })).status).toBe(200);
+    const before = await ceremonies();
+    const r = await sign(change, phone1, bytesToHex(deviceSign(keyChangeDigest(change.document), adminKeys.sk)));
+    expect(r.status, JSON.stringify(r.body)).toBe(409);
+    expect(await ceremonies()).toBe(before);
   });
 
   it("refuses the Admin device's signature over another digest, and starts no ceremony", async () => {
