@@ -44,6 +44,7 @@ import {
   presignCeremony,
   type SignerGateway,
 } from './gateway.js';
+import { createKeyCeremonyPort, type KeyCeremonyPort, RevocationSync } from './key-ops.js';
 import { createMasterKeyClient } from './master-key.js';
 import { PolicySync } from './policy-sync.js';
 import { type PresignatureHolders, PresignaturePool, type PresignaturePoolOptions } from './presignature-pool.js';
@@ -165,6 +166,8 @@ export interface SigningServices extends Startable {
   policySync: PolicySync;
   /** Re-read the registered server signers (done before every ceremony). */
   refreshSigners(): Promise<void>;
+  /** Key lifecycle ceremonies, signer status and approver revocations (key-ops.ts; issue #22). */
+  keyOps: KeyCeremonyPort;
 }
 
 function stripP2p(addr: string): string {
@@ -213,8 +216,12 @@ export async function createSigningServices(c: SigningServicesComponents): Promi
     log: c.log ?? pino({ level: 'silent' }),
     onFrame: (from, frame) => signerFrames.emit(from, frame),
   });
+  // issue #22: a signer that missed a device's revocation (offline at the removal) gets it before
+  // it takes part in any ceremony (sign, presign, key lifecycle); a phone, when it connects
+  const revocations = new RevocationSync({ db: c.db, control, clock: () => new Date() });
   const h = new DeviceHub({
     ...c.hub,
+    revokedApprovers: () => revocations.revoked(),
     coordinator: { peerId, secretKey: Uint8Array.from(privateKey.raw.subarray(0, 32)) },
     devices: c.devices,
     isSignerPeer: (p) => peers.has(p),
@@ -234,8 +241,13 @@ export async function createSigningServices(c: SigningServicesComponents): Promi
   });
   const prepare = async (targets: readonly PartyDispatch[]) => {
     await refreshSigners();
+    const servers = targets.filter((t) => t.party.kind === 'server').map((t) => t.peerId);
     // a signer (re)connected since its last sync learns every signed policy version first
-    await policySync.ensure(targets.filter((t) => t.party.kind === 'server').map((t) => t.peerId));
+    await policySync.ensure(servers);
+    // fail closed: a signer that cannot be told is not asked to sign
+    const unrevoked = await revocations.ensure(servers);
+    if (unrevoked.length > 0)
+      throw new Error(`device revocations not acknowledged by server signer(s) ${unrevoked.join(', ')}`);
     if (!targets.some((t) => t.party.kind === 'device')) return;
     await Promise.all(targets.filter((t) => t.party.kind === 'server').map((t) => relay.ensure(t.peerId)));
   };
@@ -323,6 +335,21 @@ export async function createSigningServices(c: SigningServicesComponents): Promi
       return h.peerIdOf(deviceId) as string;
     },
   });
+  const keyOps = createKeyCeremonyPort({
+    db: c.db,
+    revocations,
+    pushToPhones: (revoked) => h.pushRevocations(revoked),
+    control,
+    directory,
+    devices: h,
+    async serverPeers() {
+      await refreshSigners();
+      return [...peers.keys()];
+    },
+    prepare,
+    availability: (p) => (gateway.availability ? gateway.availability(p) : Promise.resolve(undefined)),
+    clock: () => new Date(),
+  });
   const ceremonyClient = c.metrics ? observedCeremonyClient(masterKeyClient, c.metrics) : masterKeyClient;
   c.log?.info({ peerId }, 'coordinator libp2p identity (configure signers with this coordinator.peerId)');
   let stopping: Promise<void> | undefined;
@@ -335,6 +362,7 @@ export async function createSigningServices(c: SigningServicesComponents): Promi
     presignatures,
     policySync,
     refreshSigners,
+    keyOps,
     /** Links to the signers, the presignature pool and a first full policy sync. Idempotent. */
     async start() {
       if (started || stopping) return;
