@@ -932,6 +932,110 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/master-keys/{master_key_id}/refresh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Refresh every key share of the master key (same signers, same public keys, new shares)
+         * @description Runs a REFRESH ceremony among the master key’s signers (all must be online) with the 5-minute deadline. Returns 202 with the ceremony (kind `refresh`); poll GET /admin/v1/ceremonies/{ceremony_id}. On success the key’s epoch grows by one, REFRESH_KEY_SHARES fires and pooled presignatures are discarded. Roles: ADMIN.
+         */
+        post: operations["adminRefreshMasterKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/master-keys/{master_key_id}/key-changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Key changes of the master key, newest first
+         * @description Roles: ADMIN.
+         */
+        get: operations["adminListKeyChanges"];
+        put?: never;
+        /**
+         * Prepare a key change (replace a signer, or reshare to new signers and threshold) for an Admin device to sign
+         * @description `replace-signer`: `old` (a party of the key) is replaced by `new` (a registered server signer or approved device, not a party), same threshold. `reshare`: the new set `signers` and threshold t′ (2 ≤ t′ ≤ n′). The new set needs at least the configured number of approved devices (seed §8: 2). Returns the change with its `document` (KeyChangeDocument) and `digest` (hex SHA-256); nothing runs until an Admin’s enrolled device signs the digest (POST …/signature). Roles: ADMIN.
+         */
+        post: operations["adminCreateKeyChange"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/master-keys/{master_key_id}/key-changes/{change_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One key change
+         * @description status AWAITING_SIGNATURE | RUNNING | COMMITTING | SUCCEEDED | FAILED. Roles: ADMIN.
+         */
+        get: operations["adminGetKeyChange"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/master-keys/{master_key_id}/key-changes/{change_id}/signature": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign a key change with an Admin’s enrolled device and start the reshare
+         * @description `signature`: P-256 ECDSA r‖s (128 hex digits) over the change’s `digest` by `device_id`, an APPROVED device of an Admin. Starts the RESHARE ceremony (kind `reshare`, 5-minute deadline); returns 202 with it. The old signers keep working until every party confirmed the new shares. Roles: ADMIN.
+         */
+        post: operations["adminSignKeyChange"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/master-keys/{master_key_id}/drill": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Recovery drill: the signers sign a fixed test digest under every key; backups reported per signer
+         * @description Runs a DRILL ceremony among t reachable signers (no funds move, no process learns a key). When done, the ceremony’s `result` holds `signatures` [{algorithm, public_key, digest, signature, verified}] (verified by the coordinator) and `signers` [{kind, id, epoch, backup_epoch, backup_at, backup_current}]. Roles: ADMIN.
+         */
+        post: operations["adminStartRecoveryDrill"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/profiles/{profile_id}/webhooks": {
         parameters: {
             query?: never;
@@ -2009,7 +2113,7 @@ export interface webhooks {
         put?: never;
         /**
          * REFRESH_KEY_SHARES
-         * @description Trigger: A key refresh ceremony completes (same public key, new shares; DESIGN.md §3). Emitted by the ceremony runner. Instance event. Delivered with HTTPS POST to every instance-level webhook (admin API /admin/v1/webhooks) subscribed to REFRESH_KEY_SHARES — never to a profile's webhooks; body profile_id is the nil UUID unless the event concerns one profile; answer 2xx within 30 s, otherwise retried 30 s, 2 min, 10 min and 30 min after the previous attempt, then FAILED. At-least-once: deduplicate on X-Webhook-Event-ID.
+         * @description Trigger: A key refresh or a reshare (replace-signer, reshare) completes: same public keys, new shares (DESIGN.md §3; issue #22). Emitted by the keys room in the transaction that records the new epoch. Instance event. Delivered with HTTPS POST to every instance-level webhook (admin API /admin/v1/webhooks) subscribed to REFRESH_KEY_SHARES — never to a profile's webhooks; body profile_id is the nil UUID unless the event concerns one profile; answer 2xx within 30 s, otherwise retried 30 s, 2 min, 10 min and 30 min after the previous attempt, then FAILED. At-least-once: deduplicate on X-Webhook-Event-ID.
          */
         post: operations["refreshKeySharesEvent"];
         delete?: never;
@@ -2357,7 +2461,7 @@ export interface components {
             /** Format: uuid */
             native_asset_id: string | null;
         };
-        /** @description A transfer. `status` is one of the seed §3 statuses; `sub_status` gives the reason on terminal ones: REJECTED_BY_POLICY: DESTINATION_NOT_WHITELISTED | TRANSACTION_LIMIT_EXCEEDED | DAILY_LIMIT_EXCEEDED; NO_POLICY_FOUND: NO_POLICY_FOUND; REJECTED: REJECTED_BY_APPROVER | CANCELLED_BY_USER | a signer refusal code (the definitive codes of the refusal catalogue, control.proto RefusalCode: POLICY_SIGNATURE_VERIFICATION_FAILED, POLICY_DELETED, NO_POLICY_FOUND, POLICY_OUT_OF_SCOPE, DESTINATION_NOT_WHITELISTED, TRANSACTION_LIMIT_EXCEEDED, DAILY_LIMIT_EXCEEDED, INSUFFICIENT_APPROVALS, REJECTED_BY_APPROVER, APPROVAL_SIGNATURE_INVALID, DIGEST_MISMATCH, EVIDENCE_MISSING, ENFORCEMENT_NOT_CONFIGURED, TRANSFER_ALREADY_SIGNED, POLICY_VERSION_SUPERSEDED, CHAIN_NOT_CONFIGURED, CHAIN_MISMATCH, FEE_ABOVE_CAP, FEE_ABOVE_CEILING, SENDER_MISMATCH, INPUT_KEY_MISMATCH, CHANGE_MISMATCH, ASSET_MISMATCH, WALLET_MISMATCH, INTENT_TIME_INVALID, STORE_ROLLED_BACK, REQUEST_INVALID, KEY_UNKNOWN, PRESIGNATURE_UNAVAILABLE, PRIME_POOL_NOT_CONFIGURED, CONTROL_REQUEST_REJECTED, DEVICE_NOT_APPROVED; UNKNOWN for a signer that sends no code or one this coordinator does not know); EXPIRED: APPROVAL_EXPIRED; FAILED: SIGNING_FAILED (the build failed, or an MPC abort blamed a party) | SIGNING_WINDOW_EXPIRED (no signature within the signing window, default 1 h after the transfer entered PENDING_SIGNATURE, while signers stayed unavailable) | BROADCAST_FAILED | FEE_CAP_EXCEEDED (no transaction could be built within `max_fee`: nothing was sent to the signers). A PENDING_SIGNATURE transfer has `sub_status` WAITING_FOR_SIGNERS while a server signer or phone of its signing set is unreachable, offline or timed out: it is retried with backoff (another signing set of the key is picked when one is available) and signed as soon as the parties are back; only a refusal, a blamed party or the end of the window ends it. `max_fee` is the fee cap the approvers signed (part of the transfer intent): the most the transaction may pay in fees, a decimal string in units of the blockchain's native asset `fee_currency` (ETH, BTC, LTC, TRX; `max_fee_base_units` the integer in its base units). It is the operator's cap for the blockchain when the transfer was created. The coordinator never builds a transaction above it (Ethereum: gas × maxFeePerGas, lowered to floor(max_fee / gas) when that still covers the base and priority fee; TRON: fee_limit; Bitcoin family: inputs − outputs), and the signers refuse one (FEE_ABOVE_CAP). A PENDING_SIGNATURE or READY_TO_SEND transfer has `sub_status` CHAIN_UNAVAILABLE while no node is configured for its blockchain (it waits, and can still be cancelled before signing). SENT is terminal success; `delivered_at` is set (and TRANSFER_DELIVERED sent) once the transaction has the chain's confirmations. `fee_bump` shows the latest fee bump requested in the admin API, with the fee cap its approval round signs (`max_fee`, `max_fee_base_units`, `fee_currency`; `cap_raised` when it is above the cap of the transaction it replaces); its `sub_status` is WAITING_FOR_SIGNERS or SIGNING_WINDOW_EXPIRED under the same rules, or ALREADY_CONFIRMED (FAILED) when the transfer's transaction was confirmed before the replacement was signed. */
+        /** @description A transfer. `status` is one of the seed §3 statuses; `sub_status` gives the reason on terminal ones: REJECTED_BY_POLICY: DESTINATION_NOT_WHITELISTED | TRANSACTION_LIMIT_EXCEEDED | DAILY_LIMIT_EXCEEDED; NO_POLICY_FOUND: NO_POLICY_FOUND; REJECTED: REJECTED_BY_APPROVER | CANCELLED_BY_USER | a signer refusal code (the definitive codes of the refusal catalogue, control.proto RefusalCode: POLICY_SIGNATURE_VERIFICATION_FAILED, POLICY_DELETED, NO_POLICY_FOUND, POLICY_OUT_OF_SCOPE, DESTINATION_NOT_WHITELISTED, TRANSACTION_LIMIT_EXCEEDED, DAILY_LIMIT_EXCEEDED, INSUFFICIENT_APPROVALS, REJECTED_BY_APPROVER, APPROVAL_SIGNATURE_INVALID, DIGEST_MISMATCH, EVIDENCE_MISSING, ENFORCEMENT_NOT_CONFIGURED, TRANSFER_ALREADY_SIGNED, POLICY_VERSION_SUPERSEDED, CHAIN_NOT_CONFIGURED, CHAIN_MISMATCH, FEE_ABOVE_CAP, FEE_ABOVE_CEILING, SENDER_MISMATCH, INPUT_KEY_MISMATCH, CHANGE_MISMATCH, ASSET_MISMATCH, WALLET_MISMATCH, INTENT_TIME_INVALID, STORE_ROLLED_BACK, REQUEST_INVALID, KEY_UNKNOWN, PRESIGNATURE_UNAVAILABLE, PRIME_POOL_NOT_CONFIGURED, CONTROL_REQUEST_REJECTED, DEVICE_NOT_APPROVED, KEY_CHANGE_NOT_AUTHORIZED, RESHARE_NOT_PENDING; UNKNOWN for a signer that sends no code or one this coordinator does not know); EXPIRED: APPROVAL_EXPIRED; FAILED: SIGNING_FAILED (the build failed, or an MPC abort blamed a party) | SIGNING_WINDOW_EXPIRED (no signature within the signing window, default 1 h after the transfer entered PENDING_SIGNATURE, while signers stayed unavailable) | BROADCAST_FAILED | FEE_CAP_EXCEEDED (no transaction could be built within `max_fee`: nothing was sent to the signers). A PENDING_SIGNATURE transfer has `sub_status` WAITING_FOR_SIGNERS while a server signer or phone of its signing set is unreachable, offline or timed out: it is retried with backoff (another signing set of the key is picked when one is available) and signed as soon as the parties are back; only a refusal, a blamed party or the end of the window ends it. `max_fee` is the fee cap the approvers signed (part of the transfer intent): the most the transaction may pay in fees, a decimal string in units of the blockchain's native asset `fee_currency` (ETH, BTC, LTC, TRX; `max_fee_base_units` the integer in its base units). It is the operator's cap for the blockchain when the transfer was created. The coordinator never builds a transaction above it (Ethereum: gas × maxFeePerGas, lowered to floor(max_fee / gas) when that still covers the base and priority fee; TRON: fee_limit; Bitcoin family: inputs − outputs), and the signers refuse one (FEE_ABOVE_CAP). A PENDING_SIGNATURE or READY_TO_SEND transfer has `sub_status` CHAIN_UNAVAILABLE while no node is configured for its blockchain (it waits, and can still be cancelled before signing). SENT is terminal success; `delivered_at` is set (and TRANSFER_DELIVERED sent) once the transaction has the chain's confirmations. `fee_bump` shows the latest fee bump requested in the admin API, with the fee cap its approval round signs (`max_fee`, `max_fee_base_units`, `fee_currency`; `cap_raised` when it is above the cap of the transaction it replaces); its `sub_status` is WAITING_FOR_SIGNERS or SIGNING_WINDOW_EXPIRED under the same rules, or ALREADY_CONFIRMED (FAILED) when the transfer's transaction was confirmed before the replacement was signed. */
         Transfer: {
             /** Format: uuid */
             transfer_id: string;
@@ -7931,6 +8035,699 @@ export interface operations {
             };
         };
     };
+    adminRefreshMasterKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                master_key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description The ceremony */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description `MALFORMED_JSON`: Request body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RESOURCE_NOT_FOUND`: Resource not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `CONFLICT`: The request conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PAYLOAD_TOO_LARGE`: Request body is too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UNSUPPORTED_MEDIA_TYPE`: Content-Type must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `SIGNERS_UNAVAILABLE`: No signer control channel is configured or reachable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    adminListKeyChanges: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                master_key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Key changes */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    }[];
+                };
+            };
+            /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RESOURCE_NOT_FOUND`: Resource not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    adminCreateKeyChange: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                master_key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    reason: "replace-signer" | "reshare";
+                    old?: {
+                        /** @enum {string} */
+                        kind: "server" | "device";
+                        /** Format: uuid */
+                        id: string;
+                    };
+                    new?: {
+                        /** @enum {string} */
+                        kind: "server" | "device";
+                        /** Format: uuid */
+                        id: string;
+                    };
+                    /** @description t′: signers needed to sign after the change */
+                    threshold?: number;
+                    signers?: {
+                        /** @enum {string} */
+                        kind: "server" | "device";
+                        /** Format: uuid */
+                        id: string;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description The key change */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description `MALFORMED_JSON`: Request body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RESOURCE_NOT_FOUND`: Resource not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `CONFLICT`: The request conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PAYLOAD_TOO_LARGE`: Request body is too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UNSUPPORTED_MEDIA_TYPE`: Content-Type must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `SIGNERS_UNAVAILABLE`: No signer control channel is configured or reachable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    adminGetKeyChange: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                master_key_id: string;
+                change_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Key change */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RESOURCE_NOT_FOUND`: Resource not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    adminSignKeyChange: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                master_key_id: string;
+                change_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: uuid */
+                    device_id: string;
+                    signature: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The ceremony */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description `MALFORMED_JSON`: Request body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RESOURCE_NOT_FOUND`: Resource not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `CONFLICT`: The request conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PAYLOAD_TOO_LARGE`: Request body is too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UNSUPPORTED_MEDIA_TYPE`: Content-Type must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `SIGNERS_UNAVAILABLE`: No signer control channel is configured or reachable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    adminStartRecoveryDrill: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                master_key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description The ceremony */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description `MALFORMED_JSON`: Request body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RESOURCE_NOT_FOUND`: Resource not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `CONFLICT`: The request conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PAYLOAD_TOO_LARGE`: Request body is too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UNSUPPORTED_MEDIA_TYPE`: Content-Type must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `SIGNERS_UNAVAILABLE`: No signer control channel is configured or reachable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     adminListWebhooks: {
         parameters: {
             query?: never;
@@ -13171,6 +13968,9 @@ export interface operations {
                         master_key_id: string;
                         /** Format: uuid */
                         ceremony_id: string;
+                        /** @enum {string} */
+                        reason?: "refresh" | "replace-signer" | "reshare";
+                        epoch?: number;
                     } & {
                         [key: string]: unknown;
                     };
