@@ -1,0 +1,413 @@
+/**
+ * `custodian admin keys …`: the key lifecycle of a master key (issue #22) — `refresh` (same
+ * parties, new shares), `replace-signer OLD NEW` and `reshare --threshold t' --signers …` (a new
+ * party set; an Admin device signs the change), `changes` (the key changes and their state) and
+ * `drill` (test signatures by the live signers, verified by the coordinator, and each party's
+ * backup state). Admin only; each operation is a ceremony with the 5-minute timeout, followed with
+ * `--wait` as `master-keys create --wait` is.
+ *
+ * Signing a key change happens on the operator's machine: the CLI creates the change, shows its
+ * document (old → new party set, threshold, approver devices, the unchanged public keys) and the
+ * coordinator's digest, computes `keyChangeDigest(document)` itself (@custodian/wire
+ * key-change.ts: SHA-256 over the canonical encoding, 32 bytes) and refuses — code
+ * `KEY_CHANGE_DIGEST_MISMATCH` — when it differs from the coordinator's `digest`, or — code
+ * `KEY_CHANGE_MISMATCH` — when the document is not the change asked for (threshold, party count,
+ * public keys of the master key). Only then does it sign with the Admin device's P-256 key
+ * (`--device-key`, 64 hex digits, as `policies sign`) and send the signature (r‖s, 64 bytes hex).
+ * The signers check the same signature against their own `trustedAdminDevices` before dealing.
+ *
+ * A party is written `server:<signer_id>` or `device:<device_id>`; a bare value is looked up
+ * among the server signers' and devices' ids, then names, and refused when it names none or more
+ * than one (`UNKNOWN_PARTY`, `AMBIGUOUS_PARTY`).
+ */
+import { bytesToHex } from '@custodian/crypto';
+import { keyChangeDigest, signKeyChange } from '@custodian/wire';
+import type { AdminClient } from './client.js';
+import { type AdminContext, formatTable } from './context.js';
+import { AdminCliError } from './http.js';
+import { readDeviceKeyFile } from './policies.js';
+import type {
+  Device,
+  DrillResult,
+  KeyCeremony,
+  KeyChange,
+  KeyChangeInput,
+  MasterKey,
+  PartyRef,
+  ServerSigner,
+} from './types.js';
+
+/** How often `--wait` asks for the ceremony / key change: 1 s. */
+const POLL_MS = 1000;
+
+/** A refusal of the CLI itself, with a stable code (printed as a problem with `--json`). */
+function refuse(code: string, detail: string): never {
+  throw new AdminCliError(`${code}: ${detail}`, { title: 'refused by the CLI', code, detail });
+}
+
+/**
+ * Resolve a party argument against the registered server signers and devices.
+ * @param ref `server:<signer_id>`, `device:<device_id>`, or a bare id or name
+ * @returns the party as the admin API takes it (`{ kind, id }`, id as registered)
+ * @throws AdminCliError `UNKNOWN_PARTY` when nothing matches (or the prefixed id is not registered),
+ *   `AMBIGUOUS_PARTY` (listing the candidates as `kind:id`) when a bare value matches several
+ */
+export function resolveParty(ref: string, signers: readonly ServerSigner[], devices: readonly Device[]): PartyRef {
+  const m = /^(server|device):(.+)$/.exec(ref.trim());
+  const want = (m?.[2] ?? ref).trim().toLowerCase();
+  const kinds = m === null ? ['server', 'device'] : [m[1]];
+  const all: (PartyRef & { name: string })[] = [
+    ...(kinds.includes('server')
+      ? signers.map((s) => ({ kind: 'server' as const, id: s.signer_id, name: s.name }))
+      : []),
+    ...(kinds.includes('device')
+      ? devices.map((d) => ({ kind: 'device' as const, id: d.device_id, name: d.name }))
+      : []),
+  ];
+  let hits = all.filter((p) => p.id.toLowerCase() === want);
+  if (hits.length === 0 && m === null) hits = all.filter((p) => p.name.toLowerCase() === want);
+  if (hits.length === 0) refuse('UNKNOWN_PARTY', `${ref}: no such ${m?.[1] ?? 'server signer or device'}`);
+  if (hits.length > 1)
+    refuse(
+      'AMBIGUOUS_PARTY',
+      `${ref} names ${hits.map((p) => `${p.kind}:${p.id}`).join(', ')}: write server:<id> or device:<id>`,
+    );
+  return { kind: hits[0]!.kind, id: hits[0]!.id };
+}
+
+/** What the operator asked for, to check the coordinator's document against. */
+export interface ExpectedChange {
+  /** The master key as listed (threshold, parties, public keys and chain codes). */
+  readonly masterKey: Pick<
+    MasterKey,
+    | 'threshold'
+    | 'parties'
+    | 'secp256k1_public_key'
+    | 'secp256k1_chain_code'
+    | 'ed25519_public_key'
+    | 'ed25519_chain_code'
+  >;
+  readonly input: KeyChangeInput;
+}
+
+/**
+ * Check a key change before signing it: the coordinator's `digest` must be
+ * `keyChangeDigest(document)` (else the coordinator could show one document and have another
+ * signed), the document must be this change (`change_id`), keep the master key's public keys and
+ * chain codes (ECDSA: `secp256k1_*`, Ed25519: `ed25519_*`; Taproot's key is not in the master key
+ * view and is checked by the signers), and have the threshold and party count asked for.
+ * @returns the 32-byte digest to sign
+ * @throws AdminCliError `KEY_CHANGE_DIGEST_MISMATCH` or `KEY_CHANGE_MISMATCH`, naming the field
+ */
+export function checkKeyChange(view: KeyChange, expected: ExpectedChange): Uint8Array {
+  const doc = view.document;
+  let digest: Uint8Array;
+  try {
+    digest = keyChangeDigest(doc);
+  } catch (e) {
+    return refuse('KEY_CHANGE_MISMATCH', `the document cannot be encoded: ${(e as Error).message}`);
+  }
+  if (typeof view.digest !== 'string' || bytesToHex(digest) !== view.digest.toLowerCase())
+    refuse(
+      'KEY_CHANGE_DIGEST_MISMATCH',
+      `the coordinator's digest ${String(view.digest)} is not the digest of the document shown (${bytesToHex(digest)}): not signed`,
+    );
+  const bad = (field: string, detail: string) => refuse('KEY_CHANGE_MISMATCH', `document.${field}: ${detail}`);
+  if (doc.kind !== 'custodian.key-change') bad('kind', `${doc.kind}`);
+  if (doc.change_id !== view.change_id) bad('change_id', `${doc.change_id} is not the change ${view.change_id}`);
+  if (doc.reason !== expected.input.reason) bad('reason', `${doc.reason}, asked ${expected.input.reason}`);
+  const mk = expected.masterKey;
+  const known: Record<string, [string, string]> = {
+    SECP256K1_ECDSA: [mk.secp256k1_public_key, mk.secp256k1_chain_code],
+    ED25519: [mk.ed25519_public_key, mk.ed25519_chain_code],
+  };
+  const algs = doc.public_keys.map((k) => k.algorithm);
+  if (new Set(algs).size !== algs.length) bad('public_keys', 'an algorithm appears twice');
+  for (const a of Object.keys(known)) if (!algs.includes(a as (typeof algs)[number])) bad('public_keys', `no ${a} key`);
+  for (const k of doc.public_keys) {
+    const want = known[k.algorithm];
+    if (want === undefined) continue;
+    if (k.public_key.toLowerCase() !== want[0].toLowerCase())
+      bad('public_keys', `${k.algorithm} public key ${k.public_key} is not the master key's ${want[0]}`);
+    if (k.chain_code.toLowerCase() !== want[1].toLowerCase())
+      bad('public_keys', `${k.algorithm} chain code is not the master key's`);
+  }
+  const oldCount = Array.isArray(mk.parties) ? mk.parties.length : undefined;
+  const [t, n] =
+    expected.input.reason === 'reshare'
+      ? [expected.input.threshold, expected.input.signers.length]
+      : [mk.threshold, oldCount ?? doc.new_parties.length];
+  if (doc.new_threshold !== t) bad('new_threshold', `${doc.new_threshold}, asked ${t}`);
+  if (doc.new_parties.length !== n) bad('new_parties', `${doc.new_parties.length} parties, asked ${n}`);
+  if (new Set(doc.new_parties).size !== doc.new_parties.length) bad('new_parties', 'a party appears twice');
+  return digest;
+}
+
+/** A peer id as the operator knows it: `server:<name>` / `device:<name>` when registered, else the id itself. */
+function labeller(signers: readonly ServerSigner[], devices: readonly Device[]): (peer: string) => string {
+  return (peer) => {
+    const s = signers.find((x) => x.peer_id === peer);
+    if (s !== undefined) return `server:${s.signer_id} (${s.name})`;
+    const d = devices.find((x) => x.mpc_peer_id === peer || x.fingerprint === peer);
+    if (d !== undefined) return `device:${d.device_id} (${d.name})`;
+    return peer;
+  };
+}
+
+/** The human description of a key change to sign: old → new set, threshold, approvers, keys, digest. */
+export function describeKeyChange(
+  view: KeyChange,
+  masterKey: Pick<MasterKey, 'threshold' | 'parties'>,
+  signers: readonly ServerSigner[],
+  devices: readonly Device[],
+): string {
+  const doc = view.document;
+  const label = labeller(signers, devices);
+  const oldParties = Array.isArray(masterKey.parties)
+    ? (masterKey.parties as { kind?: string; id?: string; peer?: string }[]).map((p) =>
+        p.peer !== undefined ? label(p.peer) : `${p.kind}:${p.id}`,
+      )
+    : [];
+  const lines = [
+    `key change ${view.change_id} (${doc.reason}) of master key ${view.master_key_id}, key id ${doc.key_id}`,
+    `  old set: ${masterKey.threshold}-of-${oldParties.length}`,
+    ...oldParties.map((p) => `    ${p}`),
+    `  new set: ${doc.new_threshold}-of-${doc.new_parties.length}`,
+    ...doc.new_parties.map((p, k) => `    ${k + 1}. ${label(p)}${oldParties.includes(label(p)) ? '' : '  (new)'}`),
+    '  approver devices:',
+    ...doc.approver_devices.map((d) => `    ${d.device_id}  ${d.public_key}`),
+    '  public keys (unchanged):',
+    ...doc.public_keys.map((k) => `    ${k.algorithm.padEnd(17)} ${k.public_key}  chain code ${k.chain_code}`),
+    `  digest: ${view.digest}`,
+  ];
+  return lines.join('\n');
+}
+
+/**
+ * Poll a ceremony every second until it leaves RUNNING, printing each new progress line
+ * (`<phase> <ready>/<total>[ — message]`) unless `--json`.
+ */
+async function waitCeremony(ctx: AdminContext, api: AdminClient, c: KeyCeremony): Promise<KeyCeremony> {
+  let last = '';
+  while (c.status === 'RUNNING') {
+    const p = c.progress;
+    const line = `${c.kind} ${p.phase} ${p.parties_ready}/${p.parties_total}${p.message ? ` — ${p.message}` : ''}`;
+    if (line !== last && !ctx.json) ctx.io.out(line);
+    last = line;
+    await new Promise((r) => setTimeout(r, POLL_MS));
+    c = (await api.getCeremony(c.ceremony_id)) as KeyCeremony;
+  }
+  return c;
+}
+
+/** Poll a key change until SUCCEEDED or FAILED, printing its status changes unless `--json`. */
+async function waitKeyChange(ctx: AdminContext, api: AdminClient, kc: KeyChange): Promise<KeyChange> {
+  let last = '';
+  while (kc.status !== 'SUCCEEDED' && kc.status !== 'FAILED') {
+    if (kc.status !== last && !ctx.json) ctx.io.out(`key change ${kc.status}`);
+    last = kc.status;
+    await new Promise((r) => setTimeout(r, POLL_MS));
+    kc = await api.getKeyChange(kc.master_key_id, kc.change_id);
+  }
+  return kc;
+}
+
+/** The master key `id` as listed. @throws AdminCliError 404-like `UNKNOWN_MASTER_KEY` */
+async function masterKeyOf(api: AdminClient, id: string): Promise<MasterKey> {
+  const mk = (await api.listMasterKeys()).find((k) => k.master_key_id.toLowerCase() === id.toLowerCase());
+  return mk ?? refuse('UNKNOWN_MASTER_KEY', `no master key ${id}`);
+}
+
+/** Whether a drill found everything in order: every signature verified, every backup current. */
+export function drillPassed(result: DrillResult | undefined): boolean {
+  return (
+    result !== undefined &&
+    result.signatures.length > 0 &&
+    result.signatures.every((s) => s.verified === true) &&
+    result.signers.every((s) => s.backup_current === true)
+  );
+}
+
+interface SignFlags {
+  deviceKey: string;
+  deviceId?: string;
+  wait?: boolean;
+  yes?: boolean;
+}
+
+/** Register `keys` on `admin`. */
+export function registerKeyCommands(ctx: AdminContext): void {
+  const { io } = ctx;
+  const keys = ctx.admin
+    .command('keys')
+    .description('key lifecycle: refresh, replace a signer, reshare, key changes, recovery drill (Admin)');
+
+  keys
+    .command('refresh <master_key_id>')
+    .description('new shares for the same parties and public keys (5-minute ceremony)')
+    .option('--wait', 'wait for the outcome, printing progress')
+    .action(
+      ctx.run(async (id: string, o: { wait?: boolean }) => {
+        const api = await ctx.client();
+        let c = await api.refreshMasterKey(id);
+        if (o.wait) c = await waitCeremony(ctx, api, c);
+        ctx.print(c);
+        if (c.status === 'FAILED' || c.status === 'TIMED_OUT') process.exitCode = 1;
+      }),
+    );
+
+  /** Create, show, check, sign and (with --wait) follow a key change. */
+  const change = async (id: string, build: (s: ServerSigner[], d: Device[]) => KeyChangeInput, o: SignFlags) => {
+    let sk: Uint8Array;
+    try {
+      sk = await readDeviceKeyFile(o.deviceKey);
+    } catch (e) {
+      return ctx.fail((e as Error).message);
+    }
+    try {
+      const api = await ctx.client();
+      const [mk, signers, devices] = await Promise.all([masterKeyOf(api, id), api.listSigners(), api.listDevices()]);
+      const input = build(signers, devices);
+      const view = await api.createKeyChange(mk.master_key_id, input);
+      if (!ctx.json) io.out(describeKeyChange(view, mk, signers, devices));
+      checkKeyChange(view, { masterKey: mk, input });
+      const signed = signKeyChange(view.document, o.deviceId ?? '', sk);
+      let deviceId = o.deviceId;
+      if (deviceId === undefined) {
+        const mine = devices.filter(
+          (d) => d.status === 'APPROVED' && d.public_key.toLowerCase() === signed.device_public_key,
+        );
+        if (mine.length !== 1)
+          refuse('UNKNOWN_DEVICE', 'the device key is not the key of one APPROVED device: give --device-id');
+        deviceId = mine[0]!.device_id;
+      }
+      if (!o.yes && ctx.canPrompt()) {
+        const a = await io.prompt!(`sign key change ${view.change_id} with device ${deviceId}? [y/N] `, false);
+        if (!/^y(es)?$/i.test(a)) refuse('NOT_CONFIRMED', 'not signed');
+      }
+      let c = await api.signKeyChange(mk.master_key_id, view.change_id, {
+        device_id: deviceId,
+        signature: signed.signature,
+      });
+      if (!o.wait) return ctx.print(c);
+      c = await waitCeremony(ctx, api, c);
+      const done =
+        c.status === 'SUCCEEDED'
+          ? await waitKeyChange(ctx, api, await api.getKeyChange(mk.master_key_id, view.change_id))
+          : await api.getKeyChange(mk.master_key_id, view.change_id);
+      ctx.print(done);
+      if (done.status !== 'SUCCEEDED') process.exitCode = 1;
+    } finally {
+      sk.fill(0);
+    }
+  };
+  const signOpts = (c: ReturnType<typeof keys.command>) =>
+    c
+      .requiredOption('--device-key <file>', "the Admin's enrolled device: raw P-256 secret key, 64 hex digits")
+      .option('--device-id <device_id>', 'that device (default: the APPROVED device with this key)')
+      .option('--yes', 'sign without asking (a terminal asks after showing the change)')
+      .option('--wait', 'wait for the outcome (ceremony, then commit), printing progress');
+
+  signOpts(
+    keys
+      .command('replace-signer <master_key_id> <old> <new>')
+      .description(
+        'move the key from one party to another (a lost phone to a new one, a server to a new one): server:<id> or device:<id>',
+      ),
+  ).action(
+    ctx.run(async (id: string, oldRef: string, newRef: string, o: SignFlags) =>
+      change(
+        id,
+        (s, d) => ({ reason: 'replace-signer', old: resolveParty(oldRef, s, d), new: resolveParty(newRef, s, d) }),
+        o,
+      ),
+    ),
+  );
+
+  signOpts(
+    keys
+      .command('reshare <master_key_id>')
+      .description("move the key to a new party set and threshold t' (at least 2 mobile signers)")
+      .requiredOption('--threshold <t>', "t' of the new set")
+      .requiredOption('--signers <list>', 'the new set, comma-separated: server:<id>, device:<id> or bare ids/names'),
+  ).action(
+    ctx.run(async (id: string, o: SignFlags & { threshold: string; signers: string }) => {
+      const t = Number(o.threshold);
+      if (!Number.isInteger(t)) refuse('INVALID_THRESHOLD', `--threshold ${o.threshold}: not a whole number`);
+      const refs = o.signers
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean);
+      return change(
+        id,
+        (s, d) => ({ reason: 'reshare', threshold: t, signers: refs.map((r) => resolveParty(r, s, d)) }),
+        o,
+      );
+    }),
+  );
+
+  const changes = keys
+    .command('changes <master_key_id>')
+    .description('key changes of a master key, newest first')
+    .action(
+      ctx.run(async (id: string) =>
+        ctx.print(await (await ctx.client()).listKeyChanges(id), [
+          'change_id',
+          'reason',
+          'status',
+          'ceremony_id',
+          'created_at',
+          'error',
+        ]),
+      ),
+    );
+  changes
+    .command('show <master_key_id> <change_id>')
+    .description('one key change with its document and digest')
+    .action(ctx.run(async (id: string, cid: string) => ctx.print(await (await ctx.client()).getKeyChange(id, cid))));
+
+  keys
+    .command('drill <master_key_id>')
+    .description(
+      'recovery drill: test signatures by the live signers (verified) and each backup’s state; no funds move',
+    )
+    .option('--wait', 'wait for the outcome and print it (exit code 1 unless everything passed)')
+    .action(
+      ctx.run(async (id: string, o: { wait?: boolean }) => {
+        const api = await ctx.client();
+        let c = await api.drillMasterKey(id);
+        if (!o.wait) return ctx.print(c);
+        c = await waitCeremony(ctx, api, c);
+        const result = c.result as DrillResult | undefined | null;
+        const passed = c.status === 'SUCCEEDED' && drillPassed(result ?? undefined);
+        if (ctx.json) io.out(JSON.stringify({ ...c, passed }, null, 2));
+        else {
+          io.out(`drill ${c.ceremony_id}: ${c.status}${c.error ? ` — ${c.error}` : ''}`);
+          if (result) {
+            io.out(
+              formatTable(
+                result.signatures.map((s) => ({
+                  algorithm: s.algorithm,
+                  verified: s.verified,
+                  public_key: s.public_key,
+                })),
+              ),
+            );
+            io.out(
+              formatTable(
+                result.signers.map((s) => ({
+                  party: `${s.kind}:${s.id}`,
+                  epoch: s.epoch,
+                  backup_epoch: s.backup_epoch,
+                  backup_at: s.backup_at,
+                  backup_current: s.backup_current,
+                })),
+              ),
+            );
+          }
+          io.out(passed ? 'drill passed' : 'drill FAILED');
+        }
+        if (!passed) process.exitCode = 1;
+      }),
+    );
+}
