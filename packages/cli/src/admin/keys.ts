@@ -16,9 +16,9 @@
  * (`--device-key`, 64 hex digits, as `policies sign`) and send the signature (r‖s, 64 bytes hex).
  * The signers check the same signature against their own `trustedAdminDevices` before dealing.
  *
- * A party is written `server:<signer_id>` or `device:<device_id>`; a bare value is looked up
- * among the server signers' and devices' ids, then names, and refused when it names none or more
- * than one (`UNKNOWN_PARTY`, `AMBIGUOUS_PARTY`).
+ * A party is written `server:<signer_id>` or `device:<device_id>` (or `server:<name>`); a bare
+ * value is looked up among the server signers' and devices' ids, then names, and refused when it
+ * names none or more than one (`UNKNOWN_PARTY`, `AMBIGUOUS_PARTY`).
  */
 import { bytesToHex } from '@custodian/crypto';
 import { keyChangeDigest, signKeyChange } from '@custodian/wire';
@@ -47,7 +47,8 @@ function refuse(code: string, detail: string): never {
 
 /**
  * Resolve a party argument against the registered server signers and devices.
- * @param ref `server:<signer_id>`, `device:<device_id>`, or a bare id or name
+ * @param ref `server:<signer_id|name>`, `device:<device_id|name>`, or a bare id or name (ids
+ *   first, then names; case-insensitive)
  * @returns the party as the admin API takes it (`{ kind, id }`, id as registered)
  * @throws AdminCliError `UNKNOWN_PARTY` when nothing matches (or the prefixed id is not registered),
  *   `AMBIGUOUS_PARTY` (listing the candidates as `kind:id`) when a bare value matches several
@@ -65,7 +66,7 @@ export function resolveParty(ref: string, signers: readonly ServerSigner[], devi
       : []),
   ];
   let hits = all.filter((p) => p.id.toLowerCase() === want);
-  if (hits.length === 0 && m === null) hits = all.filter((p) => p.name.toLowerCase() === want);
+  if (hits.length === 0) hits = all.filter((p) => p.name.toLowerCase() === want);
   if (hits.length === 0) refuse('UNKNOWN_PARTY', `${ref}: no such ${m?.[1] ?? 'server signer or device'}`);
   if (hits.length > 1)
     refuse(
