@@ -6,10 +6,13 @@
  * resolves. The end-to-end runs against a real coordinator are in admin-keys.test.ts.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { bytesToHex } from '@custodian/crypto';
 import { type KeyChangeDocument, keyChangeDigest } from '@custodian/wire';
+import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import type { AdminCliError } from '../src/admin/http.js';
+import { registerAdminCommands } from '../src/admin/index.js';
 import { checkKeyChange, drillPassed, type ExpectedChange, resolveParty } from '../src/admin/keys.js';
 import type { Device, KeyChange, ServerSigner } from '../src/admin/types.js';
 
@@ -207,5 +210,35 @@ describe('keys: drill outcome', () => {
     expect(drillPassed({ signatures: [sig(true)], signers: [party(true), party(false)] })).toBe(false);
     expect(drillPassed({ signatures: [], signers: [] })).toBe(false);
     expect(drillPassed(undefined)).toBe(false);
+  });
+});
+
+describe('keys: the operator guide', () => {
+  it("every `custodian admin keys …` line of the guide's shell blocks names a command and its options", async () => {
+    const guide = await readFile(new URL('../../../docs/operator-guide.md', import.meta.url), 'utf8');
+    const lines = [...guide.matchAll(/```sh\n([\s\S]*?)```/g)]
+      .flatMap((m) => (m[1] ?? '').split('\n'))
+      .map((l) => l.trim())
+      .filter((l) => l.startsWith('custodian admin keys '));
+    expect(lines.length).toBeGreaterThanOrEqual(4);
+    const program = new Command('custodian');
+    const admin = registerAdminCommands(program, { out: () => undefined, err: () => undefined, env: {} });
+    for (const line of lines) {
+      const words = line.split(/\s+/).slice(2);
+      let cmd = admin;
+      for (const w of words) {
+        const sub = cmd.commands.find((c) => c.name() === w);
+        if (sub === undefined) break;
+        cmd = sub;
+      }
+      expect(['admin', 'keys'], line).not.toContain(cmd.name());
+      for (const flag of words.filter((w) => w.startsWith('--')))
+        expect(
+          cmd.options.some((o) => o.long === flag),
+          `${line}: ${flag}`,
+        ).toBe(true);
+      const required = cmd.options.filter((o) => o.mandatory).map((o) => o.long);
+      for (const r of required) expect(words, `${line}: ${r}`).toContain(r);
+    }
   });
 });
