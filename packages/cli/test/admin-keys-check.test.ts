@@ -146,6 +146,23 @@ describe('keys: the key change is checked before it is signed', () => {
     };
     const r = doc({ reason: 'reshare', new_threshold: 2, new_parties: ['p1', 'p2', 'p9'] });
     expect(checkKeyChange(view(r), reshare)).toHaveLength(32);
+    // an instance without ECDSA: the view's secp256k1 key is the Taproot key (x-only → 02‖x)
+    const tr = doc({
+      public_keys: [
+        {
+          algorithm: 'SECP256K1_TAPROOT',
+          public_key: masterKey.secp256k1_public_key.slice(2),
+          chain_code: masterKey.secp256k1_chain_code,
+        },
+        doc().public_keys[2]!,
+      ],
+    });
+    expect(
+      checkKeyChange(view(tr), {
+        ...replace,
+        masterKey: { ...masterKey, secp256k1_public_key: `02${masterKey.secp256k1_public_key.slice(2)}` },
+      }),
+    ).toHaveLength(32);
   });
 
   it("refuses when the coordinator's digest is another document's (it shows one and asks to sign another)", () => {

@@ -95,8 +95,9 @@ export interface ExpectedChange {
  * Check a key change before signing it: the coordinator's `digest` must be
  * `keyChangeDigest(document)` (else the coordinator could show one document and have another
  * signed), the document must be this change (`change_id`), keep the master key's public keys and
- * chain codes (ECDSA: `secp256k1_*`, Ed25519: `ed25519_*`; Taproot's key is not in the master key
- * view and is checked by the signers), and have the threshold and party count asked for.
+ * chain codes (ECDSA — or Taproot on an instance without ECDSA —: `secp256k1_*`, Ed25519:
+ * `ed25519_*`; the other secp256k1 key is not in the master key view and is checked by the
+ * signers), and have the threshold and party count asked for.
  * @returns the 32-byte digest to sign
  * @throws AdminCliError `KEY_CHANGE_DIGEST_MISMATCH` or `KEY_CHANGE_MISMATCH`, naming the field
  */
@@ -118,19 +119,24 @@ export function checkKeyChange(view: KeyChange, expected: ExpectedChange): Uint8
   if (doc.change_id !== view.change_id) bad('change_id', `${doc.change_id} is not the change ${view.change_id}`);
   if (doc.reason !== expected.input.reason) bad('reason', `${doc.reason}, asked ${expected.input.reason}`);
   const mk = expected.masterKey;
-  const known: Record<string, [string, string]> = {
-    SECP256K1_ECDSA: [mk.secp256k1_public_key, mk.secp256k1_chain_code],
-    ED25519: [mk.ed25519_public_key, mk.ed25519_chain_code],
-  };
   const algs = doc.public_keys.map((k) => k.algorithm);
   if (new Set(algs).size !== algs.length) bad('public_keys', 'an algorithm appears twice');
-  for (const a of Object.keys(known)) if (!algs.includes(a as (typeof algs)[number])) bad('public_keys', `no ${a} key`);
-  for (const k of doc.public_keys) {
-    const want = known[k.algorithm];
-    if (want === undefined) continue;
-    if (k.public_key.toLowerCase() !== want[0].toLowerCase())
-      bad('public_keys', `${k.algorithm} public key ${k.public_key} is not the master key's ${want[0]}`);
-    if (k.chain_code.toLowerCase() !== want[1].toLowerCase())
+  // The view's secp256k1 key is the ECDSA key, or the Taproot key (02‖x) on an instance without ECDSA.
+  const secp =
+    doc.public_keys.find((k) => k.algorithm === 'SECP256K1_ECDSA') ??
+    doc.public_keys.find((k) => k.algorithm === 'SECP256K1_TAPROOT');
+  const ed = doc.public_keys.find((k) => k.algorithm === 'ED25519');
+  const pairs: [typeof secp, string, string, string][] = [
+    [secp, 'SECP256K1_ECDSA', mk.secp256k1_public_key, mk.secp256k1_chain_code],
+    [ed, 'ED25519', mk.ed25519_public_key, mk.ed25519_chain_code],
+  ];
+  for (const [k, name, publicKey, chainCode] of pairs) {
+    if (k === undefined) return bad('public_keys', `no ${name} key`);
+    const pk = k.public_key.toLowerCase();
+    const got = k.algorithm === 'SECP256K1_TAPROOT' && pk.length === 64 ? `02${pk}` : pk;
+    if (got !== publicKey.toLowerCase())
+      bad('public_keys', `${k.algorithm} public key ${k.public_key} is not the master key's ${publicKey}`);
+    if (k.chain_code.toLowerCase() !== chainCode.toLowerCase())
       bad('public_keys', `${k.algorithm} chain code is not the master key's`);
   }
   const oldCount = Array.isArray(mk.parties) ? mk.parties.length : undefined;
