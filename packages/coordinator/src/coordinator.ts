@@ -34,6 +34,7 @@ import { DeviceService } from './devices/service.js';
 import { DeviceStore } from './devices/store.js';
 import { resolveFeeCaps, syncDirectory } from './directory.js';
 import { CoordinatorError } from './errors.js';
+import { KeyService } from './keys/service.js';
 import { Lifecycle, type Startable } from './lifecycle.js';
 import { createMailer, DEFAULT_MAIL_FROM, type MailerOptions } from './mailer.js';
 import { ReadinessProbe, resolveReadinessOptions } from './metrics/readiness.js';
@@ -220,11 +221,14 @@ async function build(
   // the devices room reports revocations to the hub, the hub pins legacy peer ids through the
   // devices room: an emitter built before both breaks that cycle (devices/hub-types.ts)
   const revocations = new Emitter<[deviceId: string, status: string]>();
+  let signingRef: SigningServices | undefined;
   const devices = new DeviceService({
     db,
     clock,
     audit,
     onDeviceRevoked: opts.signing?.enabled ? (id, status) => revocations.emit(id, status) : undefined,
+    // the signing services are built below (they need the devices room): read at call time
+    pushRevocations: async () => signingRef?.keyOps.pushRevocations(),
   });
   // the pre-hello cap counts per client address: the socket peer, or behind a trusted proxy the
   // nearest untrusted X-Forwarded-For hop (as the HTTP routes' rate limits do)
@@ -272,12 +276,27 @@ async function build(
       })
     : undefined;
   if (signing) built(signing);
+  signingRef = signing;
   const signers = new SignerService({
     db,
     clock,
     audit,
     ceremonyClient: opts.ceremonyClient ?? signing?.ceremonyClient,
     options: adminOptions,
+  });
+  const keys = new KeyService({
+    db,
+    clock,
+    audit,
+    ceremonies: signers.ceremonies,
+    port: signing?.keyOps,
+    pool: signing?.presignatures,
+    options: {
+      minMobileSigners: adminOptions.minMobileSigners,
+      dkgTimeoutMs: adminOptions.dkgTimeoutMs,
+      ...opts.keys,
+    },
+    log,
   });
   const pipeline = new TransferPipeline({
     db,
@@ -381,7 +400,7 @@ async function build(
     },
     { prefix: '/api/v1/profiles/:profile_id' },
   );
-  const rooms = { audit, users, wallets, apiKeys, signers, devices };
+  const rooms = { audit, users, wallets, apiKeys, signers, devices, keys };
   await app.register(async (a) =>
     adminRoutes(a, {
       db,
@@ -417,6 +436,7 @@ async function build(
       name: 'master key ceremonies',
       component: { start: () => signers.ceremonies.recoverCeremonies(), stop: () => signers.ceremonies.shutdown() },
     },
+    { name: 'key lifecycle', component: keys },
     { name: 'bootstrap token', component: bootstrap },
     { name: 'http server', component: http },
     ...(signing ? [{ name: 'device hub', component: signing.hub }] : []),

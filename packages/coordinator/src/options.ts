@@ -13,6 +13,7 @@ import type { CeremonyClient } from './ceremony.js';
 import type { Db } from './db/db.js';
 import type { DeviceHubLimits } from './devices/hub-types.js';
 import type { DeviceService } from './devices/service.js';
+import type { KeyService } from './keys/service.js';
 import type { Mailer, MailSettings } from './mailer.js';
 import type { ReadinessOptions, ReadinessProbe } from './metrics/readiness.js';
 import type { CoordinatorMetrics } from './metrics/registry.js';
@@ -126,6 +127,13 @@ export interface CoordinatorOptions {
    * ids dropped), ms; default 600 000, 0 = off. `deviceSockets`: device WebSocket sockets waiting for
    * their hello at once, per client address (default 16) and in all (default 1024) (devices/hub.ts).
    */
+  /**
+   * Key lifecycle (keys/service.ts, issue #22): `refreshIntervalHours` refreshes every master key
+   * whose last refresh (or creation) is older than that, one at a time (0 / absent: off);
+   * `scheduleTickMs` how often that is checked (default 60 000); `commitRetry` the backoff of
+   * RESHARE_COMMIT retries (default 1000 → 60 000 ms).
+   */
+  keys?: { refreshIntervalHours?: number; scheduleTickMs?: number; commitRetry?: { initialMs: number; maxMs: number } };
   signing?: {
     enabled: boolean;
     algorithms?: number[];
@@ -220,6 +228,8 @@ export interface Coordinator {
   signers: SignerService;
   /** Mobile signer devices: enrollment, approval, removal. */
   devices: DeviceService;
+  /** Key lifecycle: refresh, key changes (replace-signer, reshare), recovery drills (issue #22). */
+  keys: KeyService;
   /** Idempotency records of the REST API's create routes. */
   idempotency: IdempotencyStore;
   /**

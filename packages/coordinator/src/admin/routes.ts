@@ -36,6 +36,8 @@ import type { AuditLog } from '../audit/service.js';
 import type { Db } from '../db/db.js';
 import { deviceRoutes, enrollmentRoutes } from '../devices/routes.js';
 import type { DeviceService } from '../devices/service.js';
+import { keyRoutes } from '../keys/routes.js';
+import type { KeyService } from '../keys/service.js';
 import { masterKeyRoutes, signerRoutes } from '../signers/routes.js';
 import type { SignerService } from '../signers/service.js';
 import { sessionRoutes, userRoutes } from '../users/routes.js';
@@ -61,6 +63,8 @@ export interface AdminRooms {
   readonly signers: SignerService;
   readonly devices: DeviceService;
   readonly webhooks: WebhookAdminServices;
+  /** Key lifecycle operations (keys room, issue #22). */
+  readonly keys: KeyService;
 }
 
 /** Register the admin API routes (mount at `/admin/v1`) and the device enrollment routes. */
@@ -75,6 +79,7 @@ export async function adminRoutes(app: FastifyInstance, rooms: AdminRooms) {
   signerRoutes(r, rooms.signers);
   deviceRoutes(r, rooms.devices);
   masterKeyRoutes(r, rooms.signers);
+  keyRoutes(r, rooms.keys);
   webhookAdminRoutes(r, rooms.webhooks);
   groupAdminRoutes(r, rooms.wallets);
   auditRoutes(r, rooms.audit);

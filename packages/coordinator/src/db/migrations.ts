@@ -338,6 +338,53 @@ UPDATE transfers SET signing_since = now() WHERE status = 'PENDING_SIGNATURE';`,
   created_at timestamptz NOT NULL
 );`,
   },
+  {
+    version: 12,
+    name: 'key_lifecycle',
+    // #22: refresh, reshare (replace-signer, change of t of n) and recovery drills (keys/service.ts).
+    // ceremonies: the new kinds, the public result (drill signatures, backup state) and the key
+    // change a RESHARE runs. master_keys.epoch counts refreshes and committed reshares;
+    // refreshed_at drives the scheduled refresh. key_changes: one row per Admin-signed change
+    // (document and digest as the Admin signs them; `new_parties` the coordinator's party records).
+    // revoked_approvers / revocation_acks: devices whose approval rights were revoked, and which
+    // signer (peer id) acknowledged each revocation (pushed again before its next ceremony).
+    sql: `ALTER TABLE ceremonies DROP CONSTRAINT IF EXISTS ceremonies_kind_check;
+ALTER TABLE ceremonies ADD CONSTRAINT ceremonies_kind_check
+  CHECK (kind IN ('dkg', 'sign', 'refresh', 'reshare', 'reshare_commit', 'drill'));
+ALTER TABLE ceremonies ADD COLUMN result jsonb;
+ALTER TABLE ceremonies ADD COLUMN key_change_id uuid;
+ALTER TABLE master_keys ADD COLUMN epoch int NOT NULL DEFAULT 0;
+ALTER TABLE master_keys ADD COLUMN refreshed_at timestamptz;
+CREATE TABLE key_changes (
+  change_id uuid PRIMARY KEY,
+  master_key_id uuid NOT NULL REFERENCES master_keys(master_key_id),
+  reason text NOT NULL CHECK (reason IN ('replace-signer', 'reshare')),
+  status text NOT NULL CHECK (status IN ('AWAITING_SIGNATURE', 'RUNNING', 'COMMITTING', 'SUCCEEDED', 'FAILED')),
+  document text NOT NULL,
+  digest text NOT NULL,
+  new_threshold int NOT NULL,
+  new_parties jsonb NOT NULL,
+  signed text,
+  ceremony_id uuid,
+  error text,
+  blamed jsonb,
+  created_by uuid REFERENCES users(user_id),
+  created_at timestamptz NOT NULL,
+  updated_at timestamptz NOT NULL
+);
+CREATE INDEX key_changes_key ON key_changes (master_key_id, created_at);
+CREATE TABLE revoked_approvers (
+  device_id uuid PRIMARY KEY,
+  public_key text NOT NULL,
+  revoked_at timestamptz NOT NULL
+);
+CREATE TABLE revocation_acks (
+  device_id uuid NOT NULL REFERENCES revoked_approvers(device_id),
+  peer_id text NOT NULL,
+  acked_at timestamptz NOT NULL,
+  PRIMARY KEY (device_id, peer_id)
+);`,
+  },
 ];
 
 /**

@@ -16,6 +16,16 @@ import { type Clock, iso } from '../util.js';
 import { emitInstanceEvent } from '../webhooks/outbox.js';
 import { deviceNameProblem, ed25519PeerKey, lockPeerId, normaliseFingerprint, peerIdHolder } from './binding.js';
 
+/** Compressed (33-byte) hex of a stored device key (hex SEC1 33/65 bytes, or base64); as stored when not a P-256 point. */
+function compressedKey(stored: string): string {
+  try {
+    const hex = /^[0-9a-fA-F]+$/.test(stored) ? stored.toLowerCase() : Buffer.from(stored, 'base64').toString('hex');
+    return p256.Point.fromHex(hex).toHex(true);
+  } catch {
+    return stored;
+  }
+}
+
 /** Fingerprint of a device identity key (one definition for the whole product: `@custodian/wire`). */
 export { deviceFingerprint };
 
@@ -44,6 +54,12 @@ export interface DeviceComponents {
    * approval queue). Must not throw. Absent: no hub in this process.
    */
   readonly onDeviceRevoked?: ((deviceId: string, status: string) => void) | undefined;
+  /**
+   * Push the recorded approver revocations (`revoked_approvers`) to the server signers
+   * (control.proto `RevokeApprover`; signing/key-ops.ts), awaited before a removal is answered.
+   * Must not throw; a signer that does not acknowledge gets it before its next ceremony.
+   */
+  readonly pushRevocations?: (() => Promise<unknown>) | undefined;
 }
 
 /** Mobile signer devices. */
@@ -194,7 +210,11 @@ export class DeviceService {
           name: string;
           platform: string;
           mpc_peer_id: string | null;
-        }>('SELECT status, fingerprint, name, platform, mpc_peer_id FROM devices WHERE device_id = $1 FOR UPDATE', [id])
+          public_key: string;
+        }>(
+          'SELECT status, fingerprint, name, platform, mpc_peer_id, public_key FROM devices WHERE device_id = $1 FOR UPDATE',
+          [id],
+        )
       )[0];
       if (d === undefined) throw notFound('device');
       let next: string;
@@ -239,6 +259,15 @@ export class DeviceService {
           actor,
         ]);
       }
+      if (d.status === 'APPROVED' && next !== 'APPROVED') {
+        // issue #22: the signers stop accepting this device's approvals (pushed after the commit,
+        // before the answer; again before a signer's next ceremony until it acknowledged)
+        await q.query(
+          `INSERT INTO revoked_approvers (device_id, public_key, revoked_at) VALUES ($1,$2,$3)
+           ON CONFLICT (device_id) DO NOTHING`,
+          [id, compressedKey(d.public_key), this.c.clock()],
+        );
+      }
       await this.c.audit.record(
         q,
         actor,
@@ -261,7 +290,10 @@ export class DeviceService {
       return next === 'APPROVED' ? { device_id: id, status: next, user_id: userId } : { device_id: id, status: next };
     });
     // after the commit: the device hub closes the socket and drops the queue at once
-    if (out.status !== 'APPROVED') this.c.onDeviceRevoked?.(out.device_id, out.status);
+    if (out.status !== 'APPROVED') {
+      this.c.onDeviceRevoked?.(out.device_id, out.status);
+      await this.c.pushRevocations?.().catch(() => undefined);
+    }
     return out;
   }
 

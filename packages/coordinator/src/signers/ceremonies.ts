@@ -30,6 +30,10 @@ export interface CeremonyView {
   readonly blamed: string[] | null;
   readonly transcript_hash: string | null;
   readonly master_key_id: string | null;
+  /** Lifecycle ceremonies (issue #22): the public outcome (drill signatures and backup state, epoch); else null. */
+  readonly result: unknown;
+  /** RESHARE: the key change it runs; else null. */
+  readonly key_change_id: string | null;
 }
 
 /** Dependencies of {@link CeremonyService}. */
@@ -69,7 +73,7 @@ export class CeremonyService {
         }
       >(
         `SELECT ceremony_id, kind, status, threshold, parties, progress, started_by, started_at, deadline, finished_at,
-                error, blamed, transcript_hash, master_key_id FROM ceremonies WHERE ceremony_id = $1`,
+                error, blamed, transcript_hash, master_key_id, result, key_change_id FROM ceremonies WHERE ceremony_id = $1`,
         [id],
       )
     )[0];

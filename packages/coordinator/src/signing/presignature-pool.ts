@@ -22,7 +22,7 @@
  * at start and every `reconcileMs`).
  */
 
-import type { Db } from '../db/db.js';
+import type { Db, Queryable } from '../db/db.js';
 import type { Startable } from '../lifecycle.js';
 import type { MasterKeyStore } from '../signers/store.js';
 import { signingParties } from '../transfers/pipeline.js';
@@ -374,4 +374,14 @@ export async function pooledCounts(db: Db): Promise<{ key_id: string; signing_se
   return db.query<{ key_id: string; signing_set: string; n: number }>(
     'SELECT key_id, signing_set, count(*)::int AS n FROM presignatures GROUP BY key_id, signing_set',
   );
+}
+
+/**
+ * Drop every pooled presignature id of `keyId` (all signing sets) and its refill leases, in the
+ * caller's transaction: after a refresh or a committed reshare the signers deleted theirs, and
+ * the pool refills for the key's new parties at its next scan.
+ */
+export async function dropKeyPresignatures(q: Queryable, keyId: string): Promise<void> {
+  await q.query('DELETE FROM presignatures WHERE key_id = $1', [keyId]);
+  await q.query('DELETE FROM presignature_refills WHERE key_id = $1', [keyId]);
 }

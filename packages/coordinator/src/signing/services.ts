@@ -44,6 +44,7 @@ import {
   presignCeremony,
   type SignerGateway,
 } from './gateway.js';
+import { createKeyCeremonyPort, type KeyCeremonyPort } from './key-ops.js';
 import { createMasterKeyClient } from './master-key.js';
 import { PolicySync } from './policy-sync.js';
 import { type PresignatureHolders, PresignaturePool, type PresignaturePoolOptions } from './presignature-pool.js';
@@ -165,6 +166,8 @@ export interface SigningServices extends Startable {
   policySync: PolicySync;
   /** Re-read the registered server signers (done before every ceremony). */
   refreshSigners(): Promise<void>;
+  /** Key lifecycle ceremonies, signer status and approver revocations (key-ops.ts; issue #22). */
+  keyOps: KeyCeremonyPort;
 }
 
 function stripP2p(addr: string): string {
@@ -323,6 +326,19 @@ export async function createSigningServices(c: SigningServicesComponents): Promi
       return h.peerIdOf(deviceId) as string;
     },
   });
+  const keyOps = createKeyCeremonyPort({
+    db: c.db,
+    control,
+    directory,
+    devices: h,
+    async serverPeers() {
+      await refreshSigners();
+      return [...peers.keys()];
+    },
+    prepare,
+    availability: (p) => (gateway.availability ? gateway.availability(p) : Promise.resolve(undefined)),
+    clock: () => new Date(),
+  });
   const ceremonyClient = c.metrics ? observedCeremonyClient(masterKeyClient, c.metrics) : masterKeyClient;
   c.log?.info({ peerId }, 'coordinator libp2p identity (configure signers with this coordinator.peerId)');
   let stopping: Promise<void> | undefined;
@@ -335,6 +351,7 @@ export async function createSigningServices(c: SigningServicesComponents): Promi
     presignatures,
     policySync,
     refreshSigners,
+    keyOps,
     /** Links to the signers, the presignature pool and a first full policy sync. Idempotent. */
     async start() {
       if (started || stopping) return;
