@@ -259,6 +259,8 @@ export interface KeyChange {
   digest: string;
   ceremony_id: string | null;
   error: string | null;
+  /** FAILED: the parties the ceremony named as culprits (`kind:id`), else null. */
+  blamed?: string[] | null;
   created_by: string | null;
   created_at: string;
   updated_at: string;
