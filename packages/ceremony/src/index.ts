@@ -12,8 +12,12 @@
 export { assetMismatch, type NativeAsset, nativeAssetOf } from './assets.js';
 export { type CeremonyContext, type CeremonyHooks, sessionId } from './ceremonies/context.js';
 export { type KeyRecord, listKeys } from './ceremonies/keys.js';
+// Key lifecycle (issue #22): pending reshares, approver revocation, test signatures
+export { listPending, type PendingReshare, pendingReshares } from './ceremonies/pending.js';
 export { presignatureControl } from './ceremonies/presign.js';
+export { type RevokedApprover, revokeApprover, revokedApprovers } from './ceremonies/revoke.js';
 export { runCeremony } from './ceremonies/run.js';
+export { verifyTestSignature } from './ceremonies/test-sign.js';
 export {
   type AssetConfig,
   CHAINS_CONFIG_SCHEMA,

@@ -15,11 +15,22 @@
  * Sublevels and what lives there: `shares` (key records and key shares, ceremonies/keys.ts), `aux`,
  * `presignatures` (presignatures.ts), `nonces` (FROST nonce commitments, nonce-ledger.ts), `primes`
  * (primes.ts), `ceremonies` (audit records), `ledger` (transfers signed, enforce/ledger.ts),
- * `state` (the store generation and a detected rollback, the signer's generation.ts).
+ * `state` (the store generation and a detected rollback, the signer's generation.ts; the revoked
+ * approver devices, ceremonies/keys.ts), `pending` (shares of a finished RESHARE awaiting its
+ * RESHARE_COMMIT, and the marks of keys this signer left, ceremonies/keys.ts).
  */
 
 /** Names of the encrypted sublevels. */
-export type Sublevel = 'shares' | 'aux' | 'presignatures' | 'nonces' | 'primes' | 'ceremonies' | 'ledger' | 'state';
+export type Sublevel =
+  | 'shares'
+  | 'aux'
+  | 'presignatures'
+  | 'nonces'
+  | 'primes'
+  | 'ceremonies'
+  | 'ledger'
+  | 'state'
+  | 'pending';
 
 /** Every {@link Sublevel}, in a fixed order. */
 export const SUBLEVELS: readonly Sublevel[] = [
@@ -31,6 +42,7 @@ export const SUBLEVELS: readonly Sublevel[] = [
   'ceremonies',
   'ledger',
   'state',
+  'pending',
 ];
 
 /** One write of a batch. */

@@ -67,3 +67,8 @@ export {
   signShare,
   verifyEcdsa,
 } from './sign.js';
+
+// Resharing the core key share to a new party set and threshold (same key; then new aux info)
+
+export type { EcdsaReshareOptions, EcdsaReshareOutput } from './reshare.js';
+export { RESHARE_TAG, reshareProtocol } from './reshare.js';

@@ -111,3 +111,8 @@ export { Party } from './runtime/party.js';
 
 export type { Delivery, Interceptor, SimulationResult } from './runtime/simulator.js';
 export { simulate } from './runtime/simulator.js';
+
+// Resharing to a new party set and threshold with the same key (Desmedt–Jajodia 1997, Feldman VSS)
+
+export type { ReshareOldPackage, ReshareParams, ResharePartyRole, ReshareResult, ReshareState } from './reshare.js';
+export { reshareSpec, validateReshareRoles } from './reshare.js';

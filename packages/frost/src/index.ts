@@ -34,3 +34,8 @@ export { MemoryNonceLedger, signProtocol } from './sign.js';
 
 export type { TweakedKey, TweakOptions } from './tweak.js';
 export { taprootTweak, tweakedKey } from './tweak.js';
+
+// Resharing to a new party set and threshold, same group key and chain code
+
+export type { FrostReshareOptions, FrostReshareOutput } from './reshare.js';
+export { FROST_RESHARE_TAG, reshareProtocol } from './reshare.js';

@@ -37,6 +37,7 @@ import {
   type ChainsConfig,
   learnSignedPolicies,
   presignatureDiscards,
+  revokeApprover,
   runCeremony,
   StoredNonceLedger,
   StoredPrimePool,
@@ -56,7 +57,9 @@ import {
   DEFAULT_LIMITS,
   deviceSign,
   encodeControlResponse,
+  Outcome,
   openControlRequest,
+  refusalValue,
   signApproval,
   type TransferIntent,
 } from '@custodian/wire';
@@ -437,6 +440,30 @@ export class MobileSigner {
         else if (it.outcome !== 'KNOWN')
           this.log.warn({ policy: it.policyId, version: it.version, code: it.outcome }, 'policy version refused');
       }
+      return;
+    }
+    if (req.revokeApprover) {
+      // a device removed or suspended: its approvals are refused from now on (revoke.ts); the
+      // answer carries an empty ceremony id
+      const { deviceId, publicKey } = req.revokeApprover;
+      let response: Uint8Array;
+      try {
+        const keysUpdated = await revokeApprover(this.ctx.store, deviceId, publicKey, this.ctx);
+        this.log.warn({ device: deviceId, keysUpdated }, 'approver device revoked');
+        response = encodeControlResponse({ version: CONTROL_VERSION, revokeApprover: { keysUpdated } });
+      } catch (e) {
+        this.log.warn({ device: deviceId }, 'approver revocation refused');
+        response = encodeControlResponse({
+          version: CONTROL_VERSION,
+          result: {
+            ceremonyId: new Uint8Array(0),
+            outcome: Outcome.REFUSED,
+            refusal: refusalValue('REQUEST_INVALID'),
+            error: e instanceof Error ? e.message : 'revocation failed',
+          },
+        });
+      }
+      this.send(this.ws ?? ws, { answer: { ceremonyId: new Uint8Array(0), response } });
       return;
     }
     if (!req.start) return;

@@ -184,11 +184,41 @@ export class ControlClient {
     return { deleted: res.deletePresignatures.deleted ?? 0, inUse: res.deletePresignatures.inUse ?? [] };
   }
 
-  /** Query a signer's status. */
+  /**
+   * Query a signer's status. Each key's `epoch`, `backupEpoch`, `backupUnixMs` (numbers, 0 when
+   * the signer sends none) and `pendingReshare` (hex ceremony id, '' when none) are always set.
+   */
   async status(peerId: string): Promise<NodeStatus> {
     const res = await this.send(peerId, { status: {} }, 10_000);
     if (!res.status) throw new Error(`control response from ${peerId}: no status`);
-    return res.status;
+    return {
+      ...res.status,
+      keys: (res.status.keys ?? []).map((k) => ({
+        ...k,
+        epoch: Number(k.epoch ?? 0),
+        backupEpoch: Number(k.backupEpoch ?? 0),
+        backupUnixMs: Number(k.backupUnixMs ?? 0),
+        pendingReshare: k.pendingReshare ?? '',
+      })),
+    };
+  }
+
+  /**
+   * Revoke an approver device at a signer (control.proto `RevokeApprover`): the signer drops it
+   * from the approver devices of every key it holds, durably, before answering.
+   * @param publicKey the device's 33-byte compressed P-256 key (optional: also matched by key)
+   * @returns the number of key records whose approver list changed
+   * @throws Error on transport failure or a refused request (its error text)
+   */
+  async revokeApprover(peerId: string, deviceId: string, publicKey?: Uint8Array, timeoutMs = 10_000): Promise<number> {
+    const res = await this.send(
+      peerId,
+      { revokeApprover: { deviceId, ...(publicKey ? { publicKey } : {}) } },
+      timeoutMs,
+    );
+    if (!res.revokeApprover)
+      throw new Error(`control response from ${peerId}: ${res.result?.error || 'no revocation result'}`);
+    return Number(res.revokeApprover.keysUpdated ?? 0);
   }
 
   async stop(): Promise<void> {

@@ -21,8 +21,10 @@ import {
   learnSignedPolicies,
   listKeys,
   PreparedPresignatures,
+  pendingReshares,
   presignatureControl,
   presignaturePoolSizes,
+  revokeApprover,
   runCeremony,
   StoredNonceLedger,
   StoredPrimePool,
@@ -209,10 +211,13 @@ export async function startSigner(initialConfig: SignerConfig, logger?: Logger):
 
   const status = async (): Promise<NodeStatus> => {
     const keys = await listKeys(store);
+    const pending = await pendingReshares(store);
     return {
       peerId: identity.peerId,
       keys: keys.map((k) => ({
         keyId: k.keyId,
+        epoch: k.epoch,
+        pendingReshare: pending.get(k.keyId) ?? '',
         threshold: k.threshold,
         parties: k.parties.map((peerId) => ({ peerId })),
         publicKeys: k.keys.map((x) => ({
@@ -329,6 +334,27 @@ export async function startSigner(initialConfig: SignerConfig, logger?: Logger):
         }
       }
       return encodeControlResponse({ version: CONTROL_VERSION, policySync: { items } });
+    }
+    if (req.revokeApprover) {
+      // only ever reduces rights: the coordinator's signed request suffices (revoke.ts)
+      const { deviceId, publicKey } = req.revokeApprover;
+      try {
+        const keysUpdated = await revokeApprover(store, deviceId, publicKey, ctx);
+        log.warn({ device: deviceId, keysUpdated }, 'approver device revoked');
+        scheduleStatus();
+        return encodeControlResponse({ version: CONTROL_VERSION, revokeApprover: { keysUpdated } });
+      } catch (e) {
+        log.warn({ device: deviceId, err: e instanceof Error ? e.message : String(e) }, 'approver revocation refused');
+        return encodeControlResponse({
+          version: CONTROL_VERSION,
+          result: {
+            ceremonyId: new Uint8Array(0),
+            outcome: Outcome.REFUSED,
+            refusal: refusalValue('REQUEST_INVALID'),
+            error: e instanceof Error ? e.message : 'revocation failed',
+          },
+        });
+      }
     }
     if (req.presignatureInventory || req.deletePresignatures) {
       // the coordinator's reconciliation of its presignature pool: ids only, in-use ids untouched

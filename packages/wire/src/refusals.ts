@@ -151,6 +151,16 @@ export const REFUSALS = {
     transient: false,
     meaning: "the coordinator's device hub starts no ceremony on a device that is not APPROVED",
   },
+  KEY_CHANGE_NOT_AUTHORIZED: {
+    transient: false,
+    meaning:
+      "the reshare's key change is not signed by an Admin device this signer trusts (or is unsigned where the signer does not allow unenforced signing)",
+  },
+  RESHARE_NOT_PENDING: {
+    transient: false,
+    meaning:
+      'this signer holds no pending shares of that RESHARE ceremony for the key (never finished here, or replaced)',
+  },
 } as const satisfies Record<string, RefusalInfo>;
 
 /** A refusal code of the catalogue. */

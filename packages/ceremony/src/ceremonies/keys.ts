@@ -26,6 +26,11 @@ export interface KeyRecord {
    * approvals this signer accepts (enforce.ts).
    */
   readonly approverDevices?: readonly { deviceId: string; publicKey: string }[];
+  /**
+   * Hex id of the RESHARE ceremony whose shares these are (set when its RESHARE_COMMIT promoted
+   * them, commit.ts): a repeated commit of that ceremony is recognised as done.
+   */
+  readonly reshareCeremonyId?: string;
 }
 
 /** Read a key's public record. */

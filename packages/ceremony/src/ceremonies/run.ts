@@ -1,6 +1,7 @@
 /**
  * Ceremonies a signer executes on the coordinator's request (DESIGN §4): master key creation,
- * signing, presigning, refresh — run the same way by a server signer (requests over libp2p) and a
+ * signing, presigning, refresh, and the key lifecycle of issue #22 (reshare, its commit, the
+ * recovery drill) — run the same way by a server signer (requests over libp2p) and a
  * phone (requests through the coordinator's relay). The coordinator sequences; the signer validates
  * the request itself (party set contains it, known key, threshold, deadline), runs the protocol
  * sessions through the {@link CeremonyRunner}, and persists results in ONE store batch only when
@@ -9,7 +10,8 @@
  *
  * This file is the entry ({@link runCeremony}) and the sign request's enforcement; one file per
  * ceremony kind: master-key.ts (FROST DKG per suite, CGGMP21 keygen + aux-info), sign.ts (FROST),
- * sign-ecdsa.ts (CGGMP21), presign.ts (the presignature pool), refresh.ts; what they share:
+ * sign-ecdsa.ts (CGGMP21), presign.ts (the presignature pool), refresh.ts, reshare.ts, commit.ts
+ * (RESHARE_COMMIT), drill.ts (DRILL, with test-sign.ts); what they share:
  * context.ts (context, refusal, results, audit records), keys.ts (key records and shares),
  * release-gate.ts (what is durable before a signature share leaves).
  */
@@ -19,6 +21,7 @@ import { type EnforcementVerdict, enforceTransferEvidence } from '../enforce/enf
 import { EvidenceRefused } from '../enforce/refusals.js';
 import { rollbackRefusal } from '../rollback.js';
 import type { CeremonyStore, StoreOp } from '../storage.js';
+import { commitReshare, forgetKey } from './commit.js';
 import {
   type CeremonyContext,
   type CeremonyHooks,
@@ -27,11 +30,13 @@ import {
   refusedOrAborted,
   toSessionParties,
 } from './context.js';
+import { drill } from './drill.js';
 import { keyRecord } from './keys.js';
 import { masterKey } from './master-key.js';
 import { presign } from './presign.js';
 import { refresh } from './refresh.js';
 import { ReleaseGate } from './release-gate.js';
+import { lockedBatch } from './revoke.js';
 import { sign } from './sign.js';
 
 /** Ceremony ids being run, per store (a second request with the same id is refused at once). */
@@ -116,11 +121,29 @@ export async function runCeremony(
         ctx.prepared?.forgetKey(start.keyId ?? '');
         ({ result, ops } = await refresh(ctx, start, ceremonyId, parties, self, deadline));
         break;
+      case CeremonyKind.RESHARE:
+        ({ result, ops } = await (await import('./reshare.js')).reshare(
+          ctx,
+          start,
+          ceremonyId,
+          parties,
+          self,
+          deadline,
+        )); // TEMP until proto
+        break;
+      case CeremonyKind.RESHARE_COMMIT:
+        ({ result, ops } = await commitReshare(ctx, start, ceremonyId));
+        break;
+      case CeremonyKind.DRILL:
+        ({ result, ops } = await drill(ctx, start, ceremonyId, parties, deadline));
+        break;
       default:
         throw new Refused(`kind: unsupported ceremony kind ${start.kind}`);
     }
-    if (start.kind !== CeremonyKind.SIGN) await ctx.store.batch([...ops, record(ceremonyId, start, result)]);
+    // key ceremonies' records lose devices revoked meanwhile (revoke.ts)
+    if (start.kind !== CeremonyKind.SIGN) await lockedBatch(ctx.store, [...ops, record(ceremonyId, start, result)]);
     stored?.();
+    if (start.kind === CeremonyKind.RESHARE_COMMIT) forgetKey(ctx, start.keyId ?? '');
     if (start.kind === CeremonyKind.REFRESH && ctx.shareCache) {
       for (const k of [...ctx.shareCache.keys()]) if (k.startsWith(`${start.keyId}/`)) ctx.shareCache.delete(k);
     }
@@ -129,8 +152,13 @@ export async function runCeremony(
       ctx.recordCache?.delete(start.keyId ?? '');
     }
     await ctx.nonceLedger.flush();
-    // only key creation and refresh consume safe primes (a refill scans the pool)
-    if (ctx.primePool && (start.kind === CeremonyKind.MASTER_KEY || start.kind === CeremonyKind.REFRESH))
+    // only key creation, refresh and reshare consume safe primes (a refill scans the pool)
+    if (
+      ctx.primePool &&
+      (start.kind === CeremonyKind.MASTER_KEY ||
+        start.kind === CeremonyKind.REFRESH ||
+        start.kind === CeremonyKind.RESHARE)
+    )
       ctx.primePool.fill(ctx.primePoolTarget ?? 0);
     log.info({ outcome: result.outcome, blame: result.blame }, 'ceremony finished');
     return result;

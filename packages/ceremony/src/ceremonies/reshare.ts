@@ -1,0 +1,431 @@
+/**
+ * The RESHARE ceremony (issue #22; DESIGN §3 "Refresh and resharing"): move every key of a master
+ * key — FROST Ed25519, FROST secp256k1 (Taproot) and the CGGMP21 core share — from its old party set
+ * to a new set and threshold t', public keys and chain codes unchanged, and keep the new shares
+ * PENDING until the RESHARE_COMMIT (commit.ts). Nothing old is touched here: a failure at any point
+ * leaves the old set signing.
+ *
+ * 1. Authorization: `start.reshare.keyChangeJson` is a `SignedKeyChange` (packages/wire
+ *    key-change.ts). With `ctx.enforcement` it must be signed by one of its trusted Admin devices
+ *    (else KEY_CHANGE_NOT_AUTHORIZED); without, the signer takes part only when it allows
+ *    unenforced signing (else ENFORCEMENT_NOT_CONFIGURED). The request's key id, new parties,
+ *    threshold and approver devices must be the document's (else REQUEST_INVALID). A party that
+ *    holds the key checks the document's public keys and chain codes against its record; a party
+ *    new to the key takes them from the document (the protocols then check the key against them).
+ * 2. Roles: every old party of the key present in `start.parties` deals (an old party checks there
+ *    are at least the key's threshold of them), every member of the new set must be present; the
+ *    session agrees on who deals with which old identifier (reshare-roles.ts).
+ * 3. Resharing, one session per key, context = `keyChangeDigest(document)`: packages/frost and
+ *    packages/cggmp `reshareProtocol` (Feldman VSS redistribution; a dealer that misbehaves is
+ *    named: its blame is the result's). At the same time, among the NEW set only (runtime order =
+ *    new order), CGGMP21 aux info with two safe primes from the pool (as refresh.ts).
+ * 4. Among the new set only: a test signature per key over `testSignatureDigest('reshare', keyId,
+ *    ceremonyId)` with the NEW shares (test-sign.ts), each verified locally.
+ * 5. ONE batch (written by run.ts): for a member of the new set its new shares and the new key
+ *    record (parties = new set, t', epoch + 1, approver devices = the request's minus revoked ones)
+ *    as a pending entry (pending.ts); for a dealer outside the new set a pending `leave` entry; the
+ *    consumed primes whatever the outcome. Result OK: public keys, transcript hash, and (new
+ *    members) the test signatures.
+ *
+ * A party new to the key has no epoch of its own: its record takes the epoch the dealers carried
+ * into the new FROST shares (old epoch + 1), else 1.
+ */
+import {
+  type AuxInfo,
+  auxInfoProtocol,
+  type CoreKeyShare,
+  type EcdsaReshareOutput,
+  reshareProtocol as ecdsaReshareProtocol,
+  keyShareToJson,
+  validateKeyShare as validateEcdsaKeyShare,
+} from '@custodian/cggmp';
+import { bytesToHex, secp256k1Group } from '@custodian/crypto';
+import {
+  encodeKeyShare,
+  type FrostReshareOutput,
+  type KeyShare,
+  reshareProtocol,
+  type SuiteName,
+} from '@custodian/frost';
+import {
+  type CeremonyResult,
+  KeyAlgorithm,
+  keyChangeDigest,
+  keyChangeSignedByTrustedAdmin,
+  Outcome,
+  type SignedKeyChange,
+  type StartCeremony,
+  testSignatureDigest,
+} from '@custodian/wire';
+import type { SessionOutcome, SessionParty } from '../runner.js';
+import type { StoreOp } from '../storage.js';
+import { type CeremonyContext, combinedTranscript, failure, Refused, sessionId, toSessionParties } from './context.js';
+import { testSignFailure } from './drill.js';
+import { type KeyRecord, loadEcdsaShare, loadKeyRecord, loadShare } from './keys.js';
+import { pendingMetaOp, pendingPrefix } from './pending.js';
+import { reshareRolesProtocol } from './reshare-roles.js';
+import { isRevoked, revokedApprovers } from './revoke.js';
+import { type TestSignKey, testSignatures } from './test-sign.js';
+
+const enc = new TextEncoder();
+
+type KeyEntry = KeyRecord['keys'][number];
+
+const SUITE_OF: Readonly<Record<string, { algorithm: number; suite: SuiteName | 'cggmp'; length: number }>> = {
+  ED25519: { algorithm: KeyAlgorithm.ED25519, suite: 'ed25519', length: 32 },
+  SECP256K1_TAPROOT: { algorithm: KeyAlgorithm.SECP256K1_TAPROOT, suite: 'secp256k1-tr', length: 33 },
+  SECP256K1_ECDSA: { algorithm: KeyAlgorithm.SECP256K1_ECDSA, suite: 'cggmp', length: 33 },
+};
+
+/** A validated RESHARE request. */
+interface ReshareRequest {
+  readonly keyId: string;
+  readonly change: SignedKeyChange;
+  readonly context: Uint8Array;
+  readonly newParties: readonly string[];
+  readonly newThreshold: number;
+  readonly approverDevices: readonly { deviceId: string; publicKey: string }[];
+  /** The key's keys as the document gives them (checked against the record where held). */
+  readonly keys: readonly KeyEntry[];
+  /** The held record (old parties), else undefined. */
+  readonly rec?: KeyRecord;
+}
+
+/**
+ * Check a RESHARE request (authorization, fields against the signed document, roles) — step 1 and
+ * the static part of step 2 of the module comment. Reads the key record; writes nothing.
+ * @throws Refused KEY_CHANGE_NOT_AUTHORIZED, ENFORCEMENT_NOT_CONFIGURED or REQUEST_INVALID (the
+ *   message names the field)
+ */
+export async function checkReshareRequest(
+  ctx: CeremonyContext,
+  start: StartCeremony,
+  parties: readonly SessionParty[],
+): Promise<ReshareRequest> {
+  const req = start.reshare;
+  if (!req) throw new Refused('reshare: missing reshare request');
+  const keyId = start.keyId ?? '';
+  if (!/^[0-9a-f]{32,128}$/.test(keyId)) throw new Refused('keyId: hex key id required');
+  let change: SignedKeyChange;
+  try {
+    change = JSON.parse(req.keyChangeJson) as SignedKeyChange;
+    if (typeof change !== 'object' || change === null || typeof change.document !== 'object' || !change.document)
+      throw new TypeError('document');
+  } catch {
+    throw new Refused('reshare.keyChangeJson: not a SignedKeyChange');
+  }
+  if (ctx.enforcement) {
+    if (!keyChangeSignedByTrustedAdmin(change, ctx.enforcement.trustedAdminKeys))
+      throw new Refused(
+        'KEY_CHANGE_NOT_AUTHORIZED: the key change is not signed by an Admin device this signer trusts',
+        'KEY_CHANGE_NOT_AUTHORIZED',
+      );
+  } else if (ctx.allowUnenforcedSigning !== true) {
+    throw new Refused(
+      'ENFORCEMENT_NOT_CONFIGURED: this signer trusts no Admin device (trustedAdminDevices) and does not allow unenforced signing',
+      'ENFORCEMENT_NOT_CONFIGURED',
+    );
+  }
+  const doc = change.document;
+  if (doc.kind !== 'custodian.key-change') throw new Refused('keyChange.document.kind: custodian.key-change expected');
+  if (doc.key_id !== keyId) throw new Refused("keyId: not the key change document's key_id");
+  const newParties = (req.newParties ?? []).map((p) => p.peerId);
+  toSessionParties(newParties); // well-formed, distinct
+  if (
+    !Array.isArray(doc.new_parties) ||
+    doc.new_parties.length !== newParties.length ||
+    doc.new_parties.some((p, i) => p !== newParties[i])
+  )
+    throw new Refused("reshare.newParties: not the key change document's new_parties");
+  const t = req.newThreshold;
+  if (t !== doc.new_threshold) throw new Refused("reshare.newThreshold: not the key change document's new_threshold");
+  if (!Number.isSafeInteger(t) || t < 2 || t > newParties.length)
+    throw new Refused(`reshare.newThreshold: ${t} not in [2, ${newParties.length}]`);
+  const approverDevices = (req.approverDevices ?? []).map((d, i) => {
+    if (
+      typeof d.deviceId !== 'string' ||
+      d.deviceId === '' ||
+      !(d.publicKey instanceof Uint8Array) ||
+      d.publicKey.length !== 33
+    )
+      throw new Refused(`reshare.approverDevices[${i}]: device id and 33-byte compressed P-256 key required`);
+    return { deviceId: d.deviceId, publicKey: bytesToHex(d.publicKey) };
+  });
+  const docDevices = Array.isArray(doc.approver_devices) ? doc.approver_devices : [];
+  if (
+    docDevices.length !== approverDevices.length ||
+    docDevices.some(
+      (d, i) => d.device_id !== approverDevices[i]?.deviceId || d.public_key !== approverDevices[i]?.publicKey,
+    )
+  )
+    throw new Refused("reshare.approverDevices: not the key change document's approver_devices");
+  const keys = docKeys(doc.public_keys);
+  const inSession = new Set(parties.map((p) => p.peerId));
+  for (const [i, p] of newParties.entries())
+    if (!inSession.has(p)) throw new Refused(`reshare.newParties[${i}]: not in the ceremony's parties`);
+  const rec = await loadKeyRecord(ctx.store, keyId);
+  if (rec) {
+    const same =
+      rec.keys.length === keys.length &&
+      rec.keys.every((k) =>
+        keys.some((d) => d.algorithm === k.algorithm && d.publicKey === k.publicKey && d.chainCode === k.chainCode),
+      );
+    if (!same) throw new Refused('keyChange.document.public_keys: not the keys of this key');
+    for (const [i, p] of parties.entries())
+      if (!rec.parties.includes(p.peerId) && !newParties.includes(p.peerId))
+        throw new Refused(`parties[${i}]: neither a party of the key nor in the new set`);
+    const dealers = parties.filter((p) => rec.parties.includes(p.peerId)).length;
+    if (dealers < rec.threshold)
+      throw new Refused(`parties: ${dealers} parties of the key, ${rec.threshold} needed to deal`);
+  } else if (!newParties.includes(ctx.selfPeerId)) {
+    throw new Refused(`unknown key ${keyId}`, 'KEY_UNKNOWN');
+  }
+  return {
+    keyId,
+    change,
+    context: keyChangeDigest(doc),
+    newParties,
+    newThreshold: t,
+    approverDevices,
+    keys,
+    ...(rec ? { rec } : {}),
+  };
+}
+
+/** The document's keys as record entries. @throws Refused for an unknown algorithm, a repeat or a bad length */
+function docKeys(list: unknown): KeyEntry[] {
+  if (!Array.isArray(list) || list.length === 0) throw new Refused('keyChange.document.public_keys: missing');
+  const seen = new Set<string>();
+  return list.map((k: { algorithm?: unknown; public_key?: unknown; chain_code?: unknown }, i) => {
+    const s = typeof k?.algorithm === 'string' ? SUITE_OF[k.algorithm] : undefined;
+    if (!s || seen.has(k.algorithm as string))
+      throw new Refused(`keyChange.document.public_keys[${i}].algorithm: unknown or repeated`);
+    seen.add(k.algorithm as string);
+    const hex = (v: unknown, n: number, f: string) => {
+      if (typeof v !== 'string' || v.length !== 2 * n || !/^[0-9a-f]+$/.test(v))
+        throw new Refused(`keyChange.document.public_keys[${i}].${f}: ${n} bytes, lower-case hex`);
+      return v;
+    };
+    return {
+      algorithm: s.algorithm,
+      suite: s.suite,
+      publicKey: hex(k.public_key, s.length, 'public_key'),
+      chainCode: hex(k.chain_code, 32, 'chain_code'),
+    };
+  });
+}
+
+const hexToBytes = (h: string) => Uint8Array.from(Buffer.from(h, 'hex'));
+
+/**
+ * Run the RESHARE ceremony (see the module comment).
+ * @returns the result and the batch to write (pending entry and consumed primes; on failure only
+ *   the primes' deletion)
+ * @throws Refused for a request that does not pass {@link checkReshareRequest}, or no primes
+ */
+export async function reshare(
+  ctx: CeremonyContext,
+  start: StartCeremony,
+  ceremonyId: Uint8Array,
+  parties: SessionParty[],
+  self: number,
+  deadline: number,
+): Promise<{ result: CeremonyResult; ops: StoreOp[] }> {
+  const r = await checkReshareRequest(ctx, start, parties);
+  const { keyId, rec, newParties } = r;
+  const newIndex = newParties.indexOf(ctx.selfPeerId);
+  const member = newIndex >= 0;
+  const hasEcdsa = r.keys.some((k) => k.suite === 'cggmp');
+  // what this party deals with (read before any session: a missing share is a refusal)
+  const frostKeys = r.keys.filter((k) => k.suite !== 'cggmp');
+  const oldFrost = rec ? await Promise.all(frostKeys.map((k) => loadShare(ctx, keyId, k.suite as SuiteName))) : [];
+  const oldEcdsa = rec && hasEcdsa ? (await loadEcdsaShare(ctx, keyId)).core : undefined;
+  let primes: { p: bigint; q: bigint; keys: string[] } | undefined;
+  if (member && hasEcdsa) {
+    if (!ctx.primePool) throw new Refused('ECDSA key reshare needs a prime pool', 'PRIME_POOL_NOT_CONFIGURED');
+    primes = await ctx.primePool.take();
+    if (!primes) throw new Refused('prime pool empty: retry when it has refilled', 'PRIME_POOL_EMPTY');
+  }
+  const pool = ctx.primePool;
+  const consumed = pool && primes ? pool.consumeOps(primes.keys) : [];
+  const group = bytesToHex(ceremonyId);
+  const common = { parties, self, secretKey: ctx.secretKey, deadline, group };
+  const newSession = newParties.map((p) => parties.find((x) => x.peerId === p) as SessionParty);
+  // a failed session ends the ceremony's others at once (they would wait for the deadline)
+  const watch = <T>(run: Promise<SessionOutcome<T>>) =>
+    run.then((o) => {
+      if (o.status !== 'ok') ctx.runner.cancelGroup(group, 'another session of the ceremony failed');
+      return o;
+    });
+  try {
+    const roles = await ctx.runner.run<number[]>({
+      ...common,
+      sessionId: sessionId(ceremonyId, 'reshare.roles'),
+      spec: reshareRolesProtocol(
+        parties.map((p) => p.peerId),
+        newParties,
+        rec?.parties,
+      ),
+      label: 'reshare.roles',
+    });
+    if (roles.status !== 'ok') return { result: failure(ceremonyId, [roles], parties), ops: consumed };
+    const oldIds = roles.output;
+    const frostRoles = parties.map((p, j) => {
+      const o = oldIds[j] as number;
+      const n = newParties.indexOf(p.peerId);
+      return { ...(o > 0 ? { oldIdentifier: BigInt(o) } : {}), ...(n >= 0 ? { newIdentifier: BigInt(n + 1) } : {}) };
+    });
+    const ecdsaRoles = parties.map((p, j) => {
+      const o = oldIds[j] as number;
+      const n = newParties.indexOf(p.peerId);
+      return { ...(o > 0 ? { oldIndex: o - 1 } : {}), ...(n >= 0 ? { newIndex: n } : {}) };
+    });
+    const frostRuns = frostKeys.map((k, i) =>
+      watch(
+        ctx.runner.run<FrostReshareOutput>({
+          ...common,
+          sessionId: sessionId(ceremonyId, `frost.reshare.${k.suite}`),
+          spec: reshareProtocol({
+            suite: k.suite as SuiteName,
+            ...(oldFrost[i] ? { keyShare: oldFrost[i] as KeyShare } : {}),
+            parties: frostRoles,
+            newThreshold: r.newThreshold,
+            expectedPublicKey: hexToBytes(k.publicKey),
+            expectedChainCode: hexToBytes(k.chainCode),
+            context: r.context,
+          }),
+          label: `frost.reshare.${k.suite}`,
+        }),
+      ),
+    );
+    const ecdsaKey = r.keys.find((k) => k.suite === 'cggmp');
+    const ecdsaRun = ecdsaKey
+      ? watch(
+          ctx.runner.run<EcdsaReshareOutput>({
+            ...common,
+            sessionId: sessionId(ceremonyId, 'cggmp.reshare'),
+            spec: ecdsaReshareProtocol({
+              ...(oldEcdsa ? { core: oldEcdsa } : {}),
+              parties: ecdsaRoles,
+              newN: newParties.length,
+              newThreshold: r.newThreshold,
+              expectedPublicKey: secp256k1Group.decodePoint(hexToBytes(ecdsaKey.publicKey), 'publicKey'),
+              expectedChainCode: hexToBytes(ecdsaKey.chainCode),
+              context: r.context,
+            }),
+            label: 'cggmp.reshare',
+          }),
+        )
+      : undefined;
+    const auxRun =
+      member && primes && pool
+        ? watch(
+            ctx.runner.run<AuxInfo>({
+              ...common,
+              parties: newSession,
+              self: newIndex,
+              sessionId: sessionId(ceremonyId, 'reshare.cggmp.aux'),
+              spec: auxInfoProtocol({ level: pool.level, primes: { p: primes.p, q: primes.q }, checkPrimality: false }),
+              label: 'reshare.cggmp.aux',
+            }),
+          )
+        : undefined;
+    const [frostOuts, ecdsaOut, auxOut] = await Promise.all([Promise.all(frostRuns), ecdsaRun, auxRun]);
+    const shared: SessionOutcome<unknown>[] = [...frostOuts, ...(ecdsaOut ? [ecdsaOut] : [])];
+    // blame from the reshare sessions first (the whole session's order), then aux (the new set's)
+    if (!shared.every((o) => o.status === 'ok')) return { result: failure(ceremonyId, shared, parties), ops: consumed };
+    if (auxOut && auxOut.status !== 'ok') return { result: failure(ceremonyId, [auxOut], newSession), ops: consumed };
+    const outs: SessionOutcome<unknown>[] = [...shared, ...(auxOut ? [auxOut] : [])];
+    const publicKeys = r.keys.map((k) => ({
+      algorithm: k.algorithm,
+      publicKey: hexToBytes(k.publicKey),
+      chainCode: hexToBytes(k.chainCode),
+    }));
+    if (!member) {
+      const ops = [
+        ...consumed,
+        pendingMetaOp({ keyId, reshareCeremonyId: group, role: 'leave', at: new Date().toISOString() }),
+      ];
+      return {
+        result: {
+          ceremonyId,
+          outcome: Outcome.OK,
+          keyId,
+          publicKeys,
+          transcriptHash: combinedTranscript(ceremonyId, outs),
+        },
+        ops,
+      };
+    }
+    // the new shares: test-signed among the new set before anything is kept
+    const frostNew = frostOuts.map((o) => (o as { output: FrostReshareOutput }).output.keyShare as KeyShare);
+    const ecdsaNew =
+      ecdsaOut && auxOut
+        ? validateEcdsaKeyShare({
+            core: (ecdsaOut as { output: EcdsaReshareOutput }).output.core as CoreKeyShare,
+            aux: (auxOut as { output: AuxInfo }).output,
+          })
+        : undefined;
+    const testKeys: TestSignKey[] = r.keys.map((k): TestSignKey => {
+      if (k.suite === 'cggmp')
+        return { algorithm: k.algorithm, suite: 'cggmp', share: ecdsaNew as NonNullable<typeof ecdsaNew> };
+      return { algorithm: k.algorithm, suite: k.suite, share: frostNew[frostKeys.indexOf(k)] as KeyShare };
+    });
+    const digest = testSignatureDigest('reshare', keyId, ceremonyId);
+    const signed = await testSignatures(
+      ctx,
+      ceremonyId,
+      deadline,
+      newParties,
+      r.newThreshold,
+      newSession,
+      testKeys,
+      digest,
+      'reshare.test',
+    );
+    if (!signed.signatures) return { result: testSignFailure(ceremonyId, signed, testKeys, newSession), ops: consumed };
+    const revoked = await revokedApprovers(ctx.store);
+    const next: KeyRecord = {
+      keyId,
+      threshold: r.newThreshold,
+      parties: [...newParties],
+      keys: r.keys,
+      epoch: rec ? rec.epoch + 1 : (frostNew[0]?.epoch ?? 1),
+      createdAt: rec?.createdAt ?? new Date().toISOString(),
+      approverDevices: r.approverDevices.filter((d) => !isRevoked(d, revoked)),
+    };
+    const prefix = pendingPrefix(keyId, group);
+    const ops: StoreOp[] = [
+      ...consumed,
+      ...frostNew.map(
+        (s): StoreOp => ({ type: 'put', sublevel: 'pending', key: `${prefix}${s.suite}`, value: encodeKeyShare(s) }),
+      ),
+      ...(ecdsaNew
+        ? [
+            {
+              type: 'put',
+              sublevel: 'pending',
+              key: `${prefix}cggmp`,
+              value: enc.encode(JSON.stringify(keyShareToJson(ecdsaNew))),
+            } as StoreOp,
+          ]
+        : []),
+      pendingMetaOp({ keyId, reshareCeremonyId: group, role: 'member', record: next, at: new Date().toISOString() }),
+    ];
+    return {
+      result: {
+        ceremonyId,
+        outcome: Outcome.OK,
+        keyId,
+        publicKeys,
+        signatures: signed.signatures,
+        transcriptHash: combinedTranscript(ceremonyId, [...outs, ...signed.outs]),
+      },
+      ops,
+    };
+  } catch (e) {
+    // the primes may have been seen by a session: never reused (deleted with the audit record)
+    if (pool && primes) await ctx.store.batch(consumed).catch(() => undefined);
+    throw e;
+  }
+}
