@@ -1,11 +1,12 @@
 /**
- * `custodian signer init|peer-id|start|reload|status` (commander). Registered into the `custodian` program by
+ * `custodian signer init|peer-id|start|reload|status|backup` (commander). Registered into the `custodian` program by
  * packages/cli through {@link registerSignerCommands}.
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fingerprint, handleShutdownSignals, parseShutdownTimeout, resolveLogLevel } from '@custodian/signer-client';
 import { Command } from 'commander';
+import { createBackup, inspectBackup, readBackupFile, restoreBackup, writeRecoveryKey } from './backup.js';
 import { ConfigError, healthFields, loadConfig, type PassphraseSource, readPassphrase } from './config.js';
 import { type SignerDaemon, STATUS_FILE, startSigner } from './daemon.js';
 import { createIdentity, readPublicIdentity } from './identity.js';
@@ -125,7 +126,76 @@ export function registerSignerCommands(program: Command): Command {
       }
       process.stdout.write(`${JSON.stringify({ running, ...s }, null, 2)}\n`);
     });
+  registerBackupCommands(signer);
   return signer;
+}
+
+/**
+ * `custodian signer backup keygen|create|restore|inspect` (backup.ts, backup-envelope.ts): an
+ * encrypted backup of a STOPPED signer's identity and key shares to an operator recovery key, and
+ * its restore into a new, empty data folder. Output is JSON on stdout, never secret material.
+ */
+function registerBackupCommands(signer: Command): void {
+  const backup = signer
+    .command('backup')
+    .description('encrypted backup of identity and key shares to an offline recovery key; restore; inspect');
+  backup
+    .command('keygen')
+    .description(
+      'create an X25519 recovery key pair: DIR/recovery.key (SECRET, 0600: keep it OFFLINE) and DIR/recovery.pub',
+    )
+    .requiredOption('--out <dir>', 'folder to write recovery.key and recovery.pub into (never overwritten)')
+    .action(async (o: { out: string }) => {
+      const r = await writeRecoveryKey(o.out);
+      process.stdout.write(
+        `${JSON.stringify({ ...r, warning: 'recovery.key decrypts every backup made to it: move it offline (e.g. a hardware-encrypted USB stick in a safe) and delete it from this machine' }, null, 2)}\n`,
+      );
+    });
+  backup
+    .command('create')
+    .description('back up a STOPPED signer: identity, key shares and records (never presignatures, nonces or ledgers)')
+    .requiredOption('-c, --config <file>', 'configuration file (JSON) of the signer')
+    .requiredOption('--recovery-key <file>', 'the recovery PUBLIC key (recovery.pub)')
+    .requiredOption('--out <file>', 'backup file to write (atomically, mode 0600)')
+    .action(async (o: { config: string; recoveryKey: string; out: string }) => {
+      const config = await loadConfig(o.config);
+      const summary = await createBackup({
+        dataDir: config.dataDir,
+        passphrase: await readPassphrase(config.passphrase),
+        ...(config.scrypt ? { scrypt: config.scrypt } : {}),
+        recoveryPub: await readFile(o.recoveryKey, 'utf8'),
+        out: o.out,
+      });
+      process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+    });
+  backup
+    .command('restore')
+    .description(
+      "restore a backup into the config's dataDir, which must be new or empty (no presignature, empty nonce and transfer ledgers; the first start records a restore)",
+    )
+    .requiredOption('-c, --config <file>', 'configuration file (JSON) of the restored signer (its dataDir, passphrase)')
+    .requiredOption('--in <file>', 'backup file')
+    .requiredOption('--recovery-key <file>', 'the recovery SECRET key (recovery.key)')
+    .option('--peer-id <id>', "the lost signer's peer id: refuse a backup of any other signer")
+    .action(async (o: { config: string; in: string; recoveryKey: string; peerId?: string }) => {
+      const config = await loadConfig(o.config);
+      const summary = await restoreBackup({
+        file: await readBackupFile(o.in),
+        recoveryKey: await readFile(o.recoveryKey, 'utf8'),
+        dataDir: config.dataDir,
+        passphrase: await readPassphrase(config.passphrase),
+        ...(config.scrypt ? { scrypt: config.scrypt } : {}),
+        ...(o.peerId ? { expectPeerId: o.peerId } : {}),
+      });
+      process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+    });
+  backup
+    .command('inspect')
+    .description('print a backup file header (no secret needed; not authenticated until a restore)')
+    .requiredOption('--in <file>', 'backup file')
+    .action(async (o: { in: string }) => {
+      process.stdout.write(`${JSON.stringify(inspectBackup(await readBackupFile(o.in)), null, 2)}\n`);
+    });
 }
 
 /**

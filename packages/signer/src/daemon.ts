@@ -46,6 +46,7 @@ import {
 import { peerIdFromString } from '@libp2p/peer-id';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { type Logger, pino } from 'pino';
+import { keyBackupState } from './backup.js';
 import { readPassphrase, type SignerConfig } from './config.js';
 import { defaultGenerationFile, type GenerationStart, startGeneration, stopGeneration } from './generation.js';
 import { createSignerMetrics, observeCeremony, type SignerHealthSource, startHealthServer } from './health.js';
@@ -212,13 +213,17 @@ export async function startSigner(initialConfig: SignerConfig, logger?: Logger):
   const status = async (): Promise<NodeStatus> => {
     const keys = await listKeys(store);
     const pending = await pendingReshares(store);
+    // the newest encrypted backup of each key (backup.ts; never backed up: 0 and 0)
+    const backups = await Promise.all(keys.map((k) => keyBackupState(store, k.keyId)));
     return {
       peerId: identity.peerId,
-      keys: keys.map((k) => ({
+      keys: keys.map((k, i) => ({
         keyId: k.keyId,
         epoch: k.epoch,
         pendingReshare: pending.get(k.keyId) ?? '',
         threshold: k.threshold,
+        backupEpoch: backups[i]?.epoch ?? 0,
+        backupUnixMs: backups[i]?.unixMs ?? 0,
         parties: k.parties.map((peerId) => ({ peerId })),
         publicKeys: k.keys.map((x) => ({
           algorithm: x.algorithm,
@@ -251,6 +256,8 @@ export async function startSigner(initialConfig: SignerConfig, logger?: Logger):
         threshold: k.threshold,
         parties: k.parties.map((p) => p.peerId),
         publicKeys: k.publicKeys.map((p) => ({ algorithm: p.algorithm, publicKey: bytesToHex(p.publicKey) })),
+        backupEpoch: k.backupEpoch ?? 0,
+        backupUnixMs: k.backupUnixMs ?? 0,
       })),
     };
     const path = join(config.dataDir, STATUS_FILE);

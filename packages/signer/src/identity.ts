@@ -46,9 +46,23 @@ export async function createIdentity(
   passphrase: string,
   params: ScryptParams = DEFAULT_SCRYPT,
 ): Promise<NodeIdentity> {
+  return writeIdentity(dataDir, await generateKeyPair('Ed25519'), passphrase, params);
+}
+
+/**
+ * Seal an existing Ed25519 identity key into `<dataDir>/identity.json` (mode 0600; `dataDir`
+ * created if needed): `custodian signer init` with a new key, `custodian signer backup restore`
+ * with the backed-up one.
+ * @throws Error if an identity already exists there (never overwritten); TypeError for a non-Ed25519 key
+ */
+export async function writeIdentity(
+  dataDir: string,
+  privateKey: PrivateKey,
+  passphrase: string,
+  params: ScryptParams = DEFAULT_SCRYPT,
+): Promise<NodeIdentity> {
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const path = join(dataDir, IDENTITY_FILE);
-  const privateKey = await generateKeyPair('Ed25519');
   const id = toIdentity(privateKey);
   const salt = new Uint8Array(randomBytes(32));
   const key = await deriveStorageKey(passphrase, salt, params);

@@ -9,6 +9,36 @@
  */
 import '@custodian/signer-client/polyfills';
 
+export {
+  type BackupSummary,
+  backupScope,
+  createBackup,
+  inspectBackup,
+  type KeyBackupState,
+  keyBackupState,
+  type RestoreSummary,
+  readBackupFile,
+  restoreBackup,
+  writeRecoveryKey,
+} from './backup.js';
+export {
+  BACKUP_FORMAT,
+  BACKUP_MAGIC,
+  BACKUP_VERSION,
+  type BackupEntry,
+  BackupError,
+  type BackupHeader,
+  type BackupPayload,
+  decryptBackup,
+  encryptBackup,
+  generateRecoveryKey,
+  parseRecoveryKey,
+  parseRecoveryPublicKey,
+  type RecoveryKey,
+  readBackupHeader,
+  recoveryFingerprint,
+  recoveryKeyFiles,
+} from './backup-envelope.js';
 export { createSignerProgram, registerSignerCommands, reloadRunningSigner } from './cli.js';
 export {
   ConfigError,
@@ -44,7 +74,14 @@ export {
   type SignerMetrics,
   signerReadiness,
 } from './health.js';
-export { createIdentity, IDENTITY_FILE, loadIdentity, type NodeIdentity, readPublicIdentity } from './identity.js';
+export {
+  createIdentity,
+  IDENTITY_FILE,
+  loadIdentity,
+  type NodeIdentity,
+  readPublicIdentity,
+  writeIdentity,
+} from './identity.js';
 export { type LocalCluster, type LocalClusterOptions, startLocalCluster } from './local-cluster.js';
 export { RELOADABLE_FIELDS, reloadedConfig, type SignerReload } from './reload.js';
 export { attachSignerRelay, type SignerRelay } from './signer-relay.js';
