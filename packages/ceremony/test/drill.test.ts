@@ -28,7 +28,12 @@ describe('DRILL: test signatures under every key of a master key', () => {
   it('any threshold of the key signs the drill digest under all three keys; nothing is written but the audit record; foreign or too few parties are refused', async () => {
     const signers = await cluster.add(4);
     for (const s of signers.slice(0, 3)) await cluster.seedPrimes(s);
-    const [a, b, c, outsider] = signers as [(typeof signers)[0], (typeof signers)[0], (typeof signers)[0], (typeof signers)[0]];
+    const [a, b, c, outsider] = signers as [
+      (typeof signers)[0],
+      (typeof signers)[0],
+      (typeof signers)[0],
+      (typeof signers)[0],
+    ];
     const made = await runAt(runCeremony, start(CeremonyKind.MASTER_KEY, [a, b, c], { threshold: 2 }), [a, b, c]);
     expect(made.map((r) => r.outcome)).toEqual([Outcome.OK, Outcome.OK, Outcome.OK]);
     const keyId = made[0]?.keyId as string;
@@ -40,7 +45,10 @@ describe('DRILL: test signatures under every key of a master key', () => {
 
     const req = start(CeremonyKind.DRILL, [c, a], { keyId });
     const res = await runAt(runCeremony, req, [c, a]);
-    expect(res.map((r) => r.outcome), res.map((r) => r.error).join('; ')).toEqual([Outcome.OK, Outcome.OK]);
+    expect(
+      res.map((r) => r.outcome),
+      res.map((r) => r.error).join('; '),
+    ).toEqual([Outcome.OK, Outcome.OK]);
     const digest = testSignatureDigest('drill', keyId, req.ceremonyId);
     const sigs = res[0]?.signatures ?? [];
     expect(sigs).toHaveLength(3);

@@ -36,6 +36,7 @@ import { masterKey } from './master-key.js';
 import { presign } from './presign.js';
 import { refresh } from './refresh.js';
 import { ReleaseGate } from './release-gate.js';
+import { reshare } from './reshare.js';
 import { lockedBatch } from './revoke.js';
 import { sign } from './sign.js';
 
@@ -122,14 +123,7 @@ export async function runCeremony(
         ({ result, ops } = await refresh(ctx, start, ceremonyId, parties, self, deadline));
         break;
       case CeremonyKind.RESHARE:
-        ({ result, ops } = await (await import('./reshare.js')).reshare(
-          ctx,
-          start,
-          ceremonyId,
-          parties,
-          self,
-          deadline,
-        )); // TEMP until proto
+        ({ result, ops } = await reshare(ctx, start, ceremonyId, parties, self, deadline));
         break;
       case CeremonyKind.RESHARE_COMMIT:
         ({ result, ops } = await commitReshare(ctx, start, ceremonyId));
