@@ -75,6 +75,11 @@ export const COORDINATOR_CONFIG_SCHEMA: ConfigSchema = {
       },
       additionalProperties: false,
     },
+    keys: {
+      type: 'object',
+      properties: { refreshIntervalHours: { type: 'number', minimum: 0, maximum: 87600 } },
+      additionalProperties: false,
+    },
     mail: {
       type: 'object',
       properties: {
@@ -138,6 +143,7 @@ export interface CoordinatorConfigFile {
   chains?: NonNullable<CoordinatorOptions['chains']>;
   transfers?: Omit<NonNullable<CoordinatorOptions['transfers']>, 'gateway'>;
   signing?: Partial<NonNullable<CoordinatorOptions['signing']>>;
+  keys?: { refreshIntervalHours?: number };
   mail?: NonNullable<CoordinatorOptions['mail']>;
   prices?: NonNullable<CoordinatorOptions['prices']>;
   metrics?: NonNullable<CoordinatorOptions['metrics']>;

@@ -83,6 +83,7 @@ export async function coordinatorOptionsFromFlags(
     ...(file.webhooks?.allowedTargets !== undefined
       ? { webhooks: { allowedTargets: file.webhooks.allowedTargets } }
       : {}),
+    ...(file.keys !== undefined ? { keys: file.keys } : {}),
     signing: {
       ...(file.signing ?? {}),
       enabled: o.signing && file.signing?.enabled !== false,

@@ -60,6 +60,7 @@ describe('coordinator lifecycle', () => {
       'idempotency purge',
       'signing services',
       'master key ceremonies',
+      'key lifecycle',
       'bootstrap token',
       'http server',
       'device hub',

@@ -194,6 +194,8 @@ export class KeyService implements Startable {
   ): Promise<KeyChangeView> {
     const port = this.port();
     const mk = await this.store.key(masterKeyId);
+    // checked again under the lock when the change is recorded
+    if (await this.store.busy(this.c.db, masterKeyId)) throw busy();
     let set: PartyRef[];
     let threshold: number;
     if (input.reason === 'replace-signer') {
@@ -416,7 +418,8 @@ export class KeyService implements Startable {
           await this.store.finishCeremony(q, id, {
             status: 'SUCCEEDED',
             at: this.c.clock(),
-            result: { epoch, signatures: sigs.signatures, session_peers: sessionPeers },
+            // the session (who holds pending shares to promote) for the commit, also after a restart
+            result: { epoch, signatures: sigs.signatures, session: session.map((p, i) => ({ ...p, peer: sessionPeers[i] })) },
           });
           await dropKeyPresignatures(q, doc.key_id);
           await this.c.audit.record(q, actor, 'master_key.reshared', 'master_key', mk.master_key_id, {
@@ -432,7 +435,7 @@ export class KeyService implements Startable {
           });
           return () => {
             void this.c.pool?.scan().catch(() => undefined);
-            this.commit({ ...change, status: 'COMMITTING', ceremony_id: id }, mk.parties, sessionPeers);
+            this.commit({ ...change, status: 'COMMITTING', ceremony_id: id }, session, sessionPeers);
           };
         };
       },
@@ -445,13 +448,15 @@ export class KeyService implements Startable {
   }
 
   /**
-   * Send RESHARE_COMMIT to every party of the change (old ∪ new) until each answered OK, with
-   * backoff; then SUCCEEDED. Runs until stop (a later start resumes COMMITTING changes).
+   * Send RESHARE_COMMIT to every party of the RESHARE session (each holds pending shares or a
+   * pending leave) until each answered OK, with backoff; then SUCCEEDED. Runs until stop (a later
+   * start resumes COMMITTING changes). An old party absent from the session holds no pending entry
+   * and is not asked (it keeps its old share: decommission it).
    */
-  private commit(change: KeyChangeRow, oldParties: readonly CeremonyParty[], sessionPeers: readonly string[]): void {
+  private commit(change: KeyChangeRow, session: readonly SignParty[], sessionPeers: readonly string[]): void {
     const port = this.c.port;
     if (!port || change.ceremony_id === null) return;
-    const all = [...oldParties, ...change.new_parties.filter((p) => !oldParties.some((o) => same(o, p)))].map(sp);
+    const all = session.map(sp);
     const todo = new Set(all.map((p) => `${p.kind}:${p.id}`));
     const ac = new AbortController();
     this.running.set(`commit:${change.change_id}`, ac);
@@ -751,14 +756,19 @@ export class KeyService implements Startable {
       [this.c.clock()],
     );
     for (const ch of await this.store.committing()) {
-      // the RESHARE ceremony's row: its parties are the old ∪ new records, its result the session's peer ids
+      // the RESHARE ceremony's result names its session (the parties holding pending entries)
       const row = (
-        await this.c.db.query<{ parties: CeremonyParty[]; result: { session_peers?: string[] } | null }>(
-          'SELECT parties, result FROM ceremonies WHERE ceremony_id = $1',
+        await this.c.db.query<{ result: { session?: (SignParty & { peer: string })[] } | null }>(
+          'SELECT result FROM ceremonies WHERE ceremony_id = $1',
           [ch.ceremony_id],
         )
       )[0];
-      this.commit(ch, Array.isArray(row?.parties) ? row.parties : [], row?.result?.session_peers ?? []);
+      const session = row?.result?.session ?? [];
+      this.commit(
+        ch,
+        session,
+        session.map((p) => p.peer),
+      );
     }
     const hours = this.c.options.refreshIntervalHours ?? 0;
     if (hours > 0) {

@@ -264,8 +264,17 @@ export const WEBHOOK_EVENT_DOCS: Record<WebhookEventType, { trigger: string; dat
   SERVER_DELETED: { trigger: 'A server signer is removed (admin API). Instance event.', data: server },
   REFRESH_KEY_SHARES: {
     trigger:
-      'A key refresh ceremony completes (same public key, new shares; DESIGN.md §3). Emitted by the ceremony runner. Instance event.',
-    data: obj({ master_key_id: uuid, ceremony_id: uuid }),
+      'A key refresh or a reshare (replace-signer, reshare) completes: same public keys, new shares (DESIGN.md §3; issue #22). ' +
+      'Emitted by the keys room in the transaction that records the new epoch. Instance event.',
+    data: obj(
+      {
+        master_key_id: uuid,
+        ceremony_id: uuid,
+        reason: { type: 'string', enum: ['refresh', 'replace-signer', 'reshare'] },
+        epoch: { type: 'integer', minimum: 1 },
+      },
+      ['master_key_id', 'ceremony_id'],
+    ),
   },
   DEVICE_CREATED: {
     trigger: 'A mobile device submits an enrollment request (status PENDING). Instance event.',

@@ -1,0 +1,147 @@
+/**
+ * Key lifecycle end to end with real signer processes (issue #22; keys/service.ts): a refresh keeps
+ * the public keys and moves the epoch; a drill returns signatures the coordinator verified and
+ * each signer's epoch and backup state; replace-signer (server → new server) signed by the Admin's
+ * device commits — the master key's parties change, the public keys do not, the new set signs
+ * (a drill among it) — and a change left COMMITTING by a previous process is completed at the next
+ * start; removing a device pushes its revocation to every signer before the answer.
+ */
+import { deviceSign } from '@custodian/wire';
+import { bytesToHex, hexToBytes } from '@noble/curves/utils.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { enrollPhone, phoneKeys, userIdOf } from './device-fixtures.js';
+import { ADMIN_EMAIL, type Json } from './helpers.js';
+import { type KeyEnv, settled, startKeyEnv } from './key-env.js';
+
+let env: KeyEnv | undefined;
+afterEach(async () => {
+  await env?.close();
+  env = undefined;
+});
+
+const K = (e: KeyEnv) => `/admin/v1/master-keys/${e.masterKeyId}`;
+const masterKey = async (e: KeyEnv): Promise<Json> =>
+  (await e.h.req('GET', '/admin/v1/master-keys', { token: e.h.adminToken })).body.find(
+    (m: Json) => m.master_key_id === e.masterKeyId,
+  );
+
+async function drill(e: KeyEnv): Promise<Json> {
+  const r = await e.h.req('POST', `${K(e)}/drill`, { token: e.h.adminToken, body: {} });
+  expect(r.status, JSON.stringify(r.body)).toBe(202);
+  expect(r.body.kind).toBe('drill');
+  return settled(e.h, r.body.ceremony_id);
+}
+
+/** Create and sign a replace-signer change; returns the change and the finished RESHARE ceremony. */
+async function replaceSigner(e: KeyEnv, oldIndex: number, newIndex: number): Promise<{ change: Json; ceremony: Json }> {
+  const c = await e.h.req('POST', `${K(e)}/key-changes`, {
+    token: e.h.adminToken,
+    body: {
+      reason: 'replace-signer',
+      old: { kind: 'server', id: e.serverIds[oldIndex] },
+      new: { kind: 'server', id: e.serverIds[newIndex] },
+    },
+  });
+  expect(c.status, JSON.stringify(c.body)).toBe(201);
+  expect(c.body.status).toBe('AWAITING_SIGNATURE');
+  const s = await e.h.req('POST', `${K(e)}/key-changes/${c.body.change_id}/signature`, {
+    token: e.h.adminToken,
+    body: {
+      device_id: e.admin.deviceId,
+      signature: bytesToHex(deviceSign(hexToBytes(c.body.digest), e.admin.keys.sk)),
+    },
+  });
+  expect(s.status, JSON.stringify(s.body)).toBe(202);
+  expect(s.body).toMatchObject({ kind: 'reshare', key_change_id: c.body.change_id });
+  return { change: c.body, ceremony: await settled(e.h, s.body.ceremony_id) };
+}
+
+async function changeStatus(e: KeyEnv, changeId: string, want: string, ms = 60_000): Promise<Json> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const r = await e.h.req('GET', `${K(e)}/key-changes/${changeId}`, { token: e.h.adminToken });
+    if (r.body.status === want || Date.now() > until) return r.body;
+    await new Promise((res) => setTimeout(res, 200));
+  }
+}
+
+describe('key lifecycle with real signers', () => {
+  it('refresh keeps the public keys, moves the epoch and emits REFRESH_KEY_SHARES; a drill verifies', async () => {
+    env = await startKeyEnv(3, 3);
+    const before = await masterKey(env);
+    const r = await env.h.req('POST', `${K(env)}/refresh`, { token: env.h.adminToken, body: {} });
+    expect(r.status, JSON.stringify(r.body)).toBe(202);
+    expect(r.body).toMatchObject({ kind: 'refresh', master_key_id: env.masterKeyId });
+    const done = await settled(env.h, r.body.ceremony_id);
+    expect(done.status, JSON.stringify(done)).toBe('SUCCEEDED');
+    expect(done.result).toEqual({ epoch: 1 });
+    const after = await masterKey(env);
+    expect(after.secp256k1_public_key).toBe(before.secp256k1_public_key);
+    expect(after.ed25519_public_key).toBe(before.ed25519_public_key);
+    const events = await env.h.c.db.query<{ body: string }>(
+      `SELECT body FROM webhook_events WHERE event_type = 'REFRESH_KEY_SHARES'`,
+    );
+    expect(events.map((e) => JSON.parse(e.body).data)).toEqual([
+      { master_key_id: env.masterKeyId, ceremony_id: r.body.ceremony_id, reason: 'refresh', epoch: 1 },
+    ]);
+
+    const d = await drill(env);
+    expect(d.status, JSON.stringify(d)).toBe('SUCCEEDED');
+    expect(d.result.signatures.map((s: Json) => s.algorithm).sort()).toEqual(['ED25519', 'SECP256K1_TAPROOT']);
+    for (const s of d.result.signatures) {
+      expect(s.verified).toBe(true);
+      expect(s.signature).toMatch(/^[0-9a-f]{128}$/);
+    }
+    expect(d.result.signers).toHaveLength(3);
+    for (const s of d.result.signers) {
+      expect(s).toMatchObject({ kind: 'server', epoch: 1, backup_current: false, backup_at: null });
+    }
+  }, 600_000);
+
+  it('replace-signer (server → new server) commits: parties change, public keys do not, the new set signs', async () => {
+    env = await startKeyEnv(4, 3);
+    const before = await masterKey(env);
+    const { change, ceremony } = await replaceSigner(env, 2, 3);
+    expect(ceremony.status, JSON.stringify(ceremony)).toBe('SUCCEEDED');
+    expect(ceremony.result.signatures.every((s: Json) => s.verified)).toBe(true);
+    const done = await changeStatus(env, change.change_id, 'SUCCEEDED');
+    expect(done.status, JSON.stringify(done)).toBe('SUCCEEDED');
+    const after = await masterKey(env);
+    expect(after.parties.map((p: Json) => p.id)).toEqual([env.serverIds[0], env.serverIds[1], env.serverIds[3]]);
+    expect(after.threshold).toBe(2);
+    expect(after.secp256k1_public_key).toBe(before.secp256k1_public_key);
+    expect(after.ed25519_public_key).toBe(before.ed25519_public_key);
+    // the new set signs: a drill among t of the new parties, verified by the coordinator
+    const d = await drill(env);
+    expect(d.status, JSON.stringify(d)).toBe('SUCCEEDED');
+    expect(d.result.signatures.every((s: Json) => s.verified)).toBe(true);
+    expect(d.result.signers.map((s: Json) => s.id)).toEqual(after.parties.map((p: Json) => p.id));
+  }, 600_000);
+
+  it('a change left COMMITTING by a previous process is committed at the next start', async () => {
+    env = await startKeyEnv(4, 3);
+    const { change, ceremony } = await replaceSigner(env, 2, 3);
+    expect(ceremony.status, JSON.stringify(ceremony)).toBe('SUCCEEDED');
+    expect((await changeStatus(env, change.change_id, 'SUCCEEDED')).status).toBe('SUCCEEDED');
+    // as a process that stopped after the COMMITTING transaction left it (the signers' commit is idempotent)
+    await env.h.c.keys.stop();
+    await env.h.c.db.query(`UPDATE key_changes SET status = 'COMMITTING' WHERE change_id = $1`, [change.change_id]);
+    await env.h.c.keys.start();
+    const done = await changeStatus(env, change.change_id, 'SUCCEEDED');
+    expect(done.status, JSON.stringify(done)).toBe('SUCCEEDED');
+  }, 600_000);
+
+  it('removing a device pushes RevokeApprover to every signer before the answer', async () => {
+    env = await startKeyEnv(3, 3);
+    const phone = await enrollPhone(env.h, await phoneKeys(), 'lost phone', {
+      userId: await userIdOf(env.h, ADMIN_EMAIL),
+    });
+    const r = await env.h.req('DELETE', `/admin/v1/devices/${phone}`, { token: env.h.adminToken });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const acks = await env.h.c.db.query<{ peer_id: string }>(
+      'SELECT peer_id FROM revocation_acks WHERE device_id = $1',
+      [phone],
+    );
+    expect(acks.map((a) => a.peer_id).sort()).toEqual(env.nodes.map((n) => n.peerId).sort());
+  }, 600_000);
+});
