@@ -7,6 +7,7 @@
  * refused.
  */
 import { createServer, type Server } from 'node:http';
+import { join } from 'node:path';
 import { bytesToHex } from '@custodian/crypto';
 import { type KeyChangeDocument, keyChangeDigest } from '@custodian/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -162,6 +163,22 @@ describe('custodian admin keys', () => {
     expect(v).toMatchObject({ kind: 'drill', status: 'SUCCEEDED', passed: false });
     expect(v.result.signatures.every((s: { verified: boolean }) => s.verified)).toBe(true);
   }, 120_000);
+
+  it('drill --wait passes (exit 0) once every party is backed up at the current epoch', async () => {
+    const recovery = join(k.dir, 'offline');
+    const g = await k.signerCli('backup', 'keygen', '--out', recovery);
+    expect(g.code, g.out).toBe(0);
+    for (const s of k.signers) await k.backup(s, join(recovery, 'recovery.pub'));
+    const r = await k.cli('keys', 'drill', k.masterKeyId, '--wait');
+    expect(r.out, r.err).toMatch(/drill passed/);
+    expect(r.out).not.toMatch(/\sfalse(\s|$)/m);
+    expect(r.code).toBe(0);
+    // a refresh moves the epoch on: the backups are no longer current
+    expect((await k.cli('keys', 'refresh', k.masterKeyId, '--wait')).code).toBe(0);
+    const stale = await k.cli('keys', 'drill', k.masterKeyId, '--wait');
+    expect(stale.out).toMatch(/drill FAILED/);
+    expect(stale.code).toBe(1);
+  }, 180_000);
 
   it('a Viewer is refused every key operation', async () => {
     const u = await k.cli(

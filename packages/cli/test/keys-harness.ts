@@ -9,7 +9,7 @@
  * and Taproot) unless `ecdsa`: ECDSA needs two safe primes per party per key generation, refresh
  * and reshare, more than the committed test-only fixture holds for these runs.
  */
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -38,7 +38,6 @@ export interface TestSigner {
   readonly peerId: string;
   signerId: string;
   daemon?: SignerDaemon;
-  pid?: number;
 }
 
 export interface KeysHarness {
@@ -54,7 +53,12 @@ export interface KeysHarness {
   cliAs(token: string, ...args: string[]): Promise<{ out: string; err: string; code: number }>;
   masterKeyId: string;
   start(s: TestSigner): Promise<void>;
+  /** Stop a signer cleanly (in process: `stop()`; a process: SIGTERM to its group, SIGKILL after 20 s). */
   stop(s: TestSigner): Promise<void>;
+  /** `custodian signer <args…>` (the built signer CLI) in its own process: exit code and stdout+stderr. */
+  signerCli(...args: string[]): Promise<{ code: number; out: string }>;
+  /** Stop `s`, back it up to `recoveryPub` (`signer backup create`), start it again. */
+  backup(s: TestSigner, recoveryPub: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -133,17 +137,17 @@ export async function startKeysHarness(o: KeysHarnessOptions = {}): Promise<Keys
   });
 
   const start = async (s: TestSigner) => {
+    await writeFile(s.configFile, JSON.stringify(s.config));
     if (!o.processes) {
       s.daemon = await startSigner(s.config);
       return;
     }
-    await writeFile(s.configFile, JSON.stringify(s.config));
     const p = spawn(process.execPath, [MAIN, 'signer', 'start', '-c', s.configFile], {
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
       env: { ...process.env },
     });
-    s.pid = p.pid;
+    procs.set(s, p);
     await new Promise<void>((resolve, reject) => {
       let out = '';
       const t = setTimeout(() => reject(new Error(`${s.name} did not start: ${out}`)), 60_000);
@@ -162,17 +166,52 @@ export async function startKeysHarness(o: KeysHarnessOptions = {}): Promise<Keys
       });
     });
   };
+  const procs = new Map<TestSigner, ReturnType<typeof spawn>>();
   const stop = async (s: TestSigner) => {
     const d = s.daemon;
     s.daemon = undefined;
     await d?.stop();
-    if (s.pid !== undefined) {
-      const pid = s.pid;
-      s.pid = undefined;
-      try {
-        process.kill(-pid, 'SIGKILL');
-      } catch {}
-    }
+    const p = procs.get(s);
+    procs.delete(s);
+    if (p === undefined || p.exitCode !== null || p.signalCode !== null) return;
+    await new Promise<void>((resolve) => {
+      const kill = (sig: NodeJS.Signals) => {
+        try {
+          process.kill(-(p.pid as number), sig);
+        } catch {}
+      };
+      // SIGKILL after 20 s: a signer ignoring SIGTERM must not outlive the test
+      const t = setTimeout(() => kill('SIGKILL'), 20_000);
+      p.once('exit', () => {
+        clearTimeout(t);
+        resolve();
+      });
+      kill('SIGTERM');
+    });
+  };
+  const signerCli = (...args: string[]) =>
+    new Promise<{ code: number; out: string }>((resolve) => {
+      execFile(
+        process.execPath,
+        [MAIN, 'signer', ...args],
+        { env: { ...process.env }, timeout: 120_000 },
+        (err, so, se) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: `${so}${se}` }),
+      );
+    });
+  const backup = async (s: TestSigner, recoveryPub: string) => {
+    await stop(s);
+    const r = await signerCli(
+      'backup',
+      'create',
+      '-c',
+      s.configFile,
+      '--recovery-key',
+      recoveryPub,
+      '--out',
+      join(dir, `${s.name}-${Date.now()}.backup`),
+    );
+    if (r.code !== 0) throw new Error(`backup of ${s.name}: ${r.out}`);
+    await start(s);
   };
   for (const s of signers) await start(s);
   for (const s of signers) {
@@ -217,6 +256,8 @@ export async function startKeysHarness(o: KeysHarnessOptions = {}): Promise<Keys
     masterKeyId,
     start,
     stop,
+    signerCli,
+    backup,
     async close() {
       for (const s of signers) await stop(s).catch(() => undefined);
       await h.close();
