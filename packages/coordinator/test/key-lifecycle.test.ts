@@ -9,6 +9,7 @@
 import { deviceSign } from '@custodian/wire';
 import { bytesToHex, hexToBytes } from '@noble/curves/utils.js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startNode, stopNode } from '../../signer/test/cluster.js';
 import { enrollPhone, phoneKeys, userIdOf } from './device-fixtures.js';
 import { ADMIN_EMAIL, type Json } from './helpers.js';
 import { type KeyEnv, settled, startKeyEnv } from './key-env.js';
@@ -143,5 +144,108 @@ describe('key lifecycle with real signers', () => {
       [phone],
     );
     expect(acks.map((a) => a.peer_id).sort()).toEqual(env.nodes.map((n) => n.peerId).sort());
+  }, 600_000);
+
+  it('a reshare whose new signer is down fails before COMMITTING; the old set keeps its key and signs', async () => {
+    env = await startKeyEnv(4, 3);
+    const before = await masterKey(env);
+    await stopNode(env.nodes[3]!);
+    const { change, ceremony } = await replaceSigner(env, 2, 3);
+    expect(ceremony.status, JSON.stringify(ceremony)).toBe('FAILED');
+    const v = await env.h.req('GET', `${K(env)}/key-changes/${change.change_id}`, { token: env.h.adminToken });
+    expect(v.body.status).toBe('FAILED');
+    expect(v.body.error).toBeTruthy();
+    const after = await masterKey(env);
+    expect(after.parties).toEqual(before.parties);
+    const d = await drill(env);
+    expect(d.status, JSON.stringify(d)).toBe('SUCCEEDED');
+    expect(d.result.signatures.every((s: Json) => s.verified)).toBe(true);
+    // a failed change is not signed again: a new change is needed
+    const again = await env.h.req('POST', `${K(env)}/key-changes/${change.change_id}/signature`, {
+      token: env.h.adminToken,
+      body: {
+        device_id: env.admin.deviceId,
+        signature: bytesToHex(deviceSign(hexToBytes(change.digest), env.admin.keys.sk)),
+      },
+    });
+    expect(again.status).toBe(409);
+  }, 600_000);
+
+  it('a signer offline at a device removal gets the revocation before its next ceremony', async () => {
+    env = await startKeyEnv(3, 3);
+    const phone = await enrollPhone(env.h, await phoneKeys(), 'lost phone', {
+      userId: await userIdOf(env.h, ADMIN_EMAIL),
+    });
+    const offline = env.nodes[2]!;
+    await stopNode(offline);
+    const r = await env.h.req('DELETE', `/admin/v1/devices/${phone}`, { token: env.h.adminToken });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const acked = async () =>
+      (
+        await env!.h.c.db.query<{ peer_id: string }>('SELECT peer_id FROM revocation_acks WHERE device_id = $1', [
+          phone,
+        ])
+      )
+        .map((a) => a.peer_id)
+        .sort();
+    expect(await acked()).toEqual([env.nodes[0]!.peerId, env.nodes[1]!.peerId].sort());
+    await startNode(offline);
+    // its next ceremony (a refresh: every party of the key) first delivers the revocation
+    const r2 = await env.h.req('POST', `${K(env)}/refresh`, { token: env.h.adminToken, body: {} });
+    expect(r2.status, JSON.stringify(r2.body)).toBe(202);
+    expect((await settled(env.h, r2.body.ceremony_id)).status).toBe('SUCCEEDED');
+    expect(await acked()).toEqual(env.nodes.map((n) => n.peerId).sort());
+  }, 600_000);
+
+  it('keys.refreshIntervalHours refreshes a key whose last refresh is older than the interval, once', async () => {
+    env = await startKeyEnv(3, 3, { refreshIntervalHours: 1, scheduleTickMs: 200 });
+    const refreshes = async () =>
+      env!.h.c.db.query<{ ceremony_id: string; status: string; started_by: string | null }>(
+        `SELECT ceremony_id::text AS ceremony_id, status, started_by::text AS started_by FROM ceremonies WHERE kind = 'refresh'`,
+      );
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(await refreshes()).toEqual([]); // not due: the key was just created
+    // the key as created two hours ago (the clock itself stays: ceremony deadlines are absolute times)
+    await env.h.c.db.query(
+      `UPDATE master_keys SET created_at = created_at - interval '2 hours' WHERE master_key_id = $1`,
+      [env.masterKeyId],
+    );
+    const until = Date.now() + 120_000;
+    while ((await refreshes()).length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 200));
+    const [first] = await refreshes();
+    expect(first?.started_by).toBeNull();
+    expect((await settled(env.h, first!.ceremony_id)).status).toBe('SUCCEEDED');
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(await refreshes()).toHaveLength(1); // refreshed now: not due again
+    expect((await masterKey(env)).epoch).toBe(1);
+  }, 600_000);
+
+  it('reshare 2-of-3 → 3-of-4 (a signer added, threshold raised) commits with the public keys unchanged', async () => {
+    env = await startKeyEnv(4, 3);
+    const before = await masterKey(env);
+    const c = await env.h.req('POST', `${K(env)}/key-changes`, {
+      token: env.h.adminToken,
+      body: { reason: 'reshare', threshold: 3, signers: env.serverIds.map((id) => ({ kind: 'server', id })) },
+    });
+    expect(c.status, JSON.stringify(c.body)).toBe(201);
+    expect(c.body.document).toMatchObject({ new_threshold: 3, reason: 'reshare' });
+    expect(c.body.document.new_parties).toEqual(env.nodes.map((n) => n.peerId));
+    const s = await env.h.req('POST', `${K(env)}/key-changes/${c.body.change_id}/signature`, {
+      token: env.h.adminToken,
+      body: {
+        device_id: env.admin.deviceId,
+        signature: bytesToHex(deviceSign(hexToBytes(c.body.digest), env.admin.keys.sk)),
+      },
+    });
+    expect(s.status, JSON.stringify(s.body)).toBe(202);
+    expect((await settled(env.h, s.body.ceremony_id)).status).toBe('SUCCEEDED');
+    expect((await changeStatus(env, c.body.change_id, 'SUCCEEDED')).status).toBe('SUCCEEDED');
+    const after = await masterKey(env);
+    expect(after).toMatchObject({ threshold: 3, epoch: 1, secp256k1_public_key: before.secp256k1_public_key });
+    expect(after.parties.map((p: Json) => p.id)).toEqual(env.serverIds);
+    const d = await drill(env);
+    expect(d.status, JSON.stringify(d)).toBe('SUCCEEDED');
+    expect(d.result.signatures.every((x: Json) => x.verified)).toBe(true);
+    expect(d.result.signers.every((x: Json) => x.epoch === 1)).toBe(true);
   }, 600_000);
 });

@@ -20,7 +20,8 @@
  *   (or creation) is older than the interval, one at a time, skipping busy keys.
  *
  * Over 400 lines: the three operations share the background runner, the party resolution and the
- * commit loop; split they would pass most of this class's state around.
+ * commit loop; split they would pass most of this class's state around (the stateless helpers are
+ * in outcome.ts).
  */
 import { randomUUID } from 'node:crypto';
 import {
@@ -32,7 +33,6 @@ import {
   type SignedKeyChange,
   testSignatureDigest,
 } from '@custodian/wire';
-import { p256 } from '@noble/curves/nist.js';
 import { bytesToHex, hexToBytes } from '@noble/curves/utils.js';
 import type { AuditLog } from '../audit/service.js';
 import type { CeremonyParty, CeremonyProgress } from '../ceremony.js';
@@ -43,12 +43,22 @@ import type { CeremonyService, CeremonyView } from '../signers/ceremonies.js';
 import { transferKeyId } from '../signers/store.js';
 import type { KeyCeremonyPort } from '../signing/key-ops.js';
 import { dropKeyPresignatures } from '../signing/presignature-pool.js';
-import type { PartyResult, SignParty } from '../signing/sign-results.js';
-import { normalisePublicKey } from '../transfers/policy-documents.js';
+import type { SignParty } from '../signing/sign-results.js';
 import type { Clock } from '../util.js';
 import { emitInstanceEvent } from '../webhooks/outbox.js';
+import {
+  accepted,
+  bumpEpoch,
+  busy,
+  CulpritError,
+  checkRecord,
+  compressed,
+  invalid,
+  knownKeys,
+  sleep,
+} from './outcome.js';
 import { type KeyChangeRow, type KeyChangeView, type KeyRecord, KeyStore } from './store.js';
-import { checkTestSignatures, commonKeys, type KeyEntry, keyEntries, sameKeys } from './verify.js';
+import { checkTestSignatures, type KeyEntry, keyEntries, sameKeys } from './verify.js';
 
 export type { KeyChangeView } from './store.js';
 
@@ -125,7 +135,7 @@ export class KeyService implements Startable {
         deadline,
         masterKeyId,
       });
-      await this.c.audit.record(q, actor ?? 'system', 'master_key.refresh_started', 'master_key', masterKeyId, {
+      await this.c.audit.record(q, actor, 'master_key.refresh_started', 'master_key', masterKeyId, {
         ceremony_id: id,
       });
       return mk;
@@ -159,7 +169,7 @@ export class KeyService implements Startable {
           const epoch = await bumpEpoch(q, masterKeyId, this.c.clock());
           await this.store.finishCeremony(q, id, { status: 'SUCCEEDED', at: this.c.clock(), result: { epoch } });
           await dropKeyPresignatures(q, transferKeyId(mk));
-          await this.c.audit.record(q, actor ?? 'system', 'master_key.refreshed', 'master_key', masterKeyId, {
+          await this.c.audit.record(q, actor, 'master_key.refreshed', 'master_key', masterKeyId, {
             ceremony_id: id,
             epoch,
           });
@@ -419,7 +429,11 @@ export class KeyService implements Startable {
             status: 'SUCCEEDED',
             at: this.c.clock(),
             // the session (who holds pending shares to promote) for the commit, also after a restart
-            result: { epoch, signatures: sigs.signatures, session: session.map((p, i) => ({ ...p, peer: sessionPeers[i] })) },
+            result: {
+              epoch,
+              signatures: sigs.signatures,
+              session: session.map((p, i) => ({ ...p, peer: sessionPeers[i] })),
+            },
           });
           await dropKeyPresignatures(q, doc.key_id);
           await this.c.audit.record(q, actor, 'master_key.reshared', 'master_key', mk.master_key_id, {
@@ -466,47 +480,13 @@ export class KeyService implements Startable {
     const loop = async () => {
       let delay = retry.initialMs;
       while (!ac.signal.aborted) {
-        await Promise.all(
-          all
-            .filter((p) => todo.has(`${p.kind}:${p.id}`))
-            .map(async (p) => {
-              const deadline = Date.now() + 30_000;
-              const [r] = await port.run(
-                [p],
-                {
-                  ceremonyId: uuidBytes(randomUUID()),
-                  kind: CeremonyKind.RESHARE_COMMIT,
-                  threshold: change.new_threshold,
-                  deadlineUnixMs: deadline,
-                  keyId,
-                  reshareCeremonyId: reshareId,
-                },
-                ac.signal,
-                sessionPeers.length > 0 ? { sessionPeers } : {},
-              );
-              if (r?.result.outcome === Outcome.OK) todo.delete(`${p.kind}:${p.id}`);
-              else
-                this.c.log?.('warn', 'reshare commit not acknowledged; retrying', {
-                  party: `${p.kind} ${p.id}`,
-                  error: r?.result.error,
-                });
-            }),
-        );
-        if (todo.size === 0) {
-          await this.c.db.tx(async (q) => {
-            await this.store.setChange(q, change.change_id, { status: 'SUCCEEDED', at: this.c.clock() });
-            await this.c.audit.record(
-              q,
-              'system',
-              'master_key.key_change_committed',
-              'master_key',
-              change.master_key_id,
-              {
-                change_id: change.change_id,
-              },
-            );
+        try {
+          if (await this.round(port, all, todo, change, keyId, reshareId, sessionPeers, ac.signal)) return;
+        } catch (e) {
+          // a database or transport error: retried like a party that did not answer
+          this.c.log?.('warn', 'reshare commit round failed; retrying', {
+            err: e instanceof Error ? e.message : String(e),
           });
-          return;
         }
         await sleep(delay, ac.signal);
         delay = Math.min(retry.maxMs, delay * 2);
@@ -517,6 +497,55 @@ export class KeyService implements Startable {
       .finally(() => this.running.delete(`commit:${change.change_id}`));
     this.pending.add(p);
     void p.finally(() => this.pending.delete(p));
+  }
+
+  /** One round of commits to the parties still in `todo`; true (and SUCCEEDED recorded) when none is left. */
+  private async round(
+    port: KeyCeremonyPort,
+    all: readonly SignParty[],
+    todo: Set<string>,
+    change: KeyChangeRow,
+    keyId: string,
+    reshareId: Uint8Array,
+    sessionPeers: readonly string[],
+    signal: AbortSignal,
+  ): Promise<boolean> {
+    await Promise.all(
+      all
+        .filter((p) => todo.has(`${p.kind}:${p.id}`))
+        .map(async (p) => {
+          const deadline = Date.now() + 30_000;
+          const [r] = await port.run(
+            [p],
+            {
+              ceremonyId: uuidBytes(randomUUID()),
+              kind: CeremonyKind.RESHARE_COMMIT,
+              threshold: change.new_threshold,
+              deadlineUnixMs: deadline,
+              keyId,
+              reshareCeremonyId: reshareId,
+            },
+            signal,
+            sessionPeers.length > 0 ? { sessionPeers } : {},
+          );
+          if (r?.result.outcome === Outcome.OK) todo.delete(`${p.kind}:${p.id}`);
+          else
+            this.c.log?.('warn', 'reshare commit not acknowledged; retrying', {
+              party: `${p.kind} ${p.id}`,
+              error: r?.result.error,
+            });
+        }),
+    );
+    if (todo.size === 0) {
+      await this.c.db.tx(async (q) => {
+        await this.store.setChange(q, change.change_id, { status: 'SUCCEEDED', at: this.c.clock() });
+        await this.c.audit.record(q, null, 'master_key.key_change_committed', 'master_key', change.master_key_id, {
+          change_id: change.change_id,
+        });
+      });
+      return true;
+    }
+    return false;
   }
 
   /**
@@ -735,7 +764,7 @@ export class KeyService implements Startable {
               blamed,
             });
             await onFail?.(q, message, blamed);
-            await this.c.audit.record(q, actor ?? 'system', `master_key.${kind}_failed`, 'ceremony', id, { blamed });
+            await this.c.audit.record(q, actor, `master_key.${kind}_failed`, 'ceremony', id, { blamed });
           })
           .catch(() => undefined);
       } finally {
@@ -808,104 +837,4 @@ export class KeyService implements Startable {
     for (const ac of this.running.values()) ac.abort(new Error('coordinator shutting down'));
     await Promise.allSettled([...this.pending]);
   }
-}
-
-/** A failure naming the parties to blame (identifiable abort). */
-class CulpritError extends Error {
-  constructor(
-    message: string,
-    readonly culprits: string[],
-  ) {
-    super(message);
-  }
-}
-
-/** Every party OK (and, when `keysToo`, with the same public keys). @throws CulpritError / Error */
-function accepted(
-  results: readonly PartyResult[],
-  what: string,
-  keysToo = true,
-  names: ReadonlyMap<string, string> = new Map(),
-): KeyEntry[] {
-  const blamed = results.filter((r) => r.result.outcome === Outcome.ABORTED && (r.result.blame?.length ?? 0) > 0);
-  if (blamed.length > 0) {
-    const peers = new Set(blamed.flatMap((r) => (r.result.blame ?? []).map((b) => b.peerId)));
-    const culprits = [...peers].map((peer) => names.get(peer) ?? peer);
-    throw new CulpritError(`${what} aborted: ${blamed[0]?.result.error ?? 'misbehaviour'}`, culprits);
-  }
-  const failed = results.filter((r) => r.result.outcome !== Outcome.OK);
-  if (failed.length > 0)
-    throw new Error(
-      `${what} failed: ${failed.map((r) => `${r.party.kind} ${r.party.id}: ${r.result.error || `outcome ${r.result.outcome}`}`).join('; ')}`,
-    );
-  if (!keysToo) return [];
-  const c = commonKeys(results);
-  if (!c.ok) throw new Error(`${what}: ${c.error}`);
-  return c.keys;
-}
-
-/** The record's secp256k1 and Ed25519 keys must be among `keys`. @throws Error */
-function checkRecord(mk: KeyRecord, keys: readonly KeyEntry[]): void {
-  const ed = keys.find((k) => k.algorithm === 'ED25519');
-  const secp = keys.filter((k) => k.algorithm !== 'ED25519');
-  if (ed && ed.public_key !== mk.ed25519_public_key)
-    throw new Error('the Ed25519 public key differs from the master key record');
-  if (secp.length > 0 && !secp.some((k) => k.public_key === mk.secp256k1_public_key))
-    throw new Error('the secp256k1 public key differs from the master key record');
-}
-
-/** The record's keys, plus (Taproot next to ECDSA) a key every reporting signer agrees on. */
-function knownKeys(mk: KeyRecord, reported: readonly KeyEntry[][]): KeyEntry[] {
-  const first = reported[0];
-  const agreed = first && reported.every((r) => sameKeys(r, first)) ? first : [];
-  const out: KeyEntry[] = [
-    { algorithm: 'ED25519', public_key: mk.ed25519_public_key, chain_code: mk.ed25519_chain_code },
-  ];
-  const ecdsa = agreed.find((k) => k.algorithm === 'SECP256K1_ECDSA');
-  const tr = agreed.find((k) => k.algorithm === 'SECP256K1_TAPROOT');
-  if (!ecdsa || ecdsa.public_key === mk.secp256k1_public_key)
-    out.push({
-      algorithm: 'SECP256K1_ECDSA',
-      public_key: mk.secp256k1_public_key,
-      chain_code: mk.secp256k1_chain_code,
-    });
-  if (tr) out.push(tr);
-  else if (!ecdsa)
-    out.push({
-      algorithm: 'SECP256K1_TAPROOT',
-      public_key: mk.secp256k1_public_key,
-      chain_code: mk.secp256k1_chain_code,
-    });
-  return out.filter((k) => agreed.length === 0 || agreed.some((a) => a.algorithm === k.algorithm));
-}
-
-async function bumpEpoch(q: Queryable, masterKeyId: string, at: Date): Promise<number> {
-  const r = await q.query<{ epoch: number }>(
-    'UPDATE master_keys SET epoch = epoch + 1, refreshed_at = $2 WHERE master_key_id = $1 RETURNING epoch',
-    [masterKeyId, at],
-  );
-  return Number(r[0]?.epoch ?? 0);
-}
-
-function compressed(stored: string): string {
-  const hex = normalisePublicKey(stored);
-  return hex.length === 66 ? hex : p256.Point.fromHex(hex).toHex(true);
-}
-
-const invalid = (field: string, message: string) =>
-  new ApiError('VALIDATION_FAILED', `${field}: ${message}`, [{ field, message }]);
-const busy = () => new ApiError('CONFLICT', 'a key ceremony or key change is already running for this master key');
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(t);
-        resolve();
-      },
-      { once: true },
-    );
-  });
 }

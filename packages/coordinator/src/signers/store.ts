@@ -25,6 +25,10 @@ export interface MasterKeyView {
   secp256k1_chain_code: string;
   ed25519_public_key: string;
   ed25519_chain_code: string;
+  /** Refreshes and committed reshares so far (0 after the master key ceremony; issue #22). */
+  epoch: number;
+  /** Last refresh or committed reshare (ISO 8601), or null. */
+  refreshed_at: string | null;
   created_at: string;
 }
 
@@ -86,11 +90,12 @@ export class MasterKeyStore {
 
   /** Every master key record, oldest first. */
   async listMasterKeys(q: Queryable = this.c.db): Promise<MasterKeyView[]> {
-    const rows = await q.query<MasterKeyView & { created_at: Date }>(
+    const rows = await q.query<MasterKeyView & { created_at: Date; refreshed_at: Date | null }>(
       `SELECT master_key_id, ceremony_id, threshold, parties, secp256k1_public_key, secp256k1_chain_code,
-              ed25519_public_key, ed25519_chain_code, created_at FROM master_keys ORDER BY created_at, master_key_id`,
+              ed25519_public_key, ed25519_chain_code, epoch, refreshed_at, created_at
+         FROM master_keys ORDER BY created_at, master_key_id`,
     );
-    return rows.map((r) => ({ ...r, created_at: iso(r.created_at)! }));
+    return rows.map((r) => ({ ...r, created_at: iso(r.created_at)!, refreshed_at: iso(r.refreshed_at) }));
   }
 }
 

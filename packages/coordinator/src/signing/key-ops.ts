@@ -44,6 +44,8 @@ export interface KeyCeremonyPort {
 /** Components of {@link createKeyCeremonyPort}. */
 export interface KeyCeremonyPortInit {
   db: Db;
+  /** The revocations pushed to the server signers (also before every ceremony, services.ts `prepare`). */
+  revocations: RevocationSync;
   control: ControlClient;
   directory: PartyDirectory;
   devices: DeviceCeremonyPort & {
@@ -60,7 +62,7 @@ export interface KeyCeremonyPortInit {
 
 /** Build the port over the control client and the device hub. */
 export function createKeyCeremonyPort(init: KeyCeremonyPortInit): KeyCeremonyPort {
-  const revocations = new RevocationSync(init);
+  const revocations = init.revocations;
   const peerOf = async (p: SignParty, until: number, signal: AbortSignal): Promise<string> => {
     if (p.kind === 'server') return init.directory.peerIdOf(p);
     const known = init.devices.peerIdOf(p.id.toLowerCase());
@@ -92,8 +94,8 @@ export function createKeyCeremonyPort(init: KeyCeremonyPortInit): KeyCeremonyPor
       if (missing.length > 0) return missing;
       // keep the caller's order (Promise.all pushed in completion order)
       targets.sort((a, b) => parties.indexOf(a.party) - parties.indexOf(b.party));
+      // prepare also pushes unacknowledged revocations to the server parties (services.ts)
       await init.prepare(targets);
-      await revocations.ensure(targets.filter((t) => t.party.kind === 'server').map((t) => t.peerId));
       const full: StartCeremony = {
         ...start,
         parties: (opts.sessionPeers ?? targets.map((t) => t.peerId)).map((peerId) => ({ peerId })),
@@ -112,9 +114,12 @@ export function createKeyCeremonyPort(init: KeyCeremonyPortInit): KeyCeremonyPor
   };
 }
 
-/** Pushes the recorded revocations (`revoked_approvers`) to signers that have not acknowledged them. */
-class RevocationSync {
-  constructor(private readonly c: KeyCeremonyPortInit) {}
+/**
+ * Pushes the recorded revocations (`revoked_approvers`, written by the devices room) to signers
+ * that have not acknowledged them, recording each acknowledgement (`revocation_acks`).
+ */
+export class RevocationSync {
+  constructor(private readonly c: { db: Db; control: ControlClient; clock: () => Date }) {}
 
   /** @returns the peer ids that failed */
   async ensure(peers: readonly string[], timeoutMs = 5000): Promise<string[]> {

@@ -44,7 +44,7 @@ import {
   presignCeremony,
   type SignerGateway,
 } from './gateway.js';
-import { createKeyCeremonyPort, type KeyCeremonyPort } from './key-ops.js';
+import { createKeyCeremonyPort, type KeyCeremonyPort, RevocationSync } from './key-ops.js';
 import { createMasterKeyClient } from './master-key.js';
 import { PolicySync } from './policy-sync.js';
 import { type PresignatureHolders, PresignaturePool, type PresignaturePoolOptions } from './presignature-pool.js';
@@ -235,10 +235,18 @@ export async function createSigningServices(c: SigningServicesComponents): Promi
     source: () => signedPolicyVersions(c.db),
     log: warn,
   });
+  // issue #22: a signer that missed a device's revocation (offline at the removal) gets it before
+  // it takes part in any ceremony (sign, presign, key lifecycle)
+  const revocations = new RevocationSync({ db: c.db, control, clock: () => new Date() });
   const prepare = async (targets: readonly PartyDispatch[]) => {
     await refreshSigners();
+    const servers = targets.filter((t) => t.party.kind === 'server').map((t) => t.peerId);
     // a signer (re)connected since its last sync learns every signed policy version first
-    await policySync.ensure(targets.filter((t) => t.party.kind === 'server').map((t) => t.peerId));
+    await policySync.ensure(servers);
+    // fail closed: a signer that cannot be told is not asked to sign
+    const unrevoked = await revocations.ensure(servers);
+    if (unrevoked.length > 0)
+      throw new Error(`device revocations not acknowledged by server signer(s) ${unrevoked.join(', ')}`);
     if (!targets.some((t) => t.party.kind === 'device')) return;
     await Promise.all(targets.filter((t) => t.party.kind === 'server').map((t) => relay.ensure(t.peerId)));
   };
@@ -328,6 +336,7 @@ export async function createSigningServices(c: SigningServicesComponents): Promi
   });
   const keyOps = createKeyCeremonyPort({
     db: c.db,
+    revocations,
     control,
     directory,
     devices: h,

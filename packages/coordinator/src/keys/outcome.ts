@@ -1,0 +1,120 @@
+/**
+ * Helpers of the keys room's operations (keys/service.ts): the acceptance of a lifecycle ceremony's
+ * results (every party OK, the same public keys, equal to the master key record; blame mapped to
+ * party names), the keys a drill verifies under, the epoch update, and the room's errors.
+ */
+
+import { Outcome } from '@custodian/wire';
+import { p256 } from '@noble/curves/nist.js';
+import type { Queryable } from '../db/db.js';
+import { ApiError } from '../errors.js';
+import type { PartyResult } from '../signing/sign-results.js';
+import { normalisePublicKey } from '../transfers/policy-documents.js';
+import type { KeyRecord } from './store.js';
+import { commonKeys, type KeyEntry, sameKeys } from './verify.js';
+
+/** A failure naming the parties to blame (identifiable abort). */
+export class CulpritError extends Error {
+  constructor(
+    message: string,
+    readonly culprits: string[],
+  ) {
+    super(message);
+  }
+}
+
+/** Every party OK (and, when `keysToo`, with the same public keys). @throws CulpritError / Error */
+export function accepted(
+  results: readonly PartyResult[],
+  what: string,
+  keysToo = true,
+  names: ReadonlyMap<string, string> = new Map(),
+): KeyEntry[] {
+  const blamed = results.filter((r) => r.result.outcome === Outcome.ABORTED && (r.result.blame?.length ?? 0) > 0);
+  if (blamed.length > 0) {
+    const peers = new Set(blamed.flatMap((r) => (r.result.blame ?? []).map((b) => b.peerId)));
+    const culprits = [...peers].map((peer) => names.get(peer) ?? peer);
+    throw new CulpritError(`${what} aborted: ${blamed[0]?.result.error ?? 'misbehaviour'}`, culprits);
+  }
+  const failed = results.filter((r) => r.result.outcome !== Outcome.OK);
+  if (failed.length > 0)
+    throw new Error(
+      `${what} failed: ${failed.map((r) => `${r.party.kind} ${r.party.id}: ${r.result.error || `outcome ${r.result.outcome}`}`).join('; ')}`,
+    );
+  if (!keysToo) return [];
+  const c = commonKeys(results);
+  if (!c.ok) throw new Error(`${what}: ${c.error}`);
+  return c.keys;
+}
+
+/** The record's secp256k1 and Ed25519 keys must be among `keys`. @throws Error */
+export function checkRecord(mk: KeyRecord, keys: readonly KeyEntry[]): void {
+  const ed = keys.find((k) => k.algorithm === 'ED25519');
+  const secp = keys.filter((k) => k.algorithm !== 'ED25519');
+  if (ed && ed.public_key !== mk.ed25519_public_key)
+    throw new Error('the Ed25519 public key differs from the master key record');
+  if (secp.length > 0 && !secp.some((k) => k.public_key === mk.secp256k1_public_key))
+    throw new Error('the secp256k1 public key differs from the master key record');
+}
+
+/** The record's keys, plus (Taproot next to ECDSA) a key every reporting signer agrees on. */
+export function knownKeys(mk: KeyRecord, reported: readonly KeyEntry[][]): KeyEntry[] {
+  const first = reported[0];
+  const agreed = first && reported.every((r) => sameKeys(r, first)) ? first : [];
+  const out: KeyEntry[] = [
+    { algorithm: 'ED25519', public_key: mk.ed25519_public_key, chain_code: mk.ed25519_chain_code },
+  ];
+  const ecdsa = agreed.find((k) => k.algorithm === 'SECP256K1_ECDSA');
+  const tr = agreed.find((k) => k.algorithm === 'SECP256K1_TAPROOT');
+  if (!ecdsa || ecdsa.public_key === mk.secp256k1_public_key)
+    out.push({
+      algorithm: 'SECP256K1_ECDSA',
+      public_key: mk.secp256k1_public_key,
+      chain_code: mk.secp256k1_chain_code,
+    });
+  if (tr) out.push(tr);
+  else if (!ecdsa)
+    out.push({
+      algorithm: 'SECP256K1_TAPROOT',
+      public_key: mk.secp256k1_public_key,
+      chain_code: mk.secp256k1_chain_code,
+    });
+  return out.filter((k) => agreed.length === 0 || agreed.some((a) => a.algorithm === k.algorithm));
+}
+
+/** epoch + 1 and refreshed_at of a master key, in the caller's transaction. @returns the new epoch */
+export async function bumpEpoch(q: Queryable, masterKeyId: string, at: Date): Promise<number> {
+  const r = await q.query<{ epoch: number }>(
+    'UPDATE master_keys SET epoch = epoch + 1, refreshed_at = $2 WHERE master_key_id = $1 RETURNING epoch',
+    [masterKeyId, at],
+  );
+  return Number(r[0]?.epoch ?? 0);
+}
+
+/** Compressed (33-byte) hex of a stored P-256 device key. */
+export function compressed(stored: string): string {
+  const hex = normalisePublicKey(stored);
+  return hex.length === 66 ? hex : p256.Point.fromHex(hex).toHex(true);
+}
+
+/** 422 VALIDATION_FAILED naming `field`. */
+export const invalid = (field: string, message: string) =>
+  new ApiError('VALIDATION_FAILED', `${field}: ${message}`, [{ field, message }]);
+/** 409 CONFLICT: a lifecycle ceremony or change runs for the key. */
+export const busy = () =>
+  new ApiError('CONFLICT', 'a key ceremony or key change is already running for this master key');
+
+/** Resolve after `ms`, or at once when `signal` aborts. */
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(t);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+}
