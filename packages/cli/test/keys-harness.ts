@@ -84,6 +84,7 @@ export async function startKeysHarness(o: KeysHarnessOptions = {}): Promise<Keys
         algorithms: [KeyAlgorithm.ED25519, KeyAlgorithm.SECP256K1_TAPROOT],
       },
       transfers: { runPipeline: false },
+      ...(process.env.KEYS_LOG ? { logger: { level: process.env.KEYS_LOG } } : {}),
       admin: {
         minMobileSigners: 0,
         stepUpTtlMs: 8 * 3600_000,
@@ -129,43 +130,14 @@ export async function startKeysHarness(o: KeysHarnessOptions = {}): Promise<Keys
       peers: ids.flatMap((peerId, j) => (j === i ? [] : [{ peerId, addrs: [`/ip4/127.0.0.1/tcp/${ports[j]}`] }])),
       coordinator: { peerId: h.c.signing?.peerId as string },
       passphrase: { env: PASS_ENV },
-      logLevel: o.processes ? 'info' : 'error',
+      // a process's start is seen in its log (`signer started`, info)
+      logLevel: o.processes ? 'info' : (process.env.KEYS_LOG ?? 'error'),
       scrypt: SCRYPT,
       trustedAdminDevices: [{ deviceId: adminDeviceId, publicKey: adminDevicePublicKey }],
     };
     return { name: `s${i + 1}`, config, configFile: join(dir, `s${i + 1}.json`), peerId: ids[i]!, signerId: '' };
   });
 
-  const start = async (s: TestSigner) => {
-    await writeFile(s.configFile, JSON.stringify(s.config));
-    if (!o.processes) {
-      s.daemon = await startSigner(s.config);
-      return;
-    }
-    const p = spawn(process.execPath, [MAIN, 'signer', 'start', '-c', s.configFile], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
-      env: { ...process.env },
-    });
-    procs.set(s, p);
-    await new Promise<void>((resolve, reject) => {
-      let out = '';
-      const t = setTimeout(() => reject(new Error(`${s.name} did not start: ${out}`)), 60_000);
-      const on = (d: Buffer) => {
-        out += d.toString();
-        if (out.includes('signer started')) {
-          clearTimeout(t);
-          resolve();
-        }
-      };
-      p.stdout.on('data', on);
-      p.stderr.on('data', on);
-      p.on('exit', (c) => {
-        clearTimeout(t);
-        reject(new Error(`${s.name} exited with ${c}: ${out}`));
-      });
-    });
-  };
   const procs = new Map<TestSigner, ReturnType<typeof spawn>>();
   const stop = async (s: TestSigner) => {
     const d = s.daemon;
@@ -188,6 +160,41 @@ export async function startKeysHarness(o: KeysHarnessOptions = {}): Promise<Keys
       });
       kill('SIGTERM');
     });
+  };
+  const start = async (s: TestSigner) => {
+    await writeFile(s.configFile, JSON.stringify(s.config));
+    if (!o.processes) {
+      s.daemon = await startSigner(s.config);
+      return;
+    }
+    const p = spawn(process.execPath, [MAIN, 'signer', 'start', '-c', s.configFile], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+      env: { ...process.env },
+    });
+    procs.set(s, p);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        let out = '';
+        const t = setTimeout(() => reject(new Error(`${s.name} did not start: ${out}`)), 60_000);
+        const on = (d: Buffer) => {
+          out += d.toString();
+          if (out.includes('"signer started"')) {
+            clearTimeout(t);
+            resolve();
+          }
+        };
+        p.stdout.on('data', on);
+        p.stderr.on('data', on);
+        p.on('exit', (c) => {
+          clearTimeout(t);
+          reject(new Error(`${s.name} exited with ${c}: ${out}`));
+        });
+      });
+    } catch (e) {
+      await stop(s);
+      throw e;
+    }
   };
   const signerCli = (...args: string[]) =>
     new Promise<{ code: number; out: string }>((resolve) => {
