@@ -13,7 +13,7 @@ import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import type { AdminCliError } from '../src/admin/http.js';
 import { registerAdminCommands } from '../src/admin/index.js';
-import { checkKeyChange, drillPassed, type ExpectedChange, resolveParty } from '../src/admin/keys.js';
+import { checkKeyChange, drillPassed, type ExpectedChange, resolveParty } from '../src/admin/keys-check.js';
 import type { Device, KeyChange, ServerSigner } from '../src/admin/types.js';
 
 const hex = (n: number) => randomBytes(n).toString('hex');
@@ -207,6 +207,104 @@ describe('keys: the key change is checked before it is signed', () => {
       const e = thrown(() => checkKeyChange(v, replace));
       expect(e.code, what).toBe('KEY_CHANGE_MISMATCH');
       expect(e.message, what).toMatch(field);
+    }
+  });
+});
+
+describe('keys: the new set and its approver devices are the ones asked for', () => {
+  const [s1, s2, s3] = [signer('s1'), signer('s2'), signer('s3')];
+  const [d1, d2, d3] = [device('d1'), device('d2'), device('d3')];
+  const signers = [s1!, s2!, s3!];
+  const devices = [d1!, d2!, d3!];
+  const masterKey: ExpectedChange['masterKey'] = {
+    threshold: 3,
+    parties: [
+      { kind: 'server', id: s1!.signer_id },
+      { kind: 'server', id: s2!.signer_id },
+      { kind: 'device', id: d1!.device_id },
+      { kind: 'device', id: d2!.device_id },
+    ],
+    secp256k1_public_key: `03${hex(32)}`,
+    secp256k1_chain_code: hex(32),
+    ed25519_public_key: hex(32),
+    ed25519_chain_code: hex(32),
+  };
+  // replace the lost phone d2 by d3
+  const input = {
+    reason: 'replace-signer' as const,
+    old: { kind: 'device' as const, id: d2!.device_id },
+    new: { kind: 'device' as const, id: d3!.device_id },
+  };
+  const expected: ExpectedChange = { masterKey, input, signers, devices };
+  const doc = (over: Partial<KeyChangeDocument> = {}): KeyChangeDocument => ({
+    kind: 'custodian.key-change',
+    change_id: randomUUID(),
+    key_id: hex(16),
+    public_keys: [
+      {
+        algorithm: 'SECP256K1_ECDSA',
+        public_key: masterKey.secp256k1_public_key,
+        chain_code: masterKey.secp256k1_chain_code,
+      },
+      { algorithm: 'ED25519', public_key: masterKey.ed25519_public_key, chain_code: masterKey.ed25519_chain_code },
+    ],
+    new_parties: [s1!.peer_id, s2!.peer_id, d1!.mpc_peer_id!, d3!.mpc_peer_id!],
+    new_threshold: 3,
+    approver_devices: [d1!, d3!].map((d) => ({ device_id: d.device_id, public_key: d.public_key })),
+    reason: 'replace-signer',
+    created_at: '2026-11-26T08:00:00.000Z',
+    ...over,
+  });
+  const view = (d: KeyChangeDocument): KeyChange => ({
+    change_id: d.change_id,
+    master_key_id: randomUUID(),
+    reason: d.reason,
+    status: 'AWAITING_SIGNATURE',
+    document: d,
+    digest: bytesToHex(keyChangeDigest(d)),
+    ceremony_id: null,
+    error: null,
+    created_by: null,
+    created_at: d.created_at,
+    updated_at: d.created_at,
+  });
+
+  it('the honest change passes (the order of the parties is the coordinator’s)', () => {
+    expect(checkKeyChange(view(doc()), expected)).toHaveLength(32);
+    const d = doc();
+    expect(checkKeyChange(view({ ...d, new_parties: [...d.new_parties].reverse() }), expected)).toHaveLength(32);
+  });
+
+  it('a party swapped for another of the same count is refused, naming the missing one', () => {
+    const e = thrown(() =>
+      checkKeyChange(
+        view(doc({ new_parties: [s1!.peer_id, s3!.peer_id, d1!.mpc_peer_id!, d3!.mpc_peer_id!] })),
+        expected,
+      ),
+    );
+    expect(e.code).toBe('KEY_CHANGE_MISMATCH');
+    expect(e.message).toContain(`server:${s2!.signer_id}`);
+    // the lost phone kept instead of the new one
+    const kept = thrown(() =>
+      checkKeyChange(
+        view(doc({ new_parties: [s1!.peer_id, s2!.peer_id, d1!.mpc_peer_id!, d2!.mpc_peer_id!] })),
+        expected,
+      ),
+    );
+    expect(kept.message).toContain(`device:${d3!.device_id}`);
+  });
+
+  it('approver devices: the lost phone kept, an extra one, or another key for a device are refused', () => {
+    const key = (d: Device, public_key = d.public_key) => ({ device_id: d.device_id, public_key });
+    for (const approver_devices of [
+      [key(d1!), key(d3!), key(d2!)],
+      [key(d1!), key(d2!)],
+      [key(d1!), key(d3!, `02${hex(32)}`)],
+      [key(d1!)],
+    ]) {
+      const e = thrown(() => checkKeyChange(view(doc({ approver_devices })), expected));
+      expect(e.code).toBe('KEY_CHANGE_MISMATCH');
+      expect(e.message).toMatch(/approver_devices/);
     }
   });
 });

@@ -8,7 +8,7 @@
  * Lives in packages/cli, not @custodian/sdk: the SDK is the integrator's library for the custody
  * REST API (API keys, webhooks); the admin API is the operator's, driven by this CLI only.
  *
- * Over 400 lines on purpose: it is the one client, one short method per route (80 routes);
+ * Over 400 lines on purpose: it is the one client, one short method per route (86 routes);
  * tests/admin-client.test.ts checks each route against docs/api/openapi.json.
  */
 import { AdminHttp, type AdminHttpOptions } from './http.js';
