@@ -71,7 +71,7 @@ describe('RESHARE with a party killed at each round', () => {
         ).toEqual([]);
       }
       expect(
-        res.filter((r, i) => session[i] !== a).map((r) => r.outcome),
+        res.filter((_r, i) => session[i] !== a).map((r) => r.outcome),
         at,
       ).not.toContain(Outcome.OK);
       await cluster.restart(victim);

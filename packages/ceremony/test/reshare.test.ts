@@ -95,12 +95,12 @@ describe('RESHARE 3-of-4 → 3-of-4, one party replaced', () => {
     );
     expect(refusalOf(bogus.refusal)).toBe('RESHARE_NOT_PENDING');
 
-    // the commit, then again (idempotent)
     const all = [a, b, c, d, e];
-    for (let round = 0; round < 2; round++) {
-      const commit = start(CeremonyKind.RESHARE_COMMIT, all, { keyId, reshareCeremonyId: req.ceremonyId });
-      allOk(await runAt(runCeremony, commit, all));
-    }
+    // the commit; again under a new id; and the first request sent again (its answers lost)
+    const commit = start(CeremonyKind.RESHARE_COMMIT, all, { keyId, reshareCeremonyId: req.ceremonyId });
+    allOk(await runAt(runCeremony, commit, all));
+    allOk(await runAt(runCeremony, { ...commit, ceremonyId: new Uint8Array(16).fill(9) }, all));
+    allOk(await runAt(runCeremony, commit, all));
     for (const s of [b, c, d, e]) {
       const r = await held(s, keyId);
       expect(r?.parties).toEqual(newSet.map((x) => x.id.peerId));

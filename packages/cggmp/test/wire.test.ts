@@ -7,7 +7,15 @@ import { type Canonical, canonicalEncode, type Delivery, equalBytes, secp256k1Gr
 import { bytesToCanonical, CGGMP_SIGN_SCHEMA, canonicalToBytes, PROTOCOL_SCHEMAS, roundType } from '@custodian/wire';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { describe, expect, it } from 'vitest';
-import { type EcdsaSignature, type KeyShare, type Presignature, refreshProtocol } from '../src/index.js';
+import {
+  type CoreKeyShare,
+  type EcdsaReshareOutput,
+  type EcdsaSignature,
+  type KeyShare,
+  type Presignature,
+  refreshProtocol,
+  reshareProtocol,
+} from '../src/index.js';
 import {
   fixtureShares,
   runAux,
@@ -120,5 +128,34 @@ describe('CGGMP21 round messages over the wire (typed protobuf, proto/custodian/
     expect(res.aborted).toEqual([undefined, undefined, undefined]);
     expect(res.outputs[1]?.core.publicKey.equals((shares[1] as KeyShare).core.publicKey)).toBe(true);
     expect([...rf.used].sort()).toEqual(expected('custodian.cggmp.refresh.v1'));
+  });
+});
+
+describe('CGGMP21 reshare over the wire (typed protobuf)', () => {
+  it('2-of-3 → 3-of-4 reshare: every round part has its own type and round-trips exactly', () => {
+    const old = fixtureShares('2of3').map((s) => s.core);
+    const tag = 'custodian.cggmp.reshare.v1';
+    const rs = overTheWire(tag);
+    const seats = [{ oldIndex: 0 }, { oldIndex: 2, newIndex: 0 }, { newIndex: 1 }, { newIndex: 2 }, { newIndex: 3 }];
+    const res = runParties<EcdsaReshareOutput>(
+      (i) =>
+        reshareProtocol({
+          ...(seats[i]?.oldIndex !== undefined ? { core: old[seats[i]?.oldIndex as number] as CoreKeyShare } : {}),
+          parties: seats,
+          newN: 4,
+          newThreshold: 3,
+          expectedPublicKey: (old[0] as CoreKeyShare).publicKey,
+          expectedChainCode: (old[0] as CoreKeyShare).chainCode,
+          context: new Uint8Array(32).fill(2),
+        }),
+      seats.length,
+      'wire-reshare',
+      rs.intercept,
+    );
+    expect(res.aborted.every((a) => a === undefined)).toBe(true);
+    const cores = res.outputs.flatMap((o) => (o?.core ? [o.core] : []));
+    expect(cores.length).toBe(4);
+    for (const c of cores) expect(c.publicKey.equals((old[0] as CoreKeyShare).publicKey)).toBe(true);
+    expect([...rs.used].sort()).toEqual(expected(tag));
   });
 });

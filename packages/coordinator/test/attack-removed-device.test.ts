@@ -135,13 +135,13 @@ describe('a removed or rejected device loses its socket and every approval reque
   }
 
   const requestsOf = (p: Phone) => p.frames.filter((f) => f.approvalRequest).map((f) => f.approvalRequest!);
-  /** Ceremony invitations (a StartCeremony); the hub also pushes signed policy versions in invitation frames. */
+  /** Ceremony invitations (a StartCeremony); the hub also pushes signed policy versions and revocations (#22) in invitation frames. */
   const invitationsOf = (p: Phone) =>
     p.frames.filter((f) => {
       if (!f.invitation) return false;
       const key = peerIdFromString(h.c.signing?.peerId as string).publicKey?.raw as Uint8Array;
       const o = openControlRequest(f.invitation.signedControl, key);
-      return !o.ok || o.value.policySync === undefined;
+      return !o.ok || (o.value.policySync === undefined && o.value.revokeApprover === undefined);
     });
   const isOpen = (p: Phone) => p.ws.readyState === WebSocket.OPEN;
 

@@ -8,12 +8,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { fingerprint } from '@custodian/signer-client';
-import { deviceSign, type KeyChangeDocument, keyChangeDigest } from '@custodian/wire';
+import { deviceSign, type KeyChangeDocument, keyChangeDigest, openControlRequest } from '@custodian/wire';
 import { generateKeyPair } from '@libp2p/crypto/keys';
-import { peerIdFromPrivateKey } from '@libp2p/peer-id';
+import { peerIdFromPrivateKey, peerIdFromString } from '@libp2p/peer-id';
 import { bytesToHex } from '@noble/curves/utils.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { enrollPhone, type PhoneKeys, phoneKeys, userIdOf } from './device-fixtures.js';
+import { connectPhone, enrollPhone, type Phone, type PhoneKeys, phoneKeys, userIdOf } from './device-fixtures.js';
 import { ADMIN_EMAIL, type Harness, type Json, startHarness, testMasterKey } from './helpers.js';
 
 const PASSWORD = 'another correct horse battery';
@@ -25,6 +25,8 @@ let serverB = '';
 let phone1 = '';
 let phone2 = '';
 let phone3 = '';
+let phone2Keys: PhoneKeys;
+let phone3Keys: PhoneKeys;
 let adminKeys: PhoneKeys;
 let fmPhone = '';
 let fmKeys: PhoneKeys;
@@ -64,8 +66,10 @@ beforeAll(async () => {
   const adminId = await userIdOf(h, ADMIN_EMAIL);
   adminKeys = await phoneKeys();
   phone1 = await enrollPhone(h, adminKeys, 'admin phone', { userId: adminId });
-  phone2 = await enrollPhone(h, await phoneKeys(), 'phone 2', { userId: adminId });
-  phone3 = await enrollPhone(h, await phoneKeys(), 'phone 3', { userId: adminId });
+  phone2Keys = await phoneKeys();
+  phone3Keys = await phoneKeys();
+  phone2 = await enrollPhone(h, phone2Keys, 'phone 2', { userId: adminId });
+  phone3 = await enrollPhone(h, phone3Keys, 'phone 3', { userId: adminId });
   serverA = await registerServer('server a');
   serverB = await registerServer('server b');
   const fm = await createUser('FINANCE_MANAGER');
@@ -222,7 +226,9 @@ describe('key change checks', () => {
 
 describe('attack: the reshare needs an Admin device signature over the change digest', () => {
   /** A key change AWAITING_SIGNATURE as the service records it (its document names a server set). */
-  async function awaitingChange(): Promise<{ id: string; document: KeyChangeDocument }> {
+  async function awaitingChange(
+    parties: { kind: 'server' | 'device'; id: string; peer: string; address: string | null }[] = [],
+  ): Promise<{ id: string; document: KeyChangeDocument }> {
     const id = randomUUID();
     const document: KeyChangeDocument = {
       kind: 'custodian.key-change',
@@ -243,7 +249,7 @@ describe('attack: the reshare needs an Admin device signature over the change di
         document: JSON.stringify(document),
         digest: bytesToHex(keyChangeDigest(document)),
         threshold: 2,
-        parties: [],
+        parties,
         actor: null as unknown as string,
         now: new Date(),
       }),
@@ -267,6 +273,16 @@ describe('attack: the reshare needs an Admin device signature over the change di
     expect(v.body.status).toBe('AWAITING_SIGNATURE');
   });
 
+  it('refuses to start a change whose new set lost a device since it was prepared (409)', async () => {
+    const gone = await enrollPhone(h, await phoneKeys(), 'soon gone', { userId: await userIdOf(h, ADMIN_EMAIL) });
+    const change = await awaitingChange([{ kind: 'device', id: gone, peer: 'fp', address: null }]);
+    expect((await h.req('DELETE', `/admin/v1/devices/${gone}`, { token: h.adminToken })).status).toBe(200);
+    const before = await ceremonies();
+    const r = await sign(change, phone1, bytesToHex(deviceSign(keyChangeDigest(change.document), adminKeys.sk)));
+    expect(r.status, JSON.stringify(r.body)).toBe(409);
+    expect(await ceremonies()).toBe(before);
+  });
+
   it("refuses the Admin device's signature over another digest, and starts no ceremony", async () => {
     const change = await awaitingChange();
     const other = { ...change.document, new_threshold: 3 };
@@ -278,5 +294,41 @@ describe('attack: the reshare needs an Admin device signature over the change di
     expect(
       (await h.req('GET', `${K()}/key-changes`, { token: h.adminToken })).body.map((c: Json) => c.change_id),
     ).toContain(change.id);
+  });
+});
+
+describe('a removed device is revoked at the phones too', () => {
+  /** Device ids in the RevokeApprover control requests a phone received. */
+  const revokedAt = (p: Phone) => {
+    const key = peerIdFromString(h.c.signing?.peerId as string).publicKey?.raw as Uint8Array;
+    return p.frames.flatMap((f) => {
+      if (!f.invitation) return [];
+      const o = openControlRequest(f.invitation.signedControl, key);
+      return o.ok && o.value.revokeApprover ? [o.value.revokeApprover.deviceId] : [];
+    });
+  };
+  const until = async (cond: () => boolean, ms = 5000) => {
+    const end = Date.now() + ms;
+    while (!cond() && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+    return cond();
+  };
+
+  it('a connected phone gets RevokeApprover at the removal, a phone connecting later at its hello', async () => {
+    const early = connectPhone(h, phone2, phone2Keys);
+    try {
+      expect(await early.welcomed).toBe(true);
+      const lost = await enrollPhone(h, await phoneKeys(), 'lost phone', { userId: await userIdOf(h, ADMIN_EMAIL) });
+      expect((await h.req('DELETE', `/admin/v1/devices/${lost}`, { token: h.adminToken })).status).toBe(200);
+      expect(await until(() => revokedAt(early).includes(lost))).toBe(true);
+      const late = connectPhone(h, phone3, phone3Keys);
+      try {
+        expect(await late.welcomed).toBe(true);
+        expect(await until(() => revokedAt(late).includes(lost))).toBe(true);
+      } finally {
+        late.ws.terminate();
+      }
+    } finally {
+      early.ws.terminate();
+    }
   });
 });

@@ -32,7 +32,7 @@ export interface SignerHealthSource {
 /** The signer's registry and the metrics the daemon observes. */
 export interface SignerMetrics {
   readonly registry: Registry;
-  /** Ceremonies finished, labels `kind` (master_key, sign, refresh, presign), `outcome` (ok, aborted, …). */
+  /** Ceremonies finished, labels `kind` (master_key, sign, refresh, presign, reshare, reshare_commit, drill), `outcome` (ok, aborted, …). */
   readonly ceremonies: Counter<'kind' | 'outcome'>;
   /** Seconds per ceremony, same labels. */
   readonly duration: Histogram<'kind' | 'outcome'>;
@@ -141,7 +141,15 @@ export async function startHealthServer(
   return { app, url };
 }
 
-const KIND_LABELS: Record<number, string> = { 1: 'master_key', 2: 'sign', 3: 'refresh', 4: 'presign' };
+const KIND_LABELS: Record<number, string> = {
+  1: 'master_key',
+  2: 'sign',
+  3: 'refresh',
+  4: 'presign',
+  5: 'reshare',
+  6: 'reshare_commit',
+  7: 'drill',
+};
 const OUTCOME_LABELS: Record<number, string> = { 1: 'ok', 2: 'aborted', 3: 'deadline_exceeded', 4: 'refused' };
 
 /**

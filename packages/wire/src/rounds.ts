@@ -84,6 +84,15 @@ export const FROST_REFRESH_SCHEMA: ProtocolSchema = {
   ],
 };
 
+/** FROST resharing (packages/frost `reshareProtocol`): rounds 0–1; round 2 is the echo round. */
+export const FROST_RESHARE_SCHEMA: ProtocolSchema = {
+  protocol: 'custodian.frost.reshare',
+  rounds: [
+    { broadcast: 'custodian.v1.frost.ReshareRound0Broadcast', p2p: 'custodian.v1.frost.ReshareRound0Direct' },
+    { broadcast: 'custodian.v1.frost.ReshareRound1Broadcast' },
+  ],
+};
+
 const C = 'custodian.v1.cggmp';
 
 /** CGGMP21 threshold key generation (packages/cggmp `keygenProtocol`): rounds 0–2; round 3 is the echo round. */
@@ -132,6 +141,15 @@ export const CGGMP_REFRESH_SCHEMA: ProtocolSchema = {
   ],
 };
 
+/** CGGMP21 core-share resharing (packages/cggmp `reshareProtocol`): rounds 0–1; round 2 is the echo round. */
+export const CGGMP_RESHARE_SCHEMA: ProtocolSchema = {
+  protocol: 'custodian.cggmp.reshare.v1',
+  rounds: [
+    { broadcast: `${C}.ReshareRound0Broadcast`, p2p: `${C}.ReshareRound0Direct` },
+    { broadcast: `${C}.ReshareRound1Broadcast` },
+  ],
+};
+
 /** Every registered protocol schema (FROST and CGGMP21). */
 export const PROTOCOL_SCHEMAS: readonly ProtocolSchema[] = [
   FROST_DKG_SCHEMA,
@@ -142,6 +160,8 @@ export const PROTOCOL_SCHEMAS: readonly ProtocolSchema[] = [
   CGGMP_PRESIGN_SCHEMA,
   CGGMP_SIGN_SCHEMA,
   CGGMP_REFRESH_SCHEMA,
+  FROST_RESHARE_SCHEMA,
+  CGGMP_RESHARE_SCHEMA,
 ];
 
 for (const schema of PROTOCOL_SCHEMAS) registerProtocolSchema(schema);

@@ -77,7 +77,9 @@ export async function commitReshare(
     if (!v) throw new Error(`pending reshare ${cid.slice(0, 16)}: ${k} vanished`);
     ops.push({ type: 'put', sublevel: 'shares', key: `${keyId}/${k.slice(prefix.length)}`, value: v });
   }
-  const next = { ...rec, reshareCeremonyId: cid };
+  // a refresh of the old set since the reshare raised the held epoch: the new shares come after it
+  const current = await loadKeyRecord(ctx.store, keyId);
+  const next = { ...rec, epoch: Math.max(rec.epoch, (current?.epoch ?? -1) + 1), reshareCeremonyId: cid };
   ops.push({ type: 'put', sublevel: 'shares', key: `${keyId}/meta`, value: enc.encode(JSON.stringify(next)) });
   ops.push({ type: 'del', sublevel: 'pending', key: `left/${keyId}` });
   return { result: ok(next), ops };

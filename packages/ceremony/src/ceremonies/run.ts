@@ -74,7 +74,9 @@ export async function runCeremony(
       if (v) throw new Refused('ceremony id already used');
     });
     unused.catch(() => undefined);
-    if (start.kind !== CeremonyKind.SIGN) await unused;
+    // a commit sent again under the same id (its answer was lost) is answered again: commit.ts is idempotent
+    if (start.kind === CeremonyKind.RESHARE_COMMIT) await unused.catch(() => undefined);
+    else if (start.kind !== CeremonyKind.SIGN) await unused;
     const now = Date.now();
     const deadline = Number(start.deadlineUnixMs);
     if (!Number.isSafeInteger(deadline) || deadline <= now || deadline > now + MAX_DEADLINE_MS) {

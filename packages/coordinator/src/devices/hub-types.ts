@@ -107,6 +107,11 @@ export interface DeviceHubComponents {
    * when it connects (issue #26 item 3). Absent: nothing is pushed at connection.
    */
   policies?: { signedVersions(): Promise<readonly SignedPolicy[]> };
+  /**
+   * Devices whose approval rights were revoked (issue #22; `revoked_approvers`): pushed to every
+   * phone as it connects (`RevokeApprover` control requests). Absent: none pushed at connect.
+   */
+  revokedApprovers?: () => Promise<readonly { deviceId: string; publicKey: string }[]>;
   /** HTTP server whose upgrades to {@link DEVICE_WS_PATH} the hub serves from `start()`; absent: none. */
   server?: Server;
   /**

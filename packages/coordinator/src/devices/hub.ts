@@ -38,7 +38,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { bytesToHex } from '@custodian/crypto';
+import { bytesToHex, hexToBytes } from '@custodian/crypto';
 import { type DeviceFrame, decodeDeviceFrame, encodeDeviceFrame, type RelayFrame } from '@custodian/signer-client';
 import {
   type CeremonyResult,
@@ -192,6 +192,44 @@ export class DeviceHub implements DeviceCeremonyPort, Startable {
         })
         .catch((e: unknown) =>
           this.log('warn', 'policy versions not pushed to a device', {
+            device: c.deviceId,
+            err: e instanceof Error ? e.message : String(e),
+          }),
+        );
+    }
+  }
+
+  /**
+   * Push `RevokeApprover` control requests (issue #22: these devices approve nothing any more) in
+   * `invitation` frames to one connected device, or to every connected APPROVED device. Best
+   * effort: a phone offline now gets every revocation when it connects
+   * ({@link DeviceHubComponents.revokedApprovers}).
+   */
+  pushRevocations(revoked: readonly { deviceId: string; publicKey: string }[], deviceId?: string): void {
+    if (revoked.length === 0) return;
+    const conns = deviceId === undefined ? [...this.byDevice.values()] : [this.byDevice.get(deviceId)];
+    for (const c of conns) {
+      if (!c) continue;
+      void this.ifApproved(c)
+        .then((ok) => {
+          if (!ok) return;
+          for (const r of revoked) {
+            const signedControl = signControlRequest(
+              {
+                version: CONTROL_VERSION,
+                issuedUnixMs: Date.now(),
+                revokeApprover: {
+                  deviceId: r.deviceId,
+                  ...(/^0[23][0-9a-f]{64}$/.test(r.publicKey) ? { publicKey: hexToBytes(r.publicKey) } : {}),
+                },
+              },
+              this.init.coordinator.secretKey,
+            );
+            this.send(c.ws, { invitation: { signedControl } });
+          }
+        })
+        .catch((e: unknown) =>
+          this.log('warn', 'revocations not pushed to a device', {
             device: c.deviceId,
             err: e instanceof Error ? e.message : String(e),
           }),
@@ -509,6 +547,13 @@ export class DeviceHub implements DeviceCeremonyPort, Startable {
     this.send(ws, { welcome: { pendingApprovals: pending.length } });
     this.log('info', 'device connected', { device: conn.deviceId, peer: conn.mpcPeerId, pending: pending.length });
     for (const [id, intent] of pending) this.sendApprovalRequest(conn, id, intent);
+    if (this.init.revokedApprovers) {
+      try {
+        this.pushRevocations(await this.init.revokedApprovers(), conn.deviceId);
+      } catch (e) {
+        this.log('warn', 'revoked approvers could not be read', { err: e instanceof Error ? e.message : String(e) });
+      }
+    }
     if (this.init.policies) {
       try {
         this.pushPolicies(await this.init.policies.signedVersions(), conn.deviceId);

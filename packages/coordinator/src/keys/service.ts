@@ -332,6 +332,18 @@ export class KeyService implements Startable {
         throw invalid('body.signature', 'does not verify over the key change digest with this device key');
       const mk = await this.store.key(masterKeyId, q);
       if (await this.store.busy(q, masterKeyId)) throw busy();
+      // the new set as it is now: a device removed or a signer deregistered since the change was prepared
+      for (const p of change.new_parties) {
+        const live =
+          p.kind === 'server'
+            ? await q.query('SELECT 1 FROM server_signers WHERE signer_id::text = $1 AND removed_at IS NULL', [p.id])
+            : await q.query(`SELECT 1 FROM devices WHERE device_id::text = $1 AND status = 'APPROVED'`, [p.id]);
+        if (live.length === 0)
+          throw new ApiError(
+            'CONFLICT',
+            `${p.kind} ${p.id} of the new set is no longer usable; prepare a new key change`,
+          );
+      }
       const signed: SignedKeyChange = {
         document: JSON.parse(change.document) as KeyChangeDocument,
         device_id: input.device_id.toLowerCase(),

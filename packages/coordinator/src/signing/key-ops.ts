@@ -36,7 +36,8 @@ export interface KeyCeremonyPort {
   status(party: SignParty): Promise<NodeStatus>;
   /**
    * Push every revocation not yet acknowledged to every live server signer (bounded by
-   * `timeoutMs` each). @returns the peer ids that did not acknowledge
+   * `timeoutMs` each), and every revocation to the connected phones (no acknowledgement; a phone
+   * gets them all again when it connects). @returns the server peer ids that did not acknowledge
    */
   pushRevocations(timeoutMs?: number): Promise<string[]>;
 }
@@ -55,6 +56,8 @@ export interface KeyCeremonyPortInit {
   };
   /** Re-read and list the live server signers' peer ids. */
   serverPeers(): Promise<string[]>;
+  /** Push the revocations to the connected phones too (device hub; best effort). */
+  pushToPhones?(revoked: readonly { deviceId: string; publicKey: string }[]): void;
   prepare(targets: readonly PartyDispatch[]): Promise<void>;
   availability(party: SignParty): Promise<'up' | 'down' | undefined>;
   clock: () => Date;
@@ -109,6 +112,7 @@ export function createKeyCeremonyPort(init: KeyCeremonyPortInit): KeyCeremonyPor
       return init.control.status(await init.directory.peerIdOf(party));
     },
     async pushRevocations(timeoutMs = 5000) {
+      init.pushToPhones?.(await revocations.revoked());
       return revocations.ensure(await init.serverPeers(), timeoutMs);
     },
   };
@@ -120,6 +124,14 @@ export function createKeyCeremonyPort(init: KeyCeremonyPortInit): KeyCeremonyPor
  */
 export class RevocationSync {
   constructor(private readonly c: { db: Db; control: ControlClient; clock: () => Date }) {}
+
+  /** Every revoked device (id, compressed P-256 key hex), oldest first. */
+  async revoked(): Promise<{ deviceId: string; publicKey: string }[]> {
+    const rows = await this.c.db.query<{ device_id: string; public_key: string }>(
+      'SELECT device_id::text AS device_id, public_key FROM revoked_approvers ORDER BY revoked_at, device_id',
+    );
+    return rows.map((r) => ({ deviceId: r.device_id, publicKey: r.public_key }));
+  }
 
   /** @returns the peer ids that failed */
   async ensure(peers: readonly string[], timeoutMs = 5000): Promise<string[]> {

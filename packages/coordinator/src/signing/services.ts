@@ -216,8 +216,12 @@ export async function createSigningServices(c: SigningServicesComponents): Promi
     log: c.log ?? pino({ level: 'silent' }),
     onFrame: (from, frame) => signerFrames.emit(from, frame),
   });
+  // issue #22: a signer that missed a device's revocation (offline at the removal) gets it before
+  // it takes part in any ceremony (sign, presign, key lifecycle); a phone, when it connects
+  const revocations = new RevocationSync({ db: c.db, control, clock: () => new Date() });
   const h = new DeviceHub({
     ...c.hub,
+    revokedApprovers: () => revocations.revoked(),
     coordinator: { peerId, secretKey: Uint8Array.from(privateKey.raw.subarray(0, 32)) },
     devices: c.devices,
     isSignerPeer: (p) => peers.has(p),
@@ -235,9 +239,6 @@ export async function createSigningServices(c: SigningServicesComponents): Promi
     source: () => signedPolicyVersions(c.db),
     log: warn,
   });
-  // issue #22: a signer that missed a device's revocation (offline at the removal) gets it before
-  // it takes part in any ceremony (sign, presign, key lifecycle)
-  const revocations = new RevocationSync({ db: c.db, control, clock: () => new Date() });
   const prepare = async (targets: readonly PartyDispatch[]) => {
     await refreshSigners();
     const servers = targets.filter((t) => t.party.kind === 'server').map((t) => t.peerId);
@@ -337,6 +338,7 @@ export async function createSigningServices(c: SigningServicesComponents): Promi
   const keyOps = createKeyCeremonyPort({
     db: c.db,
     revocations,
+    pushToPhones: (revoked) => h.pushRevocations(revoked),
     control,
     directory,
     devices: h,
