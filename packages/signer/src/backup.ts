@@ -30,6 +30,9 @@
  * store id): at its first start generation.ts finds the state file missing or belonging to
  * another store and records a rollback (`STORE_ROLLED_BACK`), the existing rule for restored
  * stores — transfers created before then are refused, daily limits are not trusted that day.
+ * The same batch records `state/restored` (JSON `{ restoredAt, backupCreatedAt, peerId }`, for
+ * the operator's forensics) and the backup state of each key restored (the backup is current for
+ * the shares it brought back).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir, open as openFile, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
