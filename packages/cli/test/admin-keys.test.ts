@@ -3,9 +3,12 @@
  * a real coordinator, real signer daemons on real LevelDB (test/keys-harness.ts): refresh, a
  * replace-signer the CLI signs with the Admin device key file, the recovery drill's report, the
  * key changes listed, a coordinator answer tampered on the way (a proxy: a coordinator that shows
- * one document and asks to sign another digest) refused before anything is signed, and a Viewer
- * refused.
+ * one document and asks to sign another digest) refused before anything is signed, the CLI's own
+ * refusals (unknown party, unreadable device key) with stable codes and no key change made, and a
+ * Viewer refused.
  */
+
+import { writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { bytesToHex } from '@custodian/crypto';
@@ -179,6 +182,40 @@ describe('custodian admin keys', () => {
     expect(stale.out).toMatch(/drill FAILED/);
     expect(stale.code).toBe(1);
   }, 180_000);
+
+  it('refusals of the CLI itself carry stable codes: an unknown party, an unreadable device key', async () => {
+    const before = JSON.parse((await k.cli('--json', 'keys', 'changes', k.masterKeyId)).out).length;
+    const unknown = await k.cli(
+      '--json',
+      'keys',
+      'replace-signer',
+      k.masterKeyId,
+      'nobody',
+      `server:${k.signers[3]!.signerId}`,
+      '--device-key',
+      k.adminDeviceKeyFile,
+    );
+    expect(unknown.code).toBe(1);
+    expect(JSON.parse(unknown.err)).toMatchObject({ code: 'UNKNOWN_PARTY' });
+    const badKey = join(k.dir, 'not-a-key');
+    await writeFile(badKey, 'not hex at all\n');
+    const bad = await k.cli(
+      'keys',
+      'reshare',
+      k.masterKeyId,
+      '--threshold',
+      '2',
+      '--signers',
+      's1,s2',
+      '--device-key',
+      badKey,
+    );
+    expect(bad.code).toBe(1);
+    expect(bad.err).toMatch(/expected a P-256 secret key as 64 hex digits/);
+    expect(bad.err).not.toContain('not hex at all');
+    // neither created a key change
+    expect(JSON.parse((await k.cli('--json', 'keys', 'changes', k.masterKeyId)).out)).toHaveLength(before);
+  }, 60_000);
 
   it('a Viewer is refused every key operation', async () => {
     const u = await k.cli(
