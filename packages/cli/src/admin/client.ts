@@ -8,7 +8,7 @@
  * Lives in packages/cli, not @custodian/sdk: the SDK is the integrator's library for the custody
  * REST API (API keys, webhooks); the admin API is the operator's, driven by this CLI only.
  *
- * Over 400 lines on purpose: it is the one client, one short method per route (80 routes);
+ * Over 400 lines on purpose: it is the one client, one short method per route (86 routes);
  * tests/admin-client.test.ts checks each route against docs/api/openapi.json.
  */
 import { AdminHttp, type AdminHttpOptions } from './http.js';
@@ -32,6 +32,10 @@ import type {
   FeePriority,
   InitInput,
   InitResult,
+  KeyCeremony,
+  KeyChange,
+  KeyChangeInput,
+  KeyChangeSignatureInput,
   LoginChallenge,
   LoginSession,
   MasterKey,
@@ -266,6 +270,40 @@ export class AdminClient {
   }
   getCeremony(ceremonyId: string): Promise<Ceremony> {
     return this.http.request('GET', '/admin/v1/ceremonies/{ceremony_id}', { path: { ceremony_id: ceremonyId } });
+  }
+
+  // ---- key lifecycle (issue #22; Admin only) ----
+
+  /** Start a REFRESH of the master key among its parties (202: the ceremony). */
+  refreshMasterKey(masterKeyId: string): Promise<KeyCeremony> {
+    const path = { master_key_id: masterKeyId };
+    return this.http.request('POST', '/admin/v1/master-keys/{master_key_id}/refresh', { path, body: {} });
+  }
+  /** Propose a key change (201): its document and digest, awaiting an Admin device's signature. */
+  createKeyChange(masterKeyId: string, body: KeyChangeInput): Promise<KeyChange> {
+    const path = { master_key_id: masterKeyId };
+    return this.http.request('POST', '/admin/v1/master-keys/{master_key_id}/key-changes', { path, body });
+  }
+  listKeyChanges(masterKeyId: string): Promise<KeyChange[]> {
+    const path = { master_key_id: masterKeyId };
+    return this.http.request('GET', '/admin/v1/master-keys/{master_key_id}/key-changes', { path });
+  }
+  getKeyChange(masterKeyId: string, changeId: string): Promise<KeyChange> {
+    const path = { master_key_id: masterKeyId, change_id: changeId };
+    return this.http.request('GET', '/admin/v1/master-keys/{master_key_id}/key-changes/{change_id}', { path });
+  }
+  /** Attach the Admin device's signature over the change's digest; starts the RESHARE ceremony (202). */
+  signKeyChange(masterKeyId: string, changeId: string, body: KeyChangeSignatureInput): Promise<KeyCeremony> {
+    const path = { master_key_id: masterKeyId, change_id: changeId };
+    return this.http.request('POST', '/admin/v1/master-keys/{master_key_id}/key-changes/{change_id}/signature', {
+      path,
+      body,
+    });
+  }
+  /** Start a recovery drill: test signatures by the live signers, verified, and each party's backup state (202). */
+  drillMasterKey(masterKeyId: string): Promise<KeyCeremony> {
+    const path = { master_key_id: masterKeyId };
+    return this.http.request('POST', '/admin/v1/master-keys/{master_key_id}/drill', { path, body: {} });
   }
 
   // ---- profile webhooks (changes need a step-up) ----

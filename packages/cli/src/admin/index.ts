@@ -14,6 +14,7 @@ import { registerChainCommands } from './chains.js';
 import { AdminContext, type CliIo, defaultIo } from './context.js';
 import { registerDeviceCommands } from './devices.js';
 import { registerGroupCommands } from './groups.js';
+import { registerKeyCommands } from './keys.js';
 import { registerPolicyCommands } from './policies.js';
 import { registerSessionCommands } from './session.js';
 import { registerMasterKeyCommands, registerSignerCommands } from './signers.js';
@@ -35,7 +36,9 @@ export { readDeviceKeyFile } from './policies.js';
 export function registerAdminCommands(program: Command, io: CliIo = defaultIo): Command {
   const admin = program
     .command('admin')
-    .description('administer a coordinator: users, API keys, signers, devices, master key, webhooks, audit')
+    .description(
+      'administer a coordinator: users, API keys, signers, devices, master key and its lifecycle, webhooks, audit',
+    )
     .addOption(
       new Option(
         '--coordinator-url <url>',
@@ -57,6 +60,7 @@ export function registerAdminCommands(program: Command, io: CliIo = defaultIo): 
   registerSignerCommands(ctx);
   registerDeviceCommands(ctx);
   registerMasterKeyCommands(ctx);
+  registerKeyCommands(ctx);
   registerWebhookCommands(ctx);
   registerInstanceWebhookCommands(ctx);
   registerGroupCommands(ctx);

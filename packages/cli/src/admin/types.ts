@@ -11,6 +11,7 @@
  * units (`*_base_units`).
  */
 import type { CeremonyProgress, CeremonyView, Role, UserView, WalletView } from '@custodian/coordinator';
+import type { KeyChangeDocument } from '@custodian/wire';
 
 export type {
   AddressGroupEntry,
@@ -228,3 +229,69 @@ export interface TransferQuery extends PageQuery {
 }
 
 export type FeePriority = 'SLOW' | 'STANDARD' | 'FAST';
+
+/** A party of a master key or of a key change: a server signer (`signer_id`) or a device (`device_id`). */
+export interface PartyRef {
+  kind: 'server' | 'device';
+  id: string;
+}
+
+/**
+ * `POST /admin/v1/master-keys/{master_key_id}/key-changes` body: replace one party by another
+ * (same threshold), or move the key to exactly `signers` with threshold `threshold` (t').
+ */
+export type KeyChangeInput =
+  | { reason: 'replace-signer'; old: PartyRef; new: PartyRef }
+  | { reason: 'reshare'; threshold: number; signers: PartyRef[] };
+
+/** States of a key change: signed → RUNNING (the RESHARE ceremony) → COMMITTING → SUCCEEDED, or FAILED. */
+export type KeyChangeStatus = 'AWAITING_SIGNATURE' | 'RUNNING' | 'COMMITTING' | 'SUCCEEDED' | 'FAILED';
+
+/** A key change as the admin API shows it: the document an Admin device signs and its digest (hex, 32 bytes). */
+export interface KeyChange {
+  change_id: string;
+  master_key_id: string;
+  reason: 'replace-signer' | 'reshare';
+  status: KeyChangeStatus;
+  /** The KeyChangeDocument of @custodian/wire (key-change.ts). */
+  document: KeyChangeDocument;
+  /** Lower-case hex of `keyChangeDigest(document)` as the coordinator computed it. */
+  digest: string;
+  ceremony_id: string | null;
+  error: string | null;
+  /** FAILED: the parties the ceremony named as culprits (`kind:id`), else null. */
+  blamed?: string[] | null;
+  created_by: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** `POST …/key-changes/{change_id}/signature` body: the Admin's device and its P-256 r‖s (hex) over the digest. */
+export interface KeyChangeSignatureInput {
+  device_id: string;
+  signature: string;
+}
+
+/** `result` of a finished DRILL ceremony: one test signature per key type, and each party's backup state. */
+export interface DrillResult {
+  signatures: {
+    algorithm: string;
+    public_key: string;
+    /** The fixed test digest (testSignatureDigest 'drill'), hex. */
+    digest: string;
+    signature: string;
+    /** Whether the coordinator verified `signature` over `digest` under `public_key`. */
+    verified: boolean;
+  }[];
+  signers: {
+    kind: 'server' | 'device';
+    id: string;
+    epoch: number | null;
+    backup_epoch: number | null;
+    backup_at: string | null;
+    backup_current: boolean;
+  }[];
+}
+
+/** A ceremony of the key lifecycle (REFRESH, RESHARE, DRILL): a {@link Ceremony} with its key change and result. */
+export type KeyCeremony = Ceremony & { readonly result?: unknown; readonly key_change_id?: string | null };
