@@ -100,6 +100,8 @@ export interface StartCeremony {
   reshare?: ReshareRequestWire;
   /** Reshare commit: the RESHARE ceremony whose pending shares to promote. */
   reshareCeremonyId?: Uint8Array;
+  /** Reshare commit: every new party's `pendingAttestation`, in `reshare.newParties` order of the RESHARE. */
+  pendingAttestations?: Uint8Array[];
 }
 
 /** `custodian.v1.ReshareRequest`. */
@@ -219,6 +221,8 @@ export interface CeremonyResult {
    * `refusalOf(value)` to read; absent or 0 reads as `UNKNOWN`).
    */
   refusal?: number;
+  /** RESHARE from a new party: its 64-byte Ed25519 attestation over `reshareAttestationMessage` (key-change.ts). */
+  pendingAttestation?: Uint8Array;
 }
 
 /** `custodian.v1.KeyInfo`: a key a signer holds, with its epoch and backup state. */
@@ -242,6 +246,8 @@ export interface NodeStatus {
   connectedPeers: string[];
   activeCeremonies: number;
   presignaturePool?: Record<string, number>;
+  /** Hex id of the signer's store (new after a restore from a backup). */
+  storeId?: string;
 }
 
 /** `custodian.v1.SignatureShare`: a signer's share of one ECDSA signature for the coordinator's combination. */

@@ -137,6 +137,7 @@ export type { KeyChangeDocument, SignedKeyChange } from './key-change.js';
 export {
   keyChangeDigest,
   keyChangeSignedByTrustedAdmin,
+  reshareAttestationMessage,
   signKeyChange,
   testSignatureDigest,
 } from './key-change.js';

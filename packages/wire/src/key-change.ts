@@ -38,6 +38,14 @@ export interface KeyChangeDocument {
   readonly new_threshold: number;
   /** The key's approver devices after the change (33-byte compressed P-256 keys, hex). */
   readonly approver_devices: readonly { readonly device_id: string; readonly public_key: string }[];
+  /**
+   * The key as the change finds it, as its holders store it: refresh/reshare epoch, parties (peer
+   * ids, in order) and threshold. A holder takes part only while its record is exactly this, so a
+   * signed change applies once: after its commit (epoch + 1) a replay is refused.
+   */
+  readonly base: { readonly epoch: number; readonly parties: readonly string[]; readonly threshold: number };
+  /** ISO 8601 UTC; signers refuse the change after it, and one expiring more than 24 h after they see it. */
+  readonly expires_at: string;
   readonly reason: 'replace-signer' | 'reshare';
   /** ISO 8601 UTC; informational. */
   readonly created_at: string;
@@ -60,6 +68,7 @@ export function keyChangeDigest(doc: KeyChangeDocument): Uint8Array {
     public_keys: doc.public_keys.map((k) => ({ ...k })),
     new_parties: [...doc.new_parties],
     approver_devices: doc.approver_devices.map((d) => ({ ...d })),
+    base: { ...doc.base, parties: [...doc.base.parties] },
   };
   return sha256(canonicalEncode(['custodian.key-change.v1', c]));
 }
@@ -100,4 +109,19 @@ export function keyChangeSignedByTrustedAdmin(change: SignedKeyChange, trustedAd
  */
 export function testSignatureDigest(purpose: 'drill' | 'reshare', keyId: string, ceremonyId: Uint8Array): Uint8Array {
   return sha256(canonicalEncode(['custodian.test-signature.v1', purpose, keyId, bytesToHex(ceremonyId)]));
+}
+
+/**
+ * The message a new party signs with its libp2p identity key (Ed25519, RFC 8032) when it holds a
+ * reshare's shares pending: `"custodian/v1/reshare-pending" ‖ 0x00 ‖ canonicalEncode([keyId,
+ * hex(reshareCeremonyId)])`. A RESHARE_COMMIT carries one per new party; a party commits (a leaving
+ * one deletes its shares) only when all verify, so no party moves before every new share exists.
+ */
+export function reshareAttestationMessage(keyId: string, reshareCeremonyId: Uint8Array): Uint8Array {
+  const tag = new TextEncoder().encode('custodian/v1/reshare-pending');
+  const body = canonicalEncode([keyId, bytesToHex(reshareCeremonyId)]);
+  const out = new Uint8Array(tag.length + 1 + body.length);
+  out.set(tag, 0);
+  out.set(body, tag.length + 1);
+  return out;
 }

@@ -21,6 +21,8 @@ const doc: KeyChangeDocument = {
   new_parties: ['12D3KooWA', '12D3KooWB', '12D3KooWC'],
   new_threshold: 2,
   approver_devices: [{ device_id: 'd1', public_key: `02${'cc'.repeat(32)}` }],
+  base: { epoch: 0, parties: ['12D3KooWA', '12D3KooWB', '12D3KooWD'], threshold: 2 },
+  expires_at: '2026-11-27T00:00:00.000Z',
   reason: 'replace-signer',
   created_at: '2026-11-26T00:00:00.000Z',
 };
@@ -36,6 +38,8 @@ describe('key changes signed by an Admin device', () => {
     expect(keyChangeSignedByTrustedAdmin(other, trusted)).toBe(false);
     for (const tampered of [
       { ...doc, new_threshold: 1 },
+      { ...doc, base: { ...doc.base, epoch: 1 } },
+      { ...doc, expires_at: '2027-01-01T00:00:00.000Z' },
       { ...doc, new_parties: [...doc.new_parties, '12D3KooWEvil'] },
       { ...doc, approver_devices: [{ device_id: 'd1', public_key: `03${'cc'.repeat(32)}` }] },
     ]) {

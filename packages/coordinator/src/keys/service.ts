@@ -97,6 +97,9 @@ const sp = (p: PartyRef): SignParty => ({ kind: p.kind, id: p.id.toLowerCase() }
 const uuidBytes = (uuid: string) => hexToBytes(uuid.replaceAll('-', '').toLowerCase());
 
 /** Key lifecycle operations. */
+/** How long a prepared key change can be signed and run: 24 h (signers refuse one expiring later). */
+export const KEY_CHANGE_LIFETIME_MS = 24 * 60 * 60 * 1000;
+
 export class KeyService implements Startable {
   readonly store: KeyStore;
   private readonly running = new Map<string, AbortController>();
@@ -257,7 +260,7 @@ export class KeyService implements Startable {
         `at least ${this.c.options.minMobileSigners} approved devices must be in the new set (seed §8)`,
       );
     const peers = await Promise.all(set.map((s) => this.mpcPeer(s)));
-    const keys = await this.liveKeys(port, mk);
+    const { keys, base } = await this.liveKeys(port, mk);
     const changeId = randomUUID();
     const now = this.c.clock();
     const document: KeyChangeDocument = {
@@ -268,6 +271,9 @@ export class KeyService implements Startable {
       new_parties: peers,
       new_threshold: threshold,
       approver_devices: approvers,
+      base,
+      // an Admin signs within the day, or the change is made again
+      expires_at: new Date(now.getTime() + KEY_CHANGE_LIFETIME_MS).toISOString(),
       reason: input.reason,
       created_at: now.toISOString(),
     };
@@ -670,7 +676,15 @@ export class KeyService implements Startable {
   }
 
   /** The live public keys of the key as its reachable server signers report them (all must agree and match the record). */
-  private async liveKeys(port: KeyCeremonyPort, mk: KeyRecord): Promise<KeyEntry[]> {
+  /**
+   * The key's public keys and its base (epoch, parties in order, threshold) as its server signers
+   * hold them (control `status`); they must all agree.
+   * @throws ApiError SIGNERS_UNAVAILABLE when none answers; CONFLICT when they differ or disagree with the record
+   */
+  private async liveKeys(
+    port: KeyCeremonyPort,
+    mk: KeyRecord,
+  ): Promise<{ keys: KeyEntry[]; base: KeyChangeDocument['base'] }> {
     const keyId = transferKeyId(mk);
     const reports = (
       await Promise.all(
@@ -679,20 +693,28 @@ export class KeyService implements Startable {
           .map(async (p) => {
             try {
               const k = (await port.status(sp(p))).keys.find((x) => x.keyId === keyId);
-              return k ? keyEntries(k.publicKeys) : undefined;
+              const entry: { keys: KeyEntry[]; base: KeyChangeDocument['base'] } | undefined = k
+                ? {
+                    keys: keyEntries(k.publicKeys),
+                    base: { epoch: k.epoch ?? 0, parties: k.parties.map((x) => x.peerId), threshold: k.threshold },
+                  }
+                : undefined;
+              return entry;
             } catch {
               return undefined;
             }
           }),
       )
-    ).filter((k): k is KeyEntry[] => k !== undefined);
+    ).filter((k): k is { keys: KeyEntry[]; base: KeyChangeDocument['base'] } => k !== undefined);
     const first = reports[0];
     if (first === undefined)
       throw new ApiError('SIGNERS_UNAVAILABLE', 'no server signer of the master key answered with its public keys');
-    if (reports.some((r) => !sameKeys(r, first)))
+    if (reports.some((r) => !sameKeys(r.keys, first.keys)))
       throw new ApiError('CONFLICT', "the key's server signers report different public keys");
+    if (reports.some((r) => JSON.stringify(r.base) !== JSON.stringify(first.base)))
+      throw new ApiError('CONFLICT', "the key's server signers report different epochs, parties or thresholds");
     try {
-      checkRecord(mk, first);
+      checkRecord(mk, first.keys);
     } catch (e) {
       throw new ApiError('CONFLICT', (e as Error).message);
     }
