@@ -204,7 +204,8 @@ try {
     const publicKeys = made[0]?.publicKeys ?? [];
     if (publicKeys.length !== 3) throw new Error('the master key does not have three keys');
 
-    await restart([s1, s2, s3]);
+    // the new set makes aux info: every member's pool needs its primes again
+    await restart(newSet);
     const doc = {
       kind: 'custodian.key-change' as const,
       change_id: crypto.randomUUID(),
