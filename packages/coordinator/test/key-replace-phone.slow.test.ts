@@ -324,6 +324,14 @@ describe('replace a lost phone (3-of-4: 2 servers + 2 phones), real processes an
       150_000,
     );
 
+    // … held by the signers too (the coordinator holds ids only)
+    const control = h.c.signing?.control;
+    if (!control) throw new Error('no control client');
+    const keyId = (await pooled())[0]!.key_id;
+    const oldPeers = [nodes[0]!.peerId, nodes[1]!.peerId, phone1.mpcPeerId];
+    const heldBefore = await control.presignatureInventory(nodes[0]!.peerId, keyId, oldPeers);
+    expect(heldBefore.length).toBeGreaterThan(0);
+
     // ---- phone 3 enrolled and approved; the members' prime pools refilled (second aux info) ----
     const phone3 = await enrollMobile('phone3', primes.slice(8, 10));
     await runMobile(phone3);
@@ -375,11 +383,17 @@ describe('replace a lost phone (3-of-4: 2 servers + 2 phones), real processes an
     expect(after.ed25519_public_key).toBe(before.ed25519_public_key);
     expect(after.ed25519_chain_code).toBe(before.ed25519_chain_code);
     expect(after.parties.map((p: Json) => p.id).sort()).toEqual([A, B, phone2.deviceId, phone3.deviceId].sort());
-    const addr = await api.req('GET', `/api/v1/profiles/${h.profileId}/wallets/${walletId}`, { key: h.apiKey });
-    expect(JSON.stringify(addr.body)).toContain(source);
+    const addr = await api.req('GET', `/api/v1/profiles/${h.profileId}/wallets/${walletId}/addresses`, {
+      key: h.apiKey,
+    });
+    expect(addr.status, JSON.stringify(addr.body)).toBe(200);
+    expect(addr.body.data.map((a: Json) => [a.address, a.public_key])).toEqual([
+      [source, w.body.addresses[0].public_key],
+    ]);
 
     // ---- the pool: the old set's presignatures discarded at the commit, the new set's refilled ----
     expect((await pooled()).filter((p) => p.signing_set === oldSet)).toEqual([]);
+    for (const n of nodes) expect(await control.presignatureInventory(n.peerId, keyId, oldPeers)).toEqual([]);
     const newSet = signingSetKey(signingParties(after.parties, 3));
     await until(
       'presignatures of the new set',
@@ -400,6 +414,7 @@ describe('replace a lost phone (3-of-4: 2 servers + 2 phones), real processes an
     const phone1Key = Uint8Array.from(stolen.deviceSecretKey);
     stolen.wipe();
     await until('phone 1 stopped (revoked)', () => phone1.proc?.exitCode !== null || undefined, 30_000);
+    expect(phone1.stdout).toContain('"event":"revoked"');
 
     // ---- a transfer approved and signed with phone 3 (phone 2 offline: the set is {A, B, phone 3}) ----
     await stopMobile(phone2);
@@ -468,35 +483,36 @@ describe('replace a lost phone (3-of-4: 2 servers + 2 phones), real processes an
       maxPriorityFeePerGas: '1000000000',
     };
     const forged = { ...intent2, transfer_id: crypto.randomUUID(), created_at: new Date().toISOString() };
-    const r = await gateway.sign({
-      keyId: intent2.key_id,
-      algorithm: 'SECP256K1_ECDSA',
-      parties: [
-        { kind: 'server', id: A },
-        { kind: 'server', id: B },
-        { kind: 'device', id: phone3.deviceId },
-      ],
-      derivationPath: [...intent2.derivation_path],
-      digests: recomputeEthereumDigests(
-        { asset: { kind: 'native' }, destination: forged.destination_address, amount: BigInt(forged.amount) },
-        ctx,
-      ).map((d) => d.digest),
-      evidence: {
-        intent: forged,
-        policy,
-        approvals: [signApproval(forged, 'APPROVE', phone1.deviceId, phone1Key, new Date().toISOString())],
-        chainContext: JSON.stringify(ctx),
-      },
-      deadline: new Date(Date.now() + 60_000),
-    });
-    expect(r.ok, JSON.stringify(r)).toBe(false);
-    expect(!r.ok && r.reason, JSON.stringify(r)).toBe('REFUSED');
-    process.stdout.write(`signers' refusal of phone 1's approval: ${JSON.stringify(r)}\n`);
+    const send = (approvals: ReturnType<typeof signApproval>[]) =>
+      gateway.sign({
+        keyId: intent2.key_id,
+        algorithm: 'SECP256K1_ECDSA',
+        parties: [
+          { kind: 'server', id: A },
+          { kind: 'server', id: B },
+          { kind: 'device', id: phone3.deviceId },
+        ],
+        derivationPath: [...intent2.derivation_path],
+        digests: recomputeEthereumDigests(
+          { asset: { kind: 'native' }, destination: forged.destination_address, amount: BigInt(forged.amount) },
+          ctx,
+        ).map((d) => d.digest),
+        evidence: {
+          intent: forged,
+          policy,
+          approvals,
+          chainContext: JSON.stringify(ctx),
+        },
+        deadline: new Date(Date.now() + 60_000),
+      });
+    // the control: no approval at all is refused for its count (the policy asks for one)
+    expect(await send([])).toMatchObject({ ok: false, reason: 'REFUSED', refusal: 'INSUFFICIENT_APPROVALS' });
+    const r = await send([signApproval(forged, 'APPROVE', phone1.deviceId, phone1Key, new Date().toISOString())]);
+    // an approval not from one of the key's approver devices (APPROVAL_SIGNATURE_INVALID, wire/refusals.ts)
+    expect(r, JSON.stringify(r)).toMatchObject({ ok: false, reason: 'REFUSED', refusal: 'APPROVAL_SIGNATURE_INVALID' });
 
     // ---- phone 1's share takes no part: a drill naming the old set is refused by the signers ----
-    const control = h.c.signing?.control;
-    if (!control) throw new Error('no control client');
-    const oldParties = [nodes[0]!.peerId, nodes[1]!.peerId, phone1.mpcPeerId].map((peerId) => ({ peerId }));
+    const oldParties = oldPeers.map((peerId) => ({ peerId }));
     for (const n of nodes) {
       const d = await control.startCeremony(
         n.peerId,
@@ -511,6 +527,7 @@ describe('replace a lost phone (3-of-4: 2 servers + 2 phones), real processes an
         30_000,
       );
       expect(d.outcome, JSON.stringify(d)).toBe(Outcome.REFUSED);
+      expect(d.error).toMatch(/not all are parties of the key/);
     }
 
     // ---- a deposit to the (unchanged) address after the change is detected ----
