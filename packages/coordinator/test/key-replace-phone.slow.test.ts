@@ -393,7 +393,11 @@ describe('replace a lost phone (3-of-4: 2 servers + 2 phones), real processes an
 
     // ---- the pool: the old set's presignatures discarded at the commit, the new set's refilled ----
     expect((await pooled()).filter((p) => p.signing_set === oldSet)).toEqual([]);
-    for (const n of nodes) expect(await control.presignatureInventory(n.peerId, keyId, oldPeers)).toEqual([]);
+    // the signers deleted theirs at the commit (made with the old shares): the old set is no set of the key
+    for (const n of nodes)
+      await expect(control.presignatureInventory(n.peerId, keyId, oldPeers)).rejects.toThrow(
+        /not all are parties of the key/,
+      );
     const newSet = signingSetKey(signingParties(after.parties, 3));
     await until(
       'presignatures of the new set',
@@ -401,6 +405,13 @@ describe('replace a lost phone (3-of-4: 2 servers + 2 phones), real processes an
       150_000,
     );
     expect((await pooled()).every((p) => !p.signing_set.includes(phone1.deviceId))).toBe(true);
+    const newPeers = signingParties(after.parties, 3).map((p) =>
+      p.kind === 'server' ? nodes[serverIds.indexOf(p.id)]!.peerId : phones.find((x) => x.deviceId === p.id)!.mpcPeerId,
+    );
+    const heldAfter = await control.presignatureInventory(nodes[0]!.peerId, keyId, newPeers);
+    expect(heldAfter.length).toBeGreaterThan(0);
+    const oldIds = new Set(heldBefore.map((x) => x.id));
+    expect(heldAfter.filter((x) => oldIds.has(x.id))).toEqual([]);
 
     // ---- phone 1 removed: revoked at every signer before the answer ----
     const del = await h.req('DELETE', `/admin/v1/devices/${phone1.deviceId}`, { token: h.adminToken });
@@ -527,7 +538,7 @@ describe('replace a lost phone (3-of-4: 2 servers + 2 phones), real processes an
         30_000,
       );
       expect(d.outcome, JSON.stringify(d)).toBe(Outcome.REFUSED);
-      expect(d.error).toMatch(/not all are parties of the key/);
+      expect(d.error).toMatch(/^parties\[2\]: not a party of the key/); // phone 1
     }
 
     // ---- a deposit to the (unchanged) address after the change is detected ----
