@@ -11,6 +11,9 @@
  * phone 1 removed (revoked at the signers); a transfer approved by phone 3 is signed with phone 3
  * in the signing set and arrives on anvil; phone 1's approval is refused at the coordinator and at
  * the signers; a ceremony naming the old set is refused; a deposit after the change is detected.
+ *
+ * Longer than 400 lines: one scenario whose steps build on each other (a single test, ~2 minutes),
+ * plus the phone processes' enrolment and supervision it needs (not shared by another test).
  */
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { createWriteStream, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -178,7 +181,7 @@ async function stopMobile(p: PhoneProc): Promise<void> {
   });
 }
 
-/** The number of "safe prime added to the pool" lines with `pool: 2` in a log. */
+/** Whether a signer's or phone's log shows its prime pool refilled to 2 ("safe prime added to the pool", pool 2). */
 const refilled = (log: string) => log.split('\n').some((l) => l.includes('safe prime added') && l.includes('"pool":2'));
 
 const masterKeys = async (): Promise<Json[]> =>
