@@ -355,6 +355,18 @@ describe('replace a lost phone (3-of-4: 2 servers + 2 phones), real processes an
       },
     });
     expect(c.status, JSON.stringify(c.body)).toBe(201);
+    // the document the Admin signs: every key of the master key as the old set reports it (Taproot
+    // too), unchanged by the change; phone 3 replaces phone 1 among the approver devices
+    const docKeys = new Map<string, string>(
+      c.body.document.public_keys.map((k: Json) => [k.algorithm, k.public_key] as [string, string]),
+    );
+    expect([...docKeys.keys()].sort()).toEqual(['ED25519', 'SECP256K1_ECDSA', 'SECP256K1_TAPROOT']);
+    expect(docKeys.get('SECP256K1_ECDSA')).toBe(before.secp256k1_public_key);
+    expect(docKeys.get('ED25519')).toBe(before.ed25519_public_key);
+    expect(docKeys.get('SECP256K1_TAPROOT')).toMatch(/^0[23][0-9a-f]{64}$/);
+    expect(c.body.document.approver_devices.map((d: Json) => d.device_id).sort()).toEqual(
+      [phone2.deviceId, phone3.deviceId].sort(),
+    );
     const s = await h.req('POST', `${K}/key-changes/${c.body.change_id}/signature`, {
       token: h.adminToken,
       body: { device_id: admin.deviceId, signature: bytesToHex(deviceSign(hexToBytes(c.body.digest), admin.keys.sk)) },
@@ -368,6 +380,7 @@ describe('replace a lost phone (3-of-4: 2 servers + 2 phones), real processes an
       'SECP256K1_ECDSA',
       'SECP256K1_TAPROOT',
     ]);
+    // … each verified under the key of the document (Taproot: its x-only form or key-path tweak, keys/verify.ts)
     expect(reshare.result.signatures.every((x: Json) => x.verified === true)).toBe(true);
     const change = await until(
       'the key change SUCCEEDED',
