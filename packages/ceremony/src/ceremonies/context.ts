@@ -193,7 +193,9 @@ export function record(ceremonyId: Uint8Array, start: StartCeremony, result: Cer
     parties: start.parties.map((p) => p.peerId),
     threshold: start.threshold,
     keyId: result.keyId ?? start.keyId ?? start.sign?.keyId ?? '',
-    ...(start.reshareCeremonyId instanceof Uint8Array ? { reshareCeremonyId: bytesToHex(start.reshareCeremonyId) } : {}),
+    ...(start.reshareCeremonyId instanceof Uint8Array
+      ? { reshareCeremonyId: bytesToHex(start.reshareCeremonyId) }
+      : {}),
     outcome: result.outcome,
     transcriptHash: result.transcriptHash ? bytesToHex(result.transcriptHash) : '',
     blame: result.blame ?? [],
