@@ -206,3 +206,42 @@ describe('L8: a commit reuses a ceremony id only for the same commit', () => {
     allOk(await runAt(runCeremony, commit, [a, b, c, d]));
   });
 });
+
+describe('L9: presignatures made with replaced shares are never stored', () => {
+  it('a PRESIGN under way when the key record moves to a new epoch stores nothing at that signer', {
+    timeout: 400_000,
+  }, async () => {
+    const cluster = new Cluster(true);
+    clusters.push(cluster);
+    const [a, b, c] = (await cluster.add(3)) as [Signer, Signer, Signer];
+    for (const s of [a, b, c]) await cluster.seedPrimes(s);
+    const made = await runAt(
+      runCeremony,
+      start(CeremonyKind.MASTER_KEY, [a, b, c], { threshold: 2, algorithms: [KeyAlgorithm.SECP256K1_ECDSA] }),
+      [a, b, c],
+    );
+    allOk(made);
+    const keyId = made[0]?.keyId as string;
+    const rec = (await held(a, keyId))!;
+    // the interleaving, made deterministic: when a sends its first presigning message, the key
+    // record at a moves to epoch + 1 (what a RESHARE_COMMIT or REFRESH writes), in a real store write
+    let moved: Promise<void> | undefined;
+    cluster.net.onSend = (from) => {
+      if (from !== a.id.peerId || moved) return;
+      moved = a.ctx.store.put(
+        'shares',
+        `${keyId}/meta`,
+        new TextEncoder().encode(JSON.stringify({ ...rec, epoch: 1 })),
+      );
+    };
+    const res = await runAt(runCeremony, start(CeremonyKind.PRESIGN, [a, b], { keyId, presignCount: 1 }), [a, b]);
+    cluster.net.onSend = undefined;
+    await moved;
+    expect(res[0]?.outcome).toBe(Outcome.ABORTED);
+    expect(res[0]?.error).toMatch(/key changed during presigning/);
+    expect(await a.ctx.store.keys('presignatures', `${keyId}/`)).toEqual([]);
+    // b's record did not move: it stores its presignature (the coordinator reconciles orphans)
+    expect(res[1]?.outcome).toBe(Outcome.OK);
+    expect((await b.ctx.store.keys('presignatures', `${keyId}/`)).length).toBeGreaterThan(0);
+  });
+});
