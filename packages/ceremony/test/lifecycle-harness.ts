@@ -126,13 +126,43 @@ export function start(
   };
 }
 
-/** Run the same request at each of `at` (default: its parties). */
+/** The new parties' `pendingAttestation`s of each RESHARE run through {@link runAt}, by its ceremony id (hex). */
+const attested = new Map<string, Uint8Array[]>();
+
+/**
+ * The attestations a RESHARE_COMMIT of `reshareCeremonyId` carries, as the coordinator collects
+ * them: each new party's RESHARE answer's `pendingAttestation`, in the request's new-party order
+ * (an empty array for a party that gave none). Undefined for a RESHARE not run through {@link runAt}.
+ */
+export function attestationsOf(reshareCeremonyId: Uint8Array): Uint8Array[] | undefined {
+  return attested.get(bytesToHex(reshareCeremonyId))?.map((a) => Uint8Array.from(a));
+}
+
+/**
+ * Run the same request at each of `at` (default: its parties). Like the coordinator: a RESHARE's
+ * answers' attestations are kept, and a RESHARE_COMMIT without `pendingAttestations` is sent with
+ * those of its reshare (a test that wants to send none or others sets the field).
+ */
 export async function runAt(
   run: (ctx: CeremonyContext, s: StartCeremony) => Promise<CeremonyResult>,
   req: StartCeremony,
   at: readonly Signer[],
 ): Promise<CeremonyResult[]> {
-  return Promise.all(at.map((s) => run(s.ctx, req)));
+  let sent = req;
+  if (req.kind === CeremonyKind.RESHARE_COMMIT && req.pendingAttestations === undefined && req.reshareCeremonyId) {
+    const list = attestationsOf(req.reshareCeremonyId);
+    if (list) sent = { ...req, pendingAttestations: list };
+  }
+  const results = await Promise.all(at.map((s) => run(s.ctx, sent)));
+  if (req.kind === CeremonyKind.RESHARE && req.reshare) {
+    const prior = attested.get(bytesToHex(req.ceremonyId));
+    const list = req.reshare.newParties.map((p, i) => {
+      const k = at.findIndex((s) => s.id.peerId === p.peerId);
+      return results[k]?.pendingAttestation ?? prior?.[i] ?? new Uint8Array(0);
+    });
+    attested.set(bytesToHex(req.ceremonyId), list);
+  }
+  return results;
 }
 
 /** The approver devices of a key as a test fixture (two phones' P-256 keys). */
@@ -143,12 +173,16 @@ export function testDevices(n: number): { deviceId: string; secretKey: Uint8Arra
   });
 }
 
-/** The key change document for moving `rec`'s key to `newParties` with threshold `t`. */
+/**
+ * The key change document for moving `rec`'s key to `newParties` with threshold `t`: its base is
+ * `rec` (epoch, parties, threshold), it expires `expiresInMs` from now (default 1 h; negative: already).
+ */
 export function keyChange(
   rec: KeyRecord,
   newParties: readonly Signer[],
   t: number,
   devices: readonly { deviceId: string; publicKey: Uint8Array }[] = [],
+  expiresInMs = 3_600_000,
 ): KeyChangeDocument {
   const names: Record<number, 'ED25519' | 'SECP256K1_TAPROOT' | 'SECP256K1_ECDSA'> = {
     [KeyAlgorithm.ED25519]: 'ED25519',
@@ -167,6 +201,8 @@ export function keyChange(
     new_parties: newParties.map((s) => s.id.peerId),
     new_threshold: t,
     approver_devices: devices.map((d) => ({ device_id: d.deviceId, public_key: bytesToHex(d.publicKey) })),
+    base: { epoch: rec.epoch, parties: [...rec.parties], threshold: rec.threshold },
+    expires_at: new Date(Date.now() + expiresInMs).toISOString(),
     reason: 'reshare',
     created_at: new Date().toISOString(),
   };

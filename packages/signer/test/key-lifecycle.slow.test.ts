@@ -96,6 +96,9 @@ describe('key lifecycle across signer processes', () => {
       new_parties: [n3.peerId, n1.peerId, n2.peerId],
       new_threshold: 2,
       approver_devices: [{ device_id: phone.deviceId, public_key: bytesToHex(phone.publicKey) }],
+      // the key as its holders store it (a change applies once, to this), valid for an hour
+      base: { epoch: 0, parties: [n0.peerId, n1.peerId, n2.peerId], threshold: 2 },
+      expires_at: new Date(Date.now() + 3_600_000).toISOString(),
       reason: 'replace-signer' as const,
       created_at: new Date().toISOString(),
     };
@@ -153,12 +156,30 @@ describe('key lifecycle across signer processes', () => {
       else expect(k?.pendingReshare).toBe(rid);
     }
 
+    // every new party attests its pending shares; the commit carries them in new-party order
+    const session = [n0, n1, n2, n3];
+    const pendingAttestations = doc.new_parties.map(
+      (p) => res[session.findIndex((n) => n.peerId === p)]?.pendingAttestation ?? new Uint8Array(0),
+    );
+    for (const a of pendingAttestations) expect(a.length).toBe(64);
+    // without them, no party moves (n0 keeps its share)
+    const bare = await run(
+      session,
+      req(CeremonyKind.RESHARE_COMMIT, session, { keyId, reshareCeremonyId: second.ceremonyId }),
+    );
+    for (const r of bare) expect(refusalOf(r.refusal)).toBe('REQUEST_INVALID');
+    expect((await client.status(n0.peerId)).keys.find((x) => x.keyId === keyId)?.epoch).toBe(0);
+
     // 3. commit (twice: idempotent); status shows epoch 1 and no pending
     for (let i = 0; i < 2; i++)
       allOk(
         await run(
-          [n0, n1, n2, n3],
-          req(CeremonyKind.RESHARE_COMMIT, [n0, n1, n2, n3], { keyId, reshareCeremonyId: second.ceremonyId }),
+          session,
+          req(CeremonyKind.RESHARE_COMMIT, session, {
+            keyId,
+            reshareCeremonyId: second.ceremonyId,
+            pendingAttestations,
+          }),
         ),
       );
     for (const n of [n1, n2, n3]) {
