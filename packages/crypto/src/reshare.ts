@@ -32,7 +32,7 @@
  * Identifiers on the wire: 32-byte big-endian. Points and scalars: the group's encodings.
  */
 import { sha256 } from '@noble/hashes/sha2.js';
-import { bytesToHex, equalBytes, hexToBytes } from './bytes.js';
+import { bytesToHex, equalBytes } from './bytes.js';
 import { type Canonical, canonicalEncode } from './encoding.js';
 import type { Group, GroupPoint } from './group.js';
 import {
@@ -295,26 +295,22 @@ export function reshareSpec<P extends GroupPoint<P>, O = ReshareResult<P>>(
       }
     }
     blameAll();
-    // one old package: ours if we deal, else the largest agreeing group's
+    // one old package: ours if we deal (a holder knows it, so it names every dealer that deviates);
+    // a party new to the key cannot tell which dealers lie about a package it has never seen, nor
+    // whether a majority of them colludes: on any disagreement it aborts naming NOBODY (the holders'
+    // blame names the deviating dealer)
     let reference: Uint8Array;
     if (params.dealer) {
       reference = (dealt.get(ctx.self) as Dealt<P>).oldDigest;
     } else {
-      const groups = new Map<string, number>();
-      for (const d of dealt.values()) {
-        const key = bytesToHex(d.oldDigest);
-        groups.set(key, (groups.get(key) ?? 0) + 1);
-      }
-      const best = [...groups.entries()].sort((a, b) => b[1] - a[1]);
-      reference = hexToBytes(best[0]?.[0] ?? '');
-      if (best.length > 1 && best[0]?.[1] === best[1]?.[1]) {
+      const digests = new Set([...dealt.values()].map((d) => bytesToHex(d.oldDigest)));
+      if (digests.size > 1) {
         throw new ProtocolAbort(
-          [...dealt.keys()].map((j) => ({
-            party: j,
-            reason: 'old public packages of the dealers disagree (no plurality)',
-          })),
+          [],
+          'reshare: the dealers’ old public packages disagree (a new party cannot tell which is right)',
         );
       }
+      reference = (dealt.values().next().value as Dealt<P>).oldDigest;
     }
     for (const [j, d] of dealt) {
       if (j !== ctx.self && !equalBytes(d.oldDigest, reference)) {

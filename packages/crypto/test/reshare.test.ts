@@ -244,3 +244,33 @@ describe('validateReshareRoles', () => {
     expect(() => validateReshareRoles(G, two, 0)).toThrow('new threshold 0');
   });
 });
+
+describe('a dealer that lies about the old public package (review M3)', () => {
+  it('holders name it; parties new to the key abort naming nobody (no honest dealer is blamed)', () => {
+    // old t = 2, dealers {0, 1}, two new-only parties (runtime 2, 3); dealer 1 alters `old`
+    const S: Scenario = { t: 2, n: 3, dealers: [0, 1], tNew: 2, nNew: 2, stay: 0, seed: 9 };
+    const { result } = run(secp256k1Group as Group<never>, S, (d: Delivery) =>
+      d.message.from === 1 && d.message.round === 0 && d.message.kind === 'broadcast'
+        ? [
+            {
+              ...d,
+              message: {
+                ...d.message,
+                body: {
+                  ...(d.message.body as Record<string, unknown>),
+                  old: { ...((d.message.body as Record<string, unknown>).old as object), epoch: 99 },
+                },
+              },
+            },
+          ]
+        : [d],
+    );
+    expect(result.aborted[0]?.culprits.map((c) => c.party)).toEqual([1]);
+    for (const k of [2, 3]) {
+      expect(result.aborted[k]).toBeDefined();
+      expect(result.aborted[k]?.culprits).toEqual([]);
+    }
+    expect(result.aborted.flatMap((a) => a?.culprits.map((c) => c.party) ?? [])).not.toContain(0);
+    expect(result.outputs.every((o) => o === undefined)).toBe(true);
+  });
+});

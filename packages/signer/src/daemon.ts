@@ -234,6 +234,8 @@ export async function startSigner(initialConfig: SignerConfig, logger?: Logger):
       connectedPeers: host?.connectedPeers() ?? [],
       activeCeremonies: runner.active,
       presignaturePool: await presignaturePoolSizes(store),
+      // the store's id (generation.ts' state file names it): a restore from a backup gets a new one
+      storeId: store.id,
     };
   };
   const writeStatus = async () => {
@@ -247,6 +249,7 @@ export async function startSigner(initialConfig: SignerConfig, logger?: Logger):
       activeCeremonies: s.activeCeremonies,
       presignaturePool: s.presignaturePool,
       generation: generation.generation,
+      storeId: s.storeId,
       trustedAdminDevices: config.trustedAdminDevices ?? null,
       ...(lastReload ? { reload: lastReload } : {}),
       ...(generation.rollback ? { rollbackDetectedAt: generation.rollback.detectedAt } : {}),

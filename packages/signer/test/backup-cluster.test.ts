@@ -153,6 +153,7 @@ describe('signer backup and recovery (real processes)', () => {
     const k = st.keys.find((x) => x.keyId === key.keyId);
     expect(k?.backupEpoch ?? 0).toBe(0);
     expect(Number(k?.backupUnixMs)).toBe(Date.parse(summary.createdAt));
+    expect(st.storeId).toMatch(/^[0-9a-f]{32}$/);
 
     // the machine is lost; a new one gets a config, the backup and (briefly) the recovery key
     await stopNode(n2);
@@ -204,6 +205,9 @@ describe('signer backup and recovery (real processes)', () => {
     expect(readLog(r)).toContain('STORE_ROLLED_BACK');
     const st2 = await client.status(r.peerId);
     expect(st2.peerId).toBe(n2.peerId);
+    // a restore is a new store: the coordinator sees a store id it has not pushed revocations to
+    expect(st2.storeId).toMatch(/^[0-9a-f]{32}$/);
+    expect(st2.storeId).not.toBe(st.storeId);
     expect(st2.keys.map((x) => x.keyId)).toEqual([key.keyId]);
     expect(Number(st2.keys[0]?.backupUnixMs)).toBe(Date.parse(summary.createdAt));
 

@@ -10,11 +10,18 @@
  * ceremony already promoted (the record names it, or the left mark does) answers OK and writes
  * nothing but its audit record. A pending entry is never deleted on request: only a commit removes
  * it (its own, or a newer RESHARE's).
+ *
+ * Evidence (review H2): a commit is refused (REQUEST_INVALID) unless `start.pendingAttestations`
+ * holds, for every member of the new set in the pending entry's order, its `pendingAttestation`
+ * (64-byte Ed25519 signature over `reshareAttestationMessage(keyId, reshareCeremonyId)`, verified
+ * under the key its peer id embeds): no party moves, and no leaving dealer deletes a share, before
+ * every new share exists. It is refused (RESHARE_NOT_PENDING) unless the key record this signer
+ * holds is still the one the RESHARE started from (same epoch; none for a party new to the key).
  */
-import { bytesToHex } from '@custodian/crypto';
-import { type CeremonyResult, Outcome, type StartCeremony } from '@custodian/wire';
+import { bytesToHex, ed25519Verify } from '@custodian/crypto';
+import { type CeremonyResult, Outcome, reshareAttestationMessage, type StartCeremony } from '@custodian/wire';
 import type { StoreOp } from '../storage.js';
-import { type CeremonyContext, Refused } from './context.js';
+import { type CeremonyContext, Refused, toSessionParties } from './context.js';
 import { loadKeyRecord, publicKeys } from './keys.js';
 import { leftMark, leftMarkOp, loadPending, pendingPrefix } from './pending.js';
 
@@ -23,8 +30,9 @@ const enc = new TextEncoder();
 /**
  * Run a RESHARE_COMMIT (see the module comment).
  * @returns OK (with the key's public keys for a member) and the batch to write
- * @throws Refused REQUEST_INVALID without key id or a 16..64-byte `reshareCeremonyId`;
- *   RESHARE_NOT_PENDING when no pending entry of that ceremony exists and it was not committed
+ * @throws Refused REQUEST_INVALID without key id or a 16..64-byte `reshareCeremonyId`, or without a
+ *   valid attestation of every new party; RESHARE_NOT_PENDING when no pending entry of that
+ *   ceremony exists and it was not committed, or the held key record changed since the RESHARE
  */
 export async function commitReshare(
   ctx: CeremonyContext,
@@ -50,6 +58,13 @@ export async function commitReshare(
     if (!rec && (await leftMark(ctx.store, keyId))?.reshareCeremonyId === cid) return { result: ok(), ops: [] };
     throw new Refused(`no pending shares of reshare ${cid.slice(0, 16)} for key ${keyId}`, 'RESHARE_NOT_PENDING');
   }
+  checkAttestations(start.pendingAttestations, pending.newParties, keyId, rid);
+  const current = await loadKeyRecord(ctx.store, keyId);
+  if (pending.baseEpoch === undefined || (current?.epoch ?? null) !== pending.baseEpoch)
+    throw new Refused(
+      `reshare ${cid.slice(0, 16)} of key ${keyId} started from a key record this signer no longer holds`,
+      'RESHARE_NOT_PENDING',
+    );
   const ops: StoreOp[] = [];
   // every pending entry of the key (this ceremony's and older or concurrent ones) goes
   for (const k of await ctx.store.keys('pending', pendingPrefix(keyId)))
@@ -77,12 +92,34 @@ export async function commitReshare(
     if (!v) throw new Error(`pending reshare ${cid.slice(0, 16)}: ${k} vanished`);
     ops.push({ type: 'put', sublevel: 'shares', key: `${keyId}/${k.slice(prefix.length)}`, value: v });
   }
-  // a refresh of the old set since the reshare raised the held epoch: the new shares come after it
-  const current = await loadKeyRecord(ctx.store, keyId);
   const next = { ...rec, epoch: Math.max(rec.epoch, (current?.epoch ?? -1) + 1), reshareCeremonyId: cid };
   ops.push({ type: 'put', sublevel: 'shares', key: `${keyId}/meta`, value: enc.encode(JSON.stringify(next)) });
   ops.push({ type: 'del', sublevel: 'pending', key: `left/${keyId}` });
   return { result: ok(next), ops };
+}
+
+/**
+ * Every new party's attestation, in `newParties` order, verified under its peer id's Ed25519 key.
+ * @throws Refused REQUEST_INVALID naming the first missing or invalid one (or an entry without its new set)
+ */
+function checkAttestations(
+  given: readonly Uint8Array[] | undefined,
+  newParties: readonly string[] | undefined,
+  keyId: string,
+  reshareCeremonyId: Uint8Array,
+): void {
+  if (!newParties || newParties.length === 0)
+    throw new Refused('pending reshare without its new set: run the reshare again');
+  const list = given ?? [];
+  if (list.length !== newParties.length)
+    throw new Refused(`pendingAttestations: ${list.length} given, one per new party (${newParties.length}) required`);
+  const message = reshareAttestationMessage(keyId, reshareCeremonyId);
+  const keys = toSessionParties(newParties);
+  for (const [i, p] of keys.entries()) {
+    const sig = list[i];
+    if (!(sig instanceof Uint8Array) || !ed25519Verify(sig, message, p.publicKey))
+      throw new Refused(`pendingAttestations[${i}]: not ${p.peerId}'s attestation of this reshare`);
+  }
 }
 
 /** Forget what the process holds in memory of a key whose shares changed (shares, record, prepared presignatures). */

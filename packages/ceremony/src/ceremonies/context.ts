@@ -183,7 +183,7 @@ export function failure(
 
 /**
  * The ceremony's audit record (sublevel `ceremonies`, key: ceremony id hex; JSON: kind, parties,
- * threshold, key id, outcome, transcript hash, blame, error, time); `pending` before a share left.
+ * threshold, key id, the reshare ceremony id of a RESHARE_COMMIT, outcome, transcript hash, blame, error, time); `pending` before a share left.
  */
 export function record(ceremonyId: Uint8Array, start: StartCeremony, result: CeremonyResult, pending = false): StoreOp {
   const value = {
@@ -193,6 +193,7 @@ export function record(ceremonyId: Uint8Array, start: StartCeremony, result: Cer
     parties: start.parties.map((p) => p.peerId),
     threshold: start.threshold,
     keyId: result.keyId ?? start.keyId ?? start.sign?.keyId ?? '',
+    ...(start.reshareCeremonyId instanceof Uint8Array ? { reshareCeremonyId: bytesToHex(start.reshareCeremonyId) } : {}),
     outcome: result.outcome,
     transcriptHash: result.transcriptHash ? bytesToHex(result.transcriptHash) : '',
     blame: result.blame ?? [],

@@ -8,6 +8,9 @@
  * - `left/<keyId>`: JSON `{ reshareCeremonyId, at }`, written when this signer left the key at a
  *   commit (its shares deleted), so that a repeated commit answers OK.
  * Values are sealed like every store value (SECRET: they are key shares).
+ *
+ * At most ONE pending RESHARE per key: a successful RESHARE deletes the key's older pending entries
+ * in the batch that writes its own (review H2), so an older one can no longer be committed.
  */
 import type { CeremonyStore, StoreOp } from '../storage.js';
 import type { KeyRecord } from './keys.js';
@@ -24,6 +27,10 @@ export interface PendingReshare {
   readonly role: 'member' | 'leave';
   /** The key record after the change (members only): new parties, t', epoch, approver devices. */
   readonly record?: KeyRecord;
+  /** The new set (peer ids, in the request's order): whose attestations a commit must carry. */
+  readonly newParties?: readonly string[];
+  /** Epoch of the key record this signer held when the RESHARE ran (null: it held none); a commit needs it unchanged. */
+  readonly baseEpoch?: number | null;
   /** ISO 8601 UTC time the pending entry was written. */
   readonly at: string;
 }

@@ -81,7 +81,8 @@ export async function presignatureControl(
 /**
  * CGGMP21 presigning for the pool: `presignCount` presignatures for the signing set `parties` of
  * key `keyId`, stored (encrypted) in one batch with ids `<ceremony id hex>.<i>` only when every
- * session succeeded.
+ * session succeeded and the key record's epoch is still the one they were made with (run.ts checks
+ * it under the store's write lock; otherwise the result is ABORTED and nothing is stored).
  */
 export async function presign(
   ctx: CeremonyContext,
@@ -89,7 +90,7 @@ export async function presign(
   ceremonyId: Uint8Array,
   parties: SessionParty[],
   deadline: number,
-): Promise<{ result: CeremonyResult; ops: StoreOp[]; stored?: () => void }> {
+): Promise<{ result: CeremonyResult; ops: StoreOp[]; stored?: () => void; epoch?: number }> {
   const keyId = start.keyId ?? '';
   const rec = await loadKeyRecord(ctx.store, keyId);
   if (!rec) throw new Refused(`unknown key ${keyId}`, 'KEY_UNKNOWN');
@@ -120,6 +121,8 @@ export async function presign(
   return {
     // held in memory only once durably stored (PreparedPresignatures' invariant)
     stored: () => ctx.prepared?.add(ops),
+    // made with the shares of this epoch: run.ts drops them if a commit or refresh changed it meanwhile
+    epoch: rec.epoch,
     result: {
       ceremonyId,
       outcome: Outcome.OK,

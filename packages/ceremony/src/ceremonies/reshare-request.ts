@@ -3,6 +3,14 @@
  * the static part of step 2): the Admin-signed key change (packages/wire key-change.ts) against the
  * signer's trusted Admin devices, the request's fields against the signed document, the document's
  * keys against the key record (a party that holds the key) and the party set against the record.
+ *
+ * Replay (review H1): a document is good for one change. Every party refuses it after its
+ * `expires_at` or when that is more than 24 h ahead (KEY_CHANGE_NOT_AUTHORIZED), and a party that
+ * holds the key takes part only while its record is exactly the document's `base` (epoch, parties
+ * in order, threshold; KEY_CHANGE_NOT_AUTHORIZED otherwise): once committed the epoch has moved on.
+ * A party NEW to the key has no record to compare: it relies on the holders, who deal only under
+ * that rule, and on the roles agreement (reshare-roles.ts), in which the whole session agrees on
+ * the dealers and their old identifiers before any share is dealt.
  */
 import { bytesToHex } from '@custodian/crypto';
 import type { SuiteName } from '@custodian/frost';
@@ -78,6 +86,7 @@ export async function checkReshareRequest(
   const doc = change.document;
   if (doc.kind !== 'custodian.key-change') throw new Refused('keyChange.document.kind: custodian.key-change expected');
   if (doc.key_id !== keyId) throw new Refused("keyId: not the key change document's key_id");
+  checkExpiry(doc.expires_at, Date.now());
   const newParties = (req.newParties ?? []).map((p) => p.peerId);
   toSessionParties(newParties); // well-formed, distinct
   if (
@@ -123,6 +132,7 @@ export async function checkReshareRequest(
     for (const [i, p] of parties.entries())
       if (!rec.parties.includes(p.peerId) && !newParties.includes(p.peerId))
         throw new Refused(`parties[${i}]: neither a party of the key nor in the new set`);
+    checkBase(doc.base, rec);
     const dealers = parties.filter((p) => rec.parties.includes(p.peerId)).length;
     if (dealers < rec.threshold)
       throw new Refused(`parties: ${dealers} parties of the key, ${rec.threshold} needed to deal`);
@@ -139,6 +149,51 @@ export async function checkReshareRequest(
     keys,
     ...(rec ? { rec } : {}),
   };
+}
+
+/** Longest a key change may still have to live when a signer sees it (24 h, in ms). */
+export const MAX_KEY_CHANGE_LIFETIME_MS = 24 * 3_600_000;
+
+/**
+ * The document's `expires_at` (ISO 8601 UTC) against `now` (ms since the epoch).
+ * @throws Refused KEY_CHANGE_NOT_AUTHORIZED when it is missing or unreadable, past, or more than
+ *   {@link MAX_KEY_CHANGE_LIFETIME_MS} ahead
+ */
+function checkExpiry(expiresAt: unknown, now: number): void {
+  const at = typeof expiresAt === 'string' ? Date.parse(expiresAt) : Number.NaN;
+  if (!Number.isFinite(at))
+    throw new Refused(
+      'KEY_CHANGE_NOT_AUTHORIZED: keyChange.document.expires_at: ISO 8601 time required',
+      'KEY_CHANGE_NOT_AUTHORIZED',
+    );
+  if (now > at) throw new Refused('KEY_CHANGE_NOT_AUTHORIZED: the key change has expired', 'KEY_CHANGE_NOT_AUTHORIZED');
+  if (at > now + MAX_KEY_CHANGE_LIFETIME_MS)
+    throw new Refused(
+      'KEY_CHANGE_NOT_AUTHORIZED: the key change expires more than 24 h from now',
+      'KEY_CHANGE_NOT_AUTHORIZED',
+    );
+}
+
+/**
+ * The document's `base` against the held record: the same epoch, parties in the same order and
+ * threshold, so a signed change applies to the key once (after its commit the epoch moved on).
+ * @throws Refused KEY_CHANGE_NOT_AUTHORIZED when it differs or is malformed
+ */
+function checkBase(base: unknown, rec: KeyRecord): void {
+  const b = base as { epoch?: unknown; parties?: unknown; threshold?: unknown } | null | undefined;
+  const same =
+    typeof b === 'object' &&
+    b !== null &&
+    b.epoch === rec.epoch &&
+    b.threshold === rec.threshold &&
+    Array.isArray(b.parties) &&
+    b.parties.length === rec.parties.length &&
+    b.parties.every((p, i) => p === rec.parties[i]);
+  if (!same)
+    throw new Refused(
+      `KEY_CHANGE_NOT_AUTHORIZED: keyChange.document.base is not this signer's key (epoch ${rec.epoch}, ${rec.parties.length} parties, threshold ${rec.threshold}): a change applies once, to the key it names`,
+      'KEY_CHANGE_NOT_AUTHORIZED',
+    );
 }
 
 /** The document's keys as record entries. @throws Refused for an unknown algorithm, a repeat or a bad length */

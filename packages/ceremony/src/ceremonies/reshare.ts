@@ -23,9 +23,12 @@
  *    ceremonyId)` with the NEW shares (test-sign.ts), each verified locally.
  * 5. ONE batch (written by run.ts): for a member of the new set its new shares and the new key
  *    record (parties = new set, t', epoch + 1, approver devices = the request's minus revoked ones)
- *    as a pending entry (pending.ts); for a dealer outside the new set a pending `leave` entry; the
- *    consumed primes whatever the outcome. Result OK: public keys, transcript hash, and (new
- *    members) the test signatures.
+ *    as a pending entry (pending.ts); for a dealer outside the new set a pending `leave` entry; either
+ *    with the new set and the held record's epoch (the commit's base), replacing any older pending
+ *    entry of the key; the consumed primes whatever the outcome. Result OK: public keys, transcript
+ *    hash, and (new members) the test signatures and `pendingAttestation`: the party's Ed25519
+ *    identity-key signature over `reshareAttestationMessage(keyId, ceremonyId)`, which every party's
+ *    RESHARE_COMMIT requires from every new member (commit.ts).
  *
  * A party new to the key has no epoch of its own: its record takes the epoch the dealers carried
  * into the new FROST shares (old epoch + 1), else 1.
@@ -39,7 +42,7 @@ import {
   keyShareToJson,
   validateKeyShare as validateEcdsaKeyShare,
 } from '@custodian/cggmp';
-import { bytesToHex, secp256k1Group } from '@custodian/crypto';
+import { bytesToHex, ed25519Sign, secp256k1Group } from '@custodian/crypto';
 import {
   encodeKeyShare,
   type FrostReshareOutput,
@@ -47,7 +50,13 @@ import {
   reshareProtocol,
   type SuiteName,
 } from '@custodian/frost';
-import { type CeremonyResult, Outcome, type StartCeremony, testSignatureDigest } from '@custodian/wire';
+import {
+  type CeremonyResult,
+  Outcome,
+  reshareAttestationMessage,
+  type StartCeremony,
+  testSignatureDigest,
+} from '@custodian/wire';
 import type { SessionOutcome, SessionParty } from '../runner.js';
 import type { StoreOp } from '../storage.js';
 import { type CeremonyContext, combinedTranscript, failure, Refused, sessionId } from './context.js';
@@ -187,11 +196,13 @@ export async function reshare(
       publicKey: hexToBytes(k.publicKey),
       chainCode: hexToBytes(k.chainCode),
     }));
+    // one pending reshare per key: this one replaces any older entry (which can then not be committed)
+    const older = (await ctx.store.keys('pending', pendingPrefix(keyId))).map(
+      (k): StoreOp => ({ type: 'del', sublevel: 'pending', key: k }),
+    );
+    const pendingOf = { keyId, reshareCeremonyId: group, newParties: [...newParties], baseEpoch: rec?.epoch ?? null };
     if (!member) {
-      const ops = [
-        ...consumed,
-        pendingMetaOp({ keyId, reshareCeremonyId: group, role: 'leave', at: new Date().toISOString() }),
-      ];
+      const ops = [...consumed, ...older, pendingMetaOp({ ...pendingOf, role: 'leave', at: new Date().toISOString() })];
       return {
         result: {
           ceremonyId,
@@ -243,6 +254,7 @@ export async function reshare(
     const prefix = pendingPrefix(keyId, group);
     const ops: StoreOp[] = [
       ...consumed,
+      ...older,
       ...frostNew.map(
         (s): StoreOp => ({ type: 'put', sublevel: 'pending', key: `${prefix}${s.suite}`, value: encodeKeyShare(s) }),
       ),
@@ -256,8 +268,10 @@ export async function reshare(
             } as StoreOp,
           ]
         : []),
-      pendingMetaOp({ keyId, reshareCeremonyId: group, role: 'member', record: next, at: new Date().toISOString() }),
+      pendingMetaOp({ ...pendingOf, role: 'member', record: next, at: new Date().toISOString() }),
     ];
+    // "I hold this reshare's shares pending", under the identity key the peer id embeds
+    const pendingAttestation = ed25519Sign(reshareAttestationMessage(keyId, ceremonyId), ctx.secretKey);
     return {
       result: {
         ceremonyId,
@@ -266,6 +280,7 @@ export async function reshare(
         publicKeys,
         signatures: signed.signatures,
         transcriptHash: combinedTranscript(ceremonyId, [...outs, ...signed.outs]),
+        pendingAttestation,
       },
       ops,
     };

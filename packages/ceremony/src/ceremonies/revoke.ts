@@ -36,10 +36,15 @@ function locked<T>(store: CeremonyStore, fn: () => Promise<T>): Promise<T> {
 
 /**
  * Write a key ceremony's batch (see the module comment): key records in it (`shares/<keyId>/meta`,
- * pending metas with a record) lose the devices revoked by then; one atomic batch.
+ * pending metas with a record) lose the devices revoked by then; one atomic batch. `batch` may be a
+ * function, called under the lock, for a batch that depends on the store at the moment of writing.
  */
-export function lockedBatch(store: CeremonyStore, ops: readonly StoreOp[]): Promise<void> {
+export function lockedBatch(
+  store: CeremonyStore,
+  batch: readonly StoreOp[] | (() => Promise<readonly StoreOp[]>),
+): Promise<void> {
   return locked(store, async () => {
+    const ops = typeof batch === 'function' ? await batch() : batch;
     const revoked = await revokedApprovers(store);
     if (revoked.length === 0) return store.batch(ops);
     const strip = (rec: KeyRecord): KeyRecord => ({

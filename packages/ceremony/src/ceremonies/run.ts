@@ -31,7 +31,7 @@ import {
   toSessionParties,
 } from './context.js';
 import { drill } from './drill.js';
-import { keyRecord } from './keys.js';
+import { keyRecord, loadKeyRecord } from './keys.js';
 import { masterKey } from './master-key.js';
 import { presign } from './presign.js';
 import { refresh } from './refresh.js';
@@ -75,7 +75,8 @@ export async function runCeremony(
     });
     unused.catch(() => undefined);
     // a commit sent again under the same id (its answer was lost) is answered again: commit.ts is idempotent
-    if (start.kind === CeremonyKind.RESHARE_COMMIT) await unused.catch(() => undefined);
+    // (only under the id of a commit of the same reshare of the same key: any other record refuses)
+    if (start.kind === CeremonyKind.RESHARE_COMMIT) await sameCommit(ctx, idHex, start);
     else if (start.kind !== CeremonyKind.SIGN) await unused;
     const now = Date.now();
     const deadline = Number(start.deadlineUnixMs);
@@ -90,6 +91,7 @@ export async function runCeremony(
     let ops: StoreOp[];
     let verdict: EnforcementVerdict | undefined;
     let stored: (() => void) | undefined;
+    let presignEpoch: number | undefined;
     switch (start.kind) {
       case CeremonyKind.MASTER_KEY:
         ({ result, ops } = await masterKey(ctx, start, ceremonyId, parties, self, deadline));
@@ -117,7 +119,7 @@ export async function runCeremony(
         break;
       }
       case CeremonyKind.PRESIGN:
-        ({ result, ops, stored } = await presign(ctx, start, ceremonyId, parties, deadline));
+        ({ result, ops, stored, epoch: presignEpoch } = await presign(ctx, start, ceremonyId, parties, deadline));
         break;
       case CeremonyKind.REFRESH:
         // the key's presignatures are deleted with the new shares: none is taken from memory meanwhile
@@ -137,7 +139,27 @@ export async function runCeremony(
         throw new Refused(`kind: unsupported ceremony kind ${start.kind}`);
     }
     // key ceremonies' records lose devices revoked meanwhile (revoke.ts)
-    if (start.kind !== CeremonyKind.SIGN) await lockedBatch(ctx.store, [...ops, record(ceremonyId, start, result)]);
+    if (start.kind !== CeremonyKind.SIGN) {
+      const keyId = start.keyId ?? '';
+      await lockedBatch(ctx.store, async () => {
+        // presignatures made with shares a commit or refresh replaced meanwhile are never stored
+        if (presignEpoch !== undefined && (await loadKeyRecord(ctx.store, keyId))?.epoch !== presignEpoch) {
+          result = { ceremonyId, outcome: Outcome.ABORTED, keyId, error: 'the key changed during presigning' };
+          ops = [];
+          stored = undefined;
+        }
+        // a key whose shares change loses every presignature held at the moment of writing
+        if (
+          result.outcome === Outcome.OK &&
+          (start.kind === CeremonyKind.RESHARE_COMMIT || start.kind === CeremonyKind.REFRESH)
+        ) {
+          const listed = new Set(ops.filter((o) => o.sublevel === 'presignatures').map((o) => o.key));
+          for (const k of await ctx.store.keys('presignatures', `${keyId}/`))
+            if (!listed.has(k)) ops.push({ type: 'del', sublevel: 'presignatures', key: k });
+        }
+        return [...ops, record(ceremonyId, start, result)];
+      });
+    }
     stored?.();
     if (start.kind === CeremonyKind.RESHARE_COMMIT) forgetKey(ctx, start.keyId ?? '');
     if (start.kind === CeremonyKind.REFRESH && ctx.shareCache) {
@@ -176,6 +198,30 @@ export async function runCeremony(
   } finally {
     if (claimed) ids.delete(idHex);
   }
+}
+
+/**
+ * A RESHARE_COMMIT sent under an id already used (review L8): allowed only when the id's record is a
+ * commit of the same reshare of the same key (its answer was lost; commit.ts is idempotent).
+ * @throws Refused REQUEST_INVALID ("ceremony id already used") for any other record
+ */
+async function sameCommit(ctx: CeremonyContext, idHex: string, start: StartCeremony): Promise<void> {
+  const v = await ctx.store.get('ceremonies', idHex);
+  if (!v) return;
+  let prior: { kind?: unknown; keyId?: unknown; reshareCeremonyId?: unknown } | undefined;
+  try {
+    prior = JSON.parse(new TextDecoder().decode(v)) as typeof prior;
+  } catch {
+    prior = undefined;
+  }
+  const rid = start.reshareCeremonyId instanceof Uint8Array ? bytesToHex(start.reshareCeremonyId) : '';
+  if (
+    prior?.kind !== CeremonyKind.RESHARE_COMMIT ||
+    prior.keyId !== (start.keyId ?? '') ||
+    rid === '' ||
+    prior.reshareCeremonyId !== rid
+  )
+    throw new Refused('ceremony id already used');
 }
 
 /**
