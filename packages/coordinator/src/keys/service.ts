@@ -11,9 +11,12 @@
  *   public keys and a test signature per key verifies (checked here, keys/verify.ts), ONE
  *   transaction moves the change to COMMITTING and the master key to the new parties and
  *   threshold (everything that reads `master_keys.parties` follows: signing sets, approver
- *   devices); then RESHARE_COMMIT goes to every party (old ∪ new), retried with backoff — also at
- *   the next start for a change a previous process left COMMITTING — until each answered OK →
- *   SUCCEEDED. Any failure before COMMITTING: FAILED with the culprits, the old set untouched.
+ *   devices). Every new party's `pendingAttestation` (verified here; one missing or wrong → FAILED
+ *   naming it) is stored with the change and sent in every RESHARE_COMMIT, which goes to every
+ *   party of the session, retried with backoff — also at the next start — → SUCCEEDED once t′ new
+ *   parties and every leaving party answered OK; the rest are listed `uncommitted` and retried in
+ *   the background without holding the key busy. Any failure before COMMITTING: FAILED with the
+ *   culprits, the old set untouched.
  * - drill: DRILL among t reachable parties; the coordinator verifies the signatures itself and
  *   reads each server signer's epoch and backup state (control `status`).
  * - scheduled refresh (`keys.refreshIntervalHours`): a timer refreshes each key whose last refresh
