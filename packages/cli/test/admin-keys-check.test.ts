@@ -114,6 +114,9 @@ describe('keys: the key change is checked before it is signed', () => {
       { device_id: randomUUID(), public_key: `02${hex(32)}` },
       { device_id: randomUUID(), public_key: `03${hex(32)}` },
     ],
+    // the devices' MPC peer ids are not known without the registered devices: checked by count
+    base: { epoch: 2, parties: ['p1', 'p2', 'm3', 'm4'], threshold: 3 },
+    expires_at: new Date(Date.now() + 23 * 3600_000).toISOString(),
     reason: 'replace-signer',
     created_at: '2026-11-26T08:00:00.000Z',
     ...over,
@@ -179,6 +182,20 @@ describe('keys: the key change is checked before it is signed', () => {
       ['a lower threshold', doc({ new_threshold: 2 }), /new_threshold/],
       ['another reason', doc({ reason: 'reshare' }), /reason/],
       ['another change id', doc({ change_id: randomUUID() }), /change_id/],
+      [
+        'another base threshold',
+        doc({ base: { epoch: 2, parties: ['p1', 'p2', 'm3', 'm4'], threshold: 2 } }),
+        /base\.threshold/,
+      ],
+      [
+        'a base party not of the key',
+        doc({ base: { epoch: 2, parties: ['p9', 'p2', 'm3', 'm4'], threshold: 3 } }),
+        /base\.parties/,
+      ],
+      ['a base party missing', doc({ base: { epoch: 2, parties: ['p1', 'p2', 'm3'], threshold: 3 } }), /base\.parties/],
+      ['expired', doc({ expires_at: new Date(Date.now() - 1000).toISOString() }), /expires_at.*passed/],
+      ['expiring in 48 h', doc({ expires_at: new Date(Date.now() + 48 * 3600_000).toISOString() }), /expires_at.*24 h/],
+      ['no expiry', doc({ expires_at: 'tomorrow' }), /expires_at.*not a time/],
       [
         'another ECDSA key',
         doc({
@@ -251,6 +268,8 @@ describe('keys: the new set and its approver devices are the ones asked for', ()
     new_parties: [s1!.peer_id, s2!.peer_id, d1!.mpc_peer_id!, d3!.mpc_peer_id!],
     new_threshold: 3,
     approver_devices: [d1!, d3!].map((d) => ({ device_id: d.device_id, public_key: d.public_key })),
+    base: { epoch: 0, parties: [s1!.peer_id, s2!.peer_id, d1!.mpc_peer_id!, d2!.mpc_peer_id!], threshold: 3 },
+    expires_at: new Date(Date.now() + 24 * 3600_000).toISOString(),
     reason: 'replace-signer',
     created_at: '2026-11-26T08:00:00.000Z',
     ...over,
@@ -273,6 +292,21 @@ describe('keys: the new set and its approver devices are the ones asked for', ()
     expect(checkKeyChange(view(doc()), expected)).toHaveLength(32);
     const d = doc();
     expect(checkKeyChange(view({ ...d, new_parties: [...d.new_parties].reverse() }), expected)).toHaveLength(32);
+  });
+
+  it('a base that is not the key as listed (a party swapped, the lost phone already gone) is refused', () => {
+    for (const parties of [
+      [s1!.peer_id, s3!.peer_id, d1!.mpc_peer_id!, d2!.mpc_peer_id!],
+      [s1!.peer_id, s2!.peer_id, d1!.mpc_peer_id!, d3!.mpc_peer_id!],
+    ]) {
+      const e = thrown(() => checkKeyChange(view(doc({ base: { epoch: 0, parties, threshold: 3 } })), expected));
+      expect(e.code).toBe('KEY_CHANGE_MISMATCH');
+      expect(e.message).toMatch(/base\.parties/);
+    }
+    // the order is the signers' own
+    const d = doc();
+    const reordered = { ...d.base, parties: [...d.base.parties].reverse() };
+    expect(checkKeyChange(view({ ...d, base: reordered }), expected)).toHaveLength(32);
   });
 
   it('a party swapped for another of the same count is refused, naming the missing one', () => {

@@ -217,6 +217,36 @@ describe('custodian admin keys', () => {
     expect(JSON.parse((await k.cli('--json', 'keys', 'changes', k.masterKeyId)).out)).toHaveLength(before);
   }, 60_000);
 
+  it('attack: an Admin session without a fresh step-up starts nothing; the CLI names the step-up', async () => {
+    const token = await k.h.login('admin@example.com', ADMIN_PASSWORD);
+    const count = async () =>
+      (
+        await k.h.c.db.query<{ n: number }>(
+          `SELECT (SELECT count(*) FROM ceremonies) + (SELECT count(*) FROM key_changes) AS n`,
+        )
+      )[0]?.n;
+    const before = await count();
+    for (const args of [
+      ['keys', 'refresh', k.masterKeyId],
+      ['keys', 'drill', k.masterKeyId],
+      [
+        'keys',
+        'replace-signer',
+        k.masterKeyId,
+        `server:${k.signers[2]!.signerId}`,
+        `server:${k.signers[3]!.signerId}`,
+        '--device-key',
+        k.adminDeviceKeyFile,
+      ],
+    ]) {
+      const r = await k.cliAs(token, ...args);
+      expect(r.code, args.join(' ')).toBe(1);
+      expect(r.err, args.join(' ')).toMatch(/403 STEP_UP_REQUIRED/);
+      expect(r.err, args.join(' ')).toMatch(/custodian admin step-up/);
+    }
+    expect(await count()).toBe(before);
+  }, 60_000);
+
   it('a Viewer is refused every key operation', async () => {
     const u = await k.cli(
       '--json',

@@ -5,11 +5,19 @@
  * device commits — the master key's parties change, the public keys do not, the new set signs
  * (a drill among it) — and a change left COMMITTING by a previous process is completed at the next
  * start; removing a device pushes its revocation to every signer before the answer.
+ * Review fixes: a new party down at the commit does not hold the change COMMITTING (SUCCEEDED once
+ * t′ new parties and every leaving party committed; it is listed `uncommitted` and retried, and the
+ * key is not busy); a signer restored from a backup made before a revocation (a new store id) gets
+ * the revocation again before its next ceremony.
  */
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { deviceSign } from '@custodian/wire';
 import { bytesToHex, hexToBytes } from '@noble/curves/utils.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startNode, stopNode } from '../../signer/test/cluster.js';
+import { MAIN, PASS, startNode, stopNode } from '../../signer/test/cluster.js';
 import { enrollPhone, phoneKeys, userIdOf } from './device-fixtures.js';
 import { ADMIN_EMAIL, type Json } from './helpers.js';
 import { type KeyEnv, settled, startKeyEnv } from './key-env.js';
@@ -247,5 +255,110 @@ describe('key lifecycle with real signers', () => {
     expect(d.status, JSON.stringify(d)).toBe('SUCCEEDED');
     expect(d.result.signatures.every((x: Json) => x.verified)).toBe(true);
     expect(d.result.signers.every((x: Json) => x.epoch === 1)).toBe(true);
+  }, 600_000);
+
+  it('a new party down at the commit: SUCCEEDED with it listed uncommitted, the key not busy; it commits when back', async () => {
+    env = await startKeyEnv(4, 3);
+    const { change, ceremony } = await replaceSigner(env, 2, 3);
+    expect(ceremony.status, JSON.stringify(ceremony)).toBe('SUCCEEDED');
+    expect((await changeStatus(env, change.change_id, 'SUCCEEDED')).status).toBe('SUCCEEDED');
+    // as a process that stopped right after the COMMITTING transaction, with the new party then down
+    await env.h.c.keys.stop();
+    await env.h.c.db.query(`UPDATE key_changes SET status = 'COMMITTING', uncommitted = NULL WHERE change_id = $1`, [
+      change.change_id,
+    ]);
+    const down = env.nodes[3]!;
+    await stopNode(down);
+    await env.h.c.keys.start();
+    const done = await changeStatus(env, change.change_id, 'SUCCEEDED');
+    expect(done.status, JSON.stringify(done)).toBe('SUCCEEDED');
+    expect(done.uncommitted).toEqual([`server:${env.serverIds[3]}`]);
+    // a later key operation is not refused as busy: a drill among the new set's reachable parties
+    const d = await drill(env);
+    expect(d.status, JSON.stringify(d)).toBe('SUCCEEDED');
+    // back up: the background retry commits it and the list empties
+    await startNode(down);
+    const until = Date.now() + 120_000;
+    let v: Json = done;
+    while (v.uncommitted.length > 0 && Date.now() < until) {
+      await new Promise((res) => setTimeout(res, 500));
+      v = (await env.h.req('GET', `${K(env)}/key-changes/${change.change_id}`, { token: env.h.adminToken })).body;
+    }
+    expect(v).toMatchObject({ status: 'SUCCEEDED', uncommitted: [] });
+  }, 600_000);
+
+  it('a signer restored from a backup made before a revocation gets the revocation again before its next ceremony', async () => {
+    env = await startKeyEnv(3, 3);
+    const e = env;
+    const n2 = e.nodes[2]!;
+    const tmp = await mkdtemp(join(tmpdir(), 'custodian-restore-'));
+    const signerCli = (args: string[]) =>
+      new Promise<{ code: number; out: string }>((resolve) => {
+        execFile(
+          process.execPath,
+          [MAIN, 'signer', ...args],
+          { env: { ...process.env, CUSTODIAN_TEST_PASS: PASS }, timeout: 60_000 },
+          (err, stdout, stderr) =>
+            resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: `${stdout}${stderr}` }),
+        );
+      });
+    try {
+      const rec = join(tmp, 'recovery');
+      const backup = join(tmp, 'signer.backup');
+      expect((await signerCli(['backup', 'keygen', '--out', rec])).code).toBe(0);
+      await stopNode(n2);
+      const made = await signerCli([
+        'backup',
+        'create',
+        '-c',
+        n2.config,
+        '--recovery-key',
+        join(rec, 'recovery.pub'),
+        '--out',
+        backup,
+      ]);
+      expect(made.code, made.out).toBe(0);
+      await startNode(n2);
+      const phone = await enrollPhone(e.h, await phoneKeys(), 'lost phone', {
+        userId: await userIdOf(e.h, ADMIN_EMAIL),
+      });
+      const r = await e.h.req('DELETE', `/admin/v1/devices/${phone}`, { token: e.h.adminToken });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      const acks = async () =>
+        e.h.c.db.query<{ store_id: string }>(
+          'SELECT store_id FROM revocation_acks WHERE device_id = $1 AND peer_id = $2 ORDER BY acked_at',
+          [phone, n2.peerId],
+        );
+      const first = await acks();
+      expect(first).toHaveLength(1);
+      expect(first[0]!.store_id).toMatch(/^[0-9a-f]{32}$/);
+      // the machine is lost; the backup (from before the revocation) is restored: a new store
+      await stopNode(n2);
+      await rm(n2.dataDir, { recursive: true, force: true });
+      const restored = await signerCli([
+        'backup',
+        'restore',
+        '-c',
+        n2.config,
+        '--in',
+        backup,
+        '--recovery-key',
+        join(rec, 'recovery.key'),
+        '--peer-id',
+        n2.peerId,
+      ]);
+      expect(restored.code, restored.out).toBe(0);
+      await startNode(n2);
+      // its next ceremony (a refresh: every party of the key) first delivers the revocation to the new store
+      const f = await e.h.req('POST', `${K(e)}/refresh`, { token: e.h.adminToken, body: {} });
+      expect(f.status, JSON.stringify(f.body)).toBe(202);
+      await settled(e.h, f.body.ceremony_id);
+      const second = await acks();
+      expect(second).toHaveLength(2);
+      expect(second[1]!.store_id).toMatch(/^[0-9a-f]{32}$/);
+      expect(second[1]!.store_id).not.toBe(first[0]!.store_id);
+    } finally {
+      await rm(tmp, { recursive: true, force: true });
+    }
   }, 600_000);
 });

@@ -14,7 +14,7 @@ import { peerIdFromPrivateKey, peerIdFromString } from '@libp2p/peer-id';
 import { bytesToHex } from '@noble/curves/utils.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectPhone, enrollPhone, type Phone, type PhoneKeys, phoneKeys, userIdOf } from './device-fixtures.js';
-import { ADMIN_EMAIL, type Harness, type Json, startHarness, testMasterKey } from './helpers.js';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, type Harness, type Json, startHarness, testMasterKey } from './helpers.js';
 
 const PASSWORD = 'another correct horse battery';
 
@@ -224,6 +224,34 @@ describe('key change checks', () => {
   });
 });
 
+describe('attack: starting a key operation needs a fresh step-up', () => {
+  it('an Admin session without step-up gets 403 STEP_UP_REQUIRED on refresh, key-changes, signature and drill; nothing starts', async () => {
+    const token = await h.login(ADMIN_EMAIL, ADMIN_PASSWORD);
+    const changes = async () => (await h.c.db.query<{ n: number }>('SELECT count(*)::int AS n FROM key_changes'))[0]?.n;
+    const before = [await ceremonies(), await changes()];
+    const change = randomUUID();
+    const routes: [string, Json][] = [
+      [`${K()}/refresh`, {}],
+      [
+        `${K()}/key-changes`,
+        { reason: 'replace-signer', old: { kind: 'server', id: serverA }, new: { kind: 'server', id: serverB } },
+      ],
+      [`${K()}/key-changes/${change}/signature`, { device_id: phone1, signature: '0'.repeat(128) }],
+      [`${K()}/drill`, {}],
+    ];
+    for (const [path, body] of routes) {
+      const r = await h.req('POST', path, { token, body });
+      expect(r.status, `${path}: ${JSON.stringify(r.body)}`).toBe(403);
+      expect(r.body.code).toBe('STEP_UP_REQUIRED');
+    }
+    expect([await ceremonies(), await changes()]).toEqual(before);
+    // the same session stepped up reaches the service (here: the change names an unknown key → 404)
+    const up = await h.stepUp(token, ADMIN_PASSWORD);
+    const r = await h.req('POST', `/admin/v1/master-keys/${randomUUID()}/drill`, { token: up, body: {} });
+    expect(r.status, JSON.stringify(r.body)).toBe(404);
+  });
+});
+
 describe('attack: the reshare needs an Admin device signature over the change digest', () => {
   /** A key change AWAITING_SIGNATURE as the service records it (its document names a server set). */
   async function awaitingChange(
@@ -238,6 +266,8 @@ describe('attack: the reshare needs an Admin device signature over the change di
       new_parties: ['a', 'b', 'c'],
       new_threshold: 2,
       approver_devices: [],
+      base: { epoch: 0, parties: ['a', 'b', 'd'], threshold: 2 },
+      expires_at: new Date(Date.now() + 3600_000).toISOString(),
       reason: 'replace-signer',
       created_at: new Date().toISOString(),
     };

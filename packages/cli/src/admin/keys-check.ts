@@ -6,7 +6,7 @@
  * codes: `UNKNOWN_PARTY`, `AMBIGUOUS_PARTY`, `KEY_CHANGE_DIGEST_MISMATCH`, `KEY_CHANGE_MISMATCH`.
  */
 import { bytesToHex } from '@custodian/crypto';
-import { keyChangeDigest } from '@custodian/wire';
+import { type KeyChangeDocument, keyChangeDigest } from '@custodian/wire';
 import { AdminCliError } from './http.js';
 import type { Device, DrillResult, KeyChange, KeyChangeInput, MasterKey, PartyRef, ServerSigner } from './types.js';
 
@@ -69,6 +69,32 @@ export interface ExpectedChange {
    */
   readonly signers?: readonly ServerSigner[];
   readonly devices?: readonly Device[];
+  /** The time to check `expires_at` against (default: now). */
+  readonly now?: Date;
+}
+
+/** The longest a key change may stay signable: 24 h (the signers refuse one expiring later). */
+export const KEY_CHANGE_MAX_LIFETIME_MS = 24 * 60 * 60 * 1000;
+/** Clock difference between the CLI's and the coordinator's clocks tolerated on `expires_at`: 5 minutes. */
+const CLOCK_SKEW_MS = 5 * 60 * 1000;
+
+/**
+ * The MPC peer id of each party of the master key as listed: a server's `peer_id` (registered
+ * signers, else its listed `peer`), a device's `mpc_peer_id` from the registered devices (its
+ * listed `peer` is the fingerprint the master key ceremony recorded); undefined for a party it
+ * cannot map.
+ */
+function currentPeers(
+  mk: Pick<MasterKey, 'parties'>,
+  signers: readonly ServerSigner[] | undefined,
+  devices: readonly Device[] | undefined,
+): (string | undefined)[] {
+  if (!Array.isArray(mk.parties)) return [];
+  return (mk.parties as { kind?: string; id?: string; peer?: string }[]).map((p) => {
+    const id = String(p.id).toLowerCase();
+    if (p.kind !== 'device') return signers?.find((x) => x.signer_id.toLowerCase() === id)?.peer_id ?? p.peer;
+    return devices?.find((x) => x.device_id.toLowerCase() === id)?.mpc_peer_id ?? undefined;
+  });
 }
 
 /** The party set a change asks for: the reshare's `signers`, or the key's parties with OLD replaced by NEW. */
@@ -89,7 +115,9 @@ function askedSet(expected: ExpectedChange): PartyRef[] | undefined {
  * `ed25519_*`; the other secp256k1 key is not in the master key view and is checked by the
  * signers), and have the threshold and party count asked for — and, given the registered signers
  * and devices, exactly the parties (as a set) and approver devices (with their enrolled keys)
- * asked for.
+ * asked for; its `base` must be the key as listed (threshold; parties as a set of MPC peer ids:
+ * servers' `peer`, devices' `mpc_peer_id`) and `expires_at` in the future and at most 24 h away
+ * (5 minutes of clock skew tolerated).
  * @returns the 32-byte digest to sign
  * @throws AdminCliError `KEY_CHANGE_DIGEST_MISMATCH` or `KEY_CHANGE_MISMATCH`, naming the field
  */
@@ -139,6 +167,26 @@ export function checkKeyChange(view: KeyChange, expected: ExpectedChange): Uint8
   if (doc.new_threshold !== t) bad('new_threshold', `${doc.new_threshold}, asked ${t}`);
   if (doc.new_parties.length !== n) bad('new_parties', `${doc.new_parties.length} parties, asked ${n}`);
   if (new Set(doc.new_parties).size !== doc.new_parties.length) bad('new_parties', 'a party appears twice');
+  // the base: the key as it is now (the signers take part only while they hold exactly it)
+  const base = doc.base as Partial<KeyChangeDocument['base']> | undefined;
+  if (base === undefined || base === null || typeof base !== 'object') return bad('base', 'missing');
+  if (!Number.isInteger(base.epoch) || (base.epoch as number) < 0) bad('base.epoch', `${String(base.epoch)}`);
+  if (base.threshold !== mk.threshold) bad('base.threshold', `${String(base.threshold)}, the key's is ${mk.threshold}`);
+  if (!Array.isArray(base.parties)) return bad('base.parties', 'missing');
+  if (Array.isArray(mk.parties)) {
+    const current = currentPeers(mk, expected.signers, expected.devices);
+    const got = new Set(base.parties);
+    const known = current.filter((p): p is string => p !== undefined);
+    // a device the CLI cannot map (devices not given) is checked by count only
+    if (base.parties.length !== current.length || got.size !== base.parties.length || known.some((p) => !got.has(p)))
+      bad('base.parties', "not the master key's current parties");
+  }
+  const expires = typeof doc.expires_at === 'string' ? Date.parse(doc.expires_at) : Number.NaN;
+  const now = (expected.now ?? new Date()).getTime();
+  if (Number.isNaN(expires)) bad('expires_at', `${String(doc.expires_at)} is not a time`);
+  if (expires <= now) bad('expires_at', `${doc.expires_at} has passed`);
+  if (expires > now + KEY_CHANGE_MAX_LIFETIME_MS + CLOCK_SKEW_MS)
+    bad('expires_at', `${doc.expires_at} is more than 24 h away`);
   const asked = askedSet(expected);
   if (asked !== undefined && expected.signers !== undefined && expected.devices !== undefined) {
     const byId = <T>(xs: readonly T[], id: (x: T) => string, want: string) =>
@@ -203,6 +251,9 @@ export function describeKeyChange(
     ...doc.approver_devices.map((d) => `    ${d.device_id}  ${d.public_key}`),
     '  public keys (unchanged):',
     ...doc.public_keys.map((k) => `    ${k.algorithm.padEnd(17)} ${k.public_key}  chain code ${k.chain_code}`),
+    `  base: epoch ${doc.base?.epoch}, ${doc.base?.threshold}-of-${doc.base?.parties?.length}`,
+    ...(doc.base?.parties ?? []).map((p) => `    ${label(p)}`),
+    `  expires at: ${doc.expires_at}`,
     `  digest: ${view.digest}`,
   ];
   return lines.join('\n');

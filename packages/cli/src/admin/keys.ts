@@ -4,7 +4,10 @@
  * party set; an Admin device signs the change), `changes` (the key changes and their state) and
  * `drill` (test signatures by the live signers, verified by the coordinator, and each party's
  * backup state). Admin only; each operation is a ceremony with the 5-minute timeout, followed with
- * `--wait` as `master-keys create --wait` is.
+ * `--wait` as `master-keys create --wait` is. Starting or preparing one (refresh, replace-signer,
+ * reshare, drill) needs a fresh step-up of the session, as `signers add|remove` do: run
+ * `custodian admin step-up` first; without it the coordinator answers 403 STEP_UP_REQUIRED, which
+ * the CLI prints with that hint, and nothing starts.
  *
  * Signing a key change happens on the operator's machine: the CLI creates the change, shows its
  * document (old → new party set, threshold, approver devices, the unchanged public keys) and the
@@ -82,7 +85,7 @@ export function registerKeyCommands(ctx: AdminContext): void {
 
   keys
     .command('refresh <master_key_id>')
-    .description('new shares for the same parties and public keys (5-minute ceremony)')
+    .description('new shares for the same parties and public keys (5-minute ceremony; step-up)')
     .option('--wait', 'wait for the outcome, printing progress')
     .action(
       ctx.run(async (id: string, o: { wait?: boolean }) => {
@@ -150,7 +153,7 @@ export function registerKeyCommands(ctx: AdminContext): void {
     keys
       .command('replace-signer <master_key_id> <old> <new>')
       .description(
-        'move the key from one party to another (a lost phone to a new one, a server to a new one): server:<id> or device:<id>',
+        'move the key from one party to another (a lost phone to a new one, a server to a new one): server:<id> or device:<id>; step-up',
       ),
   ).action(
     ctx.run(async (id: string, oldRef: string, newRef: string, o: SignFlags) =>
@@ -165,7 +168,7 @@ export function registerKeyCommands(ctx: AdminContext): void {
   signOpts(
     keys
       .command('reshare <master_key_id>')
-      .description("move the key to a new party set and threshold t' (at least 2 mobile signers)")
+      .description("move the key to a new party set and threshold t' (at least 2 mobile signers; step-up)")
       .requiredOption('--threshold <t>', "t' of the new set")
       .requiredOption('--signers <list>', 'the new set, comma-separated: server:<id>, device:<id> or bare ids/names'),
   ).action(
@@ -194,6 +197,7 @@ export function registerKeyCommands(ctx: AdminContext): void {
           'reason',
           'status',
           'ceremony_id',
+          'uncommitted',
           'created_at',
           'error',
         ]),
@@ -207,7 +211,7 @@ export function registerKeyCommands(ctx: AdminContext): void {
   keys
     .command('drill <master_key_id>')
     .description(
-      'recovery drill: test signatures by the live signers (verified) and each backup’s state; no funds move',
+      'recovery drill: test signatures by the live signers (verified) and each backup’s state; no funds move (step-up)',
     )
     .option('--wait', 'wait for the outcome and print it (exit code 1 unless everything passed)')
     .action(

@@ -261,6 +261,8 @@ export interface KeyChange {
   error: string | null;
   /** FAILED: the parties the ceremony named as culprits (`kind:id`), else null. */
   blamed?: string[] | null;
+  /** Parties (`kind:id`) that have not yet acknowledged the commit (retried by the coordinator). */
+  uncommitted?: string[];
   created_by: string | null;
   created_at: string;
   updated_at: string;

@@ -346,8 +346,12 @@ UPDATE transfers SET signing_since = now() WHERE status = 'PENDING_SIGNATURE';`,
     // change a RESHARE runs. master_keys.epoch counts refreshes and committed reshares;
     // refreshed_at drives the scheduled refresh. key_changes: one row per Admin-signed change
     // (document and digest as the Admin signs them; `new_parties` the coordinator's party records).
-    // revoked_approvers / revocation_acks: devices whose approval rights were revoked, and which
-    // signer (peer id) acknowledged each revocation (pushed again before its next ceremony).
+    // key_changes.pending_attestations: each new party's attestation of its pending shares (hex, in
+    // `new_parties` order), sent in every RESHARE_COMMIT; uncommitted: the parties that have not yet
+    // acknowledged the commit ('kind:id'). revoked_approvers / revocation_acks: devices whose
+    // approval rights were revoked, and which signer (peer id, store id: '' for a signer that reports
+    // none) acknowledged each revocation (pushed again before its next ceremony, and again to a
+    // signer whose store is new, e.g. restored from a backup).
     sql: `ALTER TABLE ceremonies DROP CONSTRAINT IF EXISTS ceremonies_kind_check;
 ALTER TABLE ceremonies ADD CONSTRAINT ceremonies_kind_check
   CHECK (kind IN ('dkg', 'sign', 'refresh', 'reshare', 'reshare_commit', 'drill'));
@@ -368,6 +372,8 @@ CREATE TABLE key_changes (
   ceremony_id uuid,
   error text,
   blamed jsonb,
+  pending_attestations jsonb,
+  uncommitted jsonb,
   created_by uuid REFERENCES users(user_id),
   created_at timestamptz NOT NULL,
   updated_at timestamptz NOT NULL
@@ -381,8 +387,9 @@ CREATE TABLE revoked_approvers (
 CREATE TABLE revocation_acks (
   device_id uuid NOT NULL REFERENCES revoked_approvers(device_id),
   peer_id text NOT NULL,
+  store_id text NOT NULL DEFAULT '',
   acked_at timestamptz NOT NULL,
-  PRIMARY KEY (device_id, peer_id)
+  PRIMARY KEY (device_id, peer_id, store_id)
 );`,
   },
 ];

@@ -4,8 +4,11 @@
  * party names), the keys a drill verifies under, the epoch update, and the room's errors.
  */
 
-import { Outcome } from '@custodian/wire';
+import { Outcome, reshareAttestationMessage } from '@custodian/wire';
+import { peerIdFromString } from '@libp2p/peer-id';
+import { ed25519 } from '@noble/curves/ed25519.js';
 import { p256 } from '@noble/curves/nist.js';
+import { bytesToHex } from '@noble/curves/utils.js';
 import type { Queryable } from '../db/db.js';
 import { ApiError } from '../errors.js';
 import type { PartyResult } from '../signing/sign-results.js';
@@ -45,6 +48,48 @@ export function accepted(
   const c = commonKeys(results);
   if (!c.ok) throw new Error(`${what}: ${c.error}`);
   return c.keys;
+}
+
+/**
+ * Every new party's `pendingAttestation` of a RESHARE (64 bytes: its libp2p Ed25519 identity key's
+ * RFC 8032 signature over `reshareAttestationMessage(keyId, reshareCeremonyId)`, wire
+ * key-change.ts), verified here, as hex in `newParties` (peer ids, KeyChangeDocument order) order;
+ * the RESHARE_COMMIT carries them all.
+ * @param names peer id → `kind:id` of the session's parties
+ * @throws CulpritError naming every new party whose result carries none, one of another length or
+ *   one that does not verify (the change fails; nothing is committed)
+ */
+export function pendingAttestations(
+  newParties: readonly string[],
+  results: readonly PartyResult[],
+  names: ReadonlyMap<string, string>,
+  keyId: string,
+  reshareCeremonyId: Uint8Array,
+): string[] {
+  const byName = new Map(results.map((r) => [`${r.party.kind}:${r.party.id}`, r]));
+  const message = reshareAttestationMessage(keyId, reshareCeremonyId);
+  const culprits: string[] = [];
+  const out = newParties.map((peer) => {
+    const name = names.get(peer) ?? peer;
+    const a = byName.get(name)?.result.pendingAttestation;
+    let ok = false;
+    if (a instanceof Uint8Array && a.length === 64) {
+      try {
+        const pid = peerIdFromString(peer);
+        ok = pid.type === 'Ed25519' && ed25519.verify(a, message, pid.publicKey.raw);
+      } catch {
+        ok = false;
+      }
+    }
+    if (!ok) culprits.push(name);
+    return ok && a ? bytesToHex(a) : '';
+  });
+  if (culprits.length > 0)
+    throw new CulpritError(
+      `reshare: ${culprits.length} new part${culprits.length === 1 ? 'y' : 'ies'} did not attest its pending shares`,
+      culprits,
+    );
+  return out;
 }
 
 /** The record's secp256k1 and Ed25519 keys must be among `keys`. @throws Error */

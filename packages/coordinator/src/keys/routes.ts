@@ -40,6 +40,7 @@ export function keyRoutes(r: AdminRouter, keys: KeyService): void {
     '/admin/v1/master-keys/:master_key_id/refresh',
     {
       roles: ADMIN,
+      stepUp: true,
       tags: TAGS,
       summary: 'Refresh every key share of the master key (same signers, same public keys, new shares)',
       description:
@@ -59,6 +60,7 @@ export function keyRoutes(r: AdminRouter, keys: KeyService): void {
     '/admin/v1/master-keys/:master_key_id/key-changes',
     {
       roles: ADMIN,
+      stepUp: true,
       tags: TAGS,
       summary:
         'Prepare a key change (replace a signer, or reshare to new signers and threshold) for an Admin device to sign',
@@ -136,6 +138,7 @@ export function keyRoutes(r: AdminRouter, keys: KeyService): void {
     '/admin/v1/master-keys/:master_key_id/key-changes/:change_id/signature',
     {
       roles: ADMIN,
+      stepUp: true,
       tags: TAGS,
       summary: 'Sign a key change with an Admin’s enrolled device and start the reshare',
       description:
@@ -161,6 +164,7 @@ export function keyRoutes(r: AdminRouter, keys: KeyService): void {
     '/admin/v1/master-keys/:master_key_id/drill',
     {
       roles: ADMIN,
+      stepUp: true,
       tags: TAGS,
       summary: 'Recovery drill: the signers sign a fixed test digest under every key; backups reported per signer',
       description:

@@ -11,9 +11,12 @@
  *   public keys and a test signature per key verifies (checked here, keys/verify.ts), ONE
  *   transaction moves the change to COMMITTING and the master key to the new parties and
  *   threshold (everything that reads `master_keys.parties` follows: signing sets, approver
- *   devices); then RESHARE_COMMIT goes to every party (old ∪ new), retried with backoff — also at
- *   the next start for a change a previous process left COMMITTING — until each answered OK →
- *   SUCCEEDED. Any failure before COMMITTING: FAILED with the culprits, the old set untouched.
+ *   devices). Every new party's `pendingAttestation` (verified here; one missing or wrong → FAILED
+ *   naming it) is stored with the change and sent in every RESHARE_COMMIT, which goes to every
+ *   party of the session, retried with backoff — also at the next start — → SUCCEEDED once t′ new
+ *   parties and every leaving party answered OK; the rest are listed `uncommitted` and retried in
+ *   the background without holding the key busy. Any failure before COMMITTING: FAILED with the
+ *   culprits, the old set untouched.
  * - drill: DRILL among t reachable parties; the coordinator verifies the signatures itself and
  *   reads each server signer's epoch and backup state (control `status`).
  * - scheduled refresh (`keys.refreshIntervalHours`): a timer refreshes each key whose last refresh
@@ -55,6 +58,7 @@ import {
   compressed,
   invalid,
   knownKeys,
+  pendingAttestations,
   sleep,
 } from './outcome.js';
 import { type KeyChangeRow, type KeyChangeView, type KeyRecord, KeyStore } from './store.js';
@@ -103,6 +107,8 @@ export const KEY_CHANGE_LIFETIME_MS = 24 * 60 * 60 * 1000;
 export class KeyService implements Startable {
   readonly store: KeyStore;
   private readonly running = new Map<string, AbortController>();
+  /** Commit loops by change id (kept apart from `running`: they do not hold the key busy). */
+  private readonly committers = new Map<string, AbortController>();
   private readonly pending = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
@@ -435,8 +441,15 @@ export class KeyService implements Startable {
           doc.public_keys,
         );
         if (!sigs.ok) throw new Error('reshare: the test signatures under the new set do not verify');
+        const attestations = pendingAttestations(doc.new_parties, results, names, doc.key_id, ceremonyId);
+        const uncommitted = session.map((p) => `${p.kind}:${p.id}`);
         return async (q) => {
-          await this.store.setChange(q, change.change_id, { status: 'COMMITTING', at: this.c.clock() });
+          await this.store.setChange(q, change.change_id, {
+            status: 'COMMITTING',
+            at: this.c.clock(),
+            pendingAttestations: attestations,
+            uncommitted,
+          });
           await q.query('UPDATE master_keys SET parties = $2::jsonb, threshold = $3 WHERE master_key_id = $1', [
             mk.master_key_id,
             JSON.stringify(change.new_parties),
@@ -467,7 +480,11 @@ export class KeyService implements Startable {
           });
           return () => {
             void this.c.pool?.scan().catch(() => undefined);
-            this.commit({ ...change, status: 'COMMITTING', ceremony_id: id }, session, sessionPeers);
+            this.commit(
+              { ...change, status: 'COMMITTING', ceremony_id: id, pending_attestations: attestations },
+              session,
+              sessionPeers,
+            );
           };
         };
       },
@@ -480,26 +497,27 @@ export class KeyService implements Startable {
   }
 
   /**
-   * Send RESHARE_COMMIT to every party of the RESHARE session (each holds pending shares or a
-   * pending leave) until each answered OK, with backoff; then SUCCEEDED. Runs until stop (a later
-   * start resumes COMMITTING changes). An old party absent from the session holds no pending entry
-   * and is not asked (it keeps its old share: decommission it).
+   * Send RESHARE_COMMIT (with every new party's pending attestation) to every party of the RESHARE
+   * session (each holds pending shares or a pending leave) with backoff. SUCCEEDED as soon as at
+   * least t′ new parties and every leaving party acknowledged (the new set signs and no old share
+   * is left to sign with); the rest stay in `uncommitted` and are retried in the background (not
+   * `busy`) until each answered OK or stop (a later start resumes them). An old party absent from
+   * the session holds no pending entry and is not asked (it keeps its old share: decommission it).
    */
   private commit(change: KeyChangeRow, session: readonly SignParty[], sessionPeers: readonly string[]): void {
     const port = this.c.port;
-    if (!port || change.ceremony_id === null) return;
+    if (!port || change.ceremony_id === null || this.committers.has(change.change_id)) return;
     const all = session.map(sp);
     const todo = new Set(all.map((p) => `${p.kind}:${p.id}`));
     const ac = new AbortController();
-    this.running.set(`commit:${change.change_id}`, ac);
+    this.committers.set(change.change_id, ac);
     const retry = this.c.options.commitRetry ?? { initialMs: 1000, maxMs: 60_000 };
-    const reshareId = uuidBytes(change.ceremony_id);
-    const keyId = (JSON.parse(change.document) as KeyChangeDocument).key_id;
+    const state = { succeeded: change.status === 'SUCCEEDED', recorded: '' };
     const loop = async () => {
       let delay = retry.initialMs;
       while (!ac.signal.aborted) {
         try {
-          if (await this.round(port, all, todo, change, keyId, reshareId, sessionPeers, ac.signal)) return;
+          if (await this.round(port, all, todo, change, state, sessionPeers, ac.signal)) return;
         } catch (e) {
           // a database or transport error: retried like a party that did not answer
           this.c.log?.('warn', 'reshare commit round failed; retrying', {
@@ -512,22 +530,28 @@ export class KeyService implements Startable {
     };
     const p = loop()
       .catch((e: unknown) => this.c.log?.('warn', 'reshare commit loop failed', { err: String(e) }))
-      .finally(() => this.running.delete(`commit:${change.change_id}`));
+      .finally(() => this.committers.delete(change.change_id));
     this.pending.add(p);
     void p.finally(() => this.pending.delete(p));
   }
 
-  /** One round of commits to the parties still in `todo`; true (and SUCCEEDED recorded) when none is left. */
+  /**
+   * One round of commits to the parties still in `todo`; records SUCCEEDED once t′ new parties and
+   * every leaving party acknowledged, and the parties left in `uncommitted`.
+   * @returns true when every party committed
+   */
   private async round(
     port: KeyCeremonyPort,
     all: readonly SignParty[],
     todo: Set<string>,
     change: KeyChangeRow,
-    keyId: string,
-    reshareId: Uint8Array,
+    state: { succeeded: boolean; recorded: string },
     sessionPeers: readonly string[],
     signal: AbortSignal,
   ): Promise<boolean> {
+    const keyId = (JSON.parse(change.document) as KeyChangeDocument).key_id;
+    const reshareId = uuidBytes(change.ceremony_id ?? '');
+    const attestations = (change.pending_attestations ?? []).map((a) => hexToBytes(a));
     await Promise.all(
       all
         .filter((p) => todo.has(`${p.kind}:${p.id}`))
@@ -542,6 +566,7 @@ export class KeyService implements Startable {
               deadlineUnixMs: deadline,
               keyId,
               reshareCeremonyId: reshareId,
+              pendingAttestations: attestations,
             },
             signal,
             sessionPeers.length > 0 ? { sessionPeers } : {},
@@ -554,16 +579,31 @@ export class KeyService implements Startable {
             });
         }),
     );
-    if (todo.size === 0) {
+    const isNew = (name: string) => change.new_parties.some((n) => `${n.kind}:${n.id.toLowerCase()}` === name);
+    const names = all.map((p) => `${p.kind}:${p.id}`);
+    const newCommitted = names.filter((n) => isNew(n) && !todo.has(n)).length;
+    const leavingLeft = names.filter((n) => !isNew(n) && todo.has(n)).length;
+    const uncommitted = [...todo].sort();
+    const key = JSON.stringify(uncommitted);
+    if (!state.succeeded && (todo.size === 0 || (newCommitted >= change.new_threshold && leavingLeft === 0))) {
       await this.c.db.tx(async (q) => {
-        await this.store.setChange(q, change.change_id, { status: 'SUCCEEDED', at: this.c.clock() });
+        await this.store.setChange(q, change.change_id, { status: 'SUCCEEDED', at: this.c.clock(), uncommitted });
         await this.c.audit.record(q, null, 'master_key.key_change_committed', 'master_key', change.master_key_id, {
           change_id: change.change_id,
+          uncommitted,
         });
       });
-      return true;
+      state.succeeded = true;
+      state.recorded = key;
+    } else if (key !== state.recorded) {
+      await this.store.setChange(this.c.db, change.change_id, {
+        status: state.succeeded ? 'SUCCEEDED' : 'COMMITTING',
+        at: this.c.clock(),
+        uncommitted,
+      });
+      state.recorded = key;
     }
-    return false;
+    return todo.size === 0 && state.succeeded;
   }
 
   /**
@@ -868,7 +908,8 @@ export class KeyService implements Startable {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
-    for (const ac of this.running.values()) ac.abort(new Error('coordinator shutting down'));
+    for (const ac of [...this.running.values(), ...this.committers.values()])
+      ac.abort(new Error('coordinator shutting down'));
     await Promise.allSettled([...this.pending]);
   }
 }

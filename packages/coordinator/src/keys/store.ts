@@ -26,6 +26,11 @@ export interface KeyChangeView {
   readonly ceremony_id: string | null;
   readonly error: string | null;
   readonly blamed: string[] | null;
+  /**
+   * Parties (`kind:id`) that have not acknowledged the RESHARE_COMMIT yet (retried in the
+   * background); empty before COMMITTING and once every party committed.
+   */
+  readonly uncommitted: string[];
   readonly created_by: string | null;
   readonly created_at: string;
   readonly updated_at: string;
@@ -57,6 +62,8 @@ export interface KeyChangeRow {
   new_parties: CeremonyParty[];
   signed: string | null;
   ceremony_id: string | null;
+  /** Each new party's 64-byte pending attestation (hex), in `document.new_parties` order; null before COMMITTING. */
+  pending_attestations: string[] | null;
 }
 
 const KEY_COLUMNS = `master_key_id::text AS master_key_id, ceremony_id::text AS ceremony_id, threshold, parties,
@@ -193,7 +200,7 @@ export class KeyStore {
     const r = (
       await q.query<KeyChangeRow>(
         `SELECT change_id::text AS change_id, master_key_id::text AS master_key_id, status, document, digest, new_threshold,
-                new_parties, signed, ceremony_id::text AS ceremony_id
+                new_parties, signed, ceremony_id::text AS ceremony_id, pending_attestations
            FROM key_changes WHERE change_id = $1 AND master_key_id = $2${lock ? ' FOR UPDATE' : ''}`,
         [changeId, masterKeyId],
       )
@@ -202,12 +209,17 @@ export class KeyStore {
     return r;
   }
 
-  /** Key changes in COMMITTING (left by this or a previous process). */
+  /**
+   * Key changes whose commit is not acknowledged by every party: COMMITTING, or SUCCEEDED with
+   * parties still `uncommitted` (left by this or a previous process).
+   */
   async committing(): Promise<KeyChangeRow[]> {
     return this.db.query<KeyChangeRow>(
       `SELECT change_id::text AS change_id, master_key_id::text AS master_key_id, status, document, digest, new_threshold,
-              new_parties, signed, ceremony_id::text AS ceremony_id
-         FROM key_changes WHERE status = 'COMMITTING' ORDER BY updated_at`,
+              new_parties, signed, ceremony_id::text AS ceremony_id, pending_attestations
+         FROM key_changes
+        WHERE status = 'COMMITTING' OR (status = 'SUCCEEDED' AND jsonb_array_length(COALESCE(uncommitted, '[]'::jsonb)) > 0)
+        ORDER BY updated_at`,
     );
   }
 
@@ -222,11 +234,16 @@ export class KeyStore {
       ceremonyId?: string;
       error?: string;
       blamed?: string[] | null;
+      /** Hex, one per new party in `document.new_parties` order. */
+      pendingAttestations?: string[];
+      /** Parties (`kind:id`) not yet committed. */
+      uncommitted?: string[];
     },
   ): Promise<void> {
     await q.query(
       `UPDATE key_changes SET status = $2, updated_at = $3, signed = COALESCE($4, signed),
-         ceremony_id = COALESCE($5, ceremony_id), error = COALESCE($6, error), blamed = COALESCE($7::jsonb, blamed)
+         ceremony_id = COALESCE($5, ceremony_id), error = COALESCE($6, error), blamed = COALESCE($7::jsonb, blamed),
+         pending_attestations = COALESCE($8::jsonb, pending_attestations), uncommitted = COALESCE($9::jsonb, uncommitted)
        WHERE change_id = $1`,
       [
         id,
@@ -236,6 +253,8 @@ export class KeyStore {
         set.ceremonyId ?? null,
         set.error ?? null,
         set.blamed ? JSON.stringify(set.blamed) : null,
+        set.pendingAttestations ? JSON.stringify(set.pendingAttestations) : null,
+        set.uncommitted ? JSON.stringify(set.uncommitted) : null,
       ],
     );
   }
@@ -260,7 +279,8 @@ export class KeyStore {
         }
       >(
         `SELECT change_id::text AS change_id, master_key_id::text AS master_key_id, reason, status, document, digest,
-                ceremony_id::text AS ceremony_id, error, blamed, created_by::text AS created_by, created_at, updated_at
+                ceremony_id::text AS ceremony_id, error, blamed, COALESCE(uncommitted, '[]'::jsonb) AS uncommitted,
+                created_by::text AS created_by, created_at, updated_at
            FROM key_changes WHERE change_id = $1 AND master_key_id = $2`,
         [changeId, masterKeyId],
       )

@@ -5,7 +5,7 @@
  * status (key epochs, backup state), and push `RevokeApprover` (control.proto) to the server
  * signers — at once when a device leaves APPROVED, and again before any later ceremony to a signer
  * that has not acknowledged it (a signer offline at the revocation learns it when it next takes
- * part, as with policy sync). Acknowledgements are kept in `revocation_acks` (per device and peer id).
+ * part, as with policy sync). Acknowledgements are kept in `revocation_acks` (per device, peer id and store id).
  */
 import type { ControlClient } from '@custodian/signer-client';
 import { type NodeStatus, Outcome, type StartCeremony } from '@custodian/wire';
@@ -120,7 +120,10 @@ export function createKeyCeremonyPort(init: KeyCeremonyPortInit): KeyCeremonyPor
 
 /**
  * Pushes the recorded revocations (`revoked_approvers`, written by the devices room) to signers
- * that have not acknowledged them, recording each acknowledgement (`revocation_acks`).
+ * that have not acknowledged them, recording each acknowledgement (`revocation_acks`) by device,
+ * peer id and the signer's store id (control `status` `storeId`; '' for a signer that reports
+ * none): a signer whose store is new (restored from a backup made before a revocation) gets every
+ * revocation again before its next ceremony.
  */
 export class RevocationSync {
   constructor(private readonly c: { db: Db; control: ControlClient; clock: () => Date }) {}
@@ -140,17 +143,34 @@ export class RevocationSync {
       'SELECT device_id::text AS device_id, public_key FROM revoked_approvers ORDER BY revoked_at, device_id',
     );
     if (revoked.length === 0) return [];
+    const failed = new Set<string>();
+    // each signer's store id now (a signer that does not answer fails here as its push would)
+    const stores = new Map<string, string>();
+    await Promise.all(
+      peers.map(async (peer) => {
+        try {
+          const res = await this.c.control.send(peer, { status: {} }, timeoutMs);
+          if (!res.status) throw new Error('no status');
+          stores.set(peer, typeof res.status.storeId === 'string' ? res.status.storeId : '');
+        } catch {
+          failed.add(peer);
+        }
+      }),
+    );
     const acks = new Set(
       (
-        await this.c.db.query<{ device_id: string; peer_id: string }>(
-          'SELECT device_id::text AS device_id, peer_id FROM revocation_acks',
+        await this.c.db.query<{ device_id: string; peer_id: string; store_id: string }>(
+          'SELECT device_id::text AS device_id, peer_id, store_id FROM revocation_acks',
         )
-      ).map((a) => `${a.device_id} ${a.peer_id}`),
+      ).map((a) => `${a.device_id} ${a.peer_id} ${a.store_id}`),
     );
-    const rows = peers.flatMap((peer_id) =>
-      revoked.filter((r) => !acks.has(`${r.device_id} ${peer_id}`)).map((r) => ({ ...r, peer_id })),
-    );
-    const failed = new Set<string>();
+    const rows = peers
+      .filter((peer) => stores.has(peer))
+      .flatMap((peer_id) =>
+        revoked
+          .filter((r) => !acks.has(`${r.device_id} ${peer_id} ${stores.get(peer_id)}`))
+          .map((r) => ({ ...r, peer_id })),
+      );
     await Promise.all(
       [...new Set(rows.map((r) => r.peer_id))].map(async (peer) => {
         for (const r of rows.filter((x) => x.peer_id === peer)) {
@@ -167,8 +187,8 @@ export class RevocationSync {
             );
             if (!res.revokeApprover) throw new Error(res.result?.error || 'no revocation result');
             await this.c.db.query(
-              'INSERT INTO revocation_acks (device_id, peer_id, acked_at) VALUES ($1,$2,$3) ON CONFLICT DO NOTHING',
-              [r.device_id, peer, this.c.clock()],
+              'INSERT INTO revocation_acks (device_id, peer_id, store_id, acked_at) VALUES ($1,$2,$3,$4) ON CONFLICT DO NOTHING',
+              [r.device_id, peer, stores.get(peer) ?? '', this.c.clock()],
             );
           } catch {
             failed.add(peer);

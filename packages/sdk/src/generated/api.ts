@@ -943,7 +943,7 @@ export interface paths {
         put?: never;
         /**
          * Refresh every key share of the master key (same signers, same public keys, new shares)
-         * @description Runs a REFRESH ceremony among the master key’s signers (all must be online) with the 5-minute deadline. Returns 202 with the ceremony (kind `refresh`); poll GET /admin/v1/ceremonies/{ceremony_id}. On success the key’s epoch grows by one, REFRESH_KEY_SHARES fires and pooled presignatures are discarded. Roles: ADMIN.
+         * @description Runs a REFRESH ceremony among the master key’s signers (all must be online) with the 5-minute deadline. Returns 202 with the ceremony (kind `refresh`); poll GET /admin/v1/ceremonies/{ceremony_id}. On success the key’s epoch grows by one, REFRESH_KEY_SHARES fires and pooled presignatures are discarded. Roles: ADMIN. Needs a fresh step-up (POST /admin/v1/session/step-up, valid 5 min), else 403 `STEP_UP_REQUIRED`.
          */
         post: operations["adminRefreshMasterKey"];
         delete?: never;
@@ -967,7 +967,7 @@ export interface paths {
         put?: never;
         /**
          * Prepare a key change (replace a signer, or reshare to new signers and threshold) for an Admin device to sign
-         * @description `replace-signer`: `old` (a party of the key) is replaced by `new` (a registered server signer or approved device, not a party), same threshold. `reshare`: the new set `signers` and threshold t′ (2 ≤ t′ ≤ n′). The new set needs at least the configured number of approved devices (seed §8: 2). Returns the change with its `document` (KeyChangeDocument) and `digest` (hex SHA-256); nothing runs until an Admin’s enrolled device signs the digest (POST …/signature). Roles: ADMIN.
+         * @description `replace-signer`: `old` (a party of the key) is replaced by `new` (a registered server signer or approved device, not a party), same threshold. `reshare`: the new set `signers` and threshold t′ (2 ≤ t′ ≤ n′). The new set needs at least the configured number of approved devices (seed §8: 2). Returns the change with its `document` (KeyChangeDocument) and `digest` (hex SHA-256); nothing runs until an Admin’s enrolled device signs the digest (POST …/signature). Roles: ADMIN. Needs a fresh step-up (POST /admin/v1/session/step-up, valid 5 min), else 403 `STEP_UP_REQUIRED`.
          */
         post: operations["adminCreateKeyChange"];
         delete?: never;
@@ -1007,7 +1007,7 @@ export interface paths {
         put?: never;
         /**
          * Sign a key change with an Admin’s enrolled device and start the reshare
-         * @description `signature`: P-256 ECDSA r‖s (128 hex digits) over the change’s `digest` by `device_id`, an APPROVED device of an Admin. Starts the RESHARE ceremony (kind `reshare`, 5-minute deadline); returns 202 with it. The old signers keep working until every party confirmed the new shares. Roles: ADMIN.
+         * @description `signature`: P-256 ECDSA r‖s (128 hex digits) over the change’s `digest` by `device_id`, an APPROVED device of an Admin. Starts the RESHARE ceremony (kind `reshare`, 5-minute deadline); returns 202 with it. The old signers keep working until every party confirmed the new shares. Roles: ADMIN. Needs a fresh step-up (POST /admin/v1/session/step-up, valid 5 min), else 403 `STEP_UP_REQUIRED`.
          */
         post: operations["adminSignKeyChange"];
         delete?: never;
@@ -1027,7 +1027,7 @@ export interface paths {
         put?: never;
         /**
          * Recovery drill: the signers sign a fixed test digest under every key; backups reported per signer
-         * @description Runs a DRILL ceremony among t reachable signers (no funds move, no process learns a key). When done, the ceremony’s `result` holds `signatures` [{algorithm, public_key, digest, signature, verified}] (verified by the coordinator) and `signers` [{kind, id, epoch, backup_epoch, backup_at, backup_current}]. Roles: ADMIN.
+         * @description Runs a DRILL ceremony among t reachable signers (no funds move, no process learns a key). When done, the ceremony’s `result` holds `signatures` [{algorithm, public_key, digest, signature, verified}] (verified by the coordinator) and `signers` [{kind, id, epoch, backup_epoch, backup_at, backup_current}]. Roles: ADMIN. Needs a fresh step-up (POST /admin/v1/session/step-up, valid 5 min), else 403 `STEP_UP_REQUIRED`.
          */
         post: operations["adminStartRecoveryDrill"];
         delete?: never;
@@ -8079,7 +8079,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8307,7 +8307,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8518,7 +8518,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8645,7 +8645,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
