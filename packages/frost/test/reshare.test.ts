@@ -243,7 +243,7 @@ describe.each(['ed25519', 'secp256k1'] as SuiteName[])(
       noOutput(r);
     });
 
-    it('a different old package (verifying shares): dealers and the new party name the dealer', () => {
+    it('a different old package (verifying shares): the dealers name the dealer, the new party names nobody', () => {
       const r = runFrostReshare(old, MIS_SEATS, 3, `oldpkg:${suite}`, {
         intercept: (d) => {
           const m = d.message;
@@ -254,11 +254,15 @@ describe.each(['ed25519', 'secp256k1'] as SuiteName[])(
           return [{ ...d, message: { ...m, body: { ...b, old: { ...b.old, verifyingShares: ys } } } }];
         },
       });
-      for (const k of HONEST) {
+      // holders know the package and name the dealer that deviates
+      for (const k of [0, 2]) {
         expect(r.aborted[k]?.culprits).toEqual([
           { party: 1, reason: 'old public package differs from the other dealers’' },
         ]);
       }
+      // party 3 is new to the key: it cannot tell which package is right, so it names nobody
+      expect(r.aborted[3]?.culprits).toEqual([]);
+      expect(r.aborted[3]?.reason).toMatch(/old public packages disagree/);
       noOutput(r);
     });
 
