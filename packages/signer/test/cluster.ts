@@ -109,6 +109,9 @@ export async function waitFor(pred: () => boolean, ms: number, what: string): Pr
   }
 }
 
+/** Per started child: resolves once its log file has every line the child wrote. */
+const logWritten = new WeakMap<ChildProcess, Promise<void>>();
+
 export async function startNode(node: NodeSpec): Promise<void> {
   const before = readLog(node).length;
   const out = createWriteStream(node.logFile, { flags: 'a' });
@@ -117,8 +120,17 @@ export async function startNode(node: NodeSpec): Promise<void> {
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
-  proc.stdout?.pipe(out);
-  proc.stderr?.pipe(out);
+  // both streams into one file, closed once the child's stdio closed: a stop waits for the last
+  // lines (a child's 'exit' can come before its last output has been read and written)
+  proc.stdout?.pipe(out, { end: false });
+  proc.stderr?.pipe(out, { end: false });
+  logWritten.set(
+    proc,
+    new Promise<void>((resolve) => {
+      out.once('close', () => resolve());
+      proc.once('close', () => out.end());
+    }),
+  );
   node.proc = proc;
   await waitFor(
     () => readLog(node).slice(before).includes('"signer started"') || proc.exitCode !== null,
@@ -140,6 +152,9 @@ export async function stopNode(node: NodeSpec, signal: NodeJS.Signals = 'SIGTERM
     });
     signalTree(p.pid as number, signal);
   });
+  // the child's last log lines are in its file before the caller reads it (at most 5 s)
+  const written = logWritten.get(p);
+  if (written) await Promise.race([written, new Promise((r) => setTimeout(r, 5_000))]);
 }
 
 /**
