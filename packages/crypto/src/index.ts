@@ -88,7 +88,9 @@ export {
 
 export type {
   Aborted,
+  BroadcastAuth,
   Culprit,
+  CulpritEvidence,
   IncomingMessage,
   MessageKind,
   Outbox,
@@ -99,13 +101,14 @@ export type {
   RoundContext,
   RoundResult,
   RoundSpec,
+  SignedStatement,
 } from './runtime/types.js';
 export { blame, ProtocolAbort } from './runtime/types.js';
 
 // The runtime's party driver: one party of a protocol, fed messages, returning steps
 
 export type { PartyOptions, PartyStatus, Rejection, Step } from './runtime/party.js';
-export { Party } from './runtime/party.js';
+export { broadcastStatementBytes, echoHash, Party } from './runtime/party.js';
 
 // The runtime's in-memory simulator: every party of a protocol in one process
 

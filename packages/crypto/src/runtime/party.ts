@@ -14,6 +14,7 @@ import { bytesToHex, equalBytes, type RandomSource } from '../bytes.js';
 import { type Canonical, canonicalEncode } from '../encoding.js';
 import {
   type Aborted,
+  type BroadcastAuth,
   type IncomingMessage,
   type Outbox,
   type OutgoingMessage,
@@ -56,6 +57,11 @@ export interface PartyOptions {
   readonly sessionId: Uint8Array;
   /** Randomness for this party (injectable; defaults are chosen by the caller). */
   readonly rng: RandomSource;
+  /**
+   * Signs this party's broadcast statements and checks the others' (reliable broadcast with
+   * evidence). Production always sets it (wire layer); without it an echo mismatch names nobody.
+   */
+  readonly auth?: BroadcastAuth;
 }
 
 interface Slot {
@@ -65,8 +71,25 @@ interface Slot {
 
 const ECHO_BODY = null;
 
-function echoHash(sessionId: Uint8Array, round: number, from: PartyIndex, body: Canonical): Uint8Array {
+/** Echo hash of one broadcast: SHA-256 of the canonical encoding of (tag, session, round, sender, body); 32 bytes. */
+export function echoHash(sessionId: Uint8Array, round: number, from: PartyIndex, body: Canonical): Uint8Array {
   return sha256(canonicalEncode(['custodian/echo/v1', sessionId, round, from, body]));
+}
+
+/**
+ * The bytes a party signs to claim "my broadcast of (protocol, session, round) has echo hash
+ * `hash`": the canonical encoding of ('custodian/broadcast-statement/v1', protocol, sessionId,
+ * round, sender, hash). Two different validly signed statements of one (protocol, session, round,
+ * sender) prove that sender equivocated.
+ */
+export function broadcastStatementBytes(
+  protocol: string,
+  sessionId: Uint8Array,
+  round: number,
+  sender: PartyIndex,
+  hash: Uint8Array,
+): Uint8Array {
+  return canonicalEncode(['custodian/broadcast-statement/v1', protocol, sessionId, round, sender, hash]);
 }
 
 function sameMessage(a: IncomingMessage, b: IncomingMessage): boolean {
@@ -275,8 +298,15 @@ export class Party<S, O> {
       if (result.output !== undefined || !('state' in result)) {
         const output = result.output as O;
         if (spec.broadcast && this.spec.echoFinalRound !== false) {
-          // a final broadcast round: echo it before releasing the output
+          // a final broadcast round: echo it before releasing the output. A round before the last
+          // may finish too (later rounds run only on a failure, e.g. presign identification): the
+          // party then skips straight to the echo round, carrying this round's echo vector.
           this.pendingOutput = { value: output };
+          if (this.current !== this.echoRound) {
+            const echo = this.echoFor.get(this.current);
+            if (echo) this.echoFor.set(this.echoRound, echo);
+            this.current = this.echoRound;
+          }
           sent.push(...this.emit(this.echoRound, { broadcast: ECHO_BODY }));
           continue;
         }

@@ -29,15 +29,80 @@ export interface OutgoingMessage {
   readonly body: Canonical;
   /** Reliable-broadcast echo: hashes of the previous broadcast round's messages, one per sender. */
   readonly echo?: readonly Uint8Array[];
+  /**
+   * Signed echo: for each non-empty `echo[j]`, party j's 64-byte signature over its broadcast
+   * statement ({@link broadcastStatementBytes}), as j sent it in `statementSignature`; an empty
+   * entry where `echo[j]` is empty. Set only when the party runs with a {@link BroadcastAuth}.
+   */
+  readonly echoSignatures?: readonly Uint8Array[];
+  /**
+   * Broadcast only: the sender's signature over the statement of this broadcast (protocol, session,
+   * round, sender, echo hash of `body`). Set only when the party runs with a {@link BroadcastAuth}.
+   */
+  readonly statementSignature?: Uint8Array;
 }
 
-/** A message as delivered by a transport that authenticated `from` (wire layer: envelope signature). */
-export type IncomingMessage = OutgoingMessage;
+/**
+ * A message as delivered by a transport that authenticated `from` (wire layer: envelope signature).
+ * `evidence` is opaque to the runtime: the transport's proof that `from` sent this message (wire:
+ * the encoded `custodian.v1.BlameMessage`, the SignedEnvelope plus, for a point-to-point message,
+ * its one-message key). The runtime copies it into {@link CulpritEvidence} when it names `from`.
+ */
+export interface IncomingMessage extends OutgoingMessage {
+  readonly evidence?: Uint8Array;
+}
+
+/**
+ * How a party signs and checks broadcast statements (reliable broadcast with evidence, issue
+ * [blame]). Production: Ed25519 with the parties' identity keys (the keys behind their libp2p
+ * peer ids, the same that sign envelopes); the wire layer builds it from the session's key set.
+ * Without it (unit tests of protocol math) an echo mismatch aborts naming nobody.
+ */
+export interface BroadcastAuth {
+  /** This party's 64-byte signature over `statement` (the bytes of {@link broadcastStatementBytes}). */
+  sign(statement: Uint8Array): Uint8Array;
+  /** Whether `signature` is party `party`'s valid signature over `statement`. Never throws. */
+  verify(party: PartyIndex, statement: Uint8Array, signature: Uint8Array): boolean;
+}
+
+/** A party's signed claim that its broadcast of one round had echo hash `hash`. */
+export interface SignedStatement {
+  readonly protocol: string;
+  readonly sessionId: Uint8Array;
+  readonly round: number;
+  readonly sender: PartyIndex;
+  /** 32-byte echo hash of the broadcast's canonical body. */
+  readonly hash: Uint8Array;
+  /** The sender's signature over {@link broadcastStatementBytes} of the fields above. */
+  readonly signature: Uint8Array;
+}
+
+/**
+ * What lets a third party check a blame without trusting the accuser (issue [blame]).
+ * `messages`: the transport evidence ({@link IncomingMessage.evidence}) of the culprit's offending
+ * messages, in order. `statements`: two different statements of one round signed by the culprit
+ * (broadcast equivocation).
+ */
+export interface CulpritEvidence {
+  readonly messages: readonly Uint8Array[];
+  readonly statements?: readonly SignedStatement[];
+}
 
 /** One misbehaving party and why. */
 export interface Culprit {
   readonly party: PartyIndex;
   readonly reason: string;
+  /**
+   * Stable id of the failed check (docs/protocols.md "Identifiable abort"): `echo.equivocation`,
+   * `echo.false`, `echo.malformed`, `message.conflict`, `message.malformed`, `proof.<name>` (e.g.
+   * `proof.enc`, `proof.aff-g`, `proof.log-star`, `proof.aff-p`, `proof.dec`), `presign.delta`,
+   * `presign.S`, or a protocol's own (e.g. `reshare.feldman`). Absent: `check.unspecified`.
+   */
+  readonly check?: string;
+  /** Runtime round of the offending message(s); the runtime fills in the round it was processing. */
+  readonly round?: number;
+  /** Evidence; the runtime attaches the culprit's messages of `round` when a round names it without any. */
+  readonly evidence?: CulpritEvidence;
 }
 
 /** Outcome when a party misbehaved: the honest parties abort and name the culprits (identifiable abort). */
@@ -59,9 +124,9 @@ export class ProtocolAbort extends CryptoError {
   }
 }
 
-/** Convenience: abort naming one party. */
-export function blame(party: PartyIndex, reason: string): never {
-  throw new ProtocolAbort({ party, reason });
+/** Convenience: abort naming one party; `check` is the stable id of the failed check ({@link Culprit.check}). */
+export function blame(party: PartyIndex, reason: string, check?: string): never {
+  throw new ProtocolAbort({ party, reason, ...(check !== undefined ? { check } : {}) });
 }
 
 /** The messages of one round as received from one sender. */
