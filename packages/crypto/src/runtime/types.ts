@@ -133,6 +133,12 @@ export function blame(party: PartyIndex, reason: string, check?: string): never 
 export interface ReceivedParts<B, P> {
   readonly broadcast: B;
   readonly p2p: P;
+  /**
+   * The transport evidence ({@link IncomingMessage.evidence}) of the two parts, where the transport
+   * gave one: a protocol keeps it when it may later have to prove what this sender sent (e.g. a
+   * presigning identification round comparing a published value with an earlier point-to-point one).
+   */
+  readonly evidence?: { readonly broadcast?: Uint8Array; readonly p2p?: Uint8Array };
 }
 
 /** What a party's round sees besides the messages. */
