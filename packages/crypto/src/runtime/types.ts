@@ -35,6 +35,8 @@ export interface OutgoingMessage {
    * entry where `echo[j]` is empty. Set only when the party runs with a {@link BroadcastAuth}.
    */
   readonly echoSignatures?: readonly Uint8Array[];
+  /** The round whose broadcasts `echo` covers (set with `echo`; usually `round − 1`). */
+  readonly echoRound?: number;
   /**
    * Broadcast only: the sender's signature over the statement of this broadcast (protocol, session,
    * round, sender, echo hash of `body`). Set only when the party runs with a {@link BroadcastAuth}.
