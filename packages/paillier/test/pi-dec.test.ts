@@ -11,7 +11,7 @@ import {
   verifyDec,
 } from '../src/index.js';
 import { proveDecUnchecked } from '../src/proofs/dec.js';
-import { ctx, SECURITY_112, seededRandom, tamperings, testAux, testKey } from './helpers.js';
+import { ctx, SECURITY_112, SECURITY_128, seededRandom, tamperings, testAux, testKey } from './helpers.js';
 
 const L = SECURITY_112;
 const key = testKey(L, 0); // prover's N₀
@@ -124,6 +124,13 @@ describe('Πdec (CGGMP21 App. C, Paillier decryption modulo q, group form)', () 
     expect(verifyDec(c, L, aux.owner, st, { ...proof, z2: 1n << 5000n }).ok).toBe(false);
     expect(verifyDec(c, L, aux.owner, st, { ...proof, z1: 2 } as unknown as DecProof).ok).toBe(false);
     expect(verifyDec(c, L, aux.owner, { ...st, N0: other.p * 3n }, proof).ok).toBe(false);
+  });
+  test('at every level the z1 cap keeps an extracted y (|y| ≤ 2^(ℓ′+2ε+10)) below N₀/2 for the smallest accepted N₀', () => {
+    for (const level of [SECURITY_112, SECURITY_128]) {
+      expect(decWitnessBound(level)).toBe(1n << BigInt(level.ellPrime + level.epsilon + 8));
+      // N₀ ≥ 2^(minModulusBits − 1), so N₀/2 ≥ 2^(minModulusBits − 2)
+      expect(level.ellPrime + 2 * level.epsilon + 10).toBeLessThan(level.minModulusBits - 2);
+    }
   });
   test('decoder checks the shape', () => {
     expect(decodeDecProof(proof)).toEqual(proof);
