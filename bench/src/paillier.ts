@@ -11,13 +11,13 @@
 import { readFileSync } from 'node:fs';
 import { secp256k1Group as G, Transcript } from '@custodian/crypto';
 import {
+  decWitnessBound,
   FixedBaseTable,
   fixedBaseMultiExp,
   generatePaillierKey,
   modPow,
   PaillierSecretKey,
   PrimePool,
-  decWitnessBound,
   proveAffG,
   proveAffP,
   proveDec,
