@@ -345,6 +345,15 @@ function registeredBroadcast(protocol: string, round: number): boolean {
   return schema?.rounds[round]?.broadcast !== undefined;
 }
 
+/**
+ * Whether a broadcast of (protocol, round) must carry a statement signature the coordinator can
+ * check: a registered broadcast round, or the echo round of a registered protocol (its body is null;
+ * the runtime signs every broadcast it sends and checks every one it receives).
+ */
+function signedBroadcastRound(protocol: string, round: number): boolean {
+  return registeredBroadcast(protocol, round) || round === echoRoundOf(protocol);
+}
+
 function decodeBody(protocol: string, m: Opened): Canonical | undefined {
   if (m.payload === undefined) return undefined;
   const kind = m.receiver === undefined ? 'broadcast' : 'p2p';
@@ -444,7 +453,7 @@ function malformedEcho(msgs: readonly Opened[], run: Run): Check<string> {
     const fault = echoShapeFault(m, run.keys.length);
     if (fault !== undefined) return ok(`the culprit's signed message of round ${m.round} carries ${fault}`);
     if (m.receiver !== undefined) continue;
-    if (!registeredBroadcast(run.protocol, m.round)) {
+    if (!signedBroadcastRound(run.protocol, m.round)) {
       why = `round ${m.round} of ${run.protocol} has no registered broadcast type: its statement was not checked`;
       continue;
     }
@@ -462,12 +471,23 @@ function malformedEcho(msgs: readonly Opened[], run: Run): Check<string> {
   return no(why);
 }
 
-/** The content the runtime compares for a duplicate: the canonical body (or the raw payload) and the echo. */
+/**
+ * The content the runtime compares for a duplicate (crypto runtime party.ts `sameMessage`): the
+ * canonical body (the raw payload when it does not decode), the echo, its signatures and round, and
+ * the statement signature. An honest re-send has the same content (Ed25519 signatures are
+ * deterministic); only the ephemeral key of a re-sealed point-to-point message differs.
+ */
 function contentOf(protocol: string, m: Opened): Uint8Array | undefined {
   if (m.payload === undefined) return undefined;
   const body = decodeBody(protocol, m);
   const payload: Canonical = body === undefined ? ['raw', m.payload] : ['body', body];
-  return canonicalEncode([payload, m.echo as Uint8Array[]]);
+  return canonicalEncode([
+    payload,
+    m.echo as Uint8Array[],
+    m.echoSignatures as Uint8Array[],
+    m.echoRound,
+    m.statementSignature,
+  ]);
 }
 
 /** message.conflict: two validly signed messages of the culprit for one (round, destination) with different content. */

@@ -464,9 +464,23 @@ describe('echo.malformed: a broadcast whose statement signature fails, or a wron
     unverifiedAccusing(v);
   });
 
-  it('attack: an echo-round broadcast (no statement) or a protocol without registered rounds', () => {
-    const echoRound = msg({ from: C, sender: 2, round: 3, body: null });
-    unverifiedAccusing(verifyBlame(base({ check: 'echo.malformed', round: 3, messages: [echoRound] }), ctx()));
+  it('verifies an echo-round broadcast of C without a statement signature; not one with its statement', () => {
+    const bare = msg({ from: C, sender: 2, round: 3, body: null });
+    expect(verifyBlame(base({ check: 'echo.malformed', round: 3, messages: [bare] }), ctx())).toMatchObject({
+      verified: true,
+      culprit: C.peerId,
+    });
+    const signed = msg({
+      from: C,
+      sender: 2,
+      round: 3,
+      body: null,
+      statementSignature: statementSig(2, 3, echoHash(sid, 3, 2, null)),
+    });
+    unverifiedAccusing(verifyBlame(base({ check: 'echo.malformed', round: 3, messages: [signed] }), ctx()));
+  });
+
+  it('attack: a broadcast of a protocol without registered rounds', () => {
     const unknown = msg({ from: C, sender: 2, round: 1, body: { x: 1 }, protocol: 'custodian.test' });
     const v = verifyBlame(base({ check: 'echo.malformed', protocol: 'custodian.test', messages: [unknown] }), ctx());
     unverifiedAccusing(v);
@@ -495,6 +509,19 @@ describe('message.conflict: two different messages of the culprit for one round 
     const v = verifyBlame(base({ check: 'message.conflict', messages: [m1, m2] }), ctx());
     expect(v).toMatchObject({ verified: true, culprit: C.peerId });
     expect(v.detail).toMatch(/point-to-point messages to party 0/);
+  });
+
+  it('verifies two broadcasts of C with the same body and echo but different echo signatures', () => {
+    const h = [0, 1, 2].map((j) => echoHash(sid, 1, j, r1Body(j)));
+    const sigs = h.map((x, j) => statementSig(j, 1, x));
+    const body = { confirm: new Uint8Array(32).fill(4) };
+    const one = msg({ from: C, sender: 2, round: 2, body, echo: h, echoSignatures: sigs, echoRound: 1 });
+    const other = [sigs[0], new Uint8Array(64).fill(1), sigs[2]] as Uint8Array[];
+    const two = msg({ from: C, sender: 2, round: 2, body, echo: h, echoSignatures: other, echoRound: 1 });
+    expect(verifyBlame(base({ check: 'message.conflict', round: 2, messages: [one, two] }), ctx())).toMatchObject({
+      verified: true,
+      culprit: C.peerId,
+    });
   });
 
   it('attack: the same message re-sealed (new ephemeral key, same content) is no conflict', () => {
