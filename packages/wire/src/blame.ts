@@ -516,17 +516,59 @@ function conflict(msgs: readonly Opened[], run: Run): Check<string> {
   return no(why);
 }
 
-/** presign.inconsistent-publication: needs the identification round's registered type (not registered: unverified). */
+const PRESIGN = 'custodian.cggmp.presign.v1';
+const PRESIGN_PUBLISH = 'custodian.v1.cggmp.PresignIdentPublish';
+
+function asRecord(v: unknown): Record<string, unknown> | undefined {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array)
+    ? (v as Record<string, unknown>)
+    : undefined;
+}
+
+/**
+ * presign.inconsistent-publication (CGGMP21 presigning identification, packages/cggmp
+ * presign-ident.ts round 3 "ident.publish"): the culprit's signed publication states, for its mode,
+ * the MtA ciphertexts it sent to party j in round 1 (`sent[{ j, D, F }]`: D_{j,i}, F_{j,i} in mode
+ * "delta", D̂_{j,i}, F̂_{j,i} in mode "chi"); its signed round-1 point-to-point message to j
+ * (`PresignRound1Direct` D, F, Dh, Fh, opened with its key) holds different ones.
+ */
 function inconsistentPublication(msgs: readonly Opened[], run: Run): Check<string> {
-  const mine = fromCulprit(msgs, run);
-  const p2p = mine.find((m) => m.receiver !== undefined && m.round === 1);
-  const published = mine.find((m) => m.receiver === undefined && m.round > 2);
-  if (!p2p || !published)
-    return no('needs the round-1 point-to-point message and the later publication of the culprit');
-  if (!registeredBroadcast(run.protocol, published.round)) {
-    return no(`round ${published.round} of ${run.protocol} is not a registered identification round`);
+  if (run.protocol !== PRESIGN) return no(`not a ${PRESIGN} run`);
+  const schema = PROTOCOL_SCHEMAS.find((s) => s.protocol === PRESIGN);
+  if (schema?.rounds[3]?.broadcast !== PRESIGN_PUBLISH) {
+    return no('the presigning identification round is not registered: the publication was not compared');
   }
-  return no('the publication was not compared with the point-to-point message by the coordinator');
+  const mine = fromCulprit(msgs, run);
+  const published = mine.find((m) => m.receiver === undefined && m.round === 3);
+  if (!published) return no("needs the culprit's round-3 publication");
+  const pub = asRecord(decodeBody(PRESIGN, published));
+  const mode = pub?.mode;
+  const sent = pub?.sent;
+  if (!pub || (mode !== 'delta' && mode !== 'chi') || !Array.isArray(sent)) {
+    return no('the publication does not decode');
+  }
+  let why = "needs the culprit's round-1 point-to-point message with its message key";
+  for (const m of mine) {
+    if (m.round !== 1 || m.receiver === undefined || m.payload === undefined) continue;
+    const direct = asRecord(decodeBody(PRESIGN, m));
+    const entry = sent.map(asRecord).find((e) => e?.j === m.receiver);
+    if (!direct || !entry) {
+      why = `the round-1 message to party ${m.receiver} or its publication entry does not decode`;
+      continue;
+    }
+    const [D, F] = mode === 'delta' ? [direct.D, direct.F] : [direct.Dh, direct.Fh];
+    if (typeof D !== 'bigint' || typeof F !== 'bigint' || typeof entry.D !== 'bigint' || typeof entry.F !== 'bigint') {
+      why = 'the ciphertexts do not decode';
+      continue;
+    }
+    if (entry.D !== D || entry.F !== F) {
+      return ok(
+        `the culprit's signed round-3 publication (mode ${mode}) differs from its signed round-1 message to party ${m.receiver}`,
+      );
+    }
+    why = `the publication matches the round-1 message to party ${m.receiver}`;
+  }
+  return no(why);
 }
 
 // ---------- the verdict ----------

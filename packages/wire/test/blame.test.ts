@@ -15,6 +15,7 @@ import { hkdf } from '@noble/hashes/hkdf.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { concatBytes, utf8ToBytes } from '@noble/hashes/utils.js';
 import fc from 'fast-check';
+import protobuf from 'protobufjs';
 import { describe, expect, it } from 'vitest';
 import {
   type BlameContext,
@@ -27,6 +28,7 @@ import {
   encodeMessage,
   messageType,
   NOT_RE_RUN,
+  PROTOCOL_SCHEMAS,
   roundType,
   sealEnvelope,
   verifyBlame,
@@ -85,8 +87,33 @@ function statementSig(sender: number, round: number, hash: Uint8Array, over: { s
   return ed25519Sign(concatBytes(ST_PREFIX, bytes), by.secretKey);
 }
 
+const echoRoundOf = (protocol: string) => PROTOCOL_SCHEMAS.find((s) => s.protocol === protocol)?.rounds.length;
+
 function bodyBytes(round: number, kind: 'broadcast' | 'p2p', body: Canonical, protocol = PROTOCOL): Uint8Array {
-  return canonicalToBytes(roundType(protocol, round, kind, 3), body);
+  return canonicalToBytes(roundType(protocol, round, kind, echoRoundOf(protocol)), body);
+}
+
+/** A body of a registered round type with every field filled (BigInt 1, bytes 33 × 0x02, lists empty), then `over`. */
+function filledBody(type: protobuf.Type, over: Record<string, Canonical> = {}): Canonical {
+  const out: Record<string, Canonical> = {};
+  for (const f of type.fieldsArray) {
+    if (f.partOf) continue;
+    const sub = f.resolvedType instanceof protobuf.Type ? f.resolvedType : undefined;
+    out[f.name] = f.repeated
+      ? []
+      : sub?.fullName === '.custodian.v1.BigInt'
+        ? 1n
+        : sub
+          ? filledBody(sub)
+          : f.type === 'bytes'
+            ? new Uint8Array(33).fill(2)
+            : f.type === 'string'
+              ? ''
+              : f.type === 'bool'
+                ? false
+                : 0;
+  }
+  return { ...out, ...over };
 }
 
 const r1Body = (seed: number): Canonical => ({
@@ -599,12 +626,70 @@ describe('checks the coordinator does not re-run', () => {
     unverifiedAccusing(v);
     expect(v.detail).toMatch(/signature does not verify/);
   });
+});
 
-  it('presign.inconsistent-publication without a registered identification round is unverified', () => {
-    const P = 'custodian.cggmp.presign.v1';
-    const m1 = msg({ from: C, sender: 2, round: 1, to: 0, body: { x: 1 }, protocol: 'custodian.test' });
-    const v = verifyBlame(base({ check: 'presign.inconsistent-publication', protocol: P, messages: [m1] }), ctx());
+describe('presign.inconsistent-publication: the published MtA ciphertexts differ from the signed round-1 message', () => {
+  const P = 'custodian.cggmp.presign.v1';
+  const identRegistered =
+    PROTOCOL_SCHEMAS.find((s) => s.protocol === P)?.rounds[3]?.broadcast === 'custodian.v1.cggmp.PresignIdentPublish';
+  const pb = (over: Partial<BlameWire>) =>
+    base({ check: 'presign.inconsistent-publication', protocol: P, round: 3, ...over });
+  /** C's round-1 point-to-point message to `to` with D, F, D̂, F̂ = 5, 6, 7, 8. */
+  const direct = (to: number) =>
+    msg({
+      from: C,
+      sender: 2,
+      round: 1,
+      to,
+      protocol: P,
+      body: filledBody(roundType(P, 1, 'p2p'), { D: 5n, F: 6n, Dh: 7n, Fh: 8n }),
+    });
+  /** C's round-3 publication in `mode`, stating (D, F) as sent to A and (1, 1) as sent to B. */
+  const publish = (mode: string, D: bigint, F: bigint, from: Id = C) =>
+    msg({
+      from,
+      sender: 2,
+      round: 3,
+      protocol: P,
+      body: filledBody(roundType(P, 3, 'broadcast', echoRoundOf(P)), {
+        mode,
+        sent: [
+          { j: 0, D, F },
+          { j: 1, D: 1n, F: 1n },
+        ],
+      }),
+    });
+
+  it.runIf(identRegistered)('verifies a publication that differs from what C sent A (mode delta and chi)', () => {
+    for (const [mode, D, F] of [
+      ['delta', 5n, 9n],
+      ['chi', 9n, 8n],
+      ['chi', 5n, 6n], // chi publishes D̂/F̂: D/F of round 1 are not what it sent for χ
+    ] as const) {
+      const v = verifyBlame(pb({ messages: [direct(0), publish(mode, D, F)] }), ctx());
+      expect(v).toMatchObject({ verified: true, culprit: C.peerId, accuser: A.peerId });
+    }
+  });
+
+  it.runIf(identRegistered)(
+    'attack: a consistent publication, a forged one, or a round-1 message without its key',
+    () => {
+      for (const messages of [
+        [direct(0), publish('delta', 5n, 6n)],
+        [direct(0), publish('chi', 7n, 8n)],
+        [direct(0), publish('delta', 5n, 9n, A)],
+        [{ signedEnvelope: direct(0).signedEnvelope }, publish('delta', 5n, 9n)],
+      ]) {
+        unverifiedAccusing(verifyBlame(pb({ messages }), ctx()));
+      }
+    },
+  );
+
+  it.runIf(!identRegistered)('is unverified while the identification round is not registered', () => {
+    const m = msg({ from: C, sender: 2, round: 3, body: null, protocol: P }); // round 3 is the echo round here
+    const v = verifyBlame(pb({ messages: [m] }), ctx());
     unverifiedAccusing(v);
+    expect(v.detail).toMatch(/not registered/);
   });
 });
 
