@@ -178,6 +178,15 @@ interface Run {
   readonly keys: readonly Uint8Array[];
   /** The named culprit's runtime index. */
   readonly party: number;
+  /**
+   * Ed25519 keys of every party of the ceremony (those that parse). The run's order and size are
+   * the accuser's claim: a check that depends on another party's index or on the run's size uses
+   * these and the ceremony's size instead, so a permuted or re-sized `session_parties` cannot frame
+   * the culprit.
+   */
+  readonly ceremonyKeys: readonly Uint8Array[];
+  /** Number of the ceremony's parties (an upper bound of any run's size). */
+  readonly maxParties: number;
 }
 
 function ed25519KeyOf(peerId: string): Uint8Array | undefined {
@@ -215,7 +224,8 @@ function checkRun(blame: unknown, ctx: BlameContext, protocol: string): Check<Ru
   if (party === undefined || party >= parties.length) return no('party is not an index of the session parties');
   const named = asString(field(blame, 'peerId'));
   if (named !== '' && named !== parties[party]) return no('peer id does not match the session party of that index');
-  return ok({ protocol, sessionId, parties, keys, party });
+  const ceremonyKeys = ctx.ceremonyParties.map(ed25519KeyOf).filter((k): k is Uint8Array => k !== undefined);
+  return ok({ protocol, sessionId, parties, keys, party, ceremonyKeys, maxParties: ctx.ceremonyParties.length });
 }
 
 // ---------- envelopes, opened as a third party ----------
@@ -398,17 +408,31 @@ function fromCulprit(msgs: readonly Opened[], run: Run): Opened[] {
   return msgs.filter((m) => m.sender === run.party);
 }
 
-/** Whether `sig` is party j's signature over its statement (protocol, session, round, j, hash) for one of `rounds`. */
-function statementVerifies(run: Run, rounds: readonly number[], j: number, hash: Uint8Array, sig: Uint8Array): boolean {
-  return rounds.some((r) =>
-    ed25519Verify(sig, statementSigningBytes(run.protocol, run.sessionId, r, j, hash), run.keys[j] as Uint8Array),
-  );
+/** Whether `sig` verifies under `key` over the statement (protocol, session, r, j, hash) for one of `rounds`. */
+function statementVerifies(
+  run: Run,
+  key: Uint8Array,
+  rounds: readonly number[],
+  j: number,
+  hash: Uint8Array,
+  sig: Uint8Array,
+): boolean {
+  return rounds.some((r) => ed25519Verify(sig, statementSigningBytes(run.protocol, run.sessionId, r, j, hash), key));
 }
 
-/** Why the echo vector of `m` has the wrong shape, or undefined when it is well formed (or absent). */
-function echoShapeFault(m: Opened, n: number): string | undefined {
+/**
+ * Why the echo vector of `m` has the wrong shape, or undefined when it is well formed (or absent).
+ * Only faults provable without trusting the accuser's party list: the run's true size n is at most
+ * the ceremony's and above the message's own sender and receiver indices (signed by the culprit), so
+ * an echo longer than the ceremony or too short for those indices is wrong; entries are 0 or 32
+ * bytes; one signature per entry, 64 bytes exactly where the entry is non-empty.
+ */
+function echoShapeFault(m: Opened, maxParties: number): string | undefined {
   if (m.echo.length === 0 && m.echoSignatures.length === 0) return undefined;
-  if (m.echo.length !== n) return `an echo vector of ${m.echo.length} entries for ${n} parties`;
+  const n = m.echo.length;
+  if (n > maxParties) return `an echo vector of ${n} entries for a ceremony of ${maxParties} parties`;
+  const own = Math.max(m.sender, m.receiver ?? 0);
+  if (own >= n) return `an echo vector of ${n} entries, too short for party index ${own}`;
   if (m.echoSignatures.length !== n) return `${m.echoSignatures.length} echo signatures for ${n} echo entries`;
   for (let j = 0; j < n; j++) {
     const h = m.echo[j] as Uint8Array;
@@ -425,23 +449,29 @@ function echoRounds(m: Opened): number[] {
   return m.echoRound === 0 && m.round > 1 ? [0, m.round - 1] : [m.echoRound];
 }
 
-/** echo.false: the culprit's echo carries, for another party j, a signature j did not make. */
+/**
+ * echo.false: the culprit's echo carries, for another index j, a signature that no party of the
+ * ceremony made over j's statement. (Not "under session_parties[j]'s key": that order is the
+ * accuser's claim. An honest echoer only echoes statements it verified under the true j's key, and
+ * the true j is a party of the ceremony.)
+ */
 function falseEcho(msgs: readonly Opened[], run: Run): Check<string> {
   const mine = fromCulprit(msgs, run);
   if (mine.length === 0) return no("no message of the culprit's in the evidence");
   for (const m of mine) {
-    if (m.echo.length === 0 || echoShapeFault(m, run.keys.length) !== undefined) continue;
-    for (let j = 0; j < run.keys.length; j++) {
+    if (m.echo.length === 0 || echoShapeFault(m, run.maxParties) !== undefined) continue;
+    for (let j = 0; j < m.echo.length; j++) {
       const h = m.echo[j] as Uint8Array;
-      if (j === run.party || h.length === 0) continue;
-      if (!statementVerifies(run, echoRounds(m), j, h, m.echoSignatures[j] as Uint8Array)) {
+      if (j === m.sender || h.length === 0) continue;
+      const sig = m.echoSignatures[j] as Uint8Array;
+      if (!run.ceremonyKeys.some((key) => statementVerifies(run, key, echoRounds(m), j, h, sig))) {
         return ok(
-          `the culprit's signed message of round ${m.round} echoes for party ${j} a statement party ${j} did not sign`,
+          `the culprit's signed message of round ${m.round} echoes for party ${j} a statement no party of the ceremony signed`,
         );
       }
     }
   }
-  return no("every echo entry of the culprit's messages is signed by its party (no false echo shown)");
+  return no("every echo entry of the culprit's messages is signed by a party of the ceremony (no false echo shown)");
 }
 
 /** echo.malformed: the culprit's broadcast statement signature fails, or its echo vector has the wrong shape. */
@@ -450,7 +480,7 @@ function malformedEcho(msgs: readonly Opened[], run: Run): Check<string> {
   if (mine.length === 0) return no("no message of the culprit's in the evidence");
   let why = 'the echo and statement of every message of the culprit are well formed';
   for (const m of mine) {
-    const fault = echoShapeFault(m, run.keys.length);
+    const fault = echoShapeFault(m, run.maxParties);
     if (fault !== undefined) return ok(`the culprit's signed message of round ${m.round} carries ${fault}`);
     if (m.receiver !== undefined) continue;
     if (!signedBroadcastRound(run.protocol, m.round)) {
@@ -463,7 +493,7 @@ function malformedEcho(msgs: readonly Opened[], run: Run): Check<string> {
       continue;
     }
     const hash = echoHash(run.sessionId, m.round, run.party, body);
-    if (!statementVerifies(run, [m.round], run.party, hash, m.statementSignature)) {
+    if (!statementVerifies(run, run.keys[run.party] as Uint8Array, [m.round], run.party, hash, m.statementSignature)) {
       const what = m.statementSignature.length === 0 ? 'no statement signature' : 'a statement signature that fails';
       return ok(`the culprit's signed broadcast of round ${m.round} carries ${what}`);
     }

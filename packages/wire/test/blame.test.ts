@@ -374,15 +374,17 @@ describe('echo.false: the culprit echoes a statement its party did not sign', ()
   const bodies = [r1Body(1), r1Body(3), r1Body(5)];
   const hashes = bodies.map((b, j) => echoHash(sid, 1, j, b));
   const sigs = hashes.map((h, j) => statementSig(j, 1, h));
+  const confirm = { confirm: new Uint8Array(32).fill(9) };
   const echoMsg = (echo: Uint8Array[], echoSignatures: Uint8Array[], over: Partial<SealOpts> = {}) =>
     msg({
       from: C,
       sender: 2,
       round: 2,
-      body: { confirm: new Uint8Array(32).fill(9) },
+      body: confirm,
       echo,
       echoSignatures,
       echoRound: 1,
+      statementSignature: statementSig(2, 2, echoHash(sid, 2, 2, confirm)), // C's own, valid
       ...over,
     });
 
@@ -392,12 +394,34 @@ describe('echo.false: the culprit echoes a statement its party did not sign', ()
     const m = echoMsg([hashes[0], fake, hashes[2]] as Uint8Array[], [sigs[0], garbage, sigs[2]] as Uint8Array[]);
     const v = verifyBlame(base({ check: 'echo.false', round: 2, messages: [m] }), ctx());
     expect(v).toMatchObject({ verified: true, culprit: C.peerId, accuser: A.peerId });
-    expect(v.detail).toMatch(/for party 1 a statement party 1 did not sign/);
+    expect(v.detail).toMatch(/for party 1 a statement no party of the ceremony signed/);
   });
 
   it("attack: C's echo is honest (every entry signed by its party)", () => {
     const m = echoMsg(hashes, sigs);
     unverifiedAccusing(verifyBlame(base({ check: 'echo.false', round: 2, messages: [m] }), ctx()));
+  });
+
+  it("attack: the accuser permutes session_parties (A and B swapped) so C's honest echo reads as false", () => {
+    const m = echoMsg(hashes, sigs);
+    const v = verifyBlame(
+      base({ check: 'echo.false', round: 2, messages: [m], sessionParties: [B.peerId, A.peerId, C.peerId] }),
+      ctx(),
+    );
+    unverifiedAccusing(v);
+  });
+
+  it("attack: the accuser claims a smaller or larger run so C's honest echo has the wrong length", () => {
+    const m = echoMsg(hashes, sigs);
+    // C is index 2 of [A, B, C]; claimed runs [A, C] (C would be index 1: its signature fails) and [A, B, C, D]
+    for (const sessionParties of [
+      [A.peerId, B.peerId, C.peerId, D.peerId],
+      [A.peerId, D.peerId, C.peerId, B.peerId],
+    ]) {
+      for (const check of ['echo.malformed', 'echo.false']) {
+        unverifiedAccusing(verifyBlame(base({ check, round: 2, messages: [m], sessionParties }), ctx()));
+      }
+    }
   });
 
   it('attack: an honest echo whose envelope leaves echo_round unset (reads 0) is not taken as false', () => {
