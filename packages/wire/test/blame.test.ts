@@ -130,6 +130,8 @@ interface SealOpts {
   echo?: Uint8Array[];
   sessionId?: Uint8Array;
   protocol?: string;
+  /** Raw payload bytes instead of `body`'s encoding. */
+  payload?: Uint8Array;
   /** Signed-echo fields (envelope fields 11–13). */
   echoSignatures?: Uint8Array[];
   statementSignature?: Uint8Array;
@@ -182,7 +184,7 @@ function msg(o: SealOpts): BlameMessageWire {
     sender: o.sender,
     ...(o.to !== undefined ? { receiver: o.to, receiverPublicKey: (session[o.to] as Id).publicKey } : {}),
     echo: o.echo ?? [],
-    payload: bodyBytes(o.round, kind, o.body, o.protocol),
+    payload: o.payload ?? bodyBytes(o.round, kind, o.body, o.protocol),
     senderSecretKey: o.from.secretKey,
   });
   const signedEnvelope = withEchoFields(sealed, o);
@@ -529,6 +531,17 @@ describe('echo.malformed: a broadcast whose statement signature fails, or a wron
       statementSignature: statementSig(2, 3, echoHash(sid, 3, 2, null)),
     });
     unverifiedAccusing(verifyBlame(base({ check: 'echo.malformed', round: 3, messages: [signed] }), ctx()));
+  });
+
+  it("attack: a sender's newer schema (an extra field) is not read as a failing statement", () => {
+    // the sender's round type has a field 15 this coordinator does not know; its statement is honest
+    const body = { ...(r1Body(5) as Record<string, Canonical>), extra: 1 };
+    const payload = concatBytes(bodyBytes(1, 'broadcast', r1Body(5)), Uint8Array.of(0x78, 0x01));
+    const statementSignature = statementSig(2, 1, echoHash(sid, 1, 2, body));
+    const m = msg({ from: C, sender: 2, round: 1, body: r1Body(5), payload, statementSignature });
+    const v = verifyBlame(base({ check: 'echo.malformed', messages: [m] }), ctx());
+    unverifiedAccusing(v);
+    expect(v.detail).toMatch(/does not decode/);
   });
 
   it('attack: a broadcast of a protocol without registered rounds', () => {
