@@ -20,9 +20,12 @@
  * message keys open only their one message (a fresh ephemeral key per point-to-point message); no
  * payload byte is copied into a verdict.
  *
- * Third-party opening of envelopes: the envelope signature prefix and the point-to-point AAD are
- * re-stated here (private `ENVELOPE_SIG_PREFIX`, `p2pAad`, the same construction as envelope.ts) until
- * envelope.ts exports `openAsThirdParty` / `statementSigningBytes` (branch `echo`); swap then.
+ * Third-party opening of envelopes: the envelope signature prefix, the point-to-point AAD and the
+ * statement prefix are re-stated here (private `ENVELOPE_SIG_PREFIX`, `p2pAad`, `STATEMENT_SIG_PREFIX`,
+ * the same constructions as envelope.ts). Once branch `echo` is merged, `statementSigningBytes` can be
+ * taken from envelope.ts; `openAsThirdParty` cannot replace `openOne`: it rejects the wrong-shaped
+ * echo fields that `echo.malformed` must be able to prove, and a point-to-point envelope without its
+ * key, which the shape and session checks do not need.
  *
  * Length: over 400 lines because it holds one verifier per check of the catalogue, which share the
  * parsing and opening of the evidence; split it by check if another is added.
