@@ -730,6 +730,159 @@ describe('presign.inconsistent-publication: the published MtA ciphertexts differ
   });
 });
 
+describe('property: a malicious accuser holding every honest message cannot get an honest party verified', () => {
+  // The accuser A sees all honest traffic of B and C (broadcasts with statements, echoes, its own
+  // point-to-point messages and their keys, re-sealed copies, another run's messages) and signs
+  // anything with its own key. Whatever it assembles, a verified verdict names A, never B or C.
+  const otherLabel = 'frost.dkg.other';
+  const otherSid = blameSessionId(ceremonyId, otherLabel);
+  const r1 = [0, 1, 2].map((j) => r1Body(10 + j));
+  const h1 = r1.map((b, j) => echoHash(sid, 1, j, b));
+  const s1 = h1.map((h, j) => statementSig(j, 1, h));
+  const confirm = (j: number) => ({ confirm: new Uint8Array(32).fill(j) });
+  const honest = (j: number, session = sid): BlameMessageWire[] => {
+    const from = session_(j);
+    const st = (round: number, body: Canonical) =>
+      statementSig(j, round, echoHash(session, round, j, body), { sessionId: session });
+    const share = { share: new Uint8Array(32).fill(j) };
+    return [
+      msg({
+        from,
+        sender: j,
+        round: 1,
+        body: r1[j] as Canonical,
+        sessionId: session,
+        statementSignature: st(1, r1[j] as Canonical),
+      }),
+      msg({
+        from,
+        sender: j,
+        round: 2,
+        body: confirm(j),
+        sessionId: session,
+        echo: h1,
+        echoSignatures: s1,
+        echoRound: 1,
+        statementSignature: st(2, confirm(j)),
+      }),
+      msg({ from, sender: j, round: 3, body: null, sessionId: session, statementSignature: st(3, null) }),
+      msg({ from, sender: j, round: 1, to: 0, body: share, sessionId: session }),
+      msg({ from, sender: j, round: 1, to: 0, body: share, sessionId: session }), // re-sealed: new ephemeral key
+    ];
+  };
+  function session_(j: number): Id {
+    return session[j] as Id;
+  }
+  const honestStatements: BroadcastStatementWire[] = [1, 2].flatMap((j) =>
+    [1, 2, 3].map((round) => {
+      const body = round === 1 ? (r1[j] as Canonical) : round === 2 ? confirm(j) : null;
+      const hash = echoHash(sid, round, j, body);
+      return { protocol: PROTOCOL, sessionId: sid, round, sender: j, hash, signature: statementSig(j, round, hash) };
+    }),
+  );
+  const forged: BlameMessageWire[] = [1, 2].flatMap((j) => [
+    msg({ from: A, sender: j, round: 1, body: r1Body(40 + j) }),
+    msg({
+      from: A,
+      sender: j,
+      round: 2,
+      body: confirm(j),
+      echo: h1,
+      echoSignatures: [s1[0], new Uint8Array(64), s1[2]] as Uint8Array[],
+      echoRound: 1,
+    }),
+    msg({ from: A, sender: j, round: 1, to: 0, body: { share: new Uint8Array(32).fill(77) } }),
+  ]);
+  const forgedStatements: BroadcastStatementWire[] = [1, 2].map((j) => {
+    const hash = sha256(utf8ToBytes(`forged ${j}`));
+    const signature = ed25519Sign(
+      concatBytes(ST_PREFIX, broadcastStatementBytes(PROTOCOL, sid, 1, j, hash)),
+      A.secretKey,
+    );
+    return { protocol: PROTOCOL, sessionId: sid, round: 1, sender: j, hash, signature };
+  });
+  const pool = [
+    ...honest(1),
+    ...honest(2),
+    ...honest(1, otherSid),
+    ...forged,
+    signedBroadcast(0, 50),
+    signedBroadcast(0, 51),
+  ];
+  const withKeySwapped = (m: BlameMessageWire, k: BlameMessageWire): BlameMessageWire => ({
+    ...m,
+    messageKey: k.messageKey ?? new Uint8Array(0),
+  });
+  const orders = [
+    [A, B, C],
+    [B, A, C],
+    [A, C, B],
+    [C, B, A],
+    [A, B, C, D],
+    [A, B],
+    [D, B, C],
+  ].map((o) => o.map((i) => i.peerId));
+  const checks = [
+    'echo.equivocation',
+    'echo.false',
+    'echo.malformed',
+    'message.conflict',
+    'presign.inconsistent-publication',
+    'proof.enc',
+    'message.malformed',
+  ];
+
+  it('holds for any assembly of evidence, party list, label and check', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...checks),
+        fc.nat(3),
+        fc.constantFrom('', ...ids.map((i) => i.peerId)),
+        fc.array(fc.tuple(fc.nat(pool.length - 1), fc.option(fc.nat(pool.length - 1))), { maxLength: 4 }),
+        fc.array(fc.nat(honestStatements.length + forgedStatements.length - 1), { maxLength: 2 }),
+        fc.nat(orders.length - 1),
+        fc.boolean(),
+        (check, party, peerId, picks, stPicks, order, otherRun) => {
+          const all = [...honestStatements, ...forgedStatements];
+          const messages = picks.map(([i, k]) =>
+            k === null
+              ? (pool[i] as BlameMessageWire)
+              : withKeySwapped(pool[i] as BlameMessageWire, pool[k] as BlameMessageWire),
+          );
+          const v = verifyBlame(
+            base({
+              check,
+              party,
+              peerId,
+              messages,
+              statements: stPicks.map((i) => all[i] as BroadcastStatementWire),
+              sessionParties: orders[order] as string[],
+              ...(otherRun ? { sessionLabel: otherLabel, sessionId: otherSid } : {}),
+            }),
+            ctx(),
+          );
+          expect(v.accuser).toBe(A.peerId);
+          if (v.verified) expect(v.culprit).toBe(A.peerId);
+        },
+      ),
+      { numRuns: 400 },
+    );
+  });
+
+  it("is not vacuous: the accuser's own conflicting broadcasts are verified against it", () => {
+    const v = verifyBlame(
+      base({
+        check: 'message.conflict',
+        party: 0,
+        peerId: A.peerId,
+        messages: [signedBroadcast(0, 50), signedBroadcast(0, 51)],
+      }),
+      ctx(),
+    );
+    expect(v).toMatchObject({ verified: true, culprit: A.peerId });
+  });
+});
+
 describe('never throws', () => {
   it('on arbitrary blames and contexts', () => {
     const m = signedBroadcast(2, 1);
