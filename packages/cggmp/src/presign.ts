@@ -57,6 +57,17 @@ import {
   verifyLogStar,
 } from '@custodian/paillier';
 import { bigintField, pointField, record, scalarField } from './codec.js';
+import {
+  type IdentMode,
+  type IdentRun,
+  identify,
+  type MtAReceived,
+  type MtASent,
+  parseProve,
+  parsePublish,
+  publish,
+  verifyPublications,
+} from './presign-ident.js';
 import { identifiers, type KeyShare } from './key-share.js';
 import { mintPresignature, type Presignature } from './presignature.js';
 
@@ -84,6 +95,8 @@ interface P2P1 {
 }
 
 interface PresignState {
+  /** this party's runtime index */
+  readonly self: number;
   readonly level: SecurityLevel;
   readonly signers: readonly number[];
   readonly sk: PaillierSecretKey;
@@ -98,10 +111,14 @@ interface PresignState {
   readonly rho: bigint;
   readonly K: bigint;
   readonly Gi: bigint;
+  /** G_i's nonce v_i (Πlog* in round 1, Πaff-p in identification). SECRET. */
+  readonly v: bigint;
   Kj: bigint[];
   Gj: bigint[];
-  beta: Map<number, bigint>;
-  betaHat: Map<number, bigint>;
+  /** per receiver j: the MtA ciphertexts sent and their secrets β, β̂, s, r, ŝ, r̂ (identification). SECRET. */
+  sent: Map<number, MtASent>;
+  /** per sender j: the MtA ciphertexts received and their round-1 transport evidence (identification). */
+  got: Map<number, MtAReceived>;
   Gammas: Secp256k1Point[];
   Gamma?: Secp256k1Point;
   delta?: bigint;
@@ -109,6 +126,8 @@ interface PresignState {
   /** own Δ_i = k_i·Γ and S_i = χ_i·Γ, computed in round 2 and reused in the output */
   Delta?: Secp256k1Point;
   S?: Secp256k1Point;
+  /** identification (runs only when the output check fails): presign-ident.ts */
+  ident?: IdentRun;
 }
 
 /** The transcript every presigning proof forks from (binds sid, the signing set and the stage). */
@@ -116,8 +135,17 @@ export function presignTranscript(sessionId: Uint8Array, signers: readonly numbe
   return Transcript.create(`${PRESIGN_TAG}.${stage}`, { sessionId, parties: signers.map((s) => s + 1) });
 }
 
+/** Stable check ids ({@link Culprit.check}) of the proofs named in `verdict`. */
+const CHECK_OF: Record<string, string> = { Πenc: 'proof.enc', 'Πaff-g': 'proof.aff-g', 'Πlog*': 'proof.log-star' };
+
 function verdict(party: number, what: string, res: { ok: boolean }): void {
-  if (!res.ok) blame(party, `invalid ${what}: ${(res as { reason?: string }).reason ?? 'failed'}`);
+  if (!res.ok) {
+    blame(
+      party,
+      `invalid ${what}: ${(res as { reason?: string }).reason ?? 'failed'}`,
+      CHECK_OF[what.split(' ')[0] as string],
+    );
+  }
 }
 
 function enc(P: Secp256k1Point): Uint8Array {
@@ -217,6 +245,7 @@ export function presignProtocol(params: PresignParams): ProtocolSpec<PresignStat
         p2p.set(j, psi0 as unknown as Canonical);
       }
       const state: PresignState = {
+        self: ctx.self,
         level,
         signers,
         sk,
@@ -231,14 +260,13 @@ export function presignProtocol(params: PresignParams): ProtocolSpec<PresignStat
         rho,
         K,
         Gi,
+        v,
         Kj: [],
         Gj: [],
-        beta: new Map(),
-        betaHat: new Map(),
+        sent: new Map(),
+        got: new Map(),
         Gammas: [],
       };
-      // v is needed once more, for ψ'; keep it in a closure-free way inside state
-      (state as PresignState & { v: bigint }).v = v;
       return { state, send: { broadcast: { K, G: Gi }, p2p } };
     },
     rounds: [
@@ -282,7 +310,7 @@ export function presignProtocol(params: PresignParams): ProtocolSpec<PresignStat
           state.Gammas[ctx.self] = GammaI;
           const { ellPrime } = rangeBounds(state.level);
           const tr2 = presignTranscript(ctx.sessionId, state.signers, 'round2');
-          const v = (state as PresignState & { v: bigint }).v;
+          const v = state.v;
           const p2p = new Map<number, Canonical>();
           for (let j = 0; j < ctx.n; j++) {
             if (j === ctx.self) continue;
@@ -290,8 +318,6 @@ export function presignProtocol(params: PresignParams): ProtocolSpec<PresignStat
             const Kj = state.Kj[j] as bigint;
             const beta = randomSigned(ctx.rng, ellPrime);
             const betaHat = randomSigned(ctx.rng, ellPrime);
-            state.beta.set(j, beta);
-            state.betaHat.set(j, betaHat);
             const s = randomUnit(ctx.rng, pj.N);
             const sHat = randomUnit(ctx.rng, pj.N);
             const r = randomUnit(ctx.rng, state.sk.N);
@@ -330,6 +356,7 @@ export function presignProtocol(params: PresignParams): ProtocolSpec<PresignStat
               ctx.rng,
               opts,
             );
+            state.sent.set(j, { D, F, Dh, Fh, beta, betaHat, s, r, sHat, rHat });
             p2p.set(j, { D, F, Dh, Fh, aff, affHat, logG } as unknown as Canonical);
           }
           return { state, send: { broadcast: { Gamma: enc(GammaI) }, p2p } };
@@ -410,10 +437,13 @@ export function presignProtocol(params: PresignParams): ProtocolSpec<PresignStat
               ),
             );
             state.Gammas[j] = GammaJ;
+            const ev = m.evidence?.p2p;
+            state.got.set(j, { D: p.D, F: p.F, Dh: p.Dh, Fh: p.Fh, ...(ev ? { evidence: ev } : {}) });
             const alpha = own.decryptSigned(p.D);
             const alphaHat = own.decryptSigned(p.Dh);
-            delta = G.mod(delta + alpha + (state.beta.get(j) as bigint));
-            chi = G.mod(chi + alphaHat + (state.betaHat.get(j) as bigint));
+            const mine = state.sent.get(j) as MtASent;
+            delta = G.mod(delta + alpha + mine.beta);
+            chi = G.mod(chi + alphaHat + mine.betaHat);
           }
           const Gamma = G.sum(state.Gammas);
           if (Gamma.is0()) throw new ProtocolAbort([], 'Γ is the identity');
@@ -481,15 +511,17 @@ export function presignProtocol(params: PresignParams): ProtocolSpec<PresignStat
             Ss[j] = b.S;
             delta = G.mod(delta + b.delta);
           }
-          if (delta === 0n || !G.mulBase(delta).equals(G.sum(Deltas))) {
-            throw new ProtocolAbort(
-              [],
-              'presign: δ·G ≠ ΣΔ_j (culprit not identifiable without the paper’s Πaff-p/Πdec identification)',
-            );
-          }
-          const Yadd = G.sum(state.X);
-          if (!G.sum(Ss).equals(G.mulPublic(Yadd, delta))) {
-            throw new ProtocolAbort([], 'presign: ΣS_j ≠ δ·Y (culprit not identifiable)');
+          // the output checks; on failure (every proof above valid) identification names the culprit
+          let mode: IdentMode | undefined;
+          if (delta === 0n || !G.mulBasePublic(delta).equals(G.sum(Deltas))) mode = 'delta';
+          else if (!G.sum(Ss).equals(G.mulPublic(G.sum(state.X), delta))) mode = 'chi';
+          if (mode !== undefined) {
+            const deltas: bigint[] = [];
+            deltas[ctx.self] = state.delta as bigint;
+            for (const [j, m] of received) deltas[j] = (m.broadcast as { delta: bigint }).delta;
+            state.ident = { mode, deltas, S: Ss, published: new Map() };
+            const tr = presignTranscript(ctx.sessionId, state.signers, 'ident.publish');
+            return { state, send: { broadcast: publish(state, state.ident, tr, ctx) } };
           }
           // no fixed-base table here: a pool builds it (`prepareSigning`) for presignatures kept for
           // later; a presignature used at once (cold signing) is cheaper without (GLV, ≈ 0.64 ms)
@@ -503,6 +535,22 @@ export function presignProtocol(params: PresignParams): ProtocolSpec<PresignStat
               state.chi as bigint,
             ),
           };
+        },
+      },
+      {
+        name: `${PRESIGN_TAG}.ident.publish`,
+        broadcast: (body, from, state) => parsePublish(body, from, state),
+        process(state, received, ctx) {
+          const trPub = presignTranscript(ctx.sessionId, state.signers, 'ident.publish');
+          const trProve = presignTranscript(ctx.sessionId, state.signers, 'ident.prove');
+          return { state, send: { broadcast: verifyPublications(state, received, trPub, trProve, ctx) } };
+        },
+      },
+      {
+        name: `${PRESIGN_TAG}.ident.prove`,
+        broadcast: (body, from, state) => parseProve(body, from, state.signers.length, state.self),
+        process(state, received, ctx) {
+          identify(state, received, presignTranscript(ctx.sessionId, state.signers, 'ident.prove'), ctx);
         },
       },
     ],

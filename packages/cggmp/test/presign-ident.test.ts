@@ -1,0 +1,161 @@
+/**
+ * Attack tests of CGGMP21 presigning identification (presign-ident.ts; issue #23 part 2): a party
+ * whose broadcast δ_j, S_j or Δ_j is wrong while every round-1/round-2 proof is valid, or which
+ * publishes in identification a ciphertext other than the one it sent, is named by every honest
+ * party, with the stable check id; an honest party is never named. On blame-base the δ/S cases
+ * aborted naming nobody.
+ */
+import {
+  type Canonical,
+  type Delivery,
+  secp256k1Group as G,
+  type Interceptor,
+  Party,
+  type ProtocolSpec,
+  type Secp256k1Point,
+  simulate,
+} from '@custodian/crypto';
+import { seededRandom } from '@custodian/crypto/testing';
+import { describe, expect, it } from 'vitest';
+import { type KeyShare, type Presignature, presignProtocol } from '../src/index.js';
+import { fixtureShares, sid } from './helpers.js';
+
+type Body = Record<string, Canonical>;
+
+/** An interceptor that rewrites every delivery of `from`'s `kind` message of `round` with `edit` (same for every receiver). */
+function rewrite(from: number, round: number, kind: 'broadcast' | 'p2p', edit: (body: Body, to: number) => Body) {
+  return (d: Delivery): Delivery[] =>
+    d.message.from === from && d.message.round === round && d.message.kind === kind
+      ? [{ ...d, message: { ...d.message, body: edit(d.message.body as Body, d.to) } }]
+      : [d];
+}
+
+const shiftPoint = (field: string) => (b: Body) => ({
+  ...b,
+  [field]: G.encodePoint(G.decodePoint(b[field] as Uint8Array, field).add(G.G)),
+});
+
+/** What a cheating party changes in its round-2 output: its δ_i or its S_i (state and broadcast alike). */
+type Cheat = 'delta' | 'S';
+
+/**
+ * A malicious party: presigning run honestly except that, in round 2, it broadcasts δ_i + 1 (or
+ * S_i + G) and keeps that value as its own, then takes part in identification like everyone (a
+ * cheater that stops answering instead is left to the ceremony's timeout).
+ */
+function cheating(spec: ProtocolSpec<unknown, Presignature>, cheat: Cheat): ProtocolSpec<unknown, Presignature> {
+  return {
+    ...spec,
+    rounds: spec.rounds.map((r, k) =>
+      k !== 1
+        ? r
+        : {
+            ...r,
+            process(state, received, ctx) {
+              const res = r.process(state, received, ctx);
+              if (res.output !== undefined) return res;
+              const st = res.state as { delta: bigint; S: Secp256k1Point };
+              const b = res.send.broadcast as Body;
+              if (cheat === 'delta') st.delta = G.mod(st.delta + 1n);
+              else st.S = st.S.add(G.G);
+              const broadcast =
+                cheat === 'delta' ? { ...b, delta: G.encodeScalar(st.delta) } : { ...b, S: G.encodePoint(st.S) };
+              return { state: st, send: { ...res.send, broadcast } };
+            },
+          },
+    ),
+  };
+}
+
+/** Presigning among `signers` where runtime index `cheater` cheats with `cheat` (if given). */
+function runPresign(
+  shares: readonly KeyShare[],
+  signers: number[],
+  label: string,
+  opts: { cheater?: number; cheat?: Cheat; intercept?: Interceptor } = {},
+) {
+  const sessionId = sid(label);
+  const parties = signers.map((s, pos) => {
+    const spec = presignProtocol({ share: shares[s] as KeyShare, signers }) as ProtocolSpec<unknown, Presignature>;
+    const run = pos === opts.cheater && opts.cheat ? cheating(spec, opts.cheat) : spec;
+    return new Party(run, { self: pos, n: signers.length, sessionId, rng: seededRandom(`${label}-${pos}`) });
+  });
+  return simulate(parties, opts.intercept ? { intercept: opts.intercept } : {});
+}
+
+/** Every honest party (all but `cheater`) aborted naming exactly `cheater` with `check`; nobody has an output. */
+function expectNamed(
+  res: ReturnType<typeof runPresign>,
+  n: number,
+  cheater: number,
+  check: string,
+  reason?: RegExp,
+): void {
+  expect(res.outputs.every((o) => o === undefined)).toBe(true);
+  for (let p = 0; p < n; p++) {
+    if (p === cheater) continue;
+    const culprits = res.aborted[p]?.culprits ?? [];
+    expect(culprits.map((c) => c.party)).toEqual([cheater]);
+    expect(culprits[0]?.check).toBe(check);
+    if (reason) expect(culprits[0]?.reason).toMatch(reason);
+  }
+}
+
+const sets: [string, KeyShare[], number[], number][] = [
+  ['2-of-3 (signers 0, 2)', fixtureShares('2of3'), [0, 2], 1],
+  ['3-of-5 (signers 1, 3, 4)', fixtureShares('3of5'), [1, 3, 4], 2],
+];
+
+describe('presigning identification', () => {
+  describe.each(sets)('%s', (name, shares, signers, cheater) => {
+    const n = signers.length;
+
+    it('a wrong δ_j (shifted by 1) is named via Πdec (presign.delta)', () => {
+      const res = runPresign(shares, signers, `ident-delta-${name}`, { cheater, cheat: 'delta' });
+      expectNamed(res, n, cheater, 'proof.dec', /presign\.delta/);
+    });
+
+    it('a wrong S_j is named via Πdec (presign.S)', () => {
+      const res = runPresign(shares, signers, `ident-S-${name}`, { cheater, cheat: 'S' });
+      expectNamed(res, n, cheater, 'proof.dec', /presign\.S/);
+    });
+  });
+
+  it('a wrong Δ_j is named earlier, by Πlog* (proof.log-star)', () => {
+    const res = runPresign(fixtureShares('2of3'), [0, 1, 2], 'ident-Delta', {
+      intercept: rewrite(1, 2, 'broadcast', shiftPoint('bigDelta')),
+    });
+    expectNamed(res, 3, 1, 'proof.log-star');
+  });
+
+  it('publishing a ciphertext other than the one sent is named: presign.inconsistent-publication by its receiver, proof.aff-p by the others', () => {
+    const cheater = 0;
+    const victim = 2;
+    const res = runPresign(fixtureShares('2of3'), [0, 1, 2], 'ident-publication', {
+      cheater,
+      cheat: 'delta',
+      intercept: rewrite(cheater, 3, 'broadcast', (b) => {
+        const sent = (b.sent as Body[]).map((e) => {
+          if (e.j !== victim) return e;
+          // another valid ciphertext mod N_victim²: D·(1 + N) encrypts one more
+          const N = (fixtureShares('2of3')[victim] as KeyShare).aux.R[victim]?.N as bigint;
+          return { ...e, D: ((e.D as bigint) * (1n + N)) % (N * N) };
+        });
+        return { ...b, sent };
+      }),
+    });
+    expect(res.outputs.every((o) => o === undefined)).toBe(true);
+    const atVictim = res.aborted[victim]?.culprits ?? [];
+    expect(atVictim.map((c) => [c.party, c.check])).toEqual([[cheater, 'presign.inconsistent-publication']]);
+    const atOther = res.aborted[1]?.culprits ?? [];
+    expect(atOther.map((c) => [c.party, c.check])).toEqual([[cheater, 'proof.aff-p']]);
+  });
+
+  it('an honest run is unchanged: every party outputs the same presignature', () => {
+    const res = runPresign(fixtureShares('2of3'), [0, 1, 2], 'ident-honest');
+    expect(res.aborted.every((a) => a === undefined)).toBe(true);
+    const ids = res.outputs.map((o) => o?.id);
+    expect(new Set(ids).size).toBe(1);
+    expect(ids[0]).toMatch(/^[0-9a-f]{64}$/);
+  });
+});
