@@ -5,20 +5,10 @@
  * party, with the stable check id; an honest party is never named. On blame-base the δ/S cases
  * aborted naming nobody.
  */
-import {
-  type Canonical,
-  type Delivery,
-  secp256k1Group as G,
-  type Interceptor,
-  Party,
-  type ProtocolSpec,
-  type Secp256k1Point,
-  simulate,
-} from '@custodian/crypto';
-import { seededRandom } from '@custodian/crypto/testing';
+import { type Canonical, type Delivery, secp256k1Group as G } from '@custodian/crypto';
 import { describe, expect, it } from 'vitest';
-import { type KeyShare, type Presignature, presignProtocol } from '../src/index.js';
-import { fixtureShares, sid } from './helpers.js';
+import type { KeyShare } from '../src/index.js';
+import { fixtureShares, runPresignCheating as runPresign } from './helpers.js';
 
 type Body = Record<string, Canonical>;
 
@@ -34,54 +24,6 @@ const shiftPoint = (field: string) => (b: Body) => ({
   ...b,
   [field]: G.encodePoint(G.decodePoint(b[field] as Uint8Array, field).add(G.G)),
 });
-
-/** What a cheating party changes in its round-2 output: its δ_i or its S_i (state and broadcast alike). */
-type Cheat = 'delta' | 'S';
-
-/**
- * A malicious party: presigning run honestly except that, in round 2, it broadcasts δ_i + 1 (or
- * S_i + G) and keeps that value as its own, then takes part in identification like everyone (a
- * cheater that stops answering instead is left to the ceremony's timeout).
- */
-function cheating(spec: ProtocolSpec<unknown, Presignature>, cheat: Cheat): ProtocolSpec<unknown, Presignature> {
-  return {
-    ...spec,
-    rounds: spec.rounds.map((r, k) =>
-      k !== 1
-        ? r
-        : {
-            ...r,
-            process(state, received, ctx) {
-              const res = r.process(state, received, ctx);
-              if (res.output !== undefined) return res;
-              const st = res.state as { delta: bigint; S: Secp256k1Point };
-              const b = res.send.broadcast as Body;
-              if (cheat === 'delta') st.delta = G.mod(st.delta + 1n);
-              else st.S = st.S.add(G.G);
-              const broadcast =
-                cheat === 'delta' ? { ...b, delta: G.encodeScalar(st.delta) } : { ...b, S: G.encodePoint(st.S) };
-              return { state: st, send: { ...res.send, broadcast } };
-            },
-          },
-    ),
-  };
-}
-
-/** Presigning among `signers` where runtime index `cheater` cheats with `cheat` (if given). */
-function runPresign(
-  shares: readonly KeyShare[],
-  signers: number[],
-  label: string,
-  opts: { cheater?: number; cheat?: Cheat; intercept?: Interceptor } = {},
-) {
-  const sessionId = sid(label);
-  const parties = signers.map((s, pos) => {
-    const spec = presignProtocol({ share: shares[s] as KeyShare, signers }) as ProtocolSpec<unknown, Presignature>;
-    const run = pos === opts.cheater && opts.cheat ? cheating(spec, opts.cheat) : spec;
-    return new Party(run, { self: pos, n: signers.length, sessionId, rng: seededRandom(`${label}-${pos}`) });
-  });
-  return simulate(parties, opts.intercept ? { intercept: opts.intercept } : {});
-}
 
 /** Every honest party (all but `cheater`) aborted naming exactly `cheater` with `check`; nobody has an output. */
 function expectNamed(
