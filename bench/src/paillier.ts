@@ -5,11 +5,13 @@
  *
  * Keys for the proof figures come from the TEST-ONLY fixture primes of packages/paillier (public
  * values: fine for timing, never for custody). Run: `npx tsc -b && node bench/dist/paillier.js`
- * (`--quick` skips key generation without a pool, which takes tens of seconds per key).
+ * (`--quick` skips key generation without a pool, which takes tens of seconds per key; `--proofs`
+ * runs only the proof figures).
  */
 import { readFileSync } from 'node:fs';
 import { secp256k1Group as G, Transcript } from '@custodian/crypto';
 import {
+  decWitnessBound,
   FixedBaseTable,
   fixedBaseMultiExp,
   generatePaillierKey,
@@ -17,6 +19,8 @@ import {
   PaillierSecretKey,
   PrimePool,
   proveAffG,
+  proveAffP,
+  proveDec,
   proveEnc,
   proveFac,
   proveLogStar,
@@ -28,6 +32,8 @@ import {
   SECURITY_128,
   type SecurityLevel,
   verifyAffG,
+  verifyAffP,
+  verifyDec,
   verifyEnc,
   verifyFac,
   verifyLogStar,
@@ -37,6 +43,7 @@ import {
 import { bench } from './harness.js';
 
 const quick = process.argv.includes('--quick');
+const proofsOnly = process.argv.includes('--proofs');
 const fixture = JSON.parse(
   readFileSync(new URL('../../packages/paillier/test/fixtures/test-only-safe-primes.json', import.meta.url), 'utf8'),
 ) as { safePrimes1024: string[]; safePrimes1536: string[] };
@@ -154,6 +161,7 @@ async function paillierBenches(level: SecurityLevel): Promise<void> {
   await bench(`paillier/${tag}/Enc (CRT, key owner)`, () => k.encryptWithNonce(m, rho), { n: 10 });
   await bench(`paillier/${tag}/Dec (CRT)`, () => k.decrypt(c), { n: 10 });
   await bench(`paillier/${tag}/Dec (textbook, no CRT)`, () => k.decryptPlain(c), { n: 5 });
+  await bench(`paillier/${tag}/Dec with nonce (CRT)`, () => k.decryptWithNonce(c), { n: 10 });
   await bench(`paillier/${tag}/mul (k ⊙ c, 256-bit k)`, () => pk.mul(c, (1n << 256n) - 1n), { n: 10 });
 
   const ps = primes(level);
@@ -237,10 +245,57 @@ async function proofBenches(level: SecurityLevel): Promise<void> {
     n,
   });
   await bench(`proof/${tag}/Πaff-g/verify`, () => verifyAffG(c, level, auxOwner, affSt, aff, { secretKey: pj }), { n });
+
+  // Πaff-p as Πaff-g but X = Enc_N₁(x): prover owns N₁, verifier owns N₀
+  const X = pi.encrypt(x);
+  const affPSt = { ...affSt, X: X.c };
+  const wp = { ...w, rhoX: X.rho };
+  const affP = proveAffP(c, level, auxPub, affPSt, wp, undefined, { secretKey: pi });
+  await bench(
+    `proof/${tag}/Πaff-p/prove`,
+    () => proveAffP(c, level, auxPub, affPSt, wp, undefined, { secretKey: pi }),
+    { n },
+  );
+  await bench(`proof/${tag}/Πaff-p/verify`, () => verifyAffP(c, level, auxOwner, affPSt, affP, { secretKey: pj }), {
+    n,
+  });
+  // Πaff-p with N₀ = N₁ = N_i (Πmul's role: H = K^γ·Enc(0; ρ)); the verifier owns neither modulus
+  const gamma = (1n << 255n) - 19n;
+  const z = pi.encrypt(0n);
+  const Yz = pi.encrypt(0n);
+  const Gi = pi.encrypt(gamma);
+  const mulSt = {
+    N0: pi.N,
+    N1: pi.N,
+    C: K.c,
+    D: pi.publicKey.add(pi.publicKey.mul(K.c, gamma), z.c),
+    Y: Yz.c,
+    X: Gi.c,
+  };
+  const mulW = { x: gamma, y: 0n, rho: z.rho, rhoX: Gi.rho, rhoY: Yz.rho };
+  const mul = proveAffP(c, level, auxPub, mulSt, mulW, undefined, { secretKey: pi });
+  await bench(
+    `proof/${tag}/Πaff-p (N₀ = N₁)/prove`,
+    () => proveAffP(c, level, auxPub, mulSt, mulW, undefined, { secretKey: pi }),
+    { n },
+  );
+  await bench(`proof/${tag}/Πaff-p (N₀ = N₁)/verify`, () => verifyAffP(c, level, auxOwner, mulSt, mul), { n });
+
+  // Πdec on y at the witness bound 2^(ℓ'+ε+8) (the widest α), base G
+  const yd = -decWitnessBound(level) + 99n;
+  const Cd = pi.encrypt(yd);
+  const decSt = { N0: pi.N, C: Cd.c, X: G.encodePoint(G.mulBase(G.mod(yd))), B: G.encodePoint(G.G) };
+  const dec = proveDec(c, level, auxPub, decSt, { y: yd, rho: Cd.rho }, undefined, { secretKey: pi });
+  await bench(
+    `proof/${tag}/Πdec/prove`,
+    () => proveDec(c, level, auxPub, decSt, { y: yd, rho: Cd.rho }, undefined, { secretKey: pi }),
+    { n },
+  );
+  await bench(`proof/${tag}/Πdec/verify`, () => verifyDec(c, level, auxOwner, decSt, dec), { n });
 }
 
-await modexpBenches();
+if (!proofsOnly) await modexpBenches();
 for (const level of [SECURITY_112, SECURITY_128]) {
-  await paillierBenches(level);
+  if (!proofsOnly) await paillierBenches(level);
   await proofBenches(level);
 }

@@ -1,6 +1,6 @@
 /**
  * @custodian/paillier — Paillier–Blum keys, ring-Pedersen parameters and the zero-knowledge
- * proofs of CGGMP21 (ePrint 2021/060 rev.): Πmod, Πprm, Πfac, Πenc, Πaff-g, Πlog*. See README.md.
+ * proofs of CGGMP21 (ePrint 2021/060 rev.): Πmod, Πprm, Πfac, Πenc, Πaff-g, Πaff-p, Πlog*, Πdec. See README.md.
  */
 
 // Paillier–Blum keys: generation, encryption, decryption
@@ -60,7 +60,17 @@ export { decodeEncProof, proveEnc, verifyEnc } from './proofs/enc.js';
 export type { AffGProof, AffGStatement, AffGWitness } from './proofs/aff-g.js';
 export { decodeAffGProof, proveAffG, verifyAffG } from './proofs/aff-g.js';
 
+// Πaff-p: Paillier affine operation with Paillier commitment in range (CGGMP21 App. C, Πaff-p)
+
+export type { AffPProof, AffPStatement, AffPWitness } from './proofs/aff-p.js';
+export { decodeAffPProof, proveAffP, verifyAffP } from './proofs/aff-p.js';
+
 // Πlog*: knowledge of exponent vs Paillier encryption (CGGMP21 §C.2, Fig. 25)
 
 export type { LogStarProof, LogStarStatement, LogStarWitness } from './proofs/log-star.js';
 export { decodeLogStarProof, proveLogStar, verifyLogStar } from './proofs/log-star.js';
+
+// Πdec: Paillier decryption modulo q, group form X = (y mod q)·B (CGGMP21 App. C, Πdec)
+
+export type { DecProof, DecStatement, DecWitness } from './proofs/dec.js';
+export { decodeDecProof, decWitnessBound, proveDec, verifyDec } from './proofs/dec.js';

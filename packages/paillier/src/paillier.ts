@@ -147,6 +147,9 @@ export class PaillierSecretKey {
   private readonly pModQm1: bigint;
   private readonly hp: bigint;
   private readonly hq: bigint;
+  /** N⁻¹ mod (p − 1) = q⁻¹ mod (p − 1) and N⁻¹ mod (q − 1): the N-th root exponents of {@link decryptWithNonce} */
+  private readonly nInvP: bigint;
+  private readonly nInvQ: bigint;
   private readonly p2: bigint;
   private readonly q2: bigint;
 
@@ -166,6 +169,9 @@ export class PaillierSecretKey {
     // L_p((1+N)^(p−1) mod p²) = (p − 1)·q ≡ −q (mod p); h_p is its inverse
     this.hp = invertMod(mod(-q, p), p);
     this.hq = invertMod(mod(-p, q), q);
+    // N ≡ q (mod p − 1); gcd(q, p − 1) = 1 since p − 1 = 2·p′ with p′ ≠ q prime (safe primes)
+    this.nInvP = invertMod(this.qModPm1, p - 1n);
+    this.nInvQ = invertMod(this.pModQm1, q - 1n);
   }
 
   /**
@@ -221,6 +227,22 @@ export class PaillierSecretKey {
   decryptSigned(c: bigint): bigint {
     const m = this.decrypt(c);
     return m > this.publicKey.halfN ? m - this.N : m;
+  }
+
+  /**
+   * Decrypt and recover the nonce: c = (1+N)^m·ρ^N mod N² with m ∈ ±(N−1)/2 (as
+   * {@link decryptSigned}) and ρ ∈ Z*_N. Since (1+N)^m ≡ 1 (mod N), ρ^N ≡ c (mod N), so
+   * ρ = c^(N⁻¹ mod φ(N)) mod N, computed by CRT as (c mod p)^(N⁻¹ mod (p−1)) mod p and the same
+   * modulo q (Damgård–Jurik 2001, Thm. 1). For a homomorphic combination c = ∏ cᵢ^kᵢ the result is
+   * ρ = ∏ ρᵢ^kᵢ mod N, the nonce a proof about c (e.g. Πdec) needs. The nonce is as secret as m.
+   * @returns `{ m, rho }` with Enc(m; ρ) = c
+   * @throws RangeError when c is not a valid ciphertext
+   */
+  decryptWithNonce(c: bigint): { readonly m: bigint; readonly rho: bigint } {
+    const m = this.decryptSigned(c);
+    const { p, q } = this;
+    const rho = this.crtN.combine(modPow(c % p, this.nInvP, p), modPow(c % q, this.nInvQ, q));
+    return { m, rho };
   }
 
   /** Textbook decryption L(c^φ mod N²)·φ⁻¹ mod N (no CRT); a reference for tests and benches. */

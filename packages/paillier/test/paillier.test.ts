@@ -156,6 +156,23 @@ describe('Paillier', () => {
       { numRuns: 6 },
     );
   });
+  test('decryptWithNonce recovers (m, ρ) of a fresh and of a homomorphically combined ciphertext', () => {
+    fc.assert(
+      fc.property(plaintext, plaintext, fc.bigInt({ min: -(1n << 300n), max: 1n << 300n }), (m1, m2, k) => {
+        const e1 = pk.encrypt(m1, rng);
+        const e2 = pk.encrypt(m2, rng);
+        expect(key.decryptWithNonce(e1.c)).toEqual({ m: m1, rho: e1.rho });
+        // c = c₁^k·c₂ = Enc(k·m₁ + m₂; ρ₁^k·ρ₂)
+        const c = pk.add(pk.mul(e1.c, k), e2.c);
+        const { m, rho } = key.decryptWithNonce(c);
+        expect(rho).toBe((modPow(e1.rho, k, N) * e2.rho) % N);
+        expect(key.encryptWithNonce(m, rho)).toBe(c);
+        expect(m).toBe(key.decryptSigned(c));
+      }),
+      { numRuns: 6 },
+    );
+    expect(() => key.decryptWithNonce(key.p)).toThrow(RangeError);
+  });
   test('ciphertext validation: 0 < c < N², gcd(c, N) = 1', () => {
     expect(pk.isCiphertext(1n)).toBe(true);
     for (const bad of [0n, -1n, pk.N2, pk.N2 + 1n, key.p, key.q * 5n, N]) {
