@@ -42,6 +42,10 @@
  *
  * Cost on success: none beyond keeping round 1's nonces and ciphertexts in the state (the rounds here
  * run only after a failed check).
+ *
+ * Longer than 400 lines because the two identification rounds' prover, parser and verifier sides
+ * share one set of statements (built from the same published values) and the soundness argument
+ * above; split, a statement and its check would live in different files.
  */
 import {
   blame,

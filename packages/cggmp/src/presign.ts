@@ -12,15 +12,20 @@
  *  1 → broadcast Γ_i; p2p (D_{j,i}, F_{j,i}, D̂_{j,i}, F̂_{j,i}, ψ_{j,i} = Πaff-g(γ_i), ψ̂_{j,i} = Πaff-g(x_i),
  *      ψ'_{j,i} = Πlog*(γ_i; G_i, Γ_i))
  *  2 → broadcast (δ_i, Δ_i = k_i·Γ, S_i = χ_i·Γ); p2p ψ''_{j,i} = Πlog*(k_i; K_i, Δ_i, base Γ)
- *  output (after the runtime's echo): the presignature as a one-shot `Presignature` handle
+ *  output (after the runtime's echo, round 5): the presignature as a one-shot `Presignature` handle
  *      (presignature.ts): public R = δ⁻¹·Γ, Γ, Δ_j, S_j; k_i and χ_i in private fields only.
+ *  3, 4 → only when the output check fails (δ·G ≠ ΣΔ_j, or ΣS_j ≠ δ·Y): identification
+ *      (presign-ident.ts) — round 3 publishes the MtA ciphertexts sent with Πaff-p [Πaff-g] proofs,
+ *      round 4 proves with Πdec that each δ_i [S_i] is what its ciphertexts decrypt to; it aborts
+ *      naming every party whose publication or proof fails.
  *
  * Identifiable abort: malformed messages, ciphertexts not in Z*_{N_j²}, and every failed Πenc,
- * Πaff-g (both), Πlog* (both) name their prover; broadcast equivocation is named by the echo.
- * NOT identifiable (abort with no culprit): δ·G ≠ Σ Δ_j or Σ S_j ≠ δ·Y with every proof valid. The
- * paper's identification for these cases (Fig. 7 "Output", with Πaff-p/Πdec proofs revealing
- * δ_i's derivation) is not implemented; such an abort requires parties that produced valid proofs,
- * so it is logged with the full transcript hash for offline investigation.
+ * Πaff-g (both), Πlog* (both) name their prover (check ids `proof.enc`, `proof.aff-g`,
+ * `proof.log-star`); broadcast equivocation is named by the echo; a failed output check with every
+ * proof valid is named by identification (`proof.aff-p`/`proof.aff-g`, `proof.dec`,
+ * `presign.inconsistent-publication`). To make that possible each party keeps round 1's nonces
+ * (s, r, ŝ, r̂, β, β̂ per receiver, v_i) and the ciphertexts sent and received, with the received
+ * messages' transport evidence, until the output; nothing more is computed on success.
  *
  * Longer than 400 lines because it follows the paper's presigning figure round by round (one state
  * machine per party); its ZK proofs live in @custodian/paillier.
