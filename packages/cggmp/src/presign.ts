@@ -62,6 +62,7 @@ import {
   verifyLogStar,
 } from '@custodian/paillier';
 import { bigintField, pointField, record, scalarField } from './codec.js';
+import { identifiers, type KeyShare } from './key-share.js';
 import {
   type IdentMode,
   type IdentRun,
@@ -73,7 +74,6 @@ import {
   publish,
   verifyPublications,
 } from './presign-ident.js';
-import { identifiers, type KeyShare } from './key-share.js';
 import { mintPresignature, type Presignature } from './presignature.js';
 
 export const PRESIGN_TAG = 'custodian.cggmp.presign.v1';
