@@ -131,17 +131,18 @@ function cheating(spec: ProtocolSpec<unknown, Presignature>, cheat: Cheat): Prot
   };
 }
 
-/** Presigning among `signers` where runtime index `cheater` cheats with `cheat` (if given). */
+/** Presigning among `signers` where runtime index `cheater` (or each of a list) cheats with `cheat` (if given). */
 export function runPresignCheating(
   shares: readonly KeyShare[],
   signers: number[],
   label: string,
-  opts: { cheater?: number; cheat?: Cheat; intercept?: Interceptor } = {},
+  opts: { cheater?: number | readonly number[]; cheat?: Cheat; intercept?: Interceptor } = {},
 ) {
   const sessionId = sid(label);
   const parties = signers.map((s, pos) => {
     const spec = presignProtocol({ share: shares[s] as KeyShare, signers }) as ProtocolSpec<unknown, Presignature>;
-    const run = pos === opts.cheater && opts.cheat ? cheating(spec, opts.cheat) : spec;
+    const cheats = ([] as number[]).concat(opts.cheater ?? []).includes(pos);
+    const run = cheats && opts.cheat ? cheating(spec, opts.cheat) : spec;
     return new Party(run, { self: pos, n: signers.length, sessionId, rng: seededRandom(`${label}-${pos}`) });
   });
   return simulate(parties, opts.intercept ? { intercept: opts.intercept } : {});

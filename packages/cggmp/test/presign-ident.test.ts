@@ -93,6 +93,36 @@ describe('presigning identification', () => {
     expect(atOther.map((c) => [c.party, c.check])).toEqual([[cheater, 'proof.aff-p']]);
   });
 
+  it('two cheaters (wrong δ_j) among three signers of 3-of-5: the honest party names both, in one abort', () => {
+    const res = runPresign(fixtureShares('3of5'), [0, 2, 4], 'ident-two', { cheater: [0, 2], cheat: 'delta' });
+    expect(res.outputs.every((o) => o === undefined)).toBe(true);
+    const culprits = res.aborted[1]?.culprits ?? [];
+    expect(culprits.map((c) => [c.party, c.check])).toEqual([
+      [0, 'proof.dec'],
+      [2, 'proof.dec'],
+    ]);
+  });
+
+  it('a bad Πaff-g in a chi publication is named (proof.aff-g) by the verifier it was addressed to', () => {
+    const cheater = 1;
+    const victim = 0;
+    const res = runPresign(fixtureShares('2of3'), [0, 1, 2], 'ident-aff-g', {
+      cheater,
+      cheat: 'S',
+      intercept: rewrite(cheater, 3, 'broadcast', (b) => {
+        const proofs = (b.proofs as Body[]).map((e) => {
+          if (e.l !== victim) return e;
+          const affG = (e.affG as Body[]).map((p, k) => (k === 1 ? { ...p, z1: (p.z1 as bigint) + 1n } : p));
+          return { ...e, affG };
+        });
+        return { ...b, proofs };
+      }),
+    });
+    expect(res.outputs.every((o) => o === undefined)).toBe(true);
+    expect(res.aborted[victim]?.culprits.map((c) => [c.party, c.check])).toEqual([[cheater, 'proof.aff-g']]);
+    expect(res.aborted[victim]?.culprits[0]?.reason).toMatch(/Πaff-g \(D̂ for party/);
+  });
+
   it('an honest run is unchanged: every party outputs the same presignature', () => {
     const res = runPresign(fixtureShares('2of3'), [0, 1, 2], 'ident-honest');
     expect(res.aborted.every((a) => a === undefined)).toBe(true);
