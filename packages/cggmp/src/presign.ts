@@ -12,15 +12,20 @@
  *  1 → broadcast Γ_i; p2p (D_{j,i}, F_{j,i}, D̂_{j,i}, F̂_{j,i}, ψ_{j,i} = Πaff-g(γ_i), ψ̂_{j,i} = Πaff-g(x_i),
  *      ψ'_{j,i} = Πlog*(γ_i; G_i, Γ_i))
  *  2 → broadcast (δ_i, Δ_i = k_i·Γ, S_i = χ_i·Γ); p2p ψ''_{j,i} = Πlog*(k_i; K_i, Δ_i, base Γ)
- *  output (after the runtime's echo): the presignature as a one-shot `Presignature` handle
+ *  output (after the runtime's echo, round 5): the presignature as a one-shot `Presignature` handle
  *      (presignature.ts): public R = δ⁻¹·Γ, Γ, Δ_j, S_j; k_i and χ_i in private fields only.
+ *  3, 4 → only when the output check fails (δ·G ≠ ΣΔ_j, or ΣS_j ≠ δ·Y): identification
+ *      (presign-ident.ts) — round 3 publishes the MtA ciphertexts sent with Πaff-p [Πaff-g] proofs,
+ *      round 4 proves with Πdec that each δ_i [S_i] is what its ciphertexts decrypt to; it aborts
+ *      naming every party whose publication or proof fails.
  *
  * Identifiable abort: malformed messages, ciphertexts not in Z*_{N_j²}, and every failed Πenc,
- * Πaff-g (both), Πlog* (both) name their prover; broadcast equivocation is named by the echo.
- * NOT identifiable (abort with no culprit): δ·G ≠ Σ Δ_j or Σ S_j ≠ δ·Y with every proof valid. The
- * paper's identification for these cases (Fig. 7 "Output", with Πaff-p/Πdec proofs revealing
- * δ_i's derivation) is not implemented; such an abort requires parties that produced valid proofs,
- * so it is logged with the full transcript hash for offline investigation.
+ * Πaff-g (both), Πlog* (both) name their prover (check ids `proof.enc`, `proof.aff-g`,
+ * `proof.log-star`); broadcast equivocation is named by the echo; a failed output check with every
+ * proof valid is named by identification (`proof.aff-p`/`proof.aff-g`, `proof.dec`,
+ * `presign.inconsistent-publication`). To make that possible each party keeps round 1's nonces
+ * (s, r, ŝ, r̂, β, β̂ per receiver, v_i) and the ciphertexts sent and received, with the received
+ * messages' transport evidence, until the output; nothing more is computed on success.
  *
  * Longer than 400 lines because it follows the paper's presigning figure round by round (one state
  * machine per party); its ZK proofs live in @custodian/paillier.
@@ -58,6 +63,17 @@ import {
 } from '@custodian/paillier';
 import { bigintField, pointField, record, scalarField } from './codec.js';
 import { identifiers, type KeyShare } from './key-share.js';
+import {
+  type IdentMode,
+  type IdentRun,
+  identify,
+  type MtAReceived,
+  type MtASent,
+  parseProve,
+  parsePublish,
+  publish,
+  verifyPublications,
+} from './presign-ident.js';
 import { mintPresignature, type Presignature } from './presignature.js';
 
 export const PRESIGN_TAG = 'custodian.cggmp.presign.v1';
@@ -84,6 +100,8 @@ interface P2P1 {
 }
 
 interface PresignState {
+  /** this party's runtime index */
+  readonly self: number;
   readonly level: SecurityLevel;
   readonly signers: readonly number[];
   readonly sk: PaillierSecretKey;
@@ -98,10 +116,14 @@ interface PresignState {
   readonly rho: bigint;
   readonly K: bigint;
   readonly Gi: bigint;
+  /** G_i's nonce v_i (Πlog* in round 1, Πaff-p in identification). SECRET. */
+  readonly v: bigint;
   Kj: bigint[];
   Gj: bigint[];
-  beta: Map<number, bigint>;
-  betaHat: Map<number, bigint>;
+  /** per receiver j: the MtA ciphertexts sent and their secrets β, β̂, s, r, ŝ, r̂ (identification). SECRET. */
+  sent: Map<number, MtASent>;
+  /** per sender j: the MtA ciphertexts received and their round-1 transport evidence (identification). */
+  got: Map<number, MtAReceived>;
   Gammas: Secp256k1Point[];
   Gamma?: Secp256k1Point;
   delta?: bigint;
@@ -109,6 +131,8 @@ interface PresignState {
   /** own Δ_i = k_i·Γ and S_i = χ_i·Γ, computed in round 2 and reused in the output */
   Delta?: Secp256k1Point;
   S?: Secp256k1Point;
+  /** identification (runs only when the output check fails): presign-ident.ts */
+  ident?: IdentRun;
 }
 
 /** The transcript every presigning proof forks from (binds sid, the signing set and the stage). */
@@ -116,8 +140,17 @@ export function presignTranscript(sessionId: Uint8Array, signers: readonly numbe
   return Transcript.create(`${PRESIGN_TAG}.${stage}`, { sessionId, parties: signers.map((s) => s + 1) });
 }
 
+/** Stable check ids ({@link Culprit.check}) of the proofs named in `verdict`. */
+const CHECK_OF: Record<string, string> = { Πenc: 'proof.enc', 'Πaff-g': 'proof.aff-g', 'Πlog*': 'proof.log-star' };
+
 function verdict(party: number, what: string, res: { ok: boolean }): void {
-  if (!res.ok) blame(party, `invalid ${what}: ${(res as { reason?: string }).reason ?? 'failed'}`);
+  if (!res.ok) {
+    blame(
+      party,
+      `invalid ${what}: ${(res as { reason?: string }).reason ?? 'failed'}`,
+      CHECK_OF[what.split(' ')[0] as string],
+    );
+  }
 }
 
 function enc(P: Secp256k1Point): Uint8Array {
@@ -217,6 +250,7 @@ export function presignProtocol(params: PresignParams): ProtocolSpec<PresignStat
         p2p.set(j, psi0 as unknown as Canonical);
       }
       const state: PresignState = {
+        self: ctx.self,
         level,
         signers,
         sk,
@@ -231,14 +265,13 @@ export function presignProtocol(params: PresignParams): ProtocolSpec<PresignStat
         rho,
         K,
         Gi,
+        v,
         Kj: [],
         Gj: [],
-        beta: new Map(),
-        betaHat: new Map(),
+        sent: new Map(),
+        got: new Map(),
         Gammas: [],
       };
-      // v is needed once more, for ψ'; keep it in a closure-free way inside state
-      (state as PresignState & { v: bigint }).v = v;
       return { state, send: { broadcast: { K, G: Gi }, p2p } };
     },
     rounds: [
@@ -282,7 +315,7 @@ export function presignProtocol(params: PresignParams): ProtocolSpec<PresignStat
           state.Gammas[ctx.self] = GammaI;
           const { ellPrime } = rangeBounds(state.level);
           const tr2 = presignTranscript(ctx.sessionId, state.signers, 'round2');
-          const v = (state as PresignState & { v: bigint }).v;
+          const v = state.v;
           const p2p = new Map<number, Canonical>();
           for (let j = 0; j < ctx.n; j++) {
             if (j === ctx.self) continue;
@@ -290,8 +323,6 @@ export function presignProtocol(params: PresignParams): ProtocolSpec<PresignStat
             const Kj = state.Kj[j] as bigint;
             const beta = randomSigned(ctx.rng, ellPrime);
             const betaHat = randomSigned(ctx.rng, ellPrime);
-            state.beta.set(j, beta);
-            state.betaHat.set(j, betaHat);
             const s = randomUnit(ctx.rng, pj.N);
             const sHat = randomUnit(ctx.rng, pj.N);
             const r = randomUnit(ctx.rng, state.sk.N);
@@ -330,6 +361,7 @@ export function presignProtocol(params: PresignParams): ProtocolSpec<PresignStat
               ctx.rng,
               opts,
             );
+            state.sent.set(j, { D, F, Dh, Fh, beta, betaHat, s, r, sHat, rHat });
             p2p.set(j, { D, F, Dh, Fh, aff, affHat, logG } as unknown as Canonical);
           }
           return { state, send: { broadcast: { Gamma: enc(GammaI) }, p2p } };
@@ -410,10 +442,13 @@ export function presignProtocol(params: PresignParams): ProtocolSpec<PresignStat
               ),
             );
             state.Gammas[j] = GammaJ;
+            const ev = m.evidence?.p2p;
+            state.got.set(j, { D: p.D, F: p.F, Dh: p.Dh, Fh: p.Fh, ...(ev ? { evidence: ev } : {}) });
             const alpha = own.decryptSigned(p.D);
             const alphaHat = own.decryptSigned(p.Dh);
-            delta = G.mod(delta + alpha + (state.beta.get(j) as bigint));
-            chi = G.mod(chi + alphaHat + (state.betaHat.get(j) as bigint));
+            const mine = state.sent.get(j) as MtASent;
+            delta = G.mod(delta + alpha + mine.beta);
+            chi = G.mod(chi + alphaHat + mine.betaHat);
           }
           const Gamma = G.sum(state.Gammas);
           if (Gamma.is0()) throw new ProtocolAbort([], 'Γ is the identity');
@@ -481,15 +516,17 @@ export function presignProtocol(params: PresignParams): ProtocolSpec<PresignStat
             Ss[j] = b.S;
             delta = G.mod(delta + b.delta);
           }
-          if (delta === 0n || !G.mulBase(delta).equals(G.sum(Deltas))) {
-            throw new ProtocolAbort(
-              [],
-              'presign: δ·G ≠ ΣΔ_j (culprit not identifiable without the paper’s Πaff-p/Πdec identification)',
-            );
-          }
-          const Yadd = G.sum(state.X);
-          if (!G.sum(Ss).equals(G.mulPublic(Yadd, delta))) {
-            throw new ProtocolAbort([], 'presign: ΣS_j ≠ δ·Y (culprit not identifiable)');
+          // the output checks; on failure (every proof above valid) identification names the culprit
+          let mode: IdentMode | undefined;
+          if (delta === 0n || !G.mulBasePublic(delta).equals(G.sum(Deltas))) mode = 'delta';
+          else if (!G.sum(Ss).equals(G.mulPublic(G.sum(state.X), delta))) mode = 'chi';
+          if (mode !== undefined) {
+            const deltas: bigint[] = [];
+            deltas[ctx.self] = state.delta as bigint;
+            for (const [j, m] of received) deltas[j] = (m.broadcast as { delta: bigint }).delta;
+            state.ident = { mode, deltas, S: Ss, published: new Map() };
+            const tr = presignTranscript(ctx.sessionId, state.signers, 'ident.publish');
+            return { state, send: { broadcast: publish(state, state.ident, tr, ctx) } };
           }
           // no fixed-base table here: a pool builds it (`prepareSigning`) for presignatures kept for
           // later; a presignature used at once (cold signing) is cheaper without (GLV, ≈ 0.64 ms)
@@ -503,6 +540,22 @@ export function presignProtocol(params: PresignParams): ProtocolSpec<PresignStat
               state.chi as bigint,
             ),
           };
+        },
+      },
+      {
+        name: `${PRESIGN_TAG}.ident.publish`,
+        broadcast: (body, from, state) => parsePublish(body, from, state),
+        process(state, received, ctx) {
+          const trPub = presignTranscript(ctx.sessionId, state.signers, 'ident.publish');
+          const trProve = presignTranscript(ctx.sessionId, state.signers, 'ident.prove');
+          return { state, send: { broadcast: verifyPublications(state, received, trPub, trProve, ctx) } };
+        },
+      },
+      {
+        name: `${PRESIGN_TAG}.ident.prove`,
+        broadcast: (body, from, state) => parseProve(body, from, state.signers.length, state.self),
+        process(state, received, ctx) {
+          identify(state, received, presignTranscript(ctx.sessionId, state.signers, 'ident.prove'), ctx);
         },
       },
     ],

@@ -1,6 +1,14 @@
 /** Test helpers for @custodian/cggmp: committed TEST-ONLY safe primes and in-memory runs. */
 import { readFileSync } from 'node:fs';
-import { type Interceptor, Party, type ProtocolSpec, simulate } from '@custodian/crypto';
+import {
+  type Canonical,
+  secp256k1Group as G,
+  type Interceptor,
+  Party,
+  type ProtocolSpec,
+  type Secp256k1Point,
+  simulate,
+} from '@custodian/crypto';
 import { seededRandom } from '@custodian/crypto/testing';
 import { SECURITY_112, SECURITY_128, type SecurityLevel } from '@custodian/paillier';
 import {
@@ -89,6 +97,55 @@ export function runPresign(shares: readonly KeyShare[], signers: number[], label
       }),
   );
   return simulate(parties, intercept ? { intercept } : {});
+}
+
+/** What a cheating party changes in its round-2 output: its δ_i or its S_i (state and broadcast alike). */
+export type Cheat = 'delta' | 'S';
+
+/**
+ * A malicious party: presigning run honestly except that, in round 2, it broadcasts δ_i + 1 (or
+ * S_i + G) and keeps that value as its own, then takes part in identification like everyone (a
+ * cheater that stops answering instead is left to the ceremony's timeout).
+ */
+function cheating(spec: ProtocolSpec<unknown, Presignature>, cheat: Cheat): ProtocolSpec<unknown, Presignature> {
+  return {
+    ...spec,
+    rounds: spec.rounds.map((r, k) =>
+      k !== 1
+        ? r
+        : {
+            ...r,
+            process(state, received, ctx) {
+              const res = r.process(state, received, ctx);
+              if (res.output !== undefined) return res;
+              const st = res.state as { delta: bigint; S: Secp256k1Point };
+              const b = res.send.broadcast as Record<string, Canonical>;
+              if (cheat === 'delta') st.delta = G.mod(st.delta + 1n);
+              else st.S = st.S.add(G.G);
+              const broadcast =
+                cheat === 'delta' ? { ...b, delta: G.encodeScalar(st.delta) } : { ...b, S: G.encodePoint(st.S) };
+              return { state: st, send: { ...res.send, broadcast } };
+            },
+          },
+    ),
+  };
+}
+
+/** Presigning among `signers` where runtime index `cheater` (or each of a list) cheats with `cheat` (if given). */
+export function runPresignCheating(
+  shares: readonly KeyShare[],
+  signers: number[],
+  label: string,
+  opts: { cheater?: number | readonly number[]; cheat?: Cheat; intercept?: Interceptor } = {},
+) {
+  const sessionId = sid(label);
+  const parties = signers.map((s, pos) => {
+    const spec = presignProtocol({ share: shares[s] as KeyShare, signers }) as ProtocolSpec<unknown, Presignature>;
+    const cheats = ([] as number[]).concat(opts.cheater ?? []).includes(pos);
+    const run = cheats && opts.cheat ? cheating(spec, opts.cheat) : spec;
+    return new Party(run, { self: pos, n: signers.length, sessionId, rng: seededRandom(`${label}-${pos}`) });
+  });
+  return simulate(parties, opts.intercept ? { intercept: opts.intercept } : {});
 }
 
 /**

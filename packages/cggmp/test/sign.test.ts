@@ -289,14 +289,14 @@ describe('identifiable abort in presigning and signing', () => {
         : [d];
 
   it.each([
-    ['Πenc', 0, ['z1']],
-    ['Πaff-g (γ)', 1, ['aff', 'z1']],
-    ['Πaff-g (x)', 1, ['affHat', 'z2']],
-    ['Πlog* (Γ)', 1, ['logG', 'z1']],
-    ['Πlog* (Δ)', 2, ['z1']],
-  ] as const)('a bad %s names its prover', (what, round, path) => {
+    ['Πenc', 0, ['z1'], 'proof.enc'],
+    ['Πaff-g (γ)', 1, ['aff', 'z1'], 'proof.aff-g'],
+    ['Πaff-g (x)', 1, ['affHat', 'z2'], 'proof.aff-g'],
+    ['Πlog* (Γ)', 1, ['logG', 'z1'], 'proof.log-star'],
+    ['Πlog* (Δ)', 2, ['z1'], 'proof.log-star'],
+  ] as const)('a bad %s names its prover', (what, round, path, check) => {
     const res = runPresign(shares3(), [0, 2], `bad-${what}`, tamper(1, round, 'p2p', [...path]) as never);
-    expect(res.aborted[0]?.culprits).toEqual([{ party: 1, reason: expect.stringContaining(`invalid ${what}`) }]);
+    expect(res.aborted[0]?.culprits).toEqual([{ party: 1, reason: expect.stringContaining(`invalid ${what}`), check }]);
     expect(res.outputs).toEqual([undefined, undefined]);
   });
 

@@ -22,6 +22,7 @@ import {
   runKeygen,
   runParties,
   runPresign,
+  runPresignCheating,
   runSign,
   SECURITY_112,
   testPrimes,
@@ -87,7 +88,15 @@ describe('CGGMP21 round messages over the wire (typed protobuf, proto/custodian/
     const pre = overTheWire('custodian.cggmp.presign.v1');
     const presigs = runPresign(shares, [0, 2], 'wire-pre', pre.intercept);
     expect(presigs.aborted).toEqual([undefined, undefined]);
-    expect([...pre.used].sort()).toEqual(expected('custodian.cggmp.presign.v1'));
+    // identification (rounds 3–4) runs only after a failed output check: party 1 broadcasts a wrong δ_1
+    const pre2 = overTheWire('custodian.cggmp.presign.v1');
+    const ident = runPresignCheating(fixtureShares('2of3'), [0, 1, 2], 'wire-pre-ident', {
+      cheater: 1,
+      cheat: 'delta',
+      intercept: pre2.intercept,
+    });
+    expect(ident.aborted[0]?.culprits.map((c) => [c.party, c.check])).toEqual([[1, 'proof.dec']]);
+    expect([...new Set([...pre.used, ...pre2.used])].sort()).toEqual(expected('custodian.cggmp.presign.v1'));
 
     const digest = new Uint8Array(32).fill(9);
     const sg = overTheWire('custodian.cggmp.sign.v1');

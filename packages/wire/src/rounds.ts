@@ -115,13 +115,18 @@ export const CGGMP_AUX_SCHEMA: ProtocolSchema = {
   ],
 };
 
-/** CGGMP21 presigning (packages/cggmp `presignProtocol`): rounds 0–2; round 3 is the echo round. */
+/**
+ * CGGMP21 presigning (packages/cggmp `presignProtocol`): rounds 0–2; rounds 3–4 (identification) run
+ * only when the output check fails; round 5 is the echo round (after round 2's output).
+ */
 export const CGGMP_PRESIGN_SCHEMA: ProtocolSchema = {
   protocol: 'custodian.cggmp.presign.v1',
   rounds: [
     { broadcast: `${C}.PresignRound0Broadcast`, p2p: `${C}.EncProof` },
     { broadcast: `${C}.PresignRound1Broadcast`, p2p: `${C}.PresignRound1Direct` },
     { broadcast: `${C}.PresignRound2Broadcast`, p2p: `${C}.LogStarProof` },
+    { broadcast: `${C}.PresignIdentPublish` },
+    { broadcast: `${C}.PresignIdentProve` },
   ],
 };
 
