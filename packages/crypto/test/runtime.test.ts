@@ -181,7 +181,9 @@ describe('round runtime: input collector', () => {
     const b = t2.find((x) => x.kind === 'broadcast' && x.from === 0) as IncomingMessage;
     ps2[1]?.receive(b);
     const step = ps2[1]?.receive({ ...b, body: new Uint8Array(32).fill(3) });
-    expect(step?.aborted?.culprits).toMatchObject([{ party: 0, reason: 'sent two different broadcast messages in round 0' }]);
+    expect(step?.aborted?.culprits).toMatchObject([
+      { party: 0, reason: 'sent two different broadcast messages in round 0' },
+    ]);
   });
 
   it('aborts naming the sender of a malformed body', () => {
@@ -222,7 +224,12 @@ describe('round runtime: reliable broadcast by echo', () => {
     const res = simulate(parties(3, sessionId, true), {
       intercept: (d) =>
         d.message.from === 0 && d.message.kind === 'broadcast' && d.message.round === 0 && d.to === 2
-          ? [{ ...d, message: resign(auths[0] as BroadcastAuth, { ...d.message, body: new Uint8Array(32).fill(0xee) }) }]
+          ? [
+              {
+                ...d,
+                message: resign(auths[0] as BroadcastAuth, { ...d.message, body: new Uint8Array(32).fill(0xee) }),
+              },
+            ]
           : [d],
     });
     for (const i of [1, 2]) {
@@ -256,7 +263,10 @@ describe('round runtime: reliable broadcast by echo', () => {
         return [{ ...d, message: { ...d.message, echo } }];
       },
     });
-    expect(res.aborted[0]?.culprits[0]).toMatchObject({ party: 2, reason: 'false broadcast echo for party 0 in round 1' });
+    expect(res.aborted[0]?.culprits[0]).toMatchObject({
+      party: 2,
+      reason: 'false broadcast echo for party 0 in round 1',
+    });
     expect(res.aborted[1]?.culprits[0]?.party).toBe(2);
   });
 
