@@ -8,7 +8,8 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { type RandomSource, systemRandom } from './bytes.js';
 import { ed25519Sign, ed25519Verify } from './ed25519.js';
 import type { Group, GroupPoint } from './group.js';
-import type { BroadcastAuth, PartyIndex } from './runtime/types.js';
+import { broadcastStatementBytes, echoHash } from './runtime/party.js';
+import type { BroadcastAuth, IncomingMessage, PartyIndex } from './runtime/types.js';
 import { lagrangeAtZero } from './vss.js';
 
 /** Reconstruct f(0) from t shares (test-only). */
@@ -61,4 +62,13 @@ export function ed25519AuthsForTest(
   };
   const auths = secrets.map((s) => ({ sign: (statement: Uint8Array) => ed25519Sign(statement, s), verify }));
   return { auths, publicKeys };
+}
+
+/**
+ * Test-only: `m` with its statement signature recomputed under `auth` for its (possibly altered)
+ * body, as a cheating broadcaster that equivocates with valid signatures would send it.
+ */
+export function resignForTest(auth: BroadcastAuth, protocol: string, m: IncomingMessage): IncomingMessage {
+  const hash = echoHash(m.sessionId, m.round, m.from, m.body);
+  return { ...m, statementSignature: auth.sign(broadcastStatementBytes(protocol, m.sessionId, m.round, m.from, hash)) };
 }
