@@ -72,3 +72,6 @@ export function resignForTest(auth: BroadcastAuth, protocol: string, m: Incoming
   const hash = echoHash(m.sessionId, m.round, m.from, m.body);
   return { ...m, statementSignature: auth.sign(broadcastStatementBytes(protocol, m.sessionId, m.round, m.from, hash)) };
 }
+
+export type { AdversaryLog, Cheat, CheatKind } from './testing-adversary.js';
+export { blameViolationsForTest, broadcastAdversaryForTest, CHEAT_KINDS } from './testing-adversary.js';
