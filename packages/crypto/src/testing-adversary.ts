@@ -124,10 +124,11 @@ export function broadcastAdversaryForTest(
       case 'false-echo':
       case 'false-echo-garbage-sig':
       case 'replay-statement': {
-        if (!echo || !sigs || echo.length !== n) return [d];
+        if (!echo || echo.length !== n) return [d];
         echo[about] = new Uint8Array(32).fill(0x5a);
-        if (cheat.kind === 'false-echo-garbage-sig') sigs[about] = new Uint8Array(64).fill(0xa5);
+        if (cheat.kind === 'false-echo-garbage-sig' && sigs) sigs[about] = new Uint8Array(64).fill(0xa5);
         if (cheat.kind === 'replay-statement') {
+          if (!sigs) return [d];
           const other = [...seen.entries()].find(
             ([k]) => k.endsWith(`/${about}`) && k !== `${m.echoRound ?? -1}/${about}`,
           )?.[1];
@@ -135,7 +136,7 @@ export function broadcastAdversaryForTest(
           echo[about] = other.hash;
           sigs[about] = other.signature;
         }
-        return out({ ...m, echo, echoSignatures: sigs });
+        return out({ ...m, echo, ...(sigs ? { echoSignatures: sigs } : {}) });
       }
       case 'drop-echo-signatures': {
         if (!sigs) return [d];
