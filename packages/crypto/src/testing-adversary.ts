@@ -7,9 +7,10 @@
  * conflicting duplicate. Honest parties' messages are never touched (the transport authenticates
  * senders). Exposed through `@custodian/crypto/testing`.
  */
-import { broadcastStatementBytes, echoHash } from './runtime/party.js';
-import type { Delivery, Interceptor, SimulationResult } from './runtime/simulator.js';
-import type { BroadcastAuth, IncomingMessage, PartyIndex } from './runtime/types.js';
+import { broadcastStatementBytes, echoHash, Party } from './runtime/party.js';
+import { type Delivery, type Interceptor, type SimulationResult, simulate } from './runtime/simulator.js';
+import type { BroadcastAuth, IncomingMessage, PartyIndex, ProtocolSpec } from './runtime/types.js';
+import { ed25519AuthsForTest, seededRandom } from './testing.js';
 
 /** One cheat. */
 export type CheatKind =
@@ -183,4 +184,31 @@ export function blameViolationsForTest(
   if (settled.length === 0) bad.push('every honest party is left waiting');
   if (log.applied === 0 && honest.some((i) => statuses[i] !== 'done')) bad.push('an honest run did not finish');
   return bad;
+}
+
+/**
+ * Run `n` parties of `spec(i)` with real Ed25519 statements ({@link ed25519AuthsForTest}) under the
+ * adversary of `plan`, and return {@link blameViolationsForTest} (empty: no honest party named).
+ */
+export function adversarialRunForTest<S, O>(
+  spec: (i: PartyIndex) => ProtocolSpec<S, O>,
+  n: number,
+  sessionId: Uint8Array,
+  cheaters: readonly PartyIndex[],
+  plan: readonly Cheat[],
+  seed: string,
+): string[] {
+  const { auths } = ed25519AuthsForTest(n);
+  const parties = Array.from(
+    { length: n },
+    (_, i) => new Party(spec(i), { self: i, n, sessionId, rng: seededRandom(`${seed}:${i}`), auth: auths[i] }),
+  );
+  const { intercept, log } = broadcastAdversaryForTest(spec(0).name, n, auths, plan);
+  const result = simulate(parties, { intercept });
+  return blameViolationsForTest(
+    result as SimulationResult<unknown>,
+    cheaters,
+    log,
+    parties.map((p) => p.status),
+  );
 }

@@ -74,4 +74,9 @@ export function resignForTest(auth: BroadcastAuth, protocol: string, m: Incoming
 }
 
 export type { AdversaryLog, Cheat, CheatKind } from './testing-adversary.js';
-export { blameViolationsForTest, broadcastAdversaryForTest, CHEAT_KINDS } from './testing-adversary.js';
+export {
+  adversarialRunForTest,
+  blameViolationsForTest,
+  broadcastAdversaryForTest,
+  CHEAT_KINDS,
+} from './testing-adversary.js';

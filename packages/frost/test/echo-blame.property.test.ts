@@ -5,15 +5,7 @@
  * (equivocation to a subset, false echo hashes with kept / garbage / replayed signatures, dropped
  * echo signatures, garbled statement signatures, conflicting duplicates).
  */
-import { type Party, type PartyIndex, type ProtocolSpec, Party as RuntimeParty, simulate } from '@custodian/crypto';
-import {
-  blameViolationsForTest,
-  broadcastAdversaryForTest,
-  CHEAT_KINDS,
-  type Cheat,
-  ed25519AuthsForTest,
-  seededRandom,
-} from '@custodian/crypto/testing';
+import { adversarialRunForTest, CHEAT_KINDS, type Cheat } from '@custodian/crypto/testing';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { dkgProtocol, type KeyShare, signProtocol } from '../src/index.js';
@@ -40,36 +32,14 @@ function arbPlan(n: number, t: number, rounds: number) {
   );
 }
 
-function check<S>(
-  spec: (i: number) => ProtocolSpec<S, unknown>,
-  n: number,
-  label: string,
-  cheaters: PartyIndex[],
-  plan: Cheat[],
-) {
-  const { auths } = ed25519AuthsForTest(n);
-  const name = spec(0).name;
-  const sessionId = sid(label);
-  const parties: Party<S, unknown>[] = Array.from(
-    { length: n },
-    (_, i) => new RuntimeParty(spec(i), { self: i, n, sessionId, rng: seededRandom(`${label}:${i}`), auth: auths[i] }),
-  );
-  const { intercept, log } = broadcastAdversaryForTest(name, n, auths, plan);
-  const res = simulate(parties, { intercept });
-  const violations = blameViolationsForTest(
-    res,
-    cheaters,
-    log,
-    parties.map((p) => p.status),
-  );
-  expect(violations, JSON.stringify({ cheaters, plan })).toEqual([]);
-}
-
 describe('reliable broadcast with evidence: no honest party is named (FROST)', () => {
   it('DKG 3-of-4: at most 2 cheaters', () => {
     fc.assert(
       fc.property(arbPlan(4, 3, 3), fc.integer({ min: 0, max: 1_000_000 }), ({ cheaters, plan }, seed) => {
-        check(() => dkgProtocol({ suite: 'ed25519', threshold: 3 }), 4, `prop-dkg-${seed}`, cheaters, plan);
+        const spec = () => dkgProtocol({ suite: 'ed25519', threshold: 3 });
+        const label = `prop-dkg-${seed}`;
+        const violations = adversarialRunForTest(spec, 4, sid(label), cheaters, plan, label);
+        expect(violations, JSON.stringify({ cheaters, plan })).toEqual([]);
       }),
       { numRuns: 16, seed: 0x5eed },
     );
@@ -82,13 +52,11 @@ describe('reliable broadcast with evidence: no honest party is named (FROST)', (
     const message = new TextEncoder().encode('property: no honest party is named');
     fc.assert(
       fc.property(arbPlan(3, 3, 2), fc.integer({ min: 0, max: 1_000_000 }), ({ cheaters, plan }, seed) => {
-        check(
-          (k) => signProtocol({ keyShare: shares[signers[k] as number] as KeyShare, signers: ids, message }),
-          3,
-          `prop-sign-${seed}`,
-          cheaters,
-          plan,
-        );
+        const spec = (k: number) =>
+          signProtocol({ keyShare: shares[signers[k] as number] as KeyShare, signers: ids, message });
+        const label = `prop-sign-${seed}`;
+        const violations = adversarialRunForTest(spec, 3, sid(label), cheaters, plan, label);
+        expect(violations, JSON.stringify({ cheaters, plan })).toEqual([]);
       }),
       { numRuns: 16, seed: 0x5eed },
     );
