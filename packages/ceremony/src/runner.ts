@@ -194,7 +194,20 @@ export class CeremonyRunner {
         if (o.status === 'ok') log.debug('session completed');
         else
           log.warn(
-            { outcome: o.status, ...(o.status === 'aborted' ? { culprits: o.aborted.culprits } : {}) },
+            {
+              outcome: o.status,
+              // never the evidence: a point-to-point message key opens that message (possibly a share)
+              ...(o.status === 'aborted'
+                ? {
+                    culprits: o.aborted.culprits.map((c) => ({
+                      party: c.party,
+                      reason: c.reason,
+                      check: c.check,
+                      round: c.round,
+                    })),
+                  }
+                : {}),
+            },
             'session ended without output',
           );
         resolve(o);

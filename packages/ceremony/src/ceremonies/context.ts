@@ -187,6 +187,23 @@ export function blameOf(outcome: SessionOutcome<unknown>, parties: readonly Sess
   }));
 }
 
+/**
+ * A blame list without its evidence (for logs and the audit record): party, peer id, reason, check,
+ * round. The evidence is sent to the coordinator only: a point-to-point message key opens that
+ * message, which may carry a share.
+ */
+export function blameSummary(
+  blame: readonly BlameInfo[] | undefined,
+): { party: number; peerId: string; reason: string; check?: string; round?: number }[] {
+  return (blame ?? []).map((b) => ({
+    party: b.party,
+    peerId: b.peerId,
+    reason: b.reason,
+    ...(b.check !== undefined ? { check: b.check } : {}),
+    ...(b.round !== undefined ? { round: b.round } : {}),
+  }));
+}
+
 /** SHA-256 of the canonical encoding of the ceremony id and every session's transcript hash (32 bytes). */
 export function combinedTranscript(ceremonyId: Uint8Array, outs: readonly SessionOutcome<unknown>[]): Uint8Array {
   return sha256(
@@ -236,7 +253,7 @@ export function record(ceremonyId: Uint8Array, start: StartCeremony, result: Cer
       : {}),
     outcome: result.outcome,
     transcriptHash: result.transcriptHash ? bytesToHex(result.transcriptHash) : '',
-    blame: result.blame ?? [],
+    blame: blameSummary(result.blame),
     error: result.error ?? '',
     at: new Date().toISOString(),
   };
