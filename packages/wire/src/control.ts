@@ -3,6 +3,9 @@
  * responses. A request is `SignedControl { request, signature }` where `signature` is the
  * coordinator's Ed25519 signature (RFC 8032) over `"custodian/v1/control" ‖ 0x00 ‖ request`.
  * Signers accept requests signed by their configured coordinator key only.
+ *
+ * Longer than 400 lines because it declares the TypeScript shape of every control message (with
+ * the blame evidence types) next to the one codec that signs and checks them.
  */
 import { ed25519Sign, ed25519Verify } from '@custodian/crypto';
 import { concatBytes, utf8ToBytes } from '@noble/hashes/utils.js';
