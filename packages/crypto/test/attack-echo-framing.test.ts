@@ -10,10 +10,12 @@ import {
   echoHash,
   type IncomingMessage,
   Party,
+  ProtocolAbort,
   type ProtocolSpec,
   simulate,
 } from '@custodian/crypto';
 import { ed25519AuthsForTest, seededRandom } from '@custodian/crypto/testing';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 
 const TAG = 'custodian.test.echo-framing';
@@ -230,5 +232,107 @@ describe('reliable broadcast: a false echo cannot frame an honest party', () => 
     const res = simulate(ps);
     expect(res.aborted.every((a) => a === undefined)).toBe(true);
     for (const o of res.outputs) expect(o).toEqual(res.outputs[0]);
+  });
+
+  it('a culprit named by a round without evidence gets that round and its messages of the round', () => {
+    const picky: ProtocolSpec<null, number> = {
+      name: `${TAG}.picky`,
+      start: () => ({
+        state: null,
+        send: {
+          broadcast: new Uint8Array(32),
+          p2p: new Map([
+            [0, 7n],
+            [1, 7n],
+            [2, 7n],
+          ]),
+        },
+      }),
+      rounds: [
+        {
+          name: `${TAG}.picky.round1`,
+          broadcast: bytes32,
+          p2p: (b) => b,
+          process(_s, received) {
+            for (const [j, m] of received)
+              if ((m.broadcast as Uint8Array)[0] === 1) throw new ProtocolAbort({ party: j, reason: 'odd' });
+            return { output: 1 };
+          },
+        },
+      ],
+    };
+    const { auths } = ed25519AuthsForTest(3);
+    const ps = [0, 1, 2].map(
+      (i) => new Party(picky, { self: i, n: 3, sessionId, rng: seededRandom(`q${i}`), auth: auths[i] }),
+    );
+    const res = simulate(ps, {
+      intercept: (d) => {
+        const m = tagged(d.message);
+        if (m.from !== 2 || m.kind !== 'broadcast') return [{ ...d, message: m }];
+        const body = new Uint8Array(32);
+        body[0] = 1;
+        return [
+          {
+            ...d,
+            message: {
+              ...resign(auths[2] as BroadcastAuth, { ...m, body: body }),
+              statementSignature: undefined as never,
+            },
+          },
+        ];
+      },
+    });
+    // party 2's re-signed statement is for another protocol tag: rejected at once (echo.malformed)…
+    expect(res.aborted[0]?.culprits).toMatchObject([{ party: 2, check: 'echo.malformed' }]);
+    // …and with a valid signature, the round's own culprit gets round 0 and its messages of round 0
+    const ps2 = [0, 1, 2].map(
+      (i) => new Party(picky, { self: i, n: 3, sessionId, rng: seededRandom(`q${i}`), auth: auths[i] }),
+    );
+    const res2 = simulate(ps2, {
+      intercept: (d) => {
+        const m = tagged(d.message);
+        if (m.from !== 2 || m.kind !== 'broadcast') return [{ ...d, message: m }];
+        const body = new Uint8Array(32);
+        body[0] = 1;
+        const hash = echoHash(m.sessionId, 0, 2, body);
+        const statementSignature = (auths[2] as BroadcastAuth).sign(
+          broadcastStatementBytes(picky.name, m.sessionId, 0, 2, hash),
+        );
+        return [{ ...d, message: { ...m, body, statementSignature } }];
+      },
+    });
+    for (const i of [0, 1]) {
+      const c = res2.aborted[i]?.culprits;
+      expect(c).toMatchObject([{ party: 2, reason: 'odd', round: 0 }]);
+      expect(c?.[0]?.check).toBeUndefined();
+      expect(c?.[0]?.evidence?.messages).toEqual([Uint8Array.of(0xe0, 2, 0, 0), Uint8Array.of(0xe0, 2, 0, 1)]);
+    }
+  });
+
+  it('fuzz: junk statement signatures, echo signatures and echo rounds never throw', () => {
+    const junk = fc.oneof(
+      fc.constant(undefined),
+      fc.constant(null),
+      fc.uint8Array({ maxLength: 80 }),
+      fc.array(fc.oneof(fc.uint8Array({ maxLength: 70 }), fc.constant(null), fc.string()), { maxLength: 5 }),
+      fc.integer(),
+      fc.string(),
+    );
+    fc.assert(
+      fc.property(junk, junk, junk, fc.integer({ min: 0, max: 2 }), (a, b, c, which) => {
+        const { ps } = parties(3, true);
+        simulate(ps, {
+          intercept: (d) => {
+            const m = d.message;
+            if (m.from !== 1 || d.to !== 0) return [d];
+            const field = (['statementSignature', 'echoSignatures', 'echoRound'] as const)[which] as string;
+            return [{ ...d, message: { ...m, [field]: which === 0 ? a : which === 1 ? b : c } as never }];
+          },
+        });
+        for (const p of ps) expect(['done', 'aborted', 'running']).toContain(p.status);
+        for (const cul of ps[0]?.aborted?.culprits ?? []) expect(cul.party).toBe(1);
+      }),
+      { numRuns: 60, seed: 7 },
+    );
   });
 });
