@@ -262,29 +262,7 @@ describe('reliable broadcast: a false echo cannot frame an honest party', () => 
       ],
     };
     const { auths } = ed25519AuthsForTest(3);
-    const ps = [0, 1, 2].map(
-      (i) => new Party(picky, { self: i, n: 3, sessionId, rng: seededRandom(`q${i}`), auth: auths[i] }),
-    );
-    const res = simulate(ps, {
-      intercept: (d) => {
-        const m = tagged(d.message);
-        if (m.from !== 2 || m.kind !== 'broadcast') return [{ ...d, message: m }];
-        const body = new Uint8Array(32);
-        body[0] = 1;
-        return [
-          {
-            ...d,
-            message: {
-              ...resign(auths[2] as BroadcastAuth, { ...m, body: body }),
-              statementSignature: undefined as never,
-            },
-          },
-        ];
-      },
-    });
-    // party 2's re-signed statement is for another protocol tag: rejected at once (echo.malformed)…
-    expect(res.aborted[0]?.culprits).toMatchObject([{ party: 2, check: 'echo.malformed' }]);
-    // …and with a valid signature, the round's own culprit gets round 0 and its messages of round 0
+    // party 2's validly signed broadcast fails the round's own check: it gets round 0 and its messages of round 0
     const ps2 = [0, 1, 2].map(
       (i) => new Party(picky, { self: i, n: 3, sessionId, rng: seededRandom(`q${i}`), auth: auths[i] }),
     );
