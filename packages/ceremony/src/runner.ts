@@ -23,7 +23,7 @@ import {
   type RandomSource,
   systemRandom,
 } from '@custodian/crypto';
-import { DEFAULT_LIMITS, decodeMessage, messageType, SessionWire, type WireLimits } from '@custodian/wire';
+import { DEFAULT_LIMITS, decodeMessage, messageType, SessionWire, sessionAuth, type WireLimits } from '@custodian/wire';
 import { sha256 } from '@noble/hashes/sha2.js';
 import type { Logger } from 'pino';
 
@@ -57,6 +57,11 @@ export interface SessionParams<O> {
   readonly rng?: RandomSource;
   /** Short label for logs (e.g. "dkg.ed25519"). */
   readonly label?: string;
+  /**
+   * The label the session id derives from (ceremonies/context.ts `sessionId(ceremonyId, label)`),
+   * reported with a blame so a verifier can tie the evidence to the ceremony. Default: `label`.
+   */
+  readonly sessionLabel?: string;
   /** Group the session belongs to (the ceremony id, hex), for {@link CeremonyRunner.cancelGroup}. */
   readonly group?: string;
   /**
@@ -81,7 +86,14 @@ export interface SessionParams<O> {
 /** How a session ended. */
 export type SessionOutcome<O> =
   | { readonly status: 'ok'; readonly output: O; readonly transcriptHash: Uint8Array }
-  | { readonly status: 'aborted'; readonly aborted: Aborted }
+  | {
+      readonly status: 'aborted';
+      readonly aborted: Aborted;
+      /** The run's protocol tag (ProtocolSpec.name), session id and session label, for the blame's evidence. */
+      readonly protocol?: string;
+      readonly sessionId?: Uint8Array;
+      readonly sessionLabel?: string;
+    }
   | { readonly status: 'deadline'; readonly waitingFor: readonly number[] }
   | { readonly status: 'cancelled'; readonly reason: string };
 
@@ -182,7 +194,20 @@ export class CeremonyRunner {
         if (o.status === 'ok') log.debug('session completed');
         else
           log.warn(
-            { outcome: o.status, ...(o.status === 'aborted' ? { culprits: o.aborted.culprits } : {}) },
+            {
+              outcome: o.status,
+              // never the evidence: a point-to-point message key opens that message (possibly a share)
+              ...(o.status === 'aborted'
+                ? {
+                    culprits: o.aborted.culprits.map((c) => ({
+                      party: c.party,
+                      reason: c.reason,
+                      check: c.check,
+                      round: c.round,
+                    })),
+                  }
+                : {}),
+            },
             'session ended without output',
           );
         resolve(o);
@@ -192,6 +217,12 @@ export class CeremonyRunner {
         n: params.parties.length,
         sessionId: params.sessionId,
         rng: params.rng ?? systemRandom,
+        // reliable broadcast with evidence: statements signed with the same identity keys as envelopes
+        auth: sessionAuth({
+          parties: params.parties.map((p) => p.publicKey),
+          self: params.self,
+          secretKey: params.secretKey,
+        }),
       });
       const wire = new SessionWire({
         sessionId: params.sessionId,
@@ -389,7 +420,14 @@ export class CeremonyRunner {
     // The runtime reports completion through the party's status (a Step may omit `output`).
     const aborted = step.aborted ?? live.party.aborted;
     if (aborted) {
-      live.finish({ status: 'aborted', aborted });
+      const sessionLabel = live.params.sessionLabel ?? live.params.label;
+      live.finish({
+        status: 'aborted',
+        aborted,
+        protocol: live.params.spec.name,
+        sessionId: live.params.sessionId,
+        ...(sessionLabel !== undefined ? { sessionLabel } : {}),
+      });
       return;
     }
     if (live.party.status === 'done') {

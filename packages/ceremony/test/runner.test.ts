@@ -1,8 +1,10 @@
+import { broadcastStatementBytes, echoHash } from '@custodian/crypto';
 import { dkgProtocol, type KeyShare } from '@custodian/frost';
-import { bytesToCanonical, canonicalToBytes, messageType, sealEnvelope } from '@custodian/wire';
+import { bytesToCanonical, canonicalToBytes, messageType, sealEnvelope, sessionAuth } from '@custodian/wire';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
+import { blameOf } from '../src/ceremonies/context.js';
 import { CeremonyRunner, type SessionParty } from '../src/index.js';
 
 /** In-memory transport: delivers asynchronously, in a shuffled order, between runners. */
@@ -184,7 +186,7 @@ describe('CeremonyRunner over an in-memory transport', () => {
     expect(runners[0]?.active).toBe(0);
   });
 
-  it('an equivocating party (different round-0 broadcasts to different parties) is named by the honest parties', async () => {
+  it('an equivocating party (different, validly signed round-0 broadcasts to different parties) is named by the honest parties', async () => {
     const Signed = messageType('custodian.v1.SignedEnvelope');
     const Env = messageType('custodian.v1.Envelope');
     const R0 = messageType('custodian.v1.frost.DkgRound0Broadcast');
@@ -200,12 +202,18 @@ describe('CeremonyRunner over an in-memory transport', () => {
         const b = body.value as Record<string, Uint8Array>;
         const cc = Uint8Array.from(b.chainCodeCommitment as Uint8Array);
         cc[0] = (cc[0] as number) ^ 1;
+        const altered = { ...b, chainCodeCommitment: cc };
+        const sid = env.sessionId as Uint8Array;
+        // the cheater signs its second statement too (it holds its identity key)
+        const auth = sessionAuth({ parties: parties.map((p) => p.publicKey), self: 2, secretKey: secret });
+        const hash = echoHash(sid, 0, 2, altered);
         return sealEnvelope({
-          sessionId: env.sessionId as Uint8Array,
+          sessionId: sid,
           protocol: env.protocol as string,
           round: 0,
           sender: 2,
-          payload: canonicalToBytes(R0, { ...b, chainCodeCommitment: cc }),
+          payload: canonicalToBytes(R0, altered),
+          statementSignature: auth.sign(broadcastStatementBytes(env.protocol as string, sid, 0, 2, hash)),
           senderSecretKey: secret,
         });
       },
@@ -225,7 +233,18 @@ describe('CeremonyRunner over an in-memory transport', () => {
     );
     for (const o of outs.slice(0, 2)) {
       expect(o.status).toBe('aborted');
-      if (o.status === 'aborted') expect(o.aborted.culprits.map((c) => c.party)).toContain(2);
+      if (o.status !== 'aborted') continue;
+      expect(o.aborted.culprits.map((c) => c.party)).toEqual([2]);
+      expect(o.aborted.culprits[0]?.check).toBe('echo.equivocation');
+      expect(o.aborted.culprits[0]?.evidence?.statements).toHaveLength(2);
+      expect(o.protocol).toBe('custodian.frost.dkg');
+      const blame = blameOf(o, parties);
+      expect(blame).toHaveLength(1);
+      expect(blame[0]).toMatchObject({ party: 2, peerId: parties[2]?.peerId, check: 'echo.equivocation', round: 0 });
+      expect(blame[0]?.messages).toHaveLength(2);
+      expect(blame[0]?.statements).toHaveLength(2);
+      expect(blame[0]?.sessionParties).toEqual(parties.map((p) => p.peerId));
+      expect(blame[0]?.sessionId).toEqual(new Uint8Array(32).fill(4));
     }
   });
 });

@@ -34,7 +34,7 @@ describe('CGGMP21 aux info (provisioning)', () => {
       const b = d.message.body as Record<string, Canonical>;
       return [{ ...d, message: { ...d.message, body: { ...b, z1: (b.z1 as bigint) + 1n } } }];
     });
-    expect(res.aborted[0]?.culprits).toEqual([expect.objectContaining({ party: 1 })]);
+    expect(res.aborted[0]?.culprits).toMatchObject([expect.objectContaining({ party: 1 })]);
     expect(res.aborted[0]?.culprits[0]?.reason).toMatch(/Πfac/);
   });
 

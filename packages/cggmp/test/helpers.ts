@@ -9,7 +9,7 @@ import {
   type Secp256k1Point,
   simulate,
 } from '@custodian/crypto';
-import { seededRandom } from '@custodian/crypto/testing';
+import { ed25519AuthsForTest, seededRandom } from '@custodian/crypto/testing';
 import { SECURITY_112, SECURITY_128, type SecurityLevel } from '@custodian/paillier';
 import {
   type AuxInfo,
@@ -85,8 +85,16 @@ export function fixtureShares(set: '2of2' | '2of3' | '3of5'): KeyShare[] {
 }
 
 /** Run presigning among `signers` (key indices) of `shares`. */
-export function runPresign(shares: readonly KeyShare[], signers: number[], label: string, intercept?: Interceptor) {
+export function runPresign(
+  shares: readonly KeyShare[],
+  signers: number[],
+  label: string,
+  intercept?: Interceptor,
+  /** Signed broadcast statements with `ed25519AuthsForTest(signers.length)` by position. */
+  signed = false,
+) {
   const sessionId = sid(label);
+  const { auths } = ed25519AuthsForTest(signers.length);
   const parties = signers.map(
     (s, pos) =>
       new Party(presignProtocol({ share: shares[s] as KeyShare, signers }), {
@@ -94,6 +102,7 @@ export function runPresign(shares: readonly KeyShare[], signers: number[], label
         n: signers.length,
         sessionId,
         rng: seededRandom(`${label}-${pos}`),
+        ...(signed ? { auth: auths[pos] } : {}),
       }),
   );
   return simulate(parties, intercept ? { intercept } : {});

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { type Canonical, secp256k1Group as G, Party, simulate } from '@custodian/crypto';
-import { reconstructSecretForTest, seededRandom } from '@custodian/crypto/testing';
+import { type BroadcastAuth, type Canonical, secp256k1Group as G, Party, simulate } from '@custodian/crypto';
+import { ed25519AuthsForTest, reconstructSecretForTest, resignForTest, seededRandom } from '@custodian/crypto/testing';
 import { describe, expect, it } from 'vitest';
 import {
   type CoreKeyShare,
@@ -105,7 +105,7 @@ describe('CGGMP21 key generation: identifiable abort', () => {
         return [{ ...d, message: { ...d.message, body: { sigma: G.encodeScalar(12345n) } } }];
       },
     });
-    expect(res.aborted[0]?.culprits).toEqual([
+    expect(res.aborted[0]?.culprits).toMatchObject([
       { party: 2, reason: 'VSS share inconsistent with its Feldman commitments' },
     ]);
     expect(res.outputs.every((o) => o === undefined)).toBe(true);
@@ -134,11 +134,26 @@ describe('CGGMP21 key generation: identifiable abort', () => {
     expect(res.aborted[1]?.culprits[0]?.reason).toMatch(/malformed message: S: expected 2 items/);
   });
 
-  it('an equivocated round-1 commitment is detected by echo and named', () => {
-    const res = runKeygen(2, 3, 'equiv', {
+  it('an equivocated round-1 commitment (validly signed both ways) is detected by the signed echo and named', () => {
+    const { auths } = ed25519AuthsForTest(3);
+    const sessionId = sid('equiv');
+    const spec = keygenProtocol({ t: 2 });
+    const parties = Array.from(
+      { length: 3 },
+      (_, i) => new Party(spec, { self: i, n: 3, sessionId, rng: seededRandom(`equiv-${i}`), auth: auths[i] }),
+    );
+    const res = simulate(parties, {
       intercept: (d) =>
         d.message.from === 1 && d.message.round === 0 && d.to === 2
-          ? [{ ...d, message: { ...d.message, body: { V: new Uint8Array(32).fill(1) } } }]
+          ? [
+              {
+                ...d,
+                message: resignForTest(auths[1] as BroadcastAuth, spec.name, {
+                  ...d.message,
+                  body: { V: new Uint8Array(32).fill(1) },
+                }),
+              },
+            ]
           : [d],
     });
     expect(culpritsOf(res, [0, 2])).toEqual([[1], [1]]);

@@ -47,7 +47,7 @@ describe('CGGMP21 t-of-n key refresh', () => {
       const sigma = G.decodeScalar((d.message.body as { sigma: Uint8Array }).sigma, 'sigma', { allowZero: true });
       return [{ ...d, message: { ...d.message, body: { sigma: G.encodeScalar(G.mod(sigma + 1n)) } as Canonical } }];
     });
-    expect(res.aborted[0]?.culprits).toEqual([
+    expect(res.aborted[0]?.culprits).toMatchObject([
       { party: 1, reason: 'refresh share inconsistent with its Feldman commitments' },
     ]);
   });

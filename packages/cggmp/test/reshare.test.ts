@@ -177,7 +177,7 @@ describe('CGGMP21 core-share reshare: 3-of-4 → 3-of-4 with one member replaced
         return [{ ...d, message: { ...m, body: { share: G.encodeScalar(G.mod(s + 5n)) } } }];
       },
     });
-    expect(bad.aborted[3]?.culprits).toEqual([
+    expect(bad.aborted[3]?.culprits).toMatchObject([
       { party: 2, reason: 'reshare share sent to party 3 fails the Feldman check' },
     ]);
     expect(bad.outputs.every((o) => o === undefined)).toBe(true);
@@ -209,7 +209,7 @@ describe('CGGMP21 core-share reshare: 3-of-4 → 3-of-4 with one member replaced
       perParty: (k) => (k === 1 ? { core: { ...(old[1] as CoreKeyShare), chainCode: new Uint8Array(32) } } : {}),
     });
     for (const k of [0, 2, 3]) {
-      expect(r2.aborted[k]?.culprits).toEqual([
+      expect(r2.aborted[k]?.culprits).toMatchObject([
         { party: 1, reason: 'old public package has a different chain code than expected' },
       ]);
     }

@@ -1,5 +1,14 @@
 import { createHash, createPublicKey, createVerify } from 'node:crypto';
-import { bytesToHex, type Canonical, ckdPubSecp256k1, deriveSecp256k1, secp256k1Group as G } from '@custodian/crypto';
+import {
+  type BroadcastAuth,
+  bytesToHex,
+  type Canonical,
+  ckdPubSecp256k1,
+  deriveSecp256k1,
+  secp256k1Group as G,
+  type Interceptor,
+} from '@custodian/crypto';
+import { ed25519AuthsForTest, resignForTest } from '@custodian/crypto/testing';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { HDKey } from '@scure/bip32';
 import fc from 'fast-check';
@@ -8,9 +17,11 @@ import {
   combineSignature,
   combineSignerShares,
   type EcdsaSignature,
+  type KeyShare,
   Presignature,
   PresignatureSpentError,
   prepareSigning,
+  presignProtocol,
   SignatureShareError,
   signingContext,
   signProtocol,
@@ -296,18 +307,19 @@ describe('identifiable abort in presigning and signing', () => {
     ['Πlog* (Δ)', 2, ['z1'], 'proof.log-star'],
   ] as const)('a bad %s names its prover', (what, round, path, check) => {
     const res = runPresign(shares3(), [0, 2], `bad-${what}`, tamper(1, round, 'p2p', [...path]) as never);
-    expect(res.aborted[0]?.culprits).toEqual([{ party: 1, reason: expect.stringContaining(`invalid ${what}`), check }]);
+    expect(res.aborted[0]?.culprits).toMatchObject([{ party: 1, reason: expect.stringContaining(`invalid ${what}`), check }]);
     expect(res.outputs).toEqual([undefined, undefined]);
   });
 
-  it('an equivocated broadcast (K_i) is detected and names the sender', () => {
-    const res = runPresign(fixtureShares('2of3'), [0, 1, 2], 'equiv', ((d: {
-      to: number;
-      message: { from: number; round: number; kind: string; body: Canonical };
-    }) => {
+  it('an equivocated broadcast (K_i, validly signed both ways) is detected and names the sender', () => {
+    const { auths } = ed25519AuthsForTest(3);
+    const name = presignProtocol({ share: fixtureShares('2of3')[0] as KeyShare, signers: [0, 1, 2] }).name;
+    const intercept: Interceptor = (d) => {
       if (d.message.from !== 0 || d.message.round !== 0 || d.message.kind !== 'broadcast' || d.to !== 2) return [d];
-      return [{ ...d, message: { ...d.message, body: bump(d.message.body, ['G']) } }];
-    }) as never);
+      const body = bump(d.message.body, ['G']);
+      return [{ ...d, message: resignForTest(auths[0] as BroadcastAuth, name, { ...d.message, body }) }];
+    };
+    const res = runPresign(fixtureShares('2of3'), [0, 1, 2], 'equiv', intercept, true);
     for (const i of [1, 2]) expect(res.aborted[i]?.culprits.map((c) => c.party)).toEqual([0]);
   });
 
@@ -317,8 +329,8 @@ describe('identifiable abort in presigning and signing', () => {
       intercept: (d) =>
         d.message.from === 2 ? [{ ...d, message: { ...d.message, body: { sigma: G.encodeScalar(42n) } } }] : [d],
     });
-    expect(res.aborted[0]?.culprits).toEqual([{ party: 2, reason: 'invalid signature share σ_j' }]);
-    expect(res.aborted[1]?.culprits).toEqual([{ party: 2, reason: 'invalid signature share σ_j' }]);
+    expect(res.aborted[0]?.culprits).toMatchObject([{ party: 2, reason: 'invalid signature share σ_j' }]);
+    expect(res.aborted[1]?.culprits).toMatchObject([{ party: 2, reason: 'invalid signature share σ_j' }]);
     expect(res.outputs.slice(0, 2)).toEqual([undefined, undefined]);
   });
 });

@@ -117,7 +117,7 @@ describe('CGGMP21 round messages over the wire (typed protobuf, proto/custodian/
           d.message.from === 1 ? { ...d, message: { ...d.message, body: { sigma: G.encodeScalar(5n) } } } : d,
         ),
     });
-    expect(blamed.aborted[0]?.culprits).toEqual([{ party: 1, reason: 'invalid signature share σ_j' }]);
+    expect(blamed.aborted[0]?.culprits).toMatchObject([{ party: 1, reason: 'invalid signature share σ_j' }]);
   });
 
   it('key refresh 2-of-3 over the wire keeps the public key', () => {

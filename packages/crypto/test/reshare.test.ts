@@ -268,7 +268,7 @@ describe('a dealer that lies about the old public package (review M3)', () => {
     expect(result.aborted[0]?.culprits.map((c) => c.party)).toEqual([1]);
     for (const k of [2, 3]) {
       expect(result.aborted[k]).toBeDefined();
-      expect(result.aborted[k]?.culprits).toEqual([]);
+      expect(result.aborted[k]?.culprits).toMatchObject([]);
     }
     expect(result.aborted.flatMap((a) => a?.culprits.map((c) => c.party) ?? [])).not.toContain(0);
     expect(result.outputs.every((o) => o === undefined)).toBe(true);

@@ -1,6 +1,9 @@
 import {
+  type BroadcastAuth,
+  broadcastStatementBytes,
   type Canonical,
   commit,
+  echoHash,
   equalBytes,
   type IncomingMessage,
   Party,
@@ -9,7 +12,7 @@ import {
   simulate,
   verifyCommitment,
 } from '@custodian/crypto';
-import { seededRandom } from '@custodian/crypto/testing';
+import { ed25519AuthsForTest, seededRandom } from '@custodian/crypto/testing';
 import { describe, expect, it } from 'vitest';
 
 // A small commit–reveal coin toss with a mixed round (broadcast + p2p), exercising every runtime feature.
@@ -75,10 +78,18 @@ const coinToss: ProtocolSpec<S, Uint8Array> = {
   ],
 };
 
-function parties(n: number, sid = sessionId) {
+function parties(n: number, sid = sessionId, signed = false) {
+  const { auths } = ed25519AuthsForTest(n);
   return Array.from(
     { length: n },
-    (_, i) => new Party(coinToss, { self: i, n, sessionId: sid, rng: seededRandom(`party-${i}`) }),
+    (_, i) =>
+      new Party(coinToss, {
+        self: i,
+        n,
+        sessionId: sid,
+        rng: seededRandom(`party-${i}`),
+        ...(signed ? { auth: auths[i] } : {}),
+      }),
   );
 }
 
@@ -170,7 +181,9 @@ describe('round runtime: input collector', () => {
     const b = t2.find((x) => x.kind === 'broadcast' && x.from === 0) as IncomingMessage;
     ps2[1]?.receive(b);
     const step = ps2[1]?.receive({ ...b, body: new Uint8Array(32).fill(3) });
-    expect(step?.aborted?.culprits).toEqual([{ party: 0, reason: 'sent two different broadcast messages in round 0' }]);
+    expect(step?.aborted?.culprits).toMatchObject([
+      { party: 0, reason: 'sent two different broadcast messages in round 0' },
+    ]);
   });
 
   it('aborts naming the sender of a malformed body', () => {
@@ -193,22 +206,36 @@ describe('round runtime: input collector', () => {
           ? [{ ...d, message: { ...d.message, body: { r: new Uint8Array(32), u: new Uint8Array(32) } } }]
           : [d],
     });
-    expect(res.aborted[0]?.culprits).toEqual([{ party: 1, reason: 'bad decommitment' }]);
-    expect(res.aborted[2]?.culprits).toEqual([{ party: 1, reason: 'bad decommitment' }]);
+    expect(res.aborted[0]?.culprits).toMatchObject([{ party: 1, reason: 'bad decommitment' }]);
+    expect(res.aborted[2]?.culprits).toMatchObject([{ party: 1, reason: 'bad decommitment' }]);
   });
 });
 
+/** A cheater's re-signed broadcast: the statement signature of `m`'s (new) body under `auth`. */
+function resign(auth: BroadcastAuth, m: IncomingMessage): IncomingMessage {
+  const hash = echoHash(m.sessionId, m.round, m.from, m.body);
+  return { ...m, statementSignature: auth.sign(broadcastStatementBytes(TAG, m.sessionId, m.round, m.from, hash)) };
+}
+
 describe('round runtime: reliable broadcast by echo', () => {
-  it('detects a broadcast equivocated in round 0 and names the sender', () => {
-    // party 0 sends one commitment to party 1 and another to party 2
-    const res = simulate(parties(3), {
+  it('detects a broadcast equivocated in round 0 and names the sender (signed statements)', () => {
+    // party 0 sends one commitment to party 1 and another to party 2, each validly signed
+    const { auths } = ed25519AuthsForTest(3);
+    const res = simulate(parties(3, sessionId, true), {
       intercept: (d) =>
         d.message.from === 0 && d.message.kind === 'broadcast' && d.message.round === 0 && d.to === 2
-          ? [{ ...d, message: { ...d.message, body: new Uint8Array(32).fill(0xee) } }]
+          ? [
+              {
+                ...d,
+                message: resign(auths[0] as BroadcastAuth, { ...d.message, body: new Uint8Array(32).fill(0xee) }),
+              },
+            ]
           : [d],
     });
     for (const i of [1, 2]) {
       expect(res.aborted[i]?.culprits.map((c) => c.party)).toEqual([0]);
+      expect(res.aborted[i]?.culprits[0]?.check).toBe('echo.equivocation');
+      expect(res.aborted[i]?.culprits[0]?.evidence?.statements).toHaveLength(2);
       expect(res.aborted[i]?.culprits[0]?.reason).toMatch(/equivocated broadcast in round 0/);
     }
     expect(res.outputs).toEqual([undefined, undefined, undefined]);
@@ -223,7 +250,7 @@ describe('round runtime: reliable broadcast by echo', () => {
           ? [{ ...d, message: { ...d.message, body: { r: new Uint8Array(32), u: new Uint8Array(32) } } }]
           : [d],
     });
-    expect(res.aborted[2]?.culprits).toEqual([{ party: 0, reason: 'bad decommitment' }]);
+    expect(res.aborted[2]?.culprits).toMatchObject([{ party: 0, reason: 'bad decommitment' }]);
     expect(res.outputs[1]).toBeUndefined();
     expect(res.outputs[0]).toBeUndefined();
   });
@@ -236,7 +263,10 @@ describe('round runtime: reliable broadcast by echo', () => {
         return [{ ...d, message: { ...d.message, echo } }];
       },
     });
-    expect(res.aborted[0]?.culprits[0]).toEqual({ party: 2, reason: 'false broadcast echo for party 0 in round 1' });
+    expect(res.aborted[0]?.culprits[0]).toMatchObject({
+      party: 2,
+      reason: 'false broadcast echo for party 0 in round 1',
+    });
     expect(res.aborted[1]?.culprits[0]?.party).toBe(2);
   });
 

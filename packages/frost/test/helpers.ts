@@ -1,6 +1,6 @@
 /** Test helpers: run whole ceremonies in memory with the runtime's simulator. */
 import { type Interceptor, Party, type RandomSource, simulate } from '@custodian/crypto';
-import { seededRandom } from '@custodian/crypto/testing';
+import { ed25519AuthsForTest, seededRandom } from '@custodian/crypto/testing';
 import {
   dkgProtocol,
   type KeyShare,
@@ -18,8 +18,15 @@ export function runDkg(
   t: number,
   n: number,
   seed: string,
-  opts: { intercept?: Interceptor; rng?: (i: number) => RandomSource; identifiers?: bigint[] } = {},
+  opts: {
+    intercept?: Interceptor;
+    rng?: (i: number) => RandomSource;
+    identifiers?: bigint[];
+    /** Run with signed broadcast statements (`ed25519AuthsForTest(n)`). */
+    signed?: boolean;
+  } = {},
 ) {
+  const { auths } = ed25519AuthsForTest(n);
   const parties = Array.from(
     { length: n },
     (_, i) =>
@@ -28,6 +35,7 @@ export function runDkg(
         n,
         sessionId: sid(`dkg:${seed}`),
         rng: opts.rng ? opts.rng(i) : seededRandom(`${seed}:${i}`),
+        ...(opts.signed ? { auth: auths[i] } : {}),
       }),
   );
   return simulate(parties, opts.intercept ? { intercept: opts.intercept } : {});

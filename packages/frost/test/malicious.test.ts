@@ -2,11 +2,11 @@
  * Malicious-party tests (DESIGN §9, STYLE.md item 7): every cheat is detected and its author named
  * by the honest parties; honest parties produce no partial output.
  */
-import type { Canonical, Delivery, Interceptor, RoundContext } from '@custodian/crypto';
-import { seededRandom } from '@custodian/crypto/testing';
+import type { BroadcastAuth, Canonical, Delivery, Interceptor, RoundContext } from '@custodian/crypto';
+import { ed25519AuthsForTest, resignForTest, seededRandom } from '@custodian/crypto/testing';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { describe, expect, it } from 'vitest';
-import { getSuite, type KeyShare, MemoryNonceLedger, type SuiteName, signProtocol } from '../src/index.js';
+import { dkgProtocol, getSuite, type KeyShare, MemoryNonceLedger, type SuiteName, signProtocol } from '../src/index.js';
 import { dkgShares, runDkg, runRefresh, runSign, sid, signOk } from './helpers.js';
 
 type Body = Record<string, Canonical | undefined>;
@@ -62,15 +62,28 @@ describe.each(suites)('DKG %s', (suite) => {
         0,
       ),
     });
-    expect(r.aborted[0]?.culprits).toEqual([{ party: 2, reason: 'share sent to party 0 fails the Feldman check' }]);
+    expect(r.aborted[0]?.culprits).toMatchObject([
+      { party: 2, reason: 'share sent to party 0 fails the Feldman check' },
+    ]);
     expect(r.outputs).toEqual([undefined, undefined, undefined]);
   });
 
-  it('equivocated broadcast is named through the echo', () => {
+  it('equivocated broadcast (validly signed both ways) is named through the signed echo', () => {
+    const altered = tamper(1, 0, 'broadcast', (b, d) =>
+      d.to === 2 ? { ...b, chainCodeCommitment: flip(b.chainCodeCommitment as Uint8Array) } : b,
+    );
+    const { auths } = ed25519AuthsForTest(3);
     const r = runDkg(suite, 2, 3, 'equivocate', {
-      intercept: tamper(1, 0, 'broadcast', (b, d) =>
-        d.to === 2 ? { ...b, chainCodeCommitment: flip(b.chainCodeCommitment as Uint8Array) } : b,
-      ),
+      signed: true,
+      intercept: (d) =>
+        altered(d).map((x) =>
+          x.message.from === 1 && x.message.round === 0 && x.message.kind === 'broadcast'
+            ? {
+                ...x,
+                message: resignForTest(auths[1] as BroadcastAuth, dkgProtocol({ suite, threshold: 2 }).name, x.message),
+              }
+            : x,
+        ),
     });
     // honest parties 0 and 2 name party 1 (party 1's own view does not matter)
     const named = [r.aborted[0], r.aborted[2]].flatMap((a) => a?.culprits.map((c) => c.party));
@@ -141,7 +154,7 @@ describe.each(suites)('signing %s', (suite) => {
         return [d];
       },
     });
-    expect(r.aborted[0]?.culprits).toEqual([{ party: 1, reason: "copied this party's nonce commitment" }]);
+    expect(r.aborted[0]?.culprits).toMatchObject([{ party: 1, reason: "copied this party's nonce commitment" }]);
     expect(r.aborted[2]?.culprits.map((c) => c.party)).toEqual([1]);
   });
 
@@ -161,7 +174,9 @@ describe.each(suites)('signing %s', (suite) => {
       perParty: (k) => (k === 0 ? { nonceLedger: ledger } : {}),
       intercept: tamper(1, 0, 'broadcast', (b) => ({ ...b, hiding: old?.hiding, binding: old?.binding })),
     });
-    expect(r.aborted[0]?.culprits).toEqual([{ party: 1, reason: 'reused a nonce commitment from an earlier session' }]);
+    expect(r.aborted[0]?.culprits).toMatchObject([
+      { party: 1, reason: 'reused a nonce commitment from an earlier session' },
+    ]);
   });
 
   it('a signer asked to sign another message is named before any share is released', () => {
@@ -236,7 +251,7 @@ describe('refresh', () => {
       'bad',
       tamper(0, 0, 'p2p', (b) => ({ ...b, share: flip(b.share as Uint8Array) }), 2),
     );
-    expect(r.aborted[2]?.culprits).toEqual([
+    expect(r.aborted[2]?.culprits).toMatchObject([
       { party: 0, reason: 'refresh share sent to party 2 fails the Feldman check' },
     ]);
     expect(r.outputs).toEqual([undefined, undefined, undefined]);

@@ -3,6 +3,9 @@
  * responses. A request is `SignedControl { request, signature }` where `signature` is the
  * coordinator's Ed25519 signature (RFC 8032) over `"custodian/v1/control" ‖ 0x00 ‖ request`.
  * Signers accept requests signed by their configured coordinator key only.
+ *
+ * Longer than 400 lines because it declares the TypeScript shape of every control message (with
+ * the blame evidence types) next to the one codec that signs and checks them.
  */
 import { ed25519Sign, ed25519Verify } from '@custodian/crypto';
 import { concatBytes, utf8ToBytes } from '@noble/hashes/utils.js';
@@ -205,6 +208,40 @@ export interface SignatureInfo {
   recoveryId?: number;
 }
 
+/** `custodian.v1.BlameMessage`: a message as received (SignedEnvelope bytes) and its p2p one-message key (or empty). */
+export interface BlameMessageInfo {
+  signedEnvelope: Uint8Array;
+  messageKey?: Uint8Array;
+}
+
+/** `custodian.v1.BroadcastStatement`: a party's signed claim of its broadcast's echo hash. */
+export interface BroadcastStatementInfo {
+  protocol: string;
+  sessionId: Uint8Array;
+  round: number;
+  sender: number;
+  hash: Uint8Array;
+  signature: Uint8Array;
+}
+
+/**
+ * `custodian.v1.Blame`: a party the reporting signer names, with the evidence a third party checks
+ * (issue [blame]); signers that predate it send party, peerId and reason only.
+ */
+export interface BlameInfo {
+  party: number;
+  peerId: string;
+  reason: string;
+  check?: string;
+  round?: number;
+  protocol?: string;
+  messages?: BlameMessageInfo[];
+  statements?: BroadcastStatementInfo[];
+  sessionParties?: string[];
+  sessionId?: Uint8Array;
+  sessionLabel?: string;
+}
+
 export interface CeremonyResult {
   ceremonyId: Uint8Array;
   outcome: number;
@@ -212,7 +249,7 @@ export interface CeremonyResult {
   publicKeys?: PublicKeyInfo[];
   signatures?: SignatureInfo[];
   transcriptHash?: Uint8Array;
-  blame?: { party: number; peerId: string; reason: string }[];
+  blame?: BlameInfo[];
   /** Human-readable account of a failure (logs, operators; no secret). Never parsed: see `refusal`. */
   error?: string;
   presignatureIds?: string[];

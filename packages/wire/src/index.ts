@@ -48,7 +48,13 @@ export {
 // Envelopes: signed, point-to-point encrypted
 
 export type { EnvelopeHeader, OpenContext, OpenedEnvelope, SealInput } from './envelope.js';
-export { openEnvelope, sealEnvelope } from './envelope.js';
+export {
+  openAsThirdParty,
+  openEnvelope,
+  STATEMENT_SIG_PREFIX,
+  sealEnvelope,
+  statementSigningBytes,
+} from './envelope.js';
 
 // Blame evidence: third-party verification of a signer's blame (the coordinator's check)
 
@@ -64,12 +70,15 @@ export { BLAME_EVIDENCE_LIMITS, blameSessionId, NOT_RE_RUN, verifyBlame } from '
 // Per-session wire: the round runtime's messages to and from envelopes
 
 export type { AcceptedMessage, SessionWireOptions } from './session.js';
-export { SessionWire } from './session.js';
+export { SessionWire, sessionAuth } from './session.js';
 
 // Control plane (coordinator ↔ signer): signed requests, responses and frames
 
 export type {
   ApproverDeviceWire,
+  BlameInfo,
+  BlameMessageInfo,
+  BroadcastStatementInfo,
   CeremonyResult,
   ControlFrame,
   ControlRequest,

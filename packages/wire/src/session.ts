@@ -6,12 +6,57 @@
  * accepted; the same bytes again are rejected as `replay`; different signed bytes in a filled slot
  * are passed on, because the runtime then aborts naming the sender (an authenticated equivocation).
  * Envelopes of other sessions are rejected (`wrong-session`), and the runtime rejects stale rounds.
+ *
+ * Evidence (issue [blame]): every accepted message carries `evidence` = the encoded
+ * `custodian.v1.BlameMessage` {signed_envelope: the exact bytes received, message_key: the
+ * point-to-point one-message key or empty}, which the runtime copies into a culprit's evidence; and
+ * {@link sessionAuth} gives the runtime the Ed25519 {@link BroadcastAuth} of the session's identity keys.
  */
-import { bytesToHex, type Canonical, type IncomingMessage, type OutgoingMessage } from '@custodian/crypto';
-import { bytesToCanonical, canonicalToBytes, DEFAULT_LIMITS, type WireLimits } from './codec.js';
-import { openEnvelope, sealEnvelope } from './envelope.js';
+import {
+  type BroadcastAuth,
+  bytesToHex,
+  type Canonical,
+  ed25519Sign,
+  ed25519Verify,
+  type IncomingMessage,
+  type OutgoingMessage,
+  type PartyIndex,
+} from '@custodian/crypto';
+import { bytesToCanonical, canonicalToBytes, DEFAULT_LIMITS, encodeMessage, type WireLimits } from './codec.js';
+import { openEnvelope, sealEnvelope, statementSigningBytes } from './envelope.js';
 import { accept, reject, type WireResult } from './errors.js';
 import { roundType } from './rounds.js';
+import { messageType } from './schema.js';
+
+const BlameMessageType = messageType('custodian.v1.BlameMessage');
+
+/**
+ * The session's {@link BroadcastAuth}: Ed25519 (RFC 8032) with the parties' identity keys (the keys
+ * behind their peer ids, which also sign envelopes) over {@link statementSigningBytes}(statement),
+ * i.e. `"custodian/v1/broadcast-statement" ‖ 0x00 ‖ statement`. `sign` gives 64 bytes and throws
+ * RangeError for a bad secret key (a local bug); `verify` never throws (false for an unknown party or
+ * a wrong-length signature).
+ */
+export function sessionAuth(options: {
+  readonly parties: readonly Uint8Array[];
+  readonly self: number;
+  /** This party's Ed25519 secret key (32-byte seed). SECRET. */
+  readonly secretKey: Uint8Array;
+}): BroadcastAuth {
+  const { parties, secretKey } = options;
+  return {
+    sign: (statement: Uint8Array) => ed25519Sign(statementSigningBytes(statement), secretKey),
+    verify: (party: PartyIndex, statement: Uint8Array, signature: Uint8Array) => {
+      const pk = parties[party];
+      if (!(pk instanceof Uint8Array) || !(signature instanceof Uint8Array) || signature.length !== 64) return false;
+      try {
+        return ed25519Verify(signature, statementSigningBytes(statement), pk);
+      } catch {
+        return false;
+      }
+    },
+  };
+}
 
 /** Configuration of one party's wire in one session. */
 export interface SessionWireOptions {
@@ -64,6 +109,9 @@ export class SessionWire {
         ? { receiver: msg.to as number, receiverPublicKey: o.parties[msg.to as number] as Uint8Array }
         : {}),
       echo: msg.echo ?? [],
+      ...(msg.echoSignatures ? { echoSignatures: msg.echoSignatures } : {}),
+      ...(msg.echoRound !== undefined ? { echoRound: msg.echoRound } : {}),
+      ...(msg.statementSignature ? { statementSignature: msg.statementSignature } : {}),
       payload,
       senderSecretKey: o.secretKey,
     });
@@ -81,7 +129,7 @@ export class SessionWire {
       ...(o.limits ? { limits: o.limits } : {}),
     });
     if (!opened.ok) return opened;
-    const { header, payload, digest } = opened.value;
+    const { header, payload, digest, messageKey } = opened.value;
     const kind = header.receiver === undefined ? 'broadcast' : 'p2p';
     if (header.round > o.rounds) return reject('malformed', `round ${header.round} out of range`, header.sender, true);
     const slot = `${header.round}/${header.sender}/${kind}`;
@@ -99,7 +147,14 @@ export class SessionWire {
       from: header.sender,
       ...(kind === 'p2p' ? { to: o.self } : {}),
       body: body.value as Canonical,
-      ...(header.echo.length > 0 ? { echo: header.echo } : {}),
+      ...(header.echo.length > 0
+        ? { echo: header.echo, echoSignatures: header.echoSignatures, echoRound: header.echoRound }
+        : {}),
+      ...(header.statementSignature ? { statementSignature: header.statementSignature } : {}),
+      evidence: encodeMessage(BlameMessageType, {
+        signedEnvelope: Uint8Array.from(bytes as Uint8Array),
+        messageKey: messageKey ?? new Uint8Array(0),
+      }),
     };
     return accept({ message, digest });
   }

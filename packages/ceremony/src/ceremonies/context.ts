@@ -8,7 +8,12 @@ import type { KeyShare as EcdsaKeyShare } from '@custodian/cggmp';
 import { bytesToHex, canonicalEncode } from '@custodian/crypto';
 import type { KeyShare } from '@custodian/frost';
 import {
+  type BlameInfo,
+  type BlameMessageInfo,
   type CeremonyResult,
+  DEFAULT_LIMITS,
+  decodeMessage,
+  messageType,
   Outcome,
   type RefusalCode,
   refusalValue,
@@ -137,16 +142,66 @@ export function toSessionParties(peerIds: readonly string[]): SessionParty[] {
   });
 }
 
-/** The blamed parties of an aborted session (index, peer id, reason), else none. */
-export function blameOf(outcome: SessionOutcome<unknown>, parties: readonly SessionParty[]): CeremonyResult['blame'] {
-  if (outcome.status === 'aborted') {
-    return outcome.aborted.culprits.map((c) => ({
-      party: c.party,
-      peerId: parties[c.party]?.peerId ?? '',
-      reason: c.reason,
-    }));
+const BlameMessageType = messageType('custodian.v1.BlameMessage');
+
+/** One culprit's transport evidence (encoded `custodian.v1.BlameMessage`, wire SessionWire) decoded; undecodable entries dropped. */
+function blameMessages(evidence: readonly Uint8Array[]): BlameMessageInfo[] {
+  const out: BlameMessageInfo[] = [];
+  for (const e of evidence) {
+    const d = decodeMessage(BlameMessageType, e, DEFAULT_LIMITS);
+    if (!d.ok) continue;
+    const m = d.value as unknown as { signedEnvelope?: Uint8Array; messageKey?: Uint8Array };
+    if (!(m.signedEnvelope instanceof Uint8Array) || m.signedEnvelope.length === 0) continue;
+    out.push({ signedEnvelope: m.signedEnvelope, messageKey: m.messageKey ?? new Uint8Array(0) });
   }
-  return [];
+  return out;
+}
+
+/**
+ * The blamed parties of an aborted session, else none: index, peer id, reason, and the evidence a
+ * third party checks (control.proto `Blame`: check, round, protocol, messages, statements, the
+ * run's ordered peer ids, session id and label).
+ */
+export function blameOf(outcome: SessionOutcome<unknown>, parties: readonly SessionParty[]): BlameInfo[] {
+  if (outcome.status !== 'aborted') return [];
+  const sessionParties = parties.map((p) => p.peerId);
+  return outcome.aborted.culprits.map((c) => ({
+    party: c.party,
+    peerId: parties[c.party]?.peerId ?? '',
+    reason: c.reason,
+    ...(c.check !== undefined ? { check: c.check } : {}),
+    ...(c.round !== undefined ? { round: c.round } : {}),
+    ...(outcome.protocol !== undefined ? { protocol: outcome.protocol } : {}),
+    messages: blameMessages(c.evidence?.messages ?? []),
+    statements: (c.evidence?.statements ?? []).map((s) => ({
+      protocol: s.protocol,
+      sessionId: s.sessionId,
+      round: s.round,
+      sender: s.sender,
+      hash: s.hash,
+      signature: s.signature,
+    })),
+    sessionParties,
+    ...(outcome.sessionId !== undefined ? { sessionId: outcome.sessionId } : {}),
+    ...(outcome.sessionLabel !== undefined ? { sessionLabel: outcome.sessionLabel } : {}),
+  }));
+}
+
+/**
+ * A blame list without its evidence (for logs and the audit record): party, peer id, reason, check,
+ * round. The evidence is sent to the coordinator only: a point-to-point message key opens that
+ * message, which may carry a share.
+ */
+export function blameSummary(
+  blame: readonly BlameInfo[] | undefined,
+): { party: number; peerId: string; reason: string; check?: string; round?: number }[] {
+  return (blame ?? []).map((b) => ({
+    party: b.party,
+    peerId: b.peerId,
+    reason: b.reason,
+    ...(b.check !== undefined ? { check: b.check } : {}),
+    ...(b.round !== undefined ? { round: b.round } : {}),
+  }));
 }
 
 /** SHA-256 of the canonical encoding of the ceremony id and every session's transcript hash (32 bytes). */
@@ -198,7 +253,7 @@ export function record(ceremonyId: Uint8Array, start: StartCeremony, result: Cer
       : {}),
     outcome: result.outcome,
     transcriptHash: result.transcriptHash ? bytesToHex(result.transcriptHash) : '',
-    blame: result.blame ?? [],
+    blame: blameSummary(result.blame),
     error: result.error ?? '',
     at: new Date().toISOString(),
   };

@@ -23,6 +23,7 @@ import { rollbackRefusal } from '../rollback.js';
 import type { CeremonyStore, StoreOp } from '../storage.js';
 import { commitReshare, forgetKey } from './commit.js';
 import {
+  blameSummary,
   type CeremonyContext,
   type CeremonyHooks,
   Refused,
@@ -178,7 +179,7 @@ export async function runCeremony(
         start.kind === CeremonyKind.RESHARE)
     )
       ctx.primePool.fill(ctx.primePoolTarget ?? 0);
-    log.info({ outcome: result.outcome, blame: result.blame }, 'ceremony finished');
+    log.info({ outcome: result.outcome, blame: blameSummary(result.blame) }, 'ceremony finished');
     return result;
   } catch (e) {
     if (!(e instanceof Refused)) {

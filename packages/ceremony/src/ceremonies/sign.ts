@@ -84,6 +84,7 @@ export async function sign(
         secretKey: ctx.secretKey,
         deadline,
         label: `frost.sign.${entry.suite}.${i}`,
+        sessionLabel: `frost.sign.${i}`,
         group: bytesToHex(ceremonyId),
         // the round computing the share records the session's nonce commitments: durable first
         beforeRelease: () => ctx.nonceLedger.persist(),

@@ -5,9 +5,18 @@
  * message (rejecting wrong session, unknown or unexpected sender, stale or unknown round, wrong kind,
  * wrong receiver and duplicates before any math), buffers messages of future rounds, and when a
  * round is complete runs its pure `process`. Broadcast rounds are made reliable by echo (DESIGN §1):
- * every message of the next round carries the hash of each broadcast this party received; a mismatch
- * aborts naming the sender whose broadcast differs. After a final broadcast round an echo-only round
- * is added before the output is released.
+ * every message of the next round carries the hash of each broadcast this party received. After a
+ * final broadcast round an echo-only round is added before the output is released.
+ *
+ * Reliable broadcast with evidence (docs/protocols.md, issue [blame]): with {@link PartyOptions.auth}
+ * every broadcast carries its sender's signature over its statement ({@link broadcastStatementBytes})
+ * and every echo vector carries those signatures. An echo mismatch then names whoever the signatures
+ * convict: the broadcaster when the echoer holds a second statement it validly signed
+ * (`echo.equivocation`), else the echoer (`echo.false`); never a party on another party's word alone.
+ * Without `auth` a mismatch about a third party aborts naming nobody.
+ *
+ * Longer than 400 lines because the collector, the echo checks and the evidence they attach share
+ * one state machine and read best together.
  */
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, equalBytes, type RandomSource } from '../bytes.js';
@@ -15,6 +24,8 @@ import { type Canonical, canonicalEncode } from '../encoding.js';
 import {
   type Aborted,
   type BroadcastAuth,
+  type Culprit,
+  type CulpritEvidence,
   type IncomingMessage,
   type Outbox,
   type OutgoingMessage,
@@ -24,6 +35,7 @@ import {
   type ReceivedParts,
   type RoundContext,
   type RoundSpec,
+  type SignedStatement,
 } from './types.js';
 
 /** Why an incoming message was not stored. The message is dropped; nothing else changes. */
@@ -92,11 +104,50 @@ export function broadcastStatementBytes(
   return canonicalEncode(['custodian/broadcast-statement/v1', protocol, sessionId, round, sender, hash]);
 }
 
+function sameBytesList(a: readonly Uint8Array[] | undefined, b: readonly Uint8Array[] | undefined): boolean {
+  const ea = a ?? [];
+  const eb = b ?? [];
+  return (
+    ea.length === eb.length &&
+    ea.every((h, i) => h instanceof Uint8Array && eb[i] instanceof Uint8Array && equalBytes(h, eb[i] as Uint8Array))
+  );
+}
+
 function sameMessage(a: IncomingMessage, b: IncomingMessage): boolean {
-  if (!equalBytes(canonicalEncode(a.body), canonicalEncode(b.body))) return false;
-  const ea = a.echo ?? [];
-  const eb = b.echo ?? [];
-  return ea.length === eb.length && ea.every((h, i) => equalBytes(h, eb[i] as Uint8Array));
+  try {
+    if (!equalBytes(canonicalEncode(a.body), canonicalEncode(b.body))) return false;
+  } catch {
+    return false;
+  }
+  const sa = a.statementSignature ?? new Uint8Array(0);
+  const sb = b.statementSignature ?? new Uint8Array(0);
+  return (
+    sameBytesList(a.echo, b.echo) &&
+    sameBytesList(a.echoSignatures, b.echoSignatures) &&
+    a.echoRound === b.echoRound &&
+    sa instanceof Uint8Array &&
+    sb instanceof Uint8Array &&
+    equalBytes(sa, sb)
+  );
+}
+
+/** The transport evidence of some messages, in order, where present. */
+function evidenceOf(...messages: (IncomingMessage | undefined)[]): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  for (const m of messages) if (m?.evidence instanceof Uint8Array) out.push(m.evidence);
+  return out;
+}
+
+/**
+ * What this party echoes for one broadcast round: per sender the echo hash, the sender's statement
+ * signature and the transport evidence of its broadcast (empty / undefined where it sent none).
+ */
+interface EchoRecord {
+  /** The round whose broadcasts this covers. */
+  readonly covers: number;
+  readonly hashes: Uint8Array[];
+  readonly signatures: Uint8Array[];
+  readonly evidence: (Uint8Array | undefined)[];
 }
 
 /** One party of a protocol run. Not reusable across sessions. */
@@ -109,8 +160,9 @@ export class Party<S, O> {
   private slots = new Map<number, Map<PartyIndex, Slot>>();
   /** Our own broadcast body per round (for echo hashes). */
   private ownBroadcast = new Map<number, Canonical>();
-  /** Echo vector for messages sent at round r (hashes of round r−1 broadcasts). */
-  private echoFor = new Map<number, Uint8Array[]>();
+  /** Echo record for messages sent at round r (usually of round r−1 broadcasts). */
+  private echoFor = new Map<number, EchoRecord>();
+  private readonly auth: BroadcastAuth | undefined;
   private pendingOutput: { value: O } | undefined;
   private result: { output?: O; aborted?: Aborted } = {};
 
@@ -124,6 +176,22 @@ export class Party<S, O> {
     }
     this.spec = spec;
     this.ctx = { self: opts.self, n: opts.n, sessionId: opts.sessionId, rng: opts.rng };
+    this.auth = opts.auth;
+  }
+
+  private statement(round: number, sender: PartyIndex, hash: Uint8Array): Uint8Array {
+    return broadcastStatementBytes(this.spec.name, this.ctx.sessionId, round, sender, hash);
+  }
+
+  /** Whether `signature` is `sender`'s signature over its statement of (round, hash). Never throws. */
+  private verifyStatement(round: number, sender: PartyIndex, hash: unknown, signature: unknown): boolean {
+    if (!this.auth || !(hash instanceof Uint8Array) || !(signature instanceof Uint8Array)) return false;
+    if (hash.length === 0 || signature.length === 0) return false;
+    try {
+      return this.auth.verify(sender, this.statement(round, sender, hash), signature) === true;
+    } catch {
+      return false;
+    }
   }
 
   get status(): PartyStatus {
@@ -180,13 +248,36 @@ export class Party<S, O> {
     }
   }
 
+  /** Own signature over the own broadcast statement of `round` (kept for the own echo entry). */
+  private ownSignature = new Map<number, Uint8Array>();
+
   private emit(round: number, outbox: Outbox): OutgoingMessage[] {
     const out: OutgoingMessage[] = [];
-    const echo = this.echoFor.get(round);
-    const base = { sessionId: this.ctx.sessionId, round, from: this.ctx.self, ...(echo ? { echo } : {}) };
+    const rec = this.echoFor.get(round);
+    const base = {
+      sessionId: this.ctx.sessionId,
+      round,
+      from: this.ctx.self,
+      ...(rec
+        ? {
+            echo: rec.hashes,
+            echoRound: rec.covers,
+            ...(this.auth ? { echoSignatures: rec.signatures } : {}),
+          }
+        : {}),
+    };
     if (outbox.broadcast !== undefined) {
       this.ownBroadcast.set(round, outbox.broadcast);
-      out.push({ ...base, kind: 'broadcast', body: outbox.broadcast });
+      const statementSignature = this.auth?.sign(
+        this.statement(round, this.ctx.self, echoHash(this.ctx.sessionId, round, this.ctx.self, outbox.broadcast)),
+      );
+      if (statementSignature) this.ownSignature.set(round, statementSignature);
+      out.push({
+        ...base,
+        kind: 'broadcast',
+        body: outbox.broadcast,
+        ...(statementSignature ? { statementSignature } : {}),
+      });
     }
     for (const [to, body] of outbox.p2p ?? []) {
       if (to === this.ctx.self) continue;
@@ -242,8 +333,33 @@ export class Party<S, O> {
     if (existing) {
       if (sameMessage(existing.raw, msg)) return reject('duplicate message');
       return this.fail(
-        new ProtocolAbort({ party: from, reason: `sent two different ${kind} messages in round ${round}` }),
+        new ProtocolAbort({
+          party: from,
+          reason: `sent two different ${kind} messages in round ${round}`,
+          check: 'message.conflict',
+          round,
+          evidence: { messages: evidenceOf(existing.raw, msg) },
+        }),
       );
+    }
+    if (kind === 'broadcast' && this.auth) {
+      let hash: Uint8Array | undefined;
+      try {
+        hash = echoHash(this.ctx.sessionId, round, from, msg.body);
+      } catch {
+        hash = undefined; // a body the canonical encoding refuses: its parser will name the sender
+      }
+      if (hash !== undefined && !this.verifyStatement(round, from, hash, msg.statementSignature)) {
+        return this.fail(
+          new ProtocolAbort({
+            party: from,
+            reason: `missing or invalid broadcast statement signature in round ${round}`,
+            check: 'echo.malformed',
+            round,
+            evidence: { messages: evidenceOf(msg) },
+          }),
+        );
+      }
     }
     slot[kind] = { raw: msg };
     bySender.set(from, slot);
@@ -282,17 +398,28 @@ export class Party<S, O> {
       const spec = this.roundSpec(r) as RoundSpec<S, O>;
       const state = this.state as S;
       const received = new Map<PartyIndex, ReceivedParts<unknown, unknown>>();
-      for (const j of senders) {
-        const slot = bySender.get(j) as Slot;
-        received.set(j, {
-          broadcast: spec.broadcast
-            ? this.parse(j, () => spec.broadcast?.(slot.broadcast?.raw.body, j, state))
-            : undefined,
-          p2p: spec.p2p ? this.parse(j, () => spec.p2p?.(slot.p2p?.raw.body, j, state)) : undefined,
-        });
+      let result: ReturnType<RoundSpec<S, O>['process']>;
+      try {
+        for (const j of senders) {
+          const slot = bySender.get(j) as Slot;
+          const ev = {
+            ...(slot.broadcast?.raw.evidence instanceof Uint8Array ? { broadcast: slot.broadcast.raw.evidence } : {}),
+            ...(slot.p2p?.raw.evidence instanceof Uint8Array ? { p2p: slot.p2p.raw.evidence } : {}),
+          };
+          received.set(j, {
+            broadcast: spec.broadcast
+              ? this.parse(j, slot.broadcast?.raw, () => spec.broadcast?.(slot.broadcast?.raw.body, j, state))
+              : undefined,
+            p2p: spec.p2p ? this.parse(j, slot.p2p?.raw, () => spec.p2p?.(slot.p2p?.raw.body, j, state)) : undefined,
+            ...(ev.broadcast || ev.p2p ? { evidence: ev } : {}),
+          });
+        }
+        if (spec.broadcast) this.recordEcho(r, senders, bySender);
+        result = spec.process(state, received, this.ctx);
+      } catch (e) {
+        if (e instanceof ProtocolAbort) throw this.withEvidence(e, r, bySender);
+        throw e;
       }
-      if (spec.broadcast) this.recordEcho(r, senders, bySender);
-      const result = spec.process(state, received, this.ctx);
       this.slots.delete(r);
       this.current = r + 1;
       if (result.output !== undefined || !('state' in result)) {
@@ -329,47 +456,139 @@ export class Party<S, O> {
     this.state = undefined;
   }
 
-  private parse(from: PartyIndex, fn: () => unknown): unknown {
+  private parse(from: PartyIndex, raw: IncomingMessage | undefined, fn: () => unknown): unknown {
     try {
       return fn();
     } catch (e) {
       if (e instanceof ProtocolAbort) throw e;
       const why = e instanceof Error ? e.message : String(e);
-      throw new ProtocolAbort({ party: from, reason: `malformed message: ${why}` });
+      throw new ProtocolAbort({
+        party: from,
+        reason: `malformed message: ${why}`,
+        check: 'message.malformed',
+        evidence: { messages: evidenceOf(raw) },
+      });
     }
   }
 
+  /**
+   * The abort of round `r` with every culprit's `round` (default `r`) and `evidence` (default: its
+   * messages of round `r`, broadcast then point-to-point, where the transport gave evidence) set.
+   */
+  private withEvidence(e: ProtocolAbort, r: number, bySender: Map<PartyIndex, Slot>): ProtocolAbort {
+    const culprits: Culprit[] = e.culprits.map((c) => {
+      const slot = bySender.get(c.party);
+      return {
+        ...c,
+        round: c.round ?? r,
+        evidence: c.evidence ?? { messages: evidenceOf(slot?.broadcast?.raw, slot?.p2p?.raw) },
+      };
+    });
+    return new ProtocolAbort(culprits, e.message);
+  }
+
   private recordEcho(r: number, senders: readonly PartyIndex[], bySender: Map<PartyIndex, Slot>): void {
-    const hashes: Uint8Array[] = Array.from({ length: this.ctx.n }, () => new Uint8Array(0));
+    const n = this.ctx.n;
+    const hashes: Uint8Array[] = Array.from({ length: n }, () => new Uint8Array(0));
+    const signatures: Uint8Array[] = Array.from({ length: n }, () => new Uint8Array(0));
+    const evidence: (Uint8Array | undefined)[] = Array.from({ length: n }, () => undefined);
     const own = this.ownBroadcast.get(r);
-    if (own !== undefined) hashes[this.ctx.self] = echoHash(this.ctx.sessionId, r, this.ctx.self, own);
-    for (const j of senders) {
-      const body = bySender.get(j)?.broadcast?.raw.body as Canonical;
-      hashes[j] = echoHash(this.ctx.sessionId, r, j, body);
+    if (own !== undefined) {
+      hashes[this.ctx.self] = echoHash(this.ctx.sessionId, r, this.ctx.self, own);
+      signatures[this.ctx.self] = this.ownSignature.get(r) ?? new Uint8Array(0);
     }
-    this.echoFor.set(r + 1, hashes);
+    for (const j of senders) {
+      const raw = bySender.get(j)?.broadcast?.raw;
+      hashes[j] = echoHash(this.ctx.sessionId, r, j, raw?.body as Canonical);
+      if (this.auth) signatures[j] = raw?.statementSignature ?? new Uint8Array(0);
+      evidence[j] = raw?.evidence;
+    }
+    this.echoFor.set(r + 1, { covers: r, hashes, signatures, evidence });
+  }
+
+  /** The echo fields of k's message have the right shape (and, with auth, its signatures vector)? */
+  private echoShapeOk(msg: IncomingMessage, covers: number): boolean {
+    const n = this.ctx.n;
+    const theirs = msg.echo;
+    if (!Array.isArray(theirs) || theirs.length !== n || !theirs.every((h) => h instanceof Uint8Array)) return false;
+    if (!this.auth) return true;
+    if (msg.echoRound !== covers) return false;
+    const sigs = msg.echoSignatures;
+    if (!Array.isArray(sigs) || sigs.length !== n) return false;
+    return sigs.every(
+      (s, j) => s instanceof Uint8Array && (s.length === 0) === ((theirs[j] as Uint8Array).length === 0),
+    );
   }
 
   private checkEcho(r: number, senders: readonly PartyIndex[], bySender: Map<PartyIndex, Slot>): void {
     const mine = this.echoFor.get(r);
     if (!mine) return;
+    const c = mine.covers;
     for (const k of senders) {
       const slot = bySender.get(k) as Slot;
       for (const part of [slot.broadcast, slot.p2p]) {
         if (!part) continue;
-        const theirs = part.raw.echo;
-        if (!Array.isArray(theirs) || theirs.length !== this.ctx.n || !theirs.every((h) => h instanceof Uint8Array)) {
-          throw new ProtocolAbort({ party: k, reason: `missing or malformed broadcast echo in round ${r}` });
+        const msg = part.raw;
+        if (!this.echoShapeOk(msg, c)) {
+          throw new ProtocolAbort({
+            party: k,
+            reason: `missing or malformed broadcast echo in round ${r}`,
+            check: 'echo.malformed',
+            round: r,
+            evidence: { messages: evidenceOf(msg) },
+          });
         }
+        const theirs = msg.echo as readonly Uint8Array[];
         for (let j = 0; j < this.ctx.n; j++) {
-          if (j === k || equalBytes(theirs[j] as Uint8Array, mine[j] as Uint8Array)) continue;
-          if (j === this.ctx.self) {
-            // k claims a different hash for our own broadcast: we know what we sent, so k lies
-            throw new ProtocolAbort({ party: k, reason: `false broadcast echo for party ${j} in round ${r}` });
+          if (j === k || equalBytes(theirs[j] as Uint8Array, mine.hashes[j] as Uint8Array)) continue;
+          const falseEcho = (): never => {
+            throw new ProtocolAbort({
+              party: k,
+              reason: `false broadcast echo for party ${j} in round ${r}`,
+              check: 'echo.false',
+              round: r,
+              evidence: { messages: evidenceOf(msg) },
+            });
+          };
+          // k claims a different hash for our own broadcast: we know what we sent, so k lies
+          if (j === this.ctx.self) falseEcho();
+          if (!this.auth) {
+            // k's word against j's: without signatures nobody can be named fairly
+            throw new ProtocolAbort(
+              [],
+              `broadcast echo mismatch about party ${j}'s round-${c} broadcast reported by party ${k} in round ${r}: ` +
+                `unsigned, so nobody can be named (hash ${bytesToHex(mine.hashes[j] as Uint8Array).slice(0, 16)}…)`,
+            );
           }
+          const theirSig = (msg.echoSignatures as readonly Uint8Array[])[j] as Uint8Array;
+          const ourHash = mine.hashes[j] as Uint8Array;
+          const ourSig = mine.signatures[j] as Uint8Array;
+          // j's second statement only convicts j if we hold its first one (j was a sender to us)
+          if (ourHash.length === 0 || !this.verifyStatement(c, j, theirs[j], theirSig)) falseEcho();
+          const stmt = (hash: Uint8Array, signature: Uint8Array): SignedStatement => ({
+            protocol: this.spec.name,
+            sessionId: this.ctx.sessionId,
+            round: c,
+            sender: j,
+            hash,
+            signature,
+          });
+          const evidence: CulpritEvidence = {
+            messages: [
+              ...(mine.evidence[j] instanceof Uint8Array ? [mine.evidence[j] as Uint8Array] : []),
+              ...evidenceOf(msg),
+            ],
+            statements: [stmt(ourHash, ourSig), stmt(theirs[j] as Uint8Array, theirSig)],
+          };
           throw new ProtocolAbort(
-            { party: j, reason: `equivocated broadcast in round ${r - 1} (echo mismatch reported by party ${k})` },
-            `broadcast equivocation by party ${j} detected in round ${r} (hash ${bytesToHex(mine[j] as Uint8Array).slice(0, 16)}…)`,
+            {
+              party: j,
+              reason: `equivocated broadcast in round ${c} (two signed statements; echo of party ${k})`,
+              check: 'echo.equivocation',
+              round: c,
+              evidence,
+            },
+            `broadcast equivocation by party ${j} detected in round ${r} (hash ${bytesToHex(ourHash).slice(0, 16)}…)`,
           );
         }
       }
