@@ -8,7 +8,9 @@
 import { type Canonical, type Delivery, secp256k1Group as G } from '@custodian/crypto';
 import { describe, expect, it } from 'vitest';
 import type { KeyShare } from '../src/index.js';
-import { fixtureShares, runPresignCheating as runPresign } from './helpers.js';
+import { ed25519AuthsForTest, resignForTest } from '@custodian/crypto/testing';
+import { PRESIGN_TAG } from '../src/presign.js';
+import { fixtureShares, runPresign as runPresignSigned, runPresignCheating as runPresign } from './helpers.js';
 
 type Body = Record<string, Canonical>;
 
@@ -129,5 +131,31 @@ describe('presigning identification', () => {
     const ids = res.outputs.map((o) => o?.id);
     expect(new Set(ids).size).toBe(1);
     expect(ids[0]).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it('a δ_j equivocated with valid signatures (honest parties split between output and identification) is named by both sides, nobody waits', () => {
+    // party 1 sends its true δ_1 to party 0 (whose check passes: it echoes and would output) and
+    // δ_1 + 1, re-signed, to party 2 (whose check fails: it starts identification). Each side sees
+    // the other's signed echo of round 2 in a message of another round and names party 1 at once.
+    const { auths } = ed25519AuthsForTest(3);
+    const res = runPresignSigned(
+      fixtureShares('2of3'),
+      [0, 1, 2],
+      'ident-split',
+      (d: Delivery): Delivery[] => {
+        const m = d.message;
+        if (m.from !== 1 || m.round !== 2 || m.kind !== 'broadcast' || d.to !== 2) return [d];
+        const b = m.body as Body;
+        const delta = G.encodeScalar(G.mod(G.decodeScalar(b.delta as Uint8Array, 'delta') + 1n));
+        return [{ ...d, message: resignForTest(auths[1] as never, PRESIGN_TAG, { ...m, body: { ...b, delta } }) }];
+      },
+      true,
+    );
+    expect(res.outputs[0]).toBeUndefined();
+    expect(res.outputs[2]).toBeUndefined();
+    for (const p of [0, 2]) {
+      expect(res.aborted[p]?.culprits.map((c) => [c.party, c.check])).toEqual([[1, 'echo.equivocation']]);
+      expect(res.aborted[p]?.culprits[0]?.evidence?.statements).toHaveLength(2);
+    }
   });
 });

@@ -315,6 +315,13 @@ export class Party<S, O> {
     if (!Number.isSafeInteger(from) || from < 0 || from >= this.ctx.n) return reject('unknown sender');
     if (from === this.ctx.self) return reject('message from self');
     if (!Number.isSafeInteger(round) || round < 0 || round > this.echoRound) return reject('unknown round');
+    if (round !== this.current) {
+      // A message of another round (parties split by an equivocated broadcast: some finished and
+      // echo, others run a later round) still carries a signed echo of a round we know: compare it
+      // now, or each side would wait for messages the other never sends.
+      const early = this.earlyEcho(msg);
+      if (early) return early;
+    }
     if (round < this.current) return reject('stale round (replay or late duplicate)');
     if (kind !== 'broadcast' && kind !== 'p2p') return reject('unknown kind');
     if (kind === 'p2p' && msg.to !== this.ctx.self) return reject('p2p message not addressed to this party');
@@ -520,6 +527,24 @@ export class Party<S, O> {
     );
   }
 
+  /**
+   * With auth: the signed echo of a message of another round than the one being collected, when it
+   * covers a broadcast round this party has recorded, compared at once (an abort step when it
+   * convicts someone; else undefined and the message goes on to the usual checks). A malformed or
+   * unsigned echo is left to those checks.
+   */
+  private earlyEcho(msg: IncomingMessage): Step<O> | undefined {
+    if (!this.auth || typeof msg.echoRound !== 'number') return undefined;
+    const mine = [...this.echoFor.values()].find((e) => e.covers === msg.echoRound);
+    if (!mine || !this.echoShapeOk(msg, mine.covers)) return undefined;
+    try {
+      this.compareEcho(msg.from, msg, mine, msg.round);
+      return undefined;
+    } catch (e) {
+      return this.fail(e);
+    }
+  }
+
   private checkEcho(r: number, senders: readonly PartyIndex[], bySender: Map<PartyIndex, Slot>): void {
     const mine = this.echoFor.get(r);
     if (!mine) return;
@@ -538,60 +563,66 @@ export class Party<S, O> {
             evidence: { messages: evidenceOf(msg) },
           });
         }
-        const theirs = msg.echo as readonly Uint8Array[];
-        for (let j = 0; j < this.ctx.n; j++) {
-          if (j === k || equalBytes(theirs[j] as Uint8Array, mine.hashes[j] as Uint8Array)) continue;
-          const falseEcho = (): never => {
-            throw new ProtocolAbort({
-              party: k,
-              reason: `false broadcast echo for party ${j} in round ${r}`,
-              check: 'echo.false',
-              round: r,
-              evidence: { messages: evidenceOf(msg) },
-            });
-          };
-          // k claims a different hash for our own broadcast: we know what we sent, so k lies
-          if (j === this.ctx.self) falseEcho();
-          if (!this.auth) {
-            // k's word against j's: without signatures nobody can be named fairly
-            throw new ProtocolAbort(
-              [],
-              `broadcast echo mismatch about party ${j}'s round-${c} broadcast reported by party ${k} in round ${r}: ` +
-                `unsigned, so nobody can be named (hash ${bytesToHex(mine.hashes[j] as Uint8Array).slice(0, 16)}…)`,
-            );
-          }
-          const theirSig = (msg.echoSignatures as readonly Uint8Array[])[j] as Uint8Array;
-          const ourHash = mine.hashes[j] as Uint8Array;
-          const ourSig = mine.signatures[j] as Uint8Array;
-          // j's second statement only convicts j if we hold its first one (j was a sender to us)
-          if (ourHash.length === 0 || !this.verifyStatement(c, j, theirs[j], theirSig)) falseEcho();
-          const stmt = (hash: Uint8Array, signature: Uint8Array): SignedStatement => ({
-            protocol: this.spec.name,
-            sessionId: this.ctx.sessionId,
-            round: c,
-            sender: j,
-            hash,
-            signature,
-          });
-          const evidence: CulpritEvidence = {
-            messages: [
-              ...(mine.evidence[j] instanceof Uint8Array ? [mine.evidence[j] as Uint8Array] : []),
-              ...evidenceOf(msg),
-            ],
-            statements: [stmt(ourHash, ourSig), stmt(theirs[j] as Uint8Array, theirSig)],
-          };
-          throw new ProtocolAbort(
-            {
-              party: j,
-              reason: `equivocated broadcast in round ${c} (two signed statements; echo of party ${k})`,
-              check: 'echo.equivocation',
-              round: c,
-              evidence,
-            },
-            `broadcast equivocation by party ${j} detected in round ${r} (hash ${bytesToHex(ourHash).slice(0, 16)}…)`,
-          );
-        }
+        this.compareEcho(k, msg, mine, r);
       }
+    }
+  }
+
+  /** Compare k's (well-shaped) echo with ours; throws the abort naming whom the signatures convict. */
+  private compareEcho(k: PartyIndex, msg: IncomingMessage, mine: EchoRecord, r: number): void {
+    const c = mine.covers;
+    const theirs = msg.echo as readonly Uint8Array[];
+    for (let j = 0; j < this.ctx.n; j++) {
+      if (j === k || equalBytes(theirs[j] as Uint8Array, mine.hashes[j] as Uint8Array)) continue;
+      const falseEcho = (): never => {
+        throw new ProtocolAbort({
+          party: k,
+          reason: `false broadcast echo for party ${j} in round ${r}`,
+          check: 'echo.false',
+          round: r,
+          evidence: { messages: evidenceOf(msg) },
+        });
+      };
+      // k claims a different hash for our own broadcast: we know what we sent, so k lies
+      if (j === this.ctx.self) falseEcho();
+      if (!this.auth) {
+        // k's word against j's: without signatures nobody can be named fairly
+        throw new ProtocolAbort(
+          [],
+          `broadcast echo mismatch about party ${j}'s round-${c} broadcast reported by party ${k} in round ${r}: ` +
+            `unsigned, so nobody can be named (hash ${bytesToHex(mine.hashes[j] as Uint8Array).slice(0, 16)}…)`,
+        );
+      }
+      const theirSig = (msg.echoSignatures as readonly Uint8Array[])[j] as Uint8Array;
+      const ourHash = mine.hashes[j] as Uint8Array;
+      const ourSig = mine.signatures[j] as Uint8Array;
+      // j's second statement only convicts j if we hold its first one (j was a sender to us)
+      if (ourHash.length === 0 || !this.verifyStatement(c, j, theirs[j], theirSig)) falseEcho();
+      const stmt = (hash: Uint8Array, signature: Uint8Array): SignedStatement => ({
+        protocol: this.spec.name,
+        sessionId: this.ctx.sessionId,
+        round: c,
+        sender: j,
+        hash,
+        signature,
+      });
+      const evidence: CulpritEvidence = {
+        messages: [
+          ...(mine.evidence[j] instanceof Uint8Array ? [mine.evidence[j] as Uint8Array] : []),
+          ...evidenceOf(msg),
+        ],
+        statements: [stmt(ourHash, ourSig), stmt(theirs[j] as Uint8Array, theirSig)],
+      };
+      throw new ProtocolAbort(
+        {
+          party: j,
+          reason: `equivocated broadcast in round ${c} (two signed statements; echo of party ${k})`,
+          check: 'echo.equivocation',
+          round: c,
+          evidence,
+        },
+        `broadcast equivocation by party ${j} detected in round ${r} (hash ${bytesToHex(ourHash).slice(0, 16)}…)`,
+      );
     }
   }
 }
