@@ -128,7 +128,7 @@ export async function dispatchCeremony(
           if (result.outcome !== Outcome.OK) failed(t.party);
           if (options.abortOnFailure && result.outcome !== Outcome.OK)
             abortAll(`${t.party.kind} ${t.party.id} did not take part`);
-          return { party: t.party, result, unreachable: false };
+          return { party: t.party, result, unreachable: false, peerId: t.peerId };
         } catch (e) {
           const msg = e instanceof Error ? e.message : String(e);
           failed(t.party);

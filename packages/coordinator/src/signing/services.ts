@@ -32,6 +32,7 @@ import type { DeviceStore } from '../devices/store.js';
 import { CoordinatorError } from '../errors.js';
 import type { Startable } from '../lifecycle.js';
 import { observedCeremonyClient } from '../metrics/observe.js';
+import type { BlameStore } from './blame-store.js';
 import type { SigningMetrics } from '../metrics/registry.js';
 import type { MasterKeyStore, ServerSignerStore } from '../signers/store.js';
 import { evidenceSignFields } from '../transfers/evidence.js';
@@ -144,6 +145,8 @@ export interface SigningServicesComponents {
   signerLinks?: { initialMs?: number; maxMs?: number } | false;
   /** Signing latency, ceremony outcomes (sign, presign, master key) and blame; absent: not measured. */
   metrics?: SigningMetrics | undefined;
+  /** Records the checked blames of SIGN ceremonies (blame-store.ts); absent: not recorded. */
+  blames?: BlameStore | undefined;
 }
 
 /** The signing services (see the module comment). */
@@ -308,6 +311,7 @@ export async function createSigningServices(c: SigningServicesComponents): Promi
     attempts: presignatures,
     log: (msg, fields) => warn('warn', msg, fields),
     metrics: c.metrics,
+    ...(c.blames ? { blames: c.blames } : {}),
     // whether a party is connected now (the pipeline prefers signing sets of connected parties and
     // does not invite a device that is offline): a device by its hub connection, a server signer by
     // the libp2p connection kept to it (signer links)
