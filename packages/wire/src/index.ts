@@ -50,6 +50,17 @@ export {
 export type { EnvelopeHeader, OpenContext, OpenedEnvelope, SealInput } from './envelope.js';
 export { openEnvelope, sealEnvelope } from './envelope.js';
 
+// Blame evidence: third-party verification of a signer's blame (the coordinator's check)
+
+export type {
+  BlameContext,
+  BlameMessageWire,
+  BlameVerdict,
+  BlameWire,
+  BroadcastStatementWire,
+} from './blame.js';
+export { BLAME_EVIDENCE_LIMITS, blameSessionId, NOT_RE_RUN, verifyBlame } from './blame.js';
+
 // Per-session wire: the round runtime's messages to and from envelopes
 
 export type { AcceptedMessage, SessionWireOptions } from './session.js';

@@ -1,0 +1,594 @@
+/**
+ * Third-party verification of blame evidence (issue #23 part 3; docs/protocols.md "Blame evidence").
+ *
+ * A signer that aborts a protocol run reports each culprit as a `custodian.v1.Blame` (control.proto)
+ * with the evidence it holds: the culprit's signed envelopes as received (`messages`, each with the
+ * one-message ChaCha20-Poly1305 key of a point-to-point one) and, for a broadcast equivocation, two
+ * broadcast statements signed by the culprit (`statements`). The coordinator must not believe the
+ * accuser: {@link verifyBlame} checks the evidence itself, with the culprit's Ed25519 identity key
+ * (behind its libp2p peer id), and says `verified` only when the evidence proves the misbehaviour
+ * with no trust in the accuser. Everything else is `verified: false` and names the accuser.
+ *
+ * Binding to the ceremony: `session_id` must equal SHA-256(canonical('custodian/v1/session',
+ * ceremonyId, session_label)) (packages/ceremony ceremonies/context.ts `sessionId`, re-derived here
+ * because `wire` may not import `ceremony`: {@link blameSessionId}), every envelope and statement must
+ * carry that session id and the blame's protocol, and the run's party set (`session_parties`) must be
+ * a subset of the ceremony's. So evidence cannot be replayed from another ceremony, session or
+ * protocol, and a signature cannot be moved to another party (every signed byte names the signer's index).
+ *
+ * Pure: no I/O, no clock, never throws (a malformed blame is an unverified verdict). Secrets: the
+ * message keys open only their one message (a fresh ephemeral key per point-to-point message); no
+ * payload byte is copied into a verdict.
+ *
+ * Third-party opening of envelopes: the envelope signature prefix and the point-to-point AAD are
+ * re-stated here (private `ENVELOPE_SIG_PREFIX`, `p2pAad`, the same construction as envelope.ts) until
+ * envelope.ts exports `openAsThirdParty` / `statementSigningBytes` (branch `echo`); swap then.
+ *
+ * Length: over 400 lines because it holds one verifier per check of the catalogue, which share the
+ * parsing and opening of the evidence; split it by check if another is added.
+ */
+import {
+  broadcastStatementBytes,
+  type Canonical,
+  canonicalEncode,
+  echoHash,
+  ed25519Verify,
+  equalBytes,
+} from '@custodian/crypto';
+import { peerIdFromString } from '@libp2p/peer-id';
+import { chacha20poly1305 } from '@noble/ciphers/chacha.js';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { concatBytes, utf8ToBytes } from '@noble/hashes/utils.js';
+import { bytesToCanonical, DEFAULT_LIMITS, decodeMessage } from './codec.js';
+import { WIRE_VERSION } from './envelope.js';
+import { PROTOCOL_SCHEMAS, roundType } from './rounds.js';
+import { messageType } from './schema.js';
+
+/** `custodian.v1.BlameMessage` as the codec yields it: the SignedEnvelope bytes and, for point-to-point, its 32-byte key. */
+export interface BlameMessageWire {
+  readonly signedEnvelope?: Uint8Array;
+  readonly messageKey?: Uint8Array;
+}
+
+/** `custodian.v1.BroadcastStatement` as the codec yields it (camelCase). */
+export interface BroadcastStatementWire {
+  readonly protocol?: string;
+  readonly sessionId?: Uint8Array;
+  readonly round?: number;
+  readonly sender?: number;
+  /** 32-byte echo hash. */
+  readonly hash?: Uint8Array;
+  /** 64-byte Ed25519 signature. */
+  readonly signature?: Uint8Array;
+}
+
+/**
+ * `custodian.v1.Blame` as the control codec yields it (camelCase; absent fields read as their proto3
+ * defaults). A legacy blame has `party`, `peerId` and `reason` only.
+ */
+export interface BlameWire {
+  readonly party?: number;
+  readonly peerId?: string;
+  readonly reason?: string;
+  readonly check?: string;
+  readonly round?: number;
+  readonly protocol?: string;
+  readonly messages?: readonly BlameMessageWire[];
+  readonly statements?: readonly BroadcastStatementWire[];
+  readonly sessionParties?: readonly string[];
+  readonly sessionId?: Uint8Array;
+  readonly sessionLabel?: string;
+}
+
+/** What the verifier knows of the ceremony, independently of the accuser. */
+export interface BlameContext {
+  readonly ceremonyId: Uint8Array;
+  /** Peer ids of the ceremony's parties (any run's session_parties must be a subset). */
+  readonly ceremonyParties: readonly string[];
+  /** The peer id of the signer that reported the blame (the accuser). */
+  readonly accuser: string;
+}
+
+/** The coordinator's verdict on one blame. `detail` never holds secret material. */
+export interface BlameVerdict {
+  /** true: the evidence proves `culprit` misbehaved (checked here); false: it does not (absent, malformed, or not proving). */
+  readonly verified: boolean;
+  /** verified: the proven culprit's peer id; else the peer id the accuser named (claimed), or '' */
+  readonly culprit: string;
+  readonly accuser: string;
+  /** `blame.check`, or 'check.unspecified'. */
+  readonly check: string;
+  readonly round: number;
+  readonly protocol: string;
+  /** How it was checked / why not, e.g. "two different statements of round 2 signed by the culprit". */
+  readonly detail: string;
+}
+
+/** Evidence caps: at most this many messages and statements are examined (more: unverified). */
+export const BLAME_EVIDENCE_LIMITS = { maxMessages: 8, maxStatements: 2 } as const;
+
+/** Detail of a blame whose check is not re-run by the coordinator. */
+export const NOT_RE_RUN = "culprit's message is signed; the failed check was not re-run by the coordinator";
+
+const SignedEnvelopeType = messageType('custodian.v1.SignedEnvelope');
+const EnvelopeType = messageType('custodian.v1.Envelope');
+const ENVELOPE_SIG_PREFIX = concatBytes(utf8ToBytes('custodian/v1/envelope'), Uint8Array.of(0));
+const STATEMENT_SIG_PREFIX = concatBytes(utf8ToBytes('custodian/v1/broadcast-statement'), Uint8Array.of(0));
+const ZERO_NONCE = new Uint8Array(12);
+const MAX_STRING = 1024;
+
+/**
+ * Session id of one protocol run of a ceremony: SHA-256 of the canonical encoding of
+ * ('custodian/v1/session', ceremony id, label); 32 bytes. Equal to packages/ceremony
+ * ceremonies/context.ts `sessionId` (tested there).
+ */
+export function blameSessionId(ceremonyId: Uint8Array, label: string): Uint8Array {
+  return sha256(canonicalEncode(['custodian/v1/session', ceremonyId, label]));
+}
+
+/** The signed bytes of a broadcast statement: "custodian/v1/broadcast-statement" ‖ 0x00 ‖ broadcastStatementBytes(…). */
+function statementSigningBytes(
+  protocol: string,
+  sessionId: Uint8Array,
+  round: number,
+  sender: number,
+  hash: Uint8Array,
+): Uint8Array {
+  return concatBytes(STATEMENT_SIG_PREFIX, broadcastStatementBytes(protocol, sessionId, round, sender, hash));
+}
+
+type Check<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly detail: string };
+const ok = <T>(value: T): Check<T> => ({ ok: true, value });
+const no = <T>(detail: string): Check<T> => ({ ok: false, detail });
+
+// ---------- untrusted input → typed values ----------
+
+function asBytes(v: unknown): Uint8Array | undefined {
+  if (v === undefined || v === null || (Array.isArray(v) && v.length === 0)) return new Uint8Array(0);
+  if (!(v instanceof Uint8Array) || v.length > DEFAULT_LIMITS.maxFieldBytes) return undefined;
+  return v;
+}
+
+function asString(v: unknown, max = MAX_STRING): string | undefined {
+  if (v === undefined || v === null) return '';
+  return typeof v === 'string' && v.length <= max ? v : undefined;
+}
+
+function asUint(v: unknown): number | undefined {
+  if (v === undefined || v === null) return 0;
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 && v <= 0xffff_ffff ? v : undefined;
+}
+
+function asList(v: unknown, max: number): readonly unknown[] | undefined {
+  if (v === undefined || v === null) return [];
+  return Array.isArray(v) && v.length <= max ? v : undefined;
+}
+
+function field(o: unknown, k: string): unknown {
+  return typeof o === 'object' && o !== null ? (o as Record<string, unknown>)[k] : undefined;
+}
+
+// ---------- the run: session, parties, keys ----------
+
+interface Run {
+  readonly protocol: string;
+  readonly sessionId: Uint8Array;
+  readonly parties: readonly string[];
+  /** Ed25519 identity public keys (32 bytes) by runtime index. */
+  readonly keys: readonly Uint8Array[];
+  /** The named culprit's runtime index. */
+  readonly party: number;
+}
+
+function ed25519KeyOf(peerId: string): Uint8Array | undefined {
+  try {
+    const pid = peerIdFromString(peerId);
+    return pid.type === 'Ed25519' && pid.publicKey ? pid.publicKey.raw : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function checkRun(blame: unknown, ctx: BlameContext, protocol: string): Check<Run> {
+  if (protocol === '') return no('no protocol');
+  const label = asString(field(blame, 'sessionLabel'));
+  const sessionId = asBytes(field(blame, 'sessionId'));
+  if (label === undefined || sessionId === undefined) return no('malformed session label or id');
+  if (!(ctx.ceremonyId instanceof Uint8Array) || !equalBytes(sessionId, blameSessionId(ctx.ceremonyId, label))) {
+    return no('session id is not derived from this ceremony and the session label');
+  }
+  const list = asList(field(blame, 'sessionParties'), ctx.ceremonyParties.length);
+  if (list === undefined || list.length === 0) return no('session parties missing or more than the ceremony has');
+  const parties: string[] = [];
+  const keys: Uint8Array[] = [];
+  for (const [i, p] of list.entries()) {
+    if (typeof p !== 'string' || !ctx.ceremonyParties.includes(p)) {
+      return no(`session party ${i} is not a party of this ceremony`);
+    }
+    if (parties.includes(p)) return no(`session party ${i} is a duplicate`);
+    const key = ed25519KeyOf(p);
+    if (!key) return no(`session party ${i} is not an Ed25519 peer id`);
+    parties.push(p);
+    keys.push(key);
+  }
+  const party = asUint(field(blame, 'party'));
+  if (party === undefined || party >= parties.length) return no('party is not an index of the session parties');
+  const named = asString(field(blame, 'peerId'));
+  if (named !== '' && named !== parties[party]) return no('peer id does not match the session party of that index');
+  return ok({ protocol, sessionId, parties, keys, party });
+}
+
+// ---------- envelopes, opened as a third party ----------
+
+/** An envelope of the evidence: signature checked under its sender's key, session and protocol checked. */
+interface Opened {
+  /** Position in `blame.messages`. */
+  readonly at: number;
+  readonly round: number;
+  readonly sender: number;
+  /** Absent: broadcast. */
+  readonly receiver?: number;
+  /** Plaintext payload; absent for a point-to-point message without its key. */
+  readonly payload?: Uint8Array;
+  readonly echo: readonly Uint8Array[];
+  readonly echoSignatures: readonly Uint8Array[];
+  readonly echoRound: number;
+  readonly statementSignature: Uint8Array;
+}
+
+function p2pAad(e: Record<string, unknown>, receiver: number, ephemeralKey: Uint8Array): Uint8Array {
+  const c: Canonical = [
+    'custodian/v1/p2p-aad',
+    e.version as number,
+    e.sessionId as Uint8Array,
+    e.protocol as string,
+    e.round as number,
+    e.sender as number,
+    receiver,
+    (e.echo as Uint8Array[]).map((h) => Uint8Array.from(h)),
+    ephemeralKey,
+  ];
+  return canonicalEncode(c);
+}
+
+function bytesList(v: unknown): Uint8Array[] | undefined {
+  const l = asList(v, DEFAULT_LIMITS.maxRepeated);
+  if (l === undefined) return undefined;
+  const out: Uint8Array[] = [];
+  for (const x of l) {
+    const b = asBytes(x);
+    if (b === undefined) return undefined;
+    out.push(b);
+  }
+  return out;
+}
+
+function openOne(m: unknown, at: number, run: Run): Check<Opened> {
+  const bad = (why: string) => no<Opened>(`message ${at}: ${why}`);
+  const signedBytes = asBytes(field(m, 'signedEnvelope'));
+  const messageKey = asBytes(field(m, 'messageKey'));
+  if (signedBytes === undefined || messageKey === undefined || signedBytes.length === 0) return bad('malformed');
+  const outer = decodeMessage(SignedEnvelopeType, signedBytes);
+  if (!outer.ok) return bad('not a signed envelope');
+  const envBytes = asBytes(field(outer.value, 'envelope'));
+  const signature = asBytes(field(outer.value, 'signature'));
+  if (!envBytes || !signature || envBytes.length === 0) return bad('not a signed envelope');
+  const inner = decodeMessage(EnvelopeType, envBytes);
+  if (!inner.ok) return bad('not an envelope');
+  const e = inner.value as unknown as Record<string, unknown>;
+  const sender = asUint(e.sender);
+  const round = asUint(e.round);
+  const echoRound = asUint(e.echoRound);
+  const sessionId = asBytes(e.sessionId);
+  const echo = bytesList(e.echo);
+  const echoSignatures = bytesList(e.echoSignatures);
+  const statementSignature = asBytes(e.statementSignature);
+  const ephemeralKey = asBytes(e.ephemeralKey);
+  const payload = asBytes(e.payload);
+  if (
+    sender === undefined ||
+    round === undefined ||
+    echoRound === undefined ||
+    sessionId === undefined ||
+    echo === undefined ||
+    echoSignatures === undefined ||
+    statementSignature === undefined ||
+    ephemeralKey === undefined ||
+    payload === undefined
+  ) {
+    return bad('malformed envelope fields');
+  }
+  if (e.version !== WIRE_VERSION) return bad('unsupported envelope version');
+  if (sender >= run.keys.length) return bad('sender is not a session party');
+  if (!ed25519Verify(signature, concatBytes(ENVELOPE_SIG_PREFIX, envBytes), run.keys[sender] as Uint8Array)) {
+    return bad(`envelope signature does not verify under party ${sender}'s key`);
+  }
+  if (!equalBytes(sessionId, run.sessionId)) return bad("envelope is of another session than the blame's");
+  if (e.protocol !== run.protocol) return bad("envelope is of another protocol than the blame's");
+  const base = { at, round, sender, echo, echoSignatures, echoRound, statementSignature };
+  if (e.destination === 'broadcast') return ok({ ...base, payload });
+  if (e.destination !== 'receiver') return bad('envelope has no destination');
+  const receiver = asUint(e.receiver);
+  if (receiver === undefined || receiver >= run.keys.length) return bad('receiver is not a session party');
+  if (messageKey.length === 0) return ok({ ...base, receiver });
+  if (messageKey.length !== 32 || ephemeralKey.length !== 32) return bad('malformed message key or ephemeral key');
+  try {
+    const plain = chacha20poly1305(messageKey, ZERO_NONCE, p2pAad(e, receiver, ephemeralKey)).decrypt(payload);
+    return ok({ ...base, receiver, payload: plain });
+  } catch {
+    return bad('point-to-point payload does not decrypt with the given message key');
+  }
+}
+
+/** Open every message of the evidence; one that fails makes the whole blame unverified (tampered evidence). */
+function openAll(blame: unknown, run: Run): Check<Opened[]> {
+  const list = asList(field(blame, 'messages'), BLAME_EVIDENCE_LIMITS.maxMessages) ?? [];
+  const out: Opened[] = [];
+  for (const [i, m] of list.entries()) {
+    const o = openOne(m, i, run);
+    if (!o.ok) return o;
+    out.push(o.value);
+  }
+  return ok(out);
+}
+
+// ---------- round types ----------
+
+/** The protocol's echo round (its number of rounds), if the protocol is registered. */
+function echoRoundOf(protocol: string): number | undefined {
+  return PROTOCOL_SCHEMAS.find((s) => s.protocol === protocol)?.rounds.length;
+}
+
+/** Whether (protocol, round) has a registered broadcast type (the echo round excluded). */
+function registeredBroadcast(protocol: string, round: number): boolean {
+  const schema = PROTOCOL_SCHEMAS.find((s) => s.protocol === protocol);
+  return schema?.rounds[round]?.broadcast !== undefined;
+}
+
+function decodeBody(protocol: string, m: Opened): Canonical | undefined {
+  if (m.payload === undefined) return undefined;
+  const kind = m.receiver === undefined ? 'broadcast' : 'p2p';
+  const body = bytesToCanonical(roundType(protocol, m.round, kind, echoRoundOf(protocol)), m.payload);
+  return body.ok ? body.value : undefined;
+}
+
+// ---------- the checks ----------
+
+/** echo.equivocation: two different statements of one round, both signed by the culprit. */
+function equivocation(blame: unknown, run: Run): Check<string> {
+  const list = asList(field(blame, 'statements'), BLAME_EVIDENCE_LIMITS.maxStatements);
+  if (list === undefined || list.length !== 2) return no('equivocation needs exactly two statements');
+  const st: { round: number; hash: Uint8Array }[] = [];
+  for (const [i, s] of list.entries()) {
+    const protocol = asString(field(s, 'protocol'));
+    const sessionId = asBytes(field(s, 'sessionId'));
+    const round = asUint(field(s, 'round'));
+    const sender = asUint(field(s, 'sender'));
+    const hash = asBytes(field(s, 'hash'));
+    const signature = asBytes(field(s, 'signature'));
+    if (protocol === undefined || !sessionId || round === undefined || sender === undefined || !hash || !signature) {
+      return no(`statement ${i}: malformed`);
+    }
+    if (protocol !== run.protocol) return no(`statement ${i}: of another protocol than the blame's`);
+    if (!equalBytes(sessionId, run.sessionId)) return no(`statement ${i}: of another session than the blame's`);
+    if (sender !== run.party) return no(`statement ${i}: its sender is not the named party`);
+    if (hash.length !== 32) return no(`statement ${i}: hash is not 32 bytes`);
+    const signed = statementSigningBytes(protocol, sessionId, round, sender, hash);
+    if (!ed25519Verify(signature, signed, run.keys[sender] as Uint8Array)) {
+      return no(`statement ${i}: signature does not verify under the named party's key`);
+    }
+    st.push({ round, hash });
+  }
+  const [a, b] = st as [(typeof st)[0], (typeof st)[0]];
+  if (a.round !== b.round) return no('the two statements are of different rounds');
+  if (equalBytes(a.hash, b.hash)) return no('the two statements are the same');
+  return ok(`two different statements of round ${a.round} signed by the culprit`);
+}
+
+function fromCulprit(msgs: readonly Opened[], run: Run): Opened[] {
+  return msgs.filter((m) => m.sender === run.party);
+}
+
+/** Whether `sig` is party j's signature over its statement (protocol, session, round, j, hash) for one of `rounds`. */
+function statementVerifies(run: Run, rounds: readonly number[], j: number, hash: Uint8Array, sig: Uint8Array): boolean {
+  return rounds.some((r) =>
+    ed25519Verify(sig, statementSigningBytes(run.protocol, run.sessionId, r, j, hash), run.keys[j] as Uint8Array),
+  );
+}
+
+/** Why the echo vector of `m` has the wrong shape, or undefined when it is well formed (or absent). */
+function echoShapeFault(m: Opened, n: number): string | undefined {
+  if (m.echo.length === 0 && m.echoSignatures.length === 0) return undefined;
+  if (m.echo.length !== n) return `an echo vector of ${m.echo.length} entries for ${n} parties`;
+  if (m.echoSignatures.length !== n) return `${m.echoSignatures.length} echo signatures for ${n} echo entries`;
+  for (let j = 0; j < n; j++) {
+    const h = m.echo[j] as Uint8Array;
+    const s = m.echoSignatures[j] as Uint8Array;
+    if (h.length !== 0 && h.length !== 32) return `echo entry ${j} of ${h.length} bytes`;
+    if (h.length === 0 && s.length !== 0) return `an echo signature for the empty echo entry ${j}`;
+    if (h.length === 32 && s.length !== 64) return `echo entry ${j} without a 64-byte signature`;
+  }
+  return undefined;
+}
+
+/** The rounds an echo may claim to cover: `echo_round`, and round − 1 where `echo_round` reads 0 (unset). */
+function echoRounds(m: Opened): number[] {
+  return m.echoRound === 0 && m.round > 1 ? [0, m.round - 1] : [m.echoRound];
+}
+
+/** echo.false: the culprit's echo carries, for another party j, a signature j did not make. */
+function falseEcho(msgs: readonly Opened[], run: Run): Check<string> {
+  const mine = fromCulprit(msgs, run);
+  if (mine.length === 0) return no("no message of the culprit's in the evidence");
+  for (const m of mine) {
+    if (m.echo.length === 0 || echoShapeFault(m, run.keys.length) !== undefined) continue;
+    for (let j = 0; j < run.keys.length; j++) {
+      const h = m.echo[j] as Uint8Array;
+      if (j === run.party || h.length === 0) continue;
+      if (!statementVerifies(run, echoRounds(m), j, h, m.echoSignatures[j] as Uint8Array)) {
+        return ok(
+          `the culprit's signed message of round ${m.round} echoes for party ${j} a statement party ${j} did not sign`,
+        );
+      }
+    }
+  }
+  return no("every echo entry of the culprit's messages is signed by its party (no false echo shown)");
+}
+
+/** echo.malformed: the culprit's broadcast statement signature fails, or its echo vector has the wrong shape. */
+function malformedEcho(msgs: readonly Opened[], run: Run): Check<string> {
+  const mine = fromCulprit(msgs, run);
+  if (mine.length === 0) return no("no message of the culprit's in the evidence");
+  let why = 'the echo and statement of every message of the culprit are well formed';
+  for (const m of mine) {
+    const fault = echoShapeFault(m, run.keys.length);
+    if (fault !== undefined) return ok(`the culprit's signed message of round ${m.round} carries ${fault}`);
+    if (m.receiver !== undefined) continue;
+    if (!registeredBroadcast(run.protocol, m.round)) {
+      why = `round ${m.round} of ${run.protocol} has no registered broadcast type: its statement was not checked`;
+      continue;
+    }
+    const body = decodeBody(run.protocol, m);
+    if (body === undefined) {
+      why = `the broadcast of round ${m.round} does not decode: its statement was not checked`;
+      continue;
+    }
+    const hash = echoHash(run.sessionId, m.round, run.party, body);
+    if (!statementVerifies(run, [m.round], run.party, hash, m.statementSignature)) {
+      const what = m.statementSignature.length === 0 ? 'no statement signature' : 'a statement signature that fails';
+      return ok(`the culprit's signed broadcast of round ${m.round} carries ${what}`);
+    }
+  }
+  return no(why);
+}
+
+/** The content the runtime compares for a duplicate: the canonical body (or the raw payload) and the echo. */
+function contentOf(protocol: string, m: Opened): Uint8Array | undefined {
+  if (m.payload === undefined) return undefined;
+  const body = decodeBody(protocol, m);
+  const payload: Canonical = body === undefined ? ['raw', m.payload] : ['body', body];
+  return canonicalEncode([payload, m.echo as Uint8Array[]]);
+}
+
+/** message.conflict: two validly signed messages of the culprit for one (round, destination) with different content. */
+function conflict(msgs: readonly Opened[], run: Run): Check<string> {
+  const mine = fromCulprit(msgs, run);
+  let why = 'no two messages of the culprit for the same round and destination';
+  for (let a = 0; a < mine.length; a++) {
+    for (let b = a + 1; b < mine.length; b++) {
+      const x = mine[a] as Opened;
+      const y = mine[b] as Opened;
+      if (x.round !== y.round || x.receiver !== y.receiver) continue;
+      const cx = contentOf(run.protocol, x);
+      const cy = contentOf(run.protocol, y);
+      if (cx === undefined || cy === undefined) {
+        why = 'point-to-point messages without their message keys cannot be compared';
+        continue;
+      }
+      if (equalBytes(cx, cy)) {
+        why = 'the messages of the same round and destination have the same content';
+        continue;
+      }
+      const dest = x.receiver === undefined ? 'broadcasts' : `point-to-point messages to party ${x.receiver}`;
+      return ok(`two different ${dest} of round ${x.round} signed by the culprit`);
+    }
+  }
+  return no(why);
+}
+
+/** presign.inconsistent-publication: needs the identification round's registered type (not registered: unverified). */
+function inconsistentPublication(msgs: readonly Opened[], run: Run): Check<string> {
+  const mine = fromCulprit(msgs, run);
+  const p2p = mine.find((m) => m.receiver !== undefined && m.round === 1);
+  const published = mine.find((m) => m.receiver === undefined && m.round > 2);
+  if (!p2p || !published)
+    return no('needs the round-1 point-to-point message and the later publication of the culprit');
+  if (!registeredBroadcast(run.protocol, published.round)) {
+    return no(`round ${published.round} of ${run.protocol} is not a registered identification round`);
+  }
+  return no('the publication was not compared with the point-to-point message by the coordinator');
+}
+
+// ---------- the verdict ----------
+
+/**
+ * Verify one blame's evidence as a third party (the coordinator). Checks, by `blame.check`
+ * (docs/protocols.md "Blame evidence"): `echo.equivocation` (two statements), `echo.false`,
+ * `echo.malformed`, `message.conflict` (signed envelopes) → `verified` when proven; every other
+ * check: the messages' signatures are checked, the check itself is not re-run (`verified: false`,
+ * detail {@link NOT_RE_RUN}); no check and no evidence: "no evidence".
+ * @param blame the decoded `custodian.v1.Blame` (untrusted: any shape is tolerated)
+ * @returns the verdict; `culprit` is the proven party only when `verified`, else the claimed one (or '')
+ * @throws never
+ */
+export function verifyBlame(blame: BlameWire, ctx: BlameContext): BlameVerdict {
+  const accuser = typeof ctx?.accuser === 'string' ? ctx.accuser : '';
+  const fallback = { verified: false, culprit: '', accuser, check: 'check.unspecified', round: 0, protocol: '' };
+  try {
+    return judge(blame, ctx, accuser);
+  } catch {
+    return { ...fallback, detail: 'the evidence could not be checked' };
+  }
+}
+
+function judge(blame: unknown, ctx: BlameContext, accuser: string): BlameVerdict {
+  const check = asString(field(blame, 'check'), 128) || 'check.unspecified';
+  const round = asUint(field(blame, 'round')) ?? 0;
+  const protocol = asString(field(blame, 'protocol'), 256) ?? '';
+  let claimed = asString(field(blame, 'peerId'), 256) ?? '';
+  const verdict = (verified: boolean, detail: string): BlameVerdict => ({
+    verified,
+    culprit: claimed,
+    accuser,
+    check,
+    round,
+    protocol,
+    detail,
+  });
+  try {
+    if (claimed === '') {
+      const parties = field(blame, 'sessionParties');
+      const party = asUint(field(blame, 'party'));
+      const p = Array.isArray(parties) && party !== undefined ? parties[party] : undefined;
+      if (typeof p === 'string' && p.length <= 256) claimed = p;
+    }
+    const messages = asList(field(blame, 'messages'), Number.MAX_SAFE_INTEGER) ?? [];
+    const statements = asList(field(blame, 'statements'), Number.MAX_SAFE_INTEGER) ?? [];
+    if (messages.length === 0 && statements.length === 0) return verdict(false, 'no evidence');
+    if (
+      messages.length > BLAME_EVIDENCE_LIMITS.maxMessages ||
+      statements.length > BLAME_EVIDENCE_LIMITS.maxStatements
+    ) {
+      return verdict(false, 'more evidence than the verifier examines');
+    }
+    const run = checkRun(blame, ctx, protocol);
+    if (!run.ok) return verdict(false, run.detail);
+    const result = proves(check, blame, run.value);
+    if (!result.ok) return verdict(false, result.detail);
+    claimed = run.value.parties[run.value.party] as string;
+    return verdict(true, result.value);
+  } catch {
+    return verdict(false, 'the evidence could not be checked');
+  }
+}
+
+/** Run the verifier of `check` on the evidence. */
+function proves(check: string, blame: unknown, run: Run): Check<string> {
+  if (check === 'echo.equivocation') return equivocation(blame, run);
+  const msgs = openAll(blame, run);
+  if (!msgs.ok) return msgs;
+  switch (check) {
+    case 'echo.false':
+      return falseEcho(msgs.value, run);
+    case 'echo.malformed':
+      return malformedEcho(msgs.value, run);
+    case 'message.conflict':
+      return conflict(msgs.value, run);
+    case 'presign.inconsistent-publication':
+      return inconsistentPublication(msgs.value, run);
+    default:
+      return msgs.value.length > 0 && fromCulprit(msgs.value, run).length === msgs.value.length
+        ? no(NOT_RE_RUN)
+        : no("the evidence holds a message that is not the culprit's, or none");
+  }
+}
