@@ -11,8 +11,7 @@
  * prove) and the claim is kept in `claimedCulprit`. Only verified culprits are ever named as
  * culprits (transfer failure, `blamed`, metrics by party).
  */
-import { type CeremonyResult, Outcome } from '@custodian/wire';
-import { type BlameVerdict, verifyBlame, type WireBlame } from './blame-verify.js';
+import { type BlameVerdict, type BlameWire, type CeremonyResult, Outcome, verifyBlame } from '@custodian/wire';
 import type { PartyDispatch, SignParty } from './sign-results.js';
 
 /** At most this many blames of one result are checked and recorded (a signer cannot flood the table). */
@@ -79,7 +78,7 @@ export function assessBlames(
     const accuser = r.peerId;
     if (accuser === undefined || accuser === '' || r.result.outcome !== Outcome.ABORTED) continue;
     const blames = Array.isArray(r.result.blame) ? r.result.blame.slice(0, MAX_BLAMES_PER_RESULT) : [];
-    for (const b of blames as WireBlame[]) {
+    for (const b of blames as BlameWire[]) {
       let v: BlameVerdict;
       try {
         v = verifyBlame(b, { ceremonyId, ceremonyParties, accuser });
