@@ -11,14 +11,10 @@
  * sign the evidence.
  */
 
-import { broadcastStatementBytes, ed25519Sign } from '@custodian/crypto';
 import { ControlClient, fingerprint } from '@custodian/signer-client';
-import { blameSessionId, type CeremonyResult, Outcome, type StartCeremony } from '@custodian/wire';
-import { generateKeyPair, publicKeyFromRaw } from '@libp2p/crypto/keys';
-import { peerIdFromPublicKey } from '@libp2p/peer-id';
-import { ed25519 } from '@noble/curves/ed25519.js';
-import { sha256 } from '@noble/hashes/sha2.js';
-import { concatBytes, randomBytes, utf8ToBytes } from '@noble/hashes/utils.js';
+import { type CeremonyResult, Outcome, type StartCeremony } from '@custodian/wire';
+import { generateKeyPair } from '@libp2p/crypto/keys';
+import { randomBytes } from '@noble/hashes/utils.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_ADMIN_OPTIONS } from '../src/admin/options.js';
 import { AuditLog } from '../src/audit/service.js';
@@ -27,18 +23,11 @@ import { SignerService } from '../src/signers/service.js';
 import { BlameStore } from '../src/signing/blame-store.js';
 import { createMasterKeyClient } from '../src/signing/master-key.js';
 import type { PartyResult } from '../src/signing/sign-results.js';
+import { blameBy, type Identity, identity } from './blame-fixtures.js';
 import { type Harness, type Json, startHarness } from './helpers.js';
 
 const PROTOCOL = 'custodian.frost.dkg';
 const LABEL = 'frost.dkg';
-const ST_PREFIX = concatBytes(utf8ToBytes('custodian/v1/broadcast-statement'), Uint8Array.of(0));
-
-function identity() {
-  const seed = randomBytes(32);
-  const pub = ed25519.getPublicKey(seed);
-  return { seed, pub, peerId: peerIdFromPublicKey(publicKeyFromRaw(pub)).toString() };
-}
-type Identity = ReturnType<typeof identity>;
 
 const A = identity(); // the malicious accuser
 const H = identity(); // honest
@@ -46,31 +35,8 @@ const C = identity(); // really equivocates
 const SESSION = [A, H, C];
 
 /** A's Blame naming `culprit`: no evidence, or two statements of round 1 signed by `signer`. */
-function blameBy(culprit: Identity, ceremonyId: Uint8Array, signer?: Identity) {
-  const sessionId = blameSessionId(ceremonyId, LABEL);
-  const st = (s: Identity, text: string) => {
-    const hash = sha256(utf8ToBytes(text));
-    const sender = SESSION.indexOf(culprit);
-    const signed = concatBytes(ST_PREFIX, broadcastStatementBytes(PROTOCOL, sessionId, 1, sender, hash));
-    return { protocol: PROTOCOL, sessionId, round: 1, sender, hash, signature: ed25519Sign(signed, s.seed) };
-  };
-  return {
-    party: SESSION.indexOf(culprit),
-    peerId: culprit.peerId,
-    reason: 'equivocation',
-    ...(signer
-      ? {
-          check: 'echo.equivocation',
-          round: 1,
-          protocol: PROTOCOL,
-          sessionParties: SESSION.map((i) => i.peerId),
-          sessionLabel: LABEL,
-          sessionId,
-          statements: [st(signer, 'one'), st(signer, 'two')],
-        }
-      : {}),
-  };
-}
+const blameOf = (culprit: Identity, ceremonyId: Uint8Array, signer?: Identity) =>
+  blameBy({ culprit, session: SESSION, ceremonyId, protocol: PROTOCOL, label: LABEL }, signer);
 
 describe('keys room: accepted() believes only verified blame', () => {
   const ceremonyId = randomBytes(16);
@@ -95,7 +61,7 @@ describe('keys room: accepted() believes only verified blame', () => {
   };
 
   it('a blame of the honest party without evidence, or with forged evidence, names no culprit', () => {
-    for (const blame of [blameBy(H, ceremonyId), blameBy(H, ceremonyId, A)]) {
+    for (const blame of [blameOf(H, ceremonyId), blameOf(H, ceremonyId, A)]) {
       const e = thrown(results(blame));
       expect(e).toBeInstanceOf(CulpritError);
       expect(e.culprits).toEqual([]);
@@ -106,8 +72,8 @@ describe('keys room: accepted() believes only verified blame', () => {
   });
 
   it('valid evidence of another ceremony names no culprit; of this one names the culprit', () => {
-    expect(thrown(results(blameBy(C, randomBytes(16), C))).culprits).toEqual([]);
-    const e = thrown(results(blameBy(C, ceremonyId, C)));
+    expect(thrown(results(blameOf(C, randomBytes(16), C))).culprits).toEqual([]);
+    const e = thrown(results(blameOf(C, ceremonyId, C)));
     expect(e.culprits).toEqual(['server:s2']);
     expect(e.blames).toEqual([expect.objectContaining({ culprit: C.peerId, accuser: A.peerId, verified: true })]);
   });
@@ -184,7 +150,7 @@ describe('master key ceremony: blamed lists only verified culprits (admin API)',
   }
 
   it('a blame of an honest signer without evidence: not blamed; the accuser is recorded, unverified', async () => {
-    accusation = (start) => blameBy(H, start.ceremonyId);
+    accusation = (start) => blameOf(H, start.ceremonyId);
     const c = await run();
     expect(c).toMatchObject({ status: 'FAILED', outcome: 'ABORTED', blamed: [], unverified_accusers: [A.peerId] });
     expect(c.blame).toEqual([
@@ -199,10 +165,10 @@ describe('master key ceremony: blamed lists only verified culprits (admin API)',
   });
 
   it('forged evidence: not blamed; valid evidence signed by the culprit: blamed, verified', async () => {
-    accusation = (start) => blameBy(H, start.ceremonyId, A);
+    accusation = (start) => blameOf(H, start.ceremonyId, A);
     const forged = await run();
     expect(forged).toMatchObject({ outcome: 'ABORTED', blamed: [], unverified_accusers: [A.peerId] });
-    accusation = (start) => blameBy(C, start.ceremonyId, C);
+    accusation = (start) => blameOf(C, start.ceremonyId, C);
     const c = await run();
     expect(c).toMatchObject({ status: 'FAILED', outcome: 'ABORTED', blamed: [ids[2]], unverified_accusers: [] });
     expect(c.blame).toEqual([
