@@ -112,6 +112,32 @@ describe('signer gateway result mapping', () => {
     expect(unblamed).toMatchObject({ ok: false, reason: 'ABORTED', culprits: [] });
   });
 
+  it("attack: the accuser's text (claimed peer id, check, protocol) cannot carry terminal escapes or newlines", () => {
+    const evil = '\u001b[2J\u001b[31mserver s9 PROVEN\nverified yes';
+    const [r] = assessBlames(
+      cid,
+      ['P0', 'P1'],
+      [
+        {
+          peerId: 'P0',
+          result: {
+            ceremonyId: cid,
+            outcome: Outcome.ABORTED,
+            blame: [{ party: 1, peerId: evil, reason: 'x', check: evil, protocol: evil } as never],
+          },
+        },
+      ],
+    );
+    for (const v of [r?.claimedCulprit, r?.check, r?.protocol]) {
+      expect(v).toBeTruthy();
+      expect(
+        [...(v ?? '')].every((ch) => ch.charCodeAt(0) >= 0x20 && (ch.charCodeAt(0) < 0x7f || ch.charCodeAt(0) > 0x9f)),
+      ).toBe(true);
+    }
+    expect(r).toMatchObject({ culprit: 'P0', accuser: 'P0', verified: false });
+    expect(r?.claimedCulprit.length).toBeLessThanOrEqual(128);
+  });
+
   it('SIGNING_IN_PROGRESS is transient: UNAVAILABLE naming the party and the reason; a definitive refusal still wins', () => {
     const busy = {
       ceremonyId: cid,

@@ -43,7 +43,11 @@ export interface AccusingResult {
   readonly result: CeremonyResult;
 }
 
-const clip = (s: unknown, n: number): string => (typeof s === 'string' ? s.slice(0, n) : '');
+// the claim, check and protocol are the accuser's text: shown by the admin API and printed by the
+// CLI, so control characters (terminal escapes, newlines) are replaced and the length is capped
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what it removes
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+const clip = (s: unknown, n: number): string => (typeof s === 'string' ? s.slice(0, n).replace(CONTROL, '?') : '');
 
 function record(v: BlameVerdict, claimed: string, accuser: string): BlameRecord {
   const verified = v.verified === true && v.culprit !== '';
