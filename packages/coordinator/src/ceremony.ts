@@ -3,8 +3,9 @@
  * (DESIGN.md §4). The signer control protocol implements {@link CeremonyClient}; the coordinator
  * only stores the ceremony record, its progress, and the PUBLIC outcome.
  */
-import type { BlameRecord } from './signing/blame.js';
+
 import { CoordinatorError } from './errors.js';
+import type { BlameRecord } from './signing/blame.js';
 
 /** A signer selected for a ceremony: a server signer (by id) or an approved mobile device. */
 export interface CeremonyParty {

@@ -26,7 +26,12 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { concatBytes, randomBytes, utf8ToBytes } from '@noble/hashes/utils.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BlameStore } from '../src/signing/blame-store.js';
-import { createSignerGateway, type GatewaySignResult, type SignParty } from '../src/signing/gateway.js';
+import {
+  createSignerGateway,
+  type GatewaySignResult,
+  presignCeremony,
+  type SignParty,
+} from '../src/signing/gateway.js';
 import { PresignaturePool } from '../src/signing/presignature-pool.js';
 import { type Harness, type Json, startHarness } from './helpers.js';
 
@@ -300,6 +305,34 @@ describe('attack: a signer blames an honest signer (issue #23 part 3)', () => {
         round: 1,
         verified: true,
       },
+    ]);
+  });
+
+  it('a PRESIGN ceremony: a blame without evidence is recorded naming the accuser (kind presign)', async () => {
+    let ceremonyId = '';
+    const r = await presignCeremony(
+      {
+        control,
+        directory: { peerIdOf: async (p: SignParty) => (parties[p.id] as Identity).peerId },
+        devices: {
+          async startCeremony(id, start) {
+            ceremonyId = Buffer.from(start.ceremonyId).toString('hex');
+            return accusing(H, () => ({}))(id, start);
+          },
+          async abortCeremony() {},
+        },
+        blames: new BlameStore({ db: h.c.db, clock: () => new Date() }),
+      },
+      'k1',
+      ['a', 'h'].map((id) => ({ kind: 'device', id })),
+      1,
+      new Date(Date.now() + 30_000),
+    );
+    expect(r.ok).toBe(false);
+    const v = await view(ceremonyId);
+    expect(v).toMatchObject({ kind: 'presign', outcome: 'ABORTED' });
+    expect(v.blame).toEqual([
+      expect.objectContaining({ culprit: A.peerId, claimed_culprit: H.peerId, verified: false }),
     ]);
   });
 

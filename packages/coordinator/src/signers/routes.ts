@@ -152,7 +152,7 @@ export function masterKeyRoutes(r: AdminRouter, signers: SignerService): void {
       description:
         'ceremony_id: the 48-hex-digit SIGN ceremony id (logs, webhook SIGNER_MISBEHAVIOUR). key_id, algorithm, signing_set, transfer_id, started_at, finished_at; ' +
         'outcome OK | PRESIGNATURE_UNAVAILABLE | REFUSED:<code> | ABORTED | UNAVAILABLE | DEADLINE_EXCEEDED (null while running); ' +
-        'blame as in GET /admin/v1/ceremonies/{ceremony_id}.',
+        'blame as in GET /admin/v1/ceremonies/{ceremony_id}. A PRESIGN ceremony that recorded blame is found too (kind presign, outcome ABORTED).',
       params: obj({ ceremony_id: { type: 'string', pattern: '^[0-9a-fA-F]{48}$' } }, ['ceremony_id']),
       status: 200,
       response: anyObject('Signing ceremony'),

@@ -12,10 +12,10 @@ import type { CeremonyClient } from '../ceremony.js';
 import type { Db } from '../db/db.js';
 import { ed25519PeerKey, lockPeerId, normaliseFingerprint } from '../devices/binding.js';
 import { ApiError } from '../errors.js';
+import type { BlameStore } from '../signing/blame-store.js';
 import { notFound } from '../store.js';
 import { type Clock, iso } from '../util.js';
 import { emitInstanceEvent } from '../webhooks/outbox.js';
-import type { BlameStore } from '../signing/blame-store.js';
 import { CeremonyService } from './ceremonies.js';
 import { MasterKeyStore } from './store.js';
 

@@ -31,11 +31,14 @@ export interface BlameView {
   readonly created_at: string | null;
 }
 
-/** A SIGN ceremony (one signing attempt of the gateway) as the admin API shows it. */
+/**
+ * A SIGN ceremony (one signing attempt of the gateway) as the admin API shows it; also a PRESIGN
+ * ceremony of the presignature pool that recorded blame (`kind` `presign`, no attempt fields).
+ */
 export interface SigningCeremonyView {
   /** 48 hex digits (the 24-byte ceremony id). */
   readonly ceremony_id: string;
-  readonly kind: 'sign';
+  readonly kind: 'sign' | 'presign';
   readonly key_id: string | null;
   readonly algorithm: string | null;
   /** The parties as `kind:id`, sorted, joined by `,`. */
@@ -147,9 +150,9 @@ export class BlameStore {
   }
 
   /**
-   * One SIGN ceremony (a `signing_attempts` row) with its blames.
+   * One SIGN ceremony (a `signing_attempts` row) with its blames, or a PRESIGN ceremony that recorded blame.
    * @param ceremonyId 48 hex digits (lower or upper case)
-   * @throws ApiError RESOURCE_NOT_FOUND when no attempt has that id
+   * @throws ApiError RESOURCE_NOT_FOUND when no attempt has that id and no blame was recorded for it
    */
   async signingCeremony(ceremonyId: string): Promise<SigningCeremonyView> {
     const id = ceremonyId.toLowerCase();
@@ -168,7 +171,23 @@ export class BlameStore {
         [id],
       )
     )[0];
-    if (r === undefined) throw notFound('signing ceremony');
+    if (r === undefined) {
+      // a PRESIGN ceremony has no attempt row: it is known here only by the blame it recorded
+      const blame = await this.list(id);
+      if (blame.length === 0) throw notFound('signing ceremony');
+      return {
+        ceremony_id: id,
+        kind: 'presign',
+        key_id: null,
+        algorithm: null,
+        signing_set: null,
+        transfer_id: null,
+        started_at: null,
+        finished_at: null,
+        outcome: 'ABORTED',
+        blame,
+      };
+    }
     return {
       ceremony_id: id,
       kind: 'sign',

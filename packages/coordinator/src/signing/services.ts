@@ -32,12 +32,12 @@ import type { DeviceStore } from '../devices/store.js';
 import { CoordinatorError } from '../errors.js';
 import type { Startable } from '../lifecycle.js';
 import { observedCeremonyClient } from '../metrics/observe.js';
-import type { BlameStore } from './blame-store.js';
 import type { SigningMetrics } from '../metrics/registry.js';
 import type { MasterKeyStore, ServerSignerStore } from '../signers/store.js';
 import { evidenceSignFields } from '../transfers/evidence.js';
 import { signedPolicyVersions } from '../transfers/policies.js';
 import { Emitter } from '../util.js';
+import type { BlameStore } from './blame-store.js';
 import {
   createSignerGateway,
   type PartyDirectory,
@@ -288,7 +288,7 @@ export async function createSigningServices(c: SigningServicesComponents): Promi
     masterKeys: c.masterKeys,
     presign: async (keyId, parties, count, deadline, signal) => {
       const r = await presignCeremony(
-        { control, devices: h, directory, prepare },
+        { control, devices: h, directory, prepare, ...(c.blames ? { blames: c.blames } : {}) },
         keyId,
         parties,
         count,
