@@ -305,14 +305,15 @@ export function createSignerGateway(init: SignerGatewayInit): SignerGateway {
         } catch (e) {
           init.log?.('signing attempt not recorded', { err: e instanceof Error ? e.message : String(e) });
         }
-        // every blame checked against this ceremony's id and parties (never the accuser's word), and recorded
-        const checked = (results: readonly PartyResult[]): BlameRecord[] => {
+        // every blame checked against this ceremony's id and parties (never the accuser's word), and
+        // recorded before the result is returned (a failed record is logged, the result unchanged)
+        const checked = async (results: readonly PartyResult[]): Promise<BlameRecord[]> => {
           const records = assessBlames(
             ceremonyId,
             targets.map((t) => t.peerId),
             results,
           );
-          init.blames?.save(record.ceremonyId, 'sign', records).catch((e: unknown) => {
+          await init.blames?.save(record.ceremonyId, 'sign', records).catch((e: unknown) => {
             init.log?.('blame not recorded', {
               ceremonyId: record.ceremonyId,
               err: e instanceof Error ? e.message : String(e),
@@ -363,8 +364,8 @@ export function createSignerGateway(init: SignerGatewayInit): SignerGateway {
           };
           // the signers' own results come later: a failure among them does not undo a valid signature
           dispatched.then(
-            (results) => {
-              const late = mapSignResults(req, targets, results, checked(results));
+            async (results) => {
+              const late = mapSignResults(req, targets, results, await checked(results));
               if (!late.ok)
                 init.log?.('a signer reported a failure after the gateway combined a valid signature', {
                   ceremonyId: record.ceremonyId,
@@ -379,7 +380,7 @@ export function createSignerGateway(init: SignerGatewayInit): SignerGateway {
           );
         } else {
           const results = await dispatched;
-          result = mapSignResults(req, targets, results, checked(results));
+          result = mapSignResults(req, targets, results, await checked(results));
           if (!result.ok && result.reason === 'ABORTED' && result.culprits.length === 0 && firstFailed !== undefined)
             result = { ...result, abortedBy: firstFailed };
           stale = presignatureId !== undefined && refusedStalePresignature(results);
