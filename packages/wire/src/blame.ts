@@ -20,9 +20,12 @@
  * message keys open only their one message (a fresh ephemeral key per point-to-point message); no
  * payload byte is copied into a verdict.
  *
- * Third-party opening of envelopes: the envelope signature prefix and the point-to-point AAD are
- * re-stated here (private `ENVELOPE_SIG_PREFIX`, `p2pAad`, the same construction as envelope.ts) until
- * envelope.ts exports `openAsThirdParty` / `statementSigningBytes` (branch `echo`); swap then.
+ * Third-party opening of envelopes: the envelope signature prefix, the point-to-point AAD and the
+ * statement prefix are re-stated here (private `ENVELOPE_SIG_PREFIX`, `p2pAad`, `STATEMENT_SIG_PREFIX`,
+ * the same constructions as envelope.ts). Once branch `echo` is merged, `statementSigningBytes` can be
+ * taken from envelope.ts; `openAsThirdParty` cannot replace `openOne`: it rejects the wrong-shaped
+ * echo fields that `echo.malformed` must be able to prove, and a point-to-point envelope without its
+ * key, which the shape and session checks do not need.
  *
  * Length: over 400 lines because it holds one verifier per check of the catalogue, which share the
  * parsing and opening of the evidence; split it by check if another is added.
@@ -39,7 +42,7 @@ import { peerIdFromString } from '@libp2p/peer-id';
 import { chacha20poly1305 } from '@noble/ciphers/chacha.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { concatBytes, utf8ToBytes } from '@noble/hashes/utils.js';
-import { bytesToCanonical, DEFAULT_LIMITS, decodeMessage } from './codec.js';
+import { bytesToCanonical, canonicalToBytes, DEFAULT_LIMITS, decodeMessage } from './codec.js';
 import { WIRE_VERSION } from './envelope.js';
 import { PROTOCOL_SCHEMAS, roundType } from './rounds.js';
 import { messageType } from './schema.js';
@@ -178,6 +181,15 @@ interface Run {
   readonly keys: readonly Uint8Array[];
   /** The named culprit's runtime index. */
   readonly party: number;
+  /**
+   * Ed25519 keys of every party of the ceremony (those that parse). The run's order and size are
+   * the accuser's claim: a check that depends on another party's index or on the run's size uses
+   * these and the ceremony's size instead, so a permuted or re-sized `session_parties` cannot frame
+   * the culprit.
+   */
+  readonly ceremonyKeys: readonly Uint8Array[];
+  /** Number of the ceremony's parties (an upper bound of any run's size). */
+  readonly maxParties: number;
 }
 
 function ed25519KeyOf(peerId: string): Uint8Array | undefined {
@@ -215,7 +227,8 @@ function checkRun(blame: unknown, ctx: BlameContext, protocol: string): Check<Ru
   if (party === undefined || party >= parties.length) return no('party is not an index of the session parties');
   const named = asString(field(blame, 'peerId'));
   if (named !== '' && named !== parties[party]) return no('peer id does not match the session party of that index');
-  return ok({ protocol, sessionId, parties, keys, party });
+  const ceremonyKeys = ctx.ceremonyParties.map(ed25519KeyOf).filter((k): k is Uint8Array => k !== undefined);
+  return ok({ protocol, sessionId, parties, keys, party, ceremonyKeys, maxParties: ctx.ceremonyParties.length });
 }
 
 // ---------- envelopes, opened as a third party ----------
@@ -345,11 +358,33 @@ function registeredBroadcast(protocol: string, round: number): boolean {
   return schema?.rounds[round]?.broadcast !== undefined;
 }
 
+/**
+ * Whether a broadcast of (protocol, round) must carry a statement signature the coordinator can
+ * check: a registered broadcast round, or the echo round of a registered protocol (its body is null;
+ * the runtime signs every broadcast it sends and checks every one it receives).
+ */
+function signedBroadcastRound(protocol: string, round: number): boolean {
+  return registeredBroadcast(protocol, round) || round === echoRoundOf(protocol);
+}
+
+/**
+ * The runtime body of a message, decoded with this process's registered type of its (protocol,
+ * round, part) — only when it re-encodes to exactly the payload (senders encode with
+ * `canonicalToBytes`, which is deterministic). So a coordinator whose schema differs from the
+ * sender's (another version: e.g. a round added) gets no body, never a wrong one, and cannot take an
+ * honest statement for a false one.
+ */
 function decodeBody(protocol: string, m: Opened): Canonical | undefined {
   if (m.payload === undefined) return undefined;
   const kind = m.receiver === undefined ? 'broadcast' : 'p2p';
-  const body = bytesToCanonical(roundType(protocol, m.round, kind, echoRoundOf(protocol)), m.payload);
-  return body.ok ? body.value : undefined;
+  const type = roundType(protocol, m.round, kind, echoRoundOf(protocol));
+  const body = bytesToCanonical(type, m.payload);
+  if (!body.ok) return undefined;
+  try {
+    return equalBytes(canonicalToBytes(type, body.value), m.payload) ? body.value : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 // ---------- the checks ----------
@@ -389,17 +424,31 @@ function fromCulprit(msgs: readonly Opened[], run: Run): Opened[] {
   return msgs.filter((m) => m.sender === run.party);
 }
 
-/** Whether `sig` is party j's signature over its statement (protocol, session, round, j, hash) for one of `rounds`. */
-function statementVerifies(run: Run, rounds: readonly number[], j: number, hash: Uint8Array, sig: Uint8Array): boolean {
-  return rounds.some((r) =>
-    ed25519Verify(sig, statementSigningBytes(run.protocol, run.sessionId, r, j, hash), run.keys[j] as Uint8Array),
-  );
+/** Whether `sig` verifies under `key` over the statement (protocol, session, r, j, hash) for one of `rounds`. */
+function statementVerifies(
+  run: Run,
+  key: Uint8Array,
+  rounds: readonly number[],
+  j: number,
+  hash: Uint8Array,
+  sig: Uint8Array,
+): boolean {
+  return rounds.some((r) => ed25519Verify(sig, statementSigningBytes(run.protocol, run.sessionId, r, j, hash), key));
 }
 
-/** Why the echo vector of `m` has the wrong shape, or undefined when it is well formed (or absent). */
-function echoShapeFault(m: Opened, n: number): string | undefined {
+/**
+ * Why the echo vector of `m` has the wrong shape, or undefined when it is well formed (or absent).
+ * Only faults provable without trusting the accuser's party list: the run's true size n is at most
+ * the ceremony's and above the message's own sender and receiver indices (signed by the culprit), so
+ * an echo longer than the ceremony or too short for those indices is wrong; entries are 0 or 32
+ * bytes; one signature per entry, 64 bytes exactly where the entry is non-empty.
+ */
+function echoShapeFault(m: Opened, maxParties: number): string | undefined {
   if (m.echo.length === 0 && m.echoSignatures.length === 0) return undefined;
-  if (m.echo.length !== n) return `an echo vector of ${m.echo.length} entries for ${n} parties`;
+  const n = m.echo.length;
+  if (n > maxParties) return `an echo vector of ${n} entries for a ceremony of ${maxParties} parties`;
+  const own = Math.max(m.sender, m.receiver ?? 0);
+  if (own >= n) return `an echo vector of ${n} entries, too short for party index ${own}`;
   if (m.echoSignatures.length !== n) return `${m.echoSignatures.length} echo signatures for ${n} echo entries`;
   for (let j = 0; j < n; j++) {
     const h = m.echo[j] as Uint8Array;
@@ -416,23 +465,29 @@ function echoRounds(m: Opened): number[] {
   return m.echoRound === 0 && m.round > 1 ? [0, m.round - 1] : [m.echoRound];
 }
 
-/** echo.false: the culprit's echo carries, for another party j, a signature j did not make. */
+/**
+ * echo.false: the culprit's echo carries, for another index j, a signature that no party of the
+ * ceremony made over j's statement. (Not "under session_parties[j]'s key": that order is the
+ * accuser's claim. An honest echoer only echoes statements it verified under the true j's key, and
+ * the true j is a party of the ceremony.)
+ */
 function falseEcho(msgs: readonly Opened[], run: Run): Check<string> {
   const mine = fromCulprit(msgs, run);
   if (mine.length === 0) return no("no message of the culprit's in the evidence");
   for (const m of mine) {
-    if (m.echo.length === 0 || echoShapeFault(m, run.keys.length) !== undefined) continue;
-    for (let j = 0; j < run.keys.length; j++) {
+    if (m.echo.length === 0 || echoShapeFault(m, run.maxParties) !== undefined) continue;
+    for (let j = 0; j < m.echo.length; j++) {
       const h = m.echo[j] as Uint8Array;
-      if (j === run.party || h.length === 0) continue;
-      if (!statementVerifies(run, echoRounds(m), j, h, m.echoSignatures[j] as Uint8Array)) {
+      if (j === m.sender || h.length === 0) continue;
+      const sig = m.echoSignatures[j] as Uint8Array;
+      if (!run.ceremonyKeys.some((key) => statementVerifies(run, key, echoRounds(m), j, h, sig))) {
         return ok(
-          `the culprit's signed message of round ${m.round} echoes for party ${j} a statement party ${j} did not sign`,
+          `the culprit's signed message of round ${m.round} echoes for party ${j} a statement no party of the ceremony signed`,
         );
       }
     }
   }
-  return no("every echo entry of the culprit's messages is signed by its party (no false echo shown)");
+  return no("every echo entry of the culprit's messages is signed by a party of the ceremony (no false echo shown)");
 }
 
 /** echo.malformed: the culprit's broadcast statement signature fails, or its echo vector has the wrong shape. */
@@ -441,20 +496,20 @@ function malformedEcho(msgs: readonly Opened[], run: Run): Check<string> {
   if (mine.length === 0) return no("no message of the culprit's in the evidence");
   let why = 'the echo and statement of every message of the culprit are well formed';
   for (const m of mine) {
-    const fault = echoShapeFault(m, run.keys.length);
+    const fault = echoShapeFault(m, run.maxParties);
     if (fault !== undefined) return ok(`the culprit's signed message of round ${m.round} carries ${fault}`);
     if (m.receiver !== undefined) continue;
-    if (!registeredBroadcast(run.protocol, m.round)) {
+    if (!signedBroadcastRound(run.protocol, m.round)) {
       why = `round ${m.round} of ${run.protocol} has no registered broadcast type: its statement was not checked`;
       continue;
     }
     const body = decodeBody(run.protocol, m);
     if (body === undefined) {
-      why = `the broadcast of round ${m.round} does not decode: its statement was not checked`;
+      why = `the broadcast of round ${m.round} does not decode exactly with this coordinator's round type: its statement was not checked`;
       continue;
     }
     const hash = echoHash(run.sessionId, m.round, run.party, body);
-    if (!statementVerifies(run, [m.round], run.party, hash, m.statementSignature)) {
+    if (!statementVerifies(run, run.keys[run.party] as Uint8Array, [m.round], run.party, hash, m.statementSignature)) {
       const what = m.statementSignature.length === 0 ? 'no statement signature' : 'a statement signature that fails';
       return ok(`the culprit's signed broadcast of round ${m.round} carries ${what}`);
     }
@@ -462,12 +517,23 @@ function malformedEcho(msgs: readonly Opened[], run: Run): Check<string> {
   return no(why);
 }
 
-/** The content the runtime compares for a duplicate: the canonical body (or the raw payload) and the echo. */
+/**
+ * The content the runtime compares for a duplicate (crypto runtime party.ts `sameMessage`): the
+ * canonical body (the raw payload when it does not decode), the echo, its signatures and round, and
+ * the statement signature. An honest re-send has the same content (Ed25519 signatures are
+ * deterministic); only the ephemeral key of a re-sealed point-to-point message differs.
+ */
 function contentOf(protocol: string, m: Opened): Uint8Array | undefined {
   if (m.payload === undefined) return undefined;
   const body = decodeBody(protocol, m);
   const payload: Canonical = body === undefined ? ['raw', m.payload] : ['body', body];
-  return canonicalEncode([payload, m.echo as Uint8Array[]]);
+  return canonicalEncode([
+    payload,
+    m.echo as Uint8Array[],
+    m.echoSignatures as Uint8Array[],
+    m.echoRound,
+    m.statementSignature,
+  ]);
 }
 
 /** message.conflict: two validly signed messages of the culprit for one (round, destination) with different content. */
@@ -496,17 +562,59 @@ function conflict(msgs: readonly Opened[], run: Run): Check<string> {
   return no(why);
 }
 
-/** presign.inconsistent-publication: needs the identification round's registered type (not registered: unverified). */
+const PRESIGN = 'custodian.cggmp.presign.v1';
+const PRESIGN_PUBLISH = 'custodian.v1.cggmp.PresignIdentPublish';
+
+function asRecord(v: unknown): Record<string, unknown> | undefined {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array)
+    ? (v as Record<string, unknown>)
+    : undefined;
+}
+
+/**
+ * presign.inconsistent-publication (CGGMP21 presigning identification, packages/cggmp
+ * presign-ident.ts round 3 "ident.publish"): the culprit's signed publication states, for its mode,
+ * the MtA ciphertexts it sent to party j in round 1 (`sent[{ j, D, F }]`: D_{j,i}, F_{j,i} in mode
+ * "delta", D̂_{j,i}, F̂_{j,i} in mode "chi"); its signed round-1 point-to-point message to j
+ * (`PresignRound1Direct` D, F, Dh, Fh, opened with its key) holds different ones.
+ */
 function inconsistentPublication(msgs: readonly Opened[], run: Run): Check<string> {
-  const mine = fromCulprit(msgs, run);
-  const p2p = mine.find((m) => m.receiver !== undefined && m.round === 1);
-  const published = mine.find((m) => m.receiver === undefined && m.round > 2);
-  if (!p2p || !published)
-    return no('needs the round-1 point-to-point message and the later publication of the culprit');
-  if (!registeredBroadcast(run.protocol, published.round)) {
-    return no(`round ${published.round} of ${run.protocol} is not a registered identification round`);
+  if (run.protocol !== PRESIGN) return no(`not a ${PRESIGN} run`);
+  const schema = PROTOCOL_SCHEMAS.find((s) => s.protocol === PRESIGN);
+  if (schema?.rounds[3]?.broadcast !== PRESIGN_PUBLISH) {
+    return no('the presigning identification round is not registered: the publication was not compared');
   }
-  return no('the publication was not compared with the point-to-point message by the coordinator');
+  const mine = fromCulprit(msgs, run);
+  const published = mine.find((m) => m.receiver === undefined && m.round === 3);
+  if (!published) return no("needs the culprit's round-3 publication");
+  const pub = asRecord(decodeBody(PRESIGN, published));
+  const mode = pub?.mode;
+  const sent = pub?.sent;
+  if (!pub || (mode !== 'delta' && mode !== 'chi') || !Array.isArray(sent)) {
+    return no('the publication does not decode');
+  }
+  let why = "needs the culprit's round-1 point-to-point message with its message key";
+  for (const m of mine) {
+    if (m.round !== 1 || m.receiver === undefined || m.payload === undefined) continue;
+    const direct = asRecord(decodeBody(PRESIGN, m));
+    const entry = sent.map(asRecord).find((e) => e?.j === m.receiver);
+    if (!direct || !entry) {
+      why = `the round-1 message to party ${m.receiver} or its publication entry does not decode`;
+      continue;
+    }
+    const [D, F] = mode === 'delta' ? [direct.D, direct.F] : [direct.Dh, direct.Fh];
+    if (typeof D !== 'bigint' || typeof F !== 'bigint' || typeof entry.D !== 'bigint' || typeof entry.F !== 'bigint') {
+      why = 'the ciphertexts do not decode';
+      continue;
+    }
+    if (entry.D !== D || entry.F !== F) {
+      return ok(
+        `the culprit's signed round-3 publication (mode ${mode}) differs from its signed round-1 message to party ${m.receiver}`,
+      );
+    }
+    why = `the publication matches the round-1 message to party ${m.receiver}`;
+  }
+  return no(why);
 }
 
 // ---------- the verdict ----------

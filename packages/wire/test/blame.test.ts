@@ -15,6 +15,7 @@ import { hkdf } from '@noble/hashes/hkdf.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { concatBytes, utf8ToBytes } from '@noble/hashes/utils.js';
 import fc from 'fast-check';
+import protobuf from 'protobufjs';
 import { describe, expect, it } from 'vitest';
 import {
   type BlameContext,
@@ -27,6 +28,7 @@ import {
   encodeMessage,
   messageType,
   NOT_RE_RUN,
+  PROTOCOL_SCHEMAS,
   roundType,
   sealEnvelope,
   verifyBlame,
@@ -85,8 +87,33 @@ function statementSig(sender: number, round: number, hash: Uint8Array, over: { s
   return ed25519Sign(concatBytes(ST_PREFIX, bytes), by.secretKey);
 }
 
+const echoRoundOf = (protocol: string) => PROTOCOL_SCHEMAS.find((s) => s.protocol === protocol)?.rounds.length;
+
 function bodyBytes(round: number, kind: 'broadcast' | 'p2p', body: Canonical, protocol = PROTOCOL): Uint8Array {
-  return canonicalToBytes(roundType(protocol, round, kind, 3), body);
+  return canonicalToBytes(roundType(protocol, round, kind, echoRoundOf(protocol)), body);
+}
+
+/** A body of a registered round type with every field filled (BigInt 1, bytes 33 × 0x02, lists empty), then `over`. */
+function filledBody(type: protobuf.Type, over: Record<string, Canonical> = {}): Canonical {
+  const out: Record<string, Canonical> = {};
+  for (const f of type.fieldsArray) {
+    if (f.partOf) continue;
+    const sub = f.resolvedType instanceof protobuf.Type ? f.resolvedType : undefined;
+    out[f.name] = f.repeated
+      ? []
+      : sub?.fullName === '.custodian.v1.BigInt'
+        ? 1n
+        : sub
+          ? filledBody(sub)
+          : f.type === 'bytes'
+            ? new Uint8Array(33).fill(2)
+            : f.type === 'string'
+              ? ''
+              : f.type === 'bool'
+                ? false
+                : 0;
+  }
+  return { ...out, ...over };
 }
 
 const r1Body = (seed: number): Canonical => ({
@@ -103,6 +130,8 @@ interface SealOpts {
   echo?: Uint8Array[];
   sessionId?: Uint8Array;
   protocol?: string;
+  /** Raw payload bytes instead of `body`'s encoding. */
+  payload?: Uint8Array;
   /** Signed-echo fields (envelope fields 11–13). */
   echoSignatures?: Uint8Array[];
   statementSignature?: Uint8Array;
@@ -155,7 +184,7 @@ function msg(o: SealOpts): BlameMessageWire {
     sender: o.sender,
     ...(o.to !== undefined ? { receiver: o.to, receiverPublicKey: (session[o.to] as Id).publicKey } : {}),
     echo: o.echo ?? [],
-    payload: bodyBytes(o.round, kind, o.body, o.protocol),
+    payload: o.payload ?? bodyBytes(o.round, kind, o.body, o.protocol),
     senderSecretKey: o.from.secretKey,
   });
   const signedEnvelope = withEchoFields(sealed, o);
@@ -347,15 +376,17 @@ describe('echo.false: the culprit echoes a statement its party did not sign', ()
   const bodies = [r1Body(1), r1Body(3), r1Body(5)];
   const hashes = bodies.map((b, j) => echoHash(sid, 1, j, b));
   const sigs = hashes.map((h, j) => statementSig(j, 1, h));
+  const confirm = { confirm: new Uint8Array(32).fill(9) };
   const echoMsg = (echo: Uint8Array[], echoSignatures: Uint8Array[], over: Partial<SealOpts> = {}) =>
     msg({
       from: C,
       sender: 2,
       round: 2,
-      body: { confirm: new Uint8Array(32).fill(9) },
+      body: confirm,
       echo,
       echoSignatures,
       echoRound: 1,
+      statementSignature: statementSig(2, 2, echoHash(sid, 2, 2, confirm)), // C's own, valid
       ...over,
     });
 
@@ -365,12 +396,34 @@ describe('echo.false: the culprit echoes a statement its party did not sign', ()
     const m = echoMsg([hashes[0], fake, hashes[2]] as Uint8Array[], [sigs[0], garbage, sigs[2]] as Uint8Array[]);
     const v = verifyBlame(base({ check: 'echo.false', round: 2, messages: [m] }), ctx());
     expect(v).toMatchObject({ verified: true, culprit: C.peerId, accuser: A.peerId });
-    expect(v.detail).toMatch(/for party 1 a statement party 1 did not sign/);
+    expect(v.detail).toMatch(/for party 1 a statement no party of the ceremony signed/);
   });
 
   it("attack: C's echo is honest (every entry signed by its party)", () => {
     const m = echoMsg(hashes, sigs);
     unverifiedAccusing(verifyBlame(base({ check: 'echo.false', round: 2, messages: [m] }), ctx()));
+  });
+
+  it("attack: the accuser permutes session_parties (A and B swapped) so C's honest echo reads as false", () => {
+    const m = echoMsg(hashes, sigs);
+    const v = verifyBlame(
+      base({ check: 'echo.false', round: 2, messages: [m], sessionParties: [B.peerId, A.peerId, C.peerId] }),
+      ctx(),
+    );
+    unverifiedAccusing(v);
+  });
+
+  it("attack: the accuser claims a smaller or larger run so C's honest echo has the wrong length", () => {
+    const m = echoMsg(hashes, sigs);
+    // C is index 2 of [A, B, C]; claimed runs [A, C] (C would be index 1: its signature fails) and [A, B, C, D]
+    for (const sessionParties of [
+      [A.peerId, B.peerId, C.peerId, D.peerId],
+      [A.peerId, D.peerId, C.peerId, B.peerId],
+    ]) {
+      for (const check of ['echo.malformed', 'echo.false']) {
+        unverifiedAccusing(verifyBlame(base({ check, round: 2, messages: [m], sessionParties }), ctx()));
+      }
+    }
   });
 
   it('attack: an honest echo whose envelope leaves echo_round unset (reads 0) is not taken as false', () => {
@@ -464,9 +517,34 @@ describe('echo.malformed: a broadcast whose statement signature fails, or a wron
     unverifiedAccusing(v);
   });
 
-  it('attack: an echo-round broadcast (no statement) or a protocol without registered rounds', () => {
-    const echoRound = msg({ from: C, sender: 2, round: 3, body: null });
-    unverifiedAccusing(verifyBlame(base({ check: 'echo.malformed', round: 3, messages: [echoRound] }), ctx()));
+  it('verifies an echo-round broadcast of C without a statement signature; not one with its statement', () => {
+    const bare = msg({ from: C, sender: 2, round: 3, body: null });
+    expect(verifyBlame(base({ check: 'echo.malformed', round: 3, messages: [bare] }), ctx())).toMatchObject({
+      verified: true,
+      culprit: C.peerId,
+    });
+    const signed = msg({
+      from: C,
+      sender: 2,
+      round: 3,
+      body: null,
+      statementSignature: statementSig(2, 3, echoHash(sid, 3, 2, null)),
+    });
+    unverifiedAccusing(verifyBlame(base({ check: 'echo.malformed', round: 3, messages: [signed] }), ctx()));
+  });
+
+  it("attack: a sender's newer schema (an extra field) is not read as a failing statement", () => {
+    // the sender's round type has a field 15 this coordinator does not know; its statement is honest
+    const body = { ...(r1Body(5) as Record<string, Canonical>), extra: 1 };
+    const payload = concatBytes(bodyBytes(1, 'broadcast', r1Body(5)), Uint8Array.of(0x78, 0x01));
+    const statementSignature = statementSig(2, 1, echoHash(sid, 1, 2, body));
+    const m = msg({ from: C, sender: 2, round: 1, body: r1Body(5), payload, statementSignature });
+    const v = verifyBlame(base({ check: 'echo.malformed', messages: [m] }), ctx());
+    unverifiedAccusing(v);
+    expect(v.detail).toMatch(/does not decode/);
+  });
+
+  it('attack: a broadcast of a protocol without registered rounds', () => {
     const unknown = msg({ from: C, sender: 2, round: 1, body: { x: 1 }, protocol: 'custodian.test' });
     const v = verifyBlame(base({ check: 'echo.malformed', protocol: 'custodian.test', messages: [unknown] }), ctx());
     unverifiedAccusing(v);
@@ -495,6 +573,19 @@ describe('message.conflict: two different messages of the culprit for one round 
     const v = verifyBlame(base({ check: 'message.conflict', messages: [m1, m2] }), ctx());
     expect(v).toMatchObject({ verified: true, culprit: C.peerId });
     expect(v.detail).toMatch(/point-to-point messages to party 0/);
+  });
+
+  it('verifies two broadcasts of C with the same body and echo but different echo signatures', () => {
+    const h = [0, 1, 2].map((j) => echoHash(sid, 1, j, r1Body(j)));
+    const sigs = h.map((x, j) => statementSig(j, 1, x));
+    const body = { confirm: new Uint8Array(32).fill(4) };
+    const one = msg({ from: C, sender: 2, round: 2, body, echo: h, echoSignatures: sigs, echoRound: 1 });
+    const other = [sigs[0], new Uint8Array(64).fill(1), sigs[2]] as Uint8Array[];
+    const two = msg({ from: C, sender: 2, round: 2, body, echo: h, echoSignatures: other, echoRound: 1 });
+    expect(verifyBlame(base({ check: 'message.conflict', round: 2, messages: [one, two] }), ctx())).toMatchObject({
+      verified: true,
+      culprit: C.peerId,
+    });
   });
 
   it('attack: the same message re-sealed (new ephemeral key, same content) is no conflict', () => {
@@ -572,12 +663,223 @@ describe('checks the coordinator does not re-run', () => {
     unverifiedAccusing(v);
     expect(v.detail).toMatch(/signature does not verify/);
   });
+});
 
-  it('presign.inconsistent-publication without a registered identification round is unverified', () => {
-    const P = 'custodian.cggmp.presign.v1';
-    const m1 = msg({ from: C, sender: 2, round: 1, to: 0, body: { x: 1 }, protocol: 'custodian.test' });
-    const v = verifyBlame(base({ check: 'presign.inconsistent-publication', protocol: P, messages: [m1] }), ctx());
+describe('presign.inconsistent-publication: the published MtA ciphertexts differ from the signed round-1 message', () => {
+  const P = 'custodian.cggmp.presign.v1';
+  const identRegistered =
+    PROTOCOL_SCHEMAS.find((s) => s.protocol === P)?.rounds[3]?.broadcast === 'custodian.v1.cggmp.PresignIdentPublish';
+  const pb = (over: Partial<BlameWire>) =>
+    base({ check: 'presign.inconsistent-publication', protocol: P, round: 3, ...over });
+  /** C's round-1 point-to-point message to `to` with D, F, D̂, F̂ = 5, 6, 7, 8. */
+  const direct = (to: number) =>
+    msg({
+      from: C,
+      sender: 2,
+      round: 1,
+      to,
+      protocol: P,
+      body: filledBody(roundType(P, 1, 'p2p'), { D: 5n, F: 6n, Dh: 7n, Fh: 8n }),
+    });
+  /** C's round-3 publication in `mode`, stating (D, F) as sent to A and (1, 1) as sent to B. */
+  const publish = (mode: string, D: bigint, F: bigint, from: Id = C) =>
+    msg({
+      from,
+      sender: 2,
+      round: 3,
+      protocol: P,
+      body: filledBody(roundType(P, 3, 'broadcast', echoRoundOf(P)), {
+        mode,
+        sent: [
+          { j: 0, D, F },
+          { j: 1, D: 1n, F: 1n },
+        ],
+      }),
+    });
+
+  it.runIf(identRegistered)('verifies a publication that differs from what C sent A (mode delta and chi)', () => {
+    for (const [mode, D, F] of [
+      ['delta', 5n, 9n],
+      ['chi', 9n, 8n],
+      ['chi', 5n, 6n], // chi publishes D̂/F̂: D/F of round 1 are not what it sent for χ
+    ] as const) {
+      const v = verifyBlame(pb({ messages: [direct(0), publish(mode, D, F)] }), ctx());
+      expect(v).toMatchObject({ verified: true, culprit: C.peerId, accuser: A.peerId });
+    }
+  });
+
+  it.runIf(identRegistered)(
+    'attack: a consistent publication, a forged one, or a round-1 message without its key',
+    () => {
+      for (const messages of [
+        [direct(0), publish('delta', 5n, 6n)],
+        [direct(0), publish('chi', 7n, 8n)],
+        [direct(0), publish('delta', 5n, 9n, A)],
+        [{ signedEnvelope: direct(0).signedEnvelope }, publish('delta', 5n, 9n)],
+      ]) {
+        unverifiedAccusing(verifyBlame(pb({ messages }), ctx()));
+      }
+    },
+  );
+
+  it.runIf(!identRegistered)('is unverified while the identification round is not registered', () => {
+    const m = msg({ from: C, sender: 2, round: 3, body: null, protocol: P }); // round 3 is the echo round here
+    const v = verifyBlame(pb({ messages: [m] }), ctx());
     unverifiedAccusing(v);
+    expect(v.detail).toMatch(/not registered/);
+  });
+});
+
+describe('property: a malicious accuser holding every honest message cannot get an honest party verified', () => {
+  // The accuser A sees all honest traffic of B and C (broadcasts with statements, echoes, its own
+  // point-to-point messages and their keys, re-sealed copies, another run's messages) and signs
+  // anything with its own key. Whatever it assembles, a verified verdict names A, never B or C.
+  const otherLabel = 'frost.dkg.other';
+  const otherSid = blameSessionId(ceremonyId, otherLabel);
+  const r1 = [0, 1, 2].map((j) => r1Body(10 + j));
+  const h1 = r1.map((b, j) => echoHash(sid, 1, j, b));
+  const s1 = h1.map((h, j) => statementSig(j, 1, h));
+  const confirm = (j: number) => ({ confirm: new Uint8Array(32).fill(j) });
+  const honest = (j: number, session = sid): BlameMessageWire[] => {
+    const from = session_(j);
+    const st = (round: number, body: Canonical) =>
+      statementSig(j, round, echoHash(session, round, j, body), { sessionId: session });
+    const share = { share: new Uint8Array(32).fill(j) };
+    return [
+      msg({
+        from,
+        sender: j,
+        round: 1,
+        body: r1[j] as Canonical,
+        sessionId: session,
+        statementSignature: st(1, r1[j] as Canonical),
+      }),
+      msg({
+        from,
+        sender: j,
+        round: 2,
+        body: confirm(j),
+        sessionId: session,
+        echo: h1,
+        echoSignatures: s1,
+        echoRound: 1,
+        statementSignature: st(2, confirm(j)),
+      }),
+      msg({ from, sender: j, round: 3, body: null, sessionId: session, statementSignature: st(3, null) }),
+      msg({ from, sender: j, round: 1, to: 0, body: share, sessionId: session }),
+      msg({ from, sender: j, round: 1, to: 0, body: share, sessionId: session }), // re-sealed: new ephemeral key
+    ];
+  };
+  function session_(j: number): Id {
+    return session[j] as Id;
+  }
+  const honestStatements: BroadcastStatementWire[] = [1, 2].flatMap((j) =>
+    [1, 2, 3].map((round) => {
+      const body = round === 1 ? (r1[j] as Canonical) : round === 2 ? confirm(j) : null;
+      const hash = echoHash(sid, round, j, body);
+      return { protocol: PROTOCOL, sessionId: sid, round, sender: j, hash, signature: statementSig(j, round, hash) };
+    }),
+  );
+  const forged: BlameMessageWire[] = [1, 2].flatMap((j) => [
+    msg({ from: A, sender: j, round: 1, body: r1Body(40 + j) }),
+    msg({
+      from: A,
+      sender: j,
+      round: 2,
+      body: confirm(j),
+      echo: h1,
+      echoSignatures: [s1[0], new Uint8Array(64), s1[2]] as Uint8Array[],
+      echoRound: 1,
+    }),
+    msg({ from: A, sender: j, round: 1, to: 0, body: { share: new Uint8Array(32).fill(77) } }),
+  ]);
+  const forgedStatements: BroadcastStatementWire[] = [1, 2].map((j) => {
+    const hash = sha256(utf8ToBytes(`forged ${j}`));
+    const signature = ed25519Sign(
+      concatBytes(ST_PREFIX, broadcastStatementBytes(PROTOCOL, sid, 1, j, hash)),
+      A.secretKey,
+    );
+    return { protocol: PROTOCOL, sessionId: sid, round: 1, sender: j, hash, signature };
+  });
+  const pool = [
+    ...honest(1),
+    ...honest(2),
+    ...honest(1, otherSid),
+    ...forged,
+    signedBroadcast(0, 50),
+    signedBroadcast(0, 51),
+  ];
+  const withKeySwapped = (m: BlameMessageWire, k: BlameMessageWire): BlameMessageWire => ({
+    ...m,
+    messageKey: k.messageKey ?? new Uint8Array(0),
+  });
+  const orders = [
+    [A, B, C],
+    [B, A, C],
+    [A, C, B],
+    [C, B, A],
+    [A, B, C, D],
+    [A, B],
+    [D, B, C],
+  ].map((o) => o.map((i) => i.peerId));
+  const checks = [
+    'echo.equivocation',
+    'echo.false',
+    'echo.malformed',
+    'message.conflict',
+    'presign.inconsistent-publication',
+    'proof.enc',
+    'message.malformed',
+  ];
+
+  it('holds for any assembly of evidence, party list, label and check', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...checks),
+        fc.nat(3),
+        fc.constantFrom('', ...ids.map((i) => i.peerId)),
+        fc.array(fc.tuple(fc.nat(pool.length - 1), fc.option(fc.nat(pool.length - 1))), { maxLength: 4 }),
+        fc.array(fc.nat(honestStatements.length + forgedStatements.length - 1), { maxLength: 2 }),
+        fc.nat(orders.length - 1),
+        fc.boolean(),
+        (check, party, peerId, picks, stPicks, order, otherRun) => {
+          const all = [...honestStatements, ...forgedStatements];
+          const messages = picks.map(([i, k]) =>
+            k === null
+              ? (pool[i] as BlameMessageWire)
+              : withKeySwapped(pool[i] as BlameMessageWire, pool[k] as BlameMessageWire),
+          );
+          const v = verifyBlame(
+            base({
+              check,
+              party,
+              peerId,
+              messages,
+              statements: stPicks.map((i) => all[i] as BroadcastStatementWire),
+              sessionParties: orders[order] as string[],
+              ...(otherRun ? { sessionLabel: otherLabel, sessionId: otherSid } : {}),
+            }),
+            ctx(),
+          );
+          expect(v.accuser).toBe(A.peerId);
+          if (v.verified) expect(v.culprit).toBe(A.peerId);
+        },
+      ),
+      { numRuns: 400 },
+    );
+  });
+
+  it("is not vacuous: the accuser's own conflicting broadcasts are verified against it", () => {
+    const v = verifyBlame(
+      base({
+        check: 'message.conflict',
+        party: 0,
+        peerId: A.peerId,
+        messages: [signedBroadcast(0, 50), signedBroadcast(0, 51)],
+      }),
+      ctx(),
+    );
+    expect(v).toMatchObject({ verified: true, culprit: A.peerId });
   });
 });
 
