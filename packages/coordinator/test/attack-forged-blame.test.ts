@@ -25,6 +25,7 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { concatBytes, randomBytes, utf8ToBytes } from '@noble/hashes/utils.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCoordinatorMetrics } from '../src/metrics/registry.js';
 import { BlameStore } from '../src/signing/blame-store.js';
 import {
   createSignerGateway,
@@ -57,6 +58,12 @@ describe('attack: a signer blames an honest signer (issue #23 part 3)', () => {
   let h: Harness;
   let control: ControlClient;
   let webhookId: string;
+  const metrics = createCoordinatorMetrics();
+  /** `custodian_blame_reports_total` for (check, verified). */
+  const reports = async (check: string, verified: boolean) =>
+    (await metrics.signing.blameReports.get()).values.find(
+      (v) => v.labels.check === check && v.labels.verified === String(verified),
+    )?.value ?? 0;
   const A = identity(); // the malicious accuser
   const H = identity(); // honest
   const C = identity(); // really equivocates
@@ -122,7 +129,7 @@ describe('attack: a signer blames an honest signer (issue #23 part 3)', () => {
         async abortCeremony() {},
       },
       attempts: pool,
-      blames: new BlameStore({ db: h.c.db, clock: () => new Date() }),
+      blames: new BlameStore({ db: h.c.db, clock: () => new Date(), metrics: metrics.signing }),
     });
     const result = await gateway.sign({
       keyId: 'k1',
@@ -218,6 +225,7 @@ describe('attack: a signer blames an honest signer (issue #23 part 3)', () => {
       },
     ]);
     expect(e[0].profile_id).toBe('00000000-0000-0000-0000-000000000000');
+    expect(await reports('check.unspecified', false)).toBeGreaterThanOrEqual(1);
   });
 
   it('forged equivocation evidence (statements "of" the honest signer signed with the accuser\'s key) is not believed', async () => {
@@ -264,7 +272,8 @@ describe('attack: a signer blames an honest signer (issue #23 part 3)', () => {
     expect((await view(ceremonyId)).blame[0]).toMatchObject({ culprit: A.peerId, verified: false });
   });
 
-  it('valid equivocation evidence signed by the culprit names it, verified (API, webhook)', async () => {
+  it('valid equivocation evidence signed by the culprit names it, verified (API, webhook, metric)', async () => {
+    const before = await reports('echo.equivocation', true);
     const { result, ceremonyId } = await sign(
       accusing(C, (start) => {
         const sid = blameSessionId(start.ceremonyId, LABEL);
@@ -306,6 +315,7 @@ describe('attack: a signer blames an honest signer (issue #23 part 3)', () => {
         verified: true,
       },
     ]);
+    expect(await reports('echo.equivocation', true)).toBe(before + 1);
   });
 
   it('a PRESIGN ceremony: a blame without evidence is recorded naming the accuser (kind presign)', async () => {
