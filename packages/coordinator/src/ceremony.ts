@@ -3,7 +3,9 @@
  * (DESIGN.md §4). The signer control protocol implements {@link CeremonyClient}; the coordinator
  * only stores the ceremony record, its progress, and the PUBLIC outcome.
  */
+
 import { CoordinatorError } from './errors.js';
+import type { BlameRecord } from './signing/blame.js';
 
 /** A signer selected for a ceremony: a server signer (by id) or an approved mobile device. */
 export interface CeremonyParty {
@@ -55,12 +57,18 @@ export interface DkgOutcome {
   transcriptHash: string;
 }
 
-/** Raised by a client when a party misbehaved (identifiable abort). */
+/**
+ * Raised by a client when a party reported misbehaviour (identifiable abort). `culprits` are only
+ * the parties the coordinator PROVED misbehaved (verified evidence, signing/blame.ts); `blames`
+ * every blame as checked (recorded in `ceremony_blames`; an unverified one names its accuser).
+ */
 export class CeremonyAbortedError extends CoordinatorError {
   constructor(
     message: string,
-    /** Ids (as in {@link CeremonyParty.id}) of the parties to blame. */
+    /** Ids (as in {@link CeremonyParty.id}) of the parties proven to misbehave (verified blame only). */
     readonly culprits: string[],
+    /** Every blame the parties reported, as the coordinator checked it. */
+    readonly blames: readonly BlameRecord[] = [],
   ) {
     super('CEREMONY_ABORTED', message);
   }

@@ -45,6 +45,7 @@ import { credentialBucket } from './request-bucket.js';
 import { addressBucket, createServer, HttpServer, parseTrustProxy } from './server.js';
 import { SignerService } from './signers/service.js';
 import { MasterKeyStore, ServerSignerStore } from './signers/store.js';
+import { BlameStore } from './signing/blame-store.js';
 import { pooledCounts } from './signing/presignature-pool.js';
 import { createSigningServices, type SigningServices } from './signing/services.js';
 import { transferAdminRoutes } from './transfers/admin-routes.js';
@@ -198,6 +199,9 @@ async function build(
     poolTarget: opts.signing?.enabled ? (opts.signing.presignaturePool ?? 4) : 0,
   });
   httpMetricsHook(app, metrics);
+  // the checked blames of every ceremony (issue #23): written by the signing gateway, the master key
+  // and lifecycle ceremonies, read by the ceremonies' admin views
+  const blames = new BlameStore({ db, clock, metrics: metrics.signing });
   // the transfers room reports activations, new work and approval requests on emitters built here:
   // their listeners (signing services, pipeline, device hub) are built after it and subscribe below
   const activations = new Emitter<[signed: SignedPolicy]>();
@@ -273,6 +277,7 @@ async function build(
         ...(opts.signing.deviceSockets ? { deviceSockets: opts.signing.deviceSockets } : {}),
         log: pino({ level: process.env.CUSTODIAN_SIGNING_LOG ?? 'warn', base: { service: 'coordinator-signing' } }),
         metrics: metrics.signing,
+        blames,
       })
     : undefined;
   if (signing) built(signing);
@@ -283,6 +288,7 @@ async function build(
     audit,
     ceremonyClient: opts.ceremonyClient ?? signing?.ceremonyClient,
     options: adminOptions,
+    blames,
   });
   const keys = new KeyService({
     db,
@@ -291,6 +297,7 @@ async function build(
     ceremonies: signers.ceremonies,
     port: signing?.keyOps,
     pool: signing?.presignatures,
+    blames,
     options: {
       minMobileSigners: adminOptions.minMobileSigners,
       dkgTimeoutMs: adminOptions.dkgTimeoutMs,

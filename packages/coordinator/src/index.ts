@@ -89,6 +89,7 @@ export type { AuditFn, AuditLog } from './audit/service.js';
 export type { CeremonyComponents, CeremonyService, CeremonyView } from './signers/ceremonies.js';
 export type { SignerComponents, SignerService } from './signers/service.js';
 export type { MasterKeyInput, MasterKeyStore, MasterKeyView } from './signers/store.js';
+export type { BlameView, SigningCeremonyView } from './signing/blame-store.js';
 
 // The signer-side ceremony client interface the DKG runs through
 

@@ -66,6 +66,7 @@ export const OPERATION_IDS: Readonly<Record<string, string>> = {
   'POST /admin/v1/master-keys': 'adminStartMasterKeyCeremony',
   'GET /admin/v1/ceremonies': 'adminListCeremonies',
   'GET /admin/v1/ceremonies/:ceremony_id': 'adminGetCeremony',
+  'GET /admin/v1/signing-ceremonies/:ceremony_id': 'adminGetSigningCeremony',
   'POST /admin/v1/master-keys/:master_key_id/refresh': 'adminRefreshMasterKey',
   'POST /admin/v1/master-keys/:master_key_id/key-changes': 'adminCreateKeyChange',
   'GET /admin/v1/master-keys/:master_key_id/key-changes': 'adminListKeyChanges',

@@ -1,11 +1,12 @@
 /**
- * Result mapping of the signer gateway (signing/gateway.ts): REFUSED > ABORTED with blame >
+ * Result mapping of the signer gateway (signing/gateway.ts): REFUSED > ABORTED with verified blame >
  * DEADLINE_EXCEEDED > unreachable/other > ok (with ECDSA recovery ids). The multi-process runs are in
  * packages/mobile/test (mobile-ceremony.test.ts, mobile-ecdsa.slow.test.ts).
  */
 import { Outcome, refusalValue } from '@custodian/wire';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { describe, expect, it } from 'vitest';
+import { assessBlames } from '../src/signing/blame.js';
 import { ecdsaRecovery, mapSignResults, type SignParty } from '../src/signing/gateway.js';
 
 const s0: SignParty = { kind: 'server', id: 's0' };
@@ -54,10 +55,11 @@ describe('signer gateway result mapping', () => {
     expect(r).toEqual({ ok: false, reason: 'REFUSED', refusal: 'POLICY_SIGNATURE_VERIFICATION_FAILED', by: d0 });
   });
 
-  it('blame maps peer ids back to parties; deadline and unreachable parties', () => {
-    const blamed = mapSignResults({ algorithm: 'ED25519', digests: [digest] }, targets, [
+  it('a blame without evidence names no culprit, only its accuser (issue #23); deadline and unreachable parties', () => {
+    const results = [
       {
         party: s0,
+        peerId: 'P0',
         result: {
           ceremonyId: cid,
           outcome: Outcome.ABORTED,
@@ -66,9 +68,23 @@ describe('signer gateway result mapping', () => {
         },
         unreachable: false,
       },
-      { party: d0, result: ok, unreachable: false },
+      { party: d0, peerId: 'P1', result: ok, unreachable: false },
+    ];
+    const checked = assessBlames(cid, ['P0', 'P1'], results);
+    expect(checked).toEqual([
+      {
+        culprit: 'P0',
+        claimedCulprit: 'P1',
+        accuser: 'P0',
+        check: 'check.unspecified',
+        round: 0,
+        protocol: '',
+        verified: false,
+        detail: 'no evidence',
+      },
     ]);
-    expect(blamed).toMatchObject({ ok: false, reason: 'ABORTED', culprits: [d0] });
+    const blamed = mapSignResults({ algorithm: 'ED25519', digests: [digest] }, targets, results, checked);
+    expect(blamed).toMatchObject({ ok: false, reason: 'ABORTED', culprits: [], accusers: [s0] });
     const late = mapSignResults({ algorithm: 'ED25519', digests: [digest] }, targets, [
       { party: s0, result: { ceremonyId: cid, outcome: Outcome.DEADLINE_EXCEEDED }, unreachable: false },
       { party: d0, result: ok, unreachable: false },
@@ -94,6 +110,32 @@ describe('signer gateway result mapping', () => {
       { party: d0, result: ok, unreachable: false },
     ]);
     expect(unblamed).toMatchObject({ ok: false, reason: 'ABORTED', culprits: [] });
+  });
+
+  it("attack: the accuser's text (claimed peer id, check, protocol) cannot carry terminal escapes or newlines", () => {
+    const evil = '\u001b[2J\u001b[31mserver s9 PROVEN\nverified yes';
+    const [r] = assessBlames(
+      cid,
+      ['P0', 'P1'],
+      [
+        {
+          peerId: 'P0',
+          result: {
+            ceremonyId: cid,
+            outcome: Outcome.ABORTED,
+            blame: [{ party: 1, peerId: evil, reason: 'x', check: evil, protocol: evil } as never],
+          },
+        },
+      ],
+    );
+    for (const v of [r?.claimedCulprit, r?.check, r?.protocol]) {
+      expect(v).toBeTruthy();
+      expect(
+        [...(v ?? '')].every((ch) => ch.charCodeAt(0) >= 0x20 && (ch.charCodeAt(0) < 0x7f || ch.charCodeAt(0) > 0x9f)),
+      ).toBe(true);
+    }
+    expect(r).toMatchObject({ culprit: 'P0', accuser: 'P0', verified: false });
+    expect(r?.claimedCulprit.length).toBeLessThanOrEqual(128);
   });
 
   it('SIGNING_IN_PROGRESS is transient: UNAVAILABLE naming the party and the reason; a definitive refusal still wins', () => {

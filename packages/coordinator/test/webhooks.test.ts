@@ -341,7 +341,7 @@ describe('webhook API (seed §4), JWKS, rotation', () => {
     expect(jwks.body.keys[0]).toMatchObject({ kty: 'EC', crv: 'P-256', alg: 'ES256', use: 'sig' });
     expect(jwks.body.keys[0].d).toBeUndefined();
     const doc = (await h.req('GET', '/api/openapi.json')).body;
-    expect(Object.keys(doc.webhooks)).toHaveLength(37);
+    expect(Object.keys(doc.webhooks)).toHaveLength(38);
     expect(doc.webhooks.WALLET_CREATED.post.description).toMatch(/Trigger:/);
   });
 

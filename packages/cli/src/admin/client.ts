@@ -49,6 +49,7 @@ import type {
   PolicySignatureInput,
   Profile,
   ServerSigner,
+  SigningCeremony,
   SigningKey,
   StepUpInput,
   StepUpResult,
@@ -270,6 +271,12 @@ export class AdminClient {
   }
   getCeremony(ceremonyId: string): Promise<Ceremony> {
     return this.http.request('GET', '/admin/v1/ceremonies/{ceremony_id}', { path: { ceremony_id: ceremonyId } });
+  }
+  /** A SIGN ceremony by its 48-hex-digit id, with its blame. */
+  getSigningCeremony(ceremonyId: string): Promise<SigningCeremony> {
+    return this.http.request('GET', '/admin/v1/signing-ceremonies/{ceremony_id}', {
+      path: { ceremony_id: ceremonyId },
+    });
   }
 
   // ---- key lifecycle (issue #22; Admin only) ----

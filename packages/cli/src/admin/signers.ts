@@ -2,7 +2,8 @@
  * `custodian admin signers …` (server signers), `custodian admin master-keys …` (the k-of-n key
  * generation ceremony among exactly the selected signers) and `custodian admin ceremonies …`.
  */
-import type { AdminContext } from './context.js';
+import { type AdminContext, formatTable } from './context.js';
+import type { Blame } from './types.js';
 
 /** Register `signers` on `admin`. */
 export function registerSignerCommands(ctx: AdminContext): void {
@@ -99,6 +100,40 @@ export function registerMasterKeyCommands(ctx: AdminContext): void {
     );
   cer
     .command('show <ceremony_id>')
-    .description('progress and outcome')
-    .action(ctx.run(async (id: string) => ctx.print(await (await ctx.client()).getCeremony(id))));
+    .description(
+      'progress, outcome and blame (a UUID: master key and key lifecycle ceremonies; 48 hex digits: a signing ceremony)',
+    )
+    .action(
+      ctx.run(async (id: string) => {
+        const api = await ctx.client();
+        const c = SIGN_ID.test(id) ? await api.getSigningCeremony(id) : await api.getCeremony(id);
+        if (ctx.json) return ctx.print(c);
+        const { blame, ...rest } = c;
+        ctx.print(rest);
+        io.out(`outcome: ${c.outcome ?? 'running'}`);
+        if (blame.length === 0) {
+          io.out('blame: none');
+          return;
+        }
+        io.out('blame (verified: proven by evidence the coordinator checked; otherwise the accuser is shown):');
+        io.out(formatTable(blame.map(blameRow)));
+      }),
+    );
+}
+
+/** A SIGN ceremony id: 24 bytes in hex. */
+const SIGN_ID = /^[0-9a-fA-F]{48}$/;
+
+const named = (name: string | null, peer: string) => (name ? `${name} (${peer})` : peer);
+
+/** One blame as a table row: who (proven culprit, or the accuser to investigate), check, round, verified, detail. */
+function blameRow(b: Blame): Record<string, unknown> {
+  return {
+    party: b.verified ? named(b.culprit_name, b.culprit) : `accuser ${named(b.accuser_name, b.accuser)}`,
+    check: b.check,
+    round: b.round,
+    verified: b.verified ? 'yes' : 'no',
+    claimed: b.verified ? '' : b.claimed_culprit,
+    detail: b.detail,
+  };
 }

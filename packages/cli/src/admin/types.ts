@@ -10,7 +10,15 @@
  * Times are ISO 8601 strings; amounts are decimal strings (`amount`) or integer strings in base
  * units (`*_base_units`).
  */
-import type { CeremonyProgress, CeremonyView, Role, UserView, WalletView } from '@custodian/coordinator';
+import type {
+  BlameView,
+  CeremonyProgress,
+  CeremonyView,
+  Role,
+  SigningCeremonyView,
+  UserView,
+  WalletView,
+} from '@custodian/coordinator';
 import type { KeyChangeDocument } from '@custodian/wire';
 
 export type {
@@ -42,6 +50,12 @@ export type {
  * report it stored); the admin API sends a {@link CeremonyProgress} there, which `signers` prints.
  */
 export type Ceremony = Omit<CeremonyView, 'progress'> & { readonly progress: CeremonyProgress };
+
+/** A signing ceremony (one signing attempt of a transfer) and its blame (`GET /admin/v1/signing-ceremonies/{id}`). */
+export type SigningCeremony = SigningCeremonyView;
+
+/** One blame as the coordinator checked it (verified: `culprit` proven; else `culprit` is the accuser). */
+export type Blame = BlameView;
 
 /** Page selection; values are sent as given (the CLI passes its option strings). */
 export interface PageQuery {

@@ -4,7 +4,7 @@
  * changes are new entries. Applied versions are recorded in `schema_migrations`.
  */
 
-import { PRESIGNATURE_POOL_MIGRATION_SQL } from '../signing/schema.js';
+import { BLAME_MIGRATION_SQL, PRESIGNATURE_POOL_MIGRATION_SQL } from '../signing/schema.js';
 import { TRANSFERS_MIGRATION_SQL } from '../transfers/schema.js';
 import { INSTANCE_WEBHOOKS_MIGRATION_SQL, WEBHOOKS_MIGRATION_SQL } from '../webhooks/schema.js';
 import type { Db, Queryable } from './db.js';
@@ -392,6 +392,8 @@ CREATE TABLE revocation_acks (
   PRIMARY KEY (device_id, peer_id, store_id)
 );`,
   },
+  // #23 part 3: the blame signers report, as the coordinator checked it (signing/schema.ts).
+  { version: 13, name: 'ceremony_blames', sql: BLAME_MIGRATION_SQL },
 ];
 
 /**

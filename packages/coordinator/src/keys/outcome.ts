@@ -11,33 +11,52 @@ import { p256 } from '@noble/curves/nist.js';
 import { bytesToHex } from '@noble/curves/utils.js';
 import type { Queryable } from '../db/db.js';
 import { ApiError } from '../errors.js';
+import { assessBlames, type BlameRecord } from '../signing/blame.js';
 import type { PartyResult } from '../signing/sign-results.js';
 import { normalisePublicKey } from '../transfers/policy-documents.js';
 import type { KeyRecord } from './store.js';
 import { commonKeys, type KeyEntry, sameKeys } from './verify.js';
 
-/** A failure naming the parties to blame (identifiable abort). */
+/**
+ * A failure naming the parties to blame (identifiable abort): `culprits` only those the coordinator
+ * proved misbehaved (checked itself: verified blame evidence, a missing or invalid attestation);
+ * `blames` every blame a party reported, as checked (signing/blame.ts; recorded in `ceremony_blames`).
+ */
 export class CulpritError extends Error {
   constructor(
     message: string,
     readonly culprits: string[],
+    readonly blames: readonly BlameRecord[] = [],
   ) {
     super(message);
   }
 }
 
-/** Every party OK (and, when `keysToo`, with the same public keys). @throws CulpritError / Error */
+/**
+ * Every party OK (and, when `keysToo`, with the same public keys).
+ * A reported blame is checked against `ceremonyId` and the peer ids the ceremony was dispatched
+ * to (signing/blame.ts `assessBlames`): only a verified one names a culprit.
+ * @param names peer id → `kind:id` of the session's parties (culprit names)
+ * @param ceremonyId the `StartCeremony.ceremony_id` sent (16 bytes); absent: no blame can be verified
+ * @throws CulpritError when any party reported a blame (culprits: the verified ones); Error otherwise
+ */
 export function accepted(
   results: readonly PartyResult[],
   what: string,
   keysToo = true,
   names: ReadonlyMap<string, string> = new Map(),
+  ceremonyId: Uint8Array = new Uint8Array(0),
 ): KeyEntry[] {
-  const blamed = results.filter((r) => r.result.outcome === Outcome.ABORTED && (r.result.blame?.length ?? 0) > 0);
-  if (blamed.length > 0) {
-    const peers = new Set(blamed.flatMap((r) => (r.result.blame ?? []).map((b) => b.peerId)));
-    const culprits = [...peers].map((peer) => names.get(peer) ?? peer);
-    throw new CulpritError(`${what} aborted: ${blamed[0]?.result.error ?? 'misbehaviour'}`, culprits);
+  const blames = assessBlames(
+    ceremonyId,
+    results.flatMap((r) => (r.peerId !== undefined ? [r.peerId] : [])),
+    results,
+  );
+  if (blames.length > 0) {
+    const proven = [...new Set(blames.filter((b) => b.verified).map((b) => b.culprit))];
+    const culprits = proven.map((peer) => names.get(peer) ?? results.find((r) => r.peerId === peer)?.party.id ?? peer);
+    const by = results.find((r) => r.peerId !== undefined && blames.some((b) => b.accuser === r.peerId));
+    throw new CulpritError(`${what} aborted: ${by?.result.error || 'misbehaviour'}`, culprits, blames);
   }
   const failed = results.filter((r) => r.result.outcome !== Outcome.OK);
   if (failed.length > 0)

@@ -44,6 +44,7 @@ import { ApiError } from '../errors.js';
 import type { Startable } from '../lifecycle.js';
 import type { CeremonyService, CeremonyView } from '../signers/ceremonies.js';
 import { transferKeyId } from '../signers/store.js';
+import type { BlameStore } from '../signing/blame-store.js';
 import type { KeyCeremonyPort } from '../signing/key-ops.js';
 import { dropKeyPresignatures } from '../signing/presignature-pool.js';
 import type { SignParty } from '../signing/sign-results.js';
@@ -93,6 +94,8 @@ export interface KeyServiceComponents {
   readonly pool?: { scan(): Promise<void> } | undefined;
   readonly options: KeyServiceOptions;
   readonly log?: (level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>) => void;
+  /** The checked blames of the lifecycle ceremonies (signing/blame-store.ts); absent: not recorded. */
+  readonly blames?: Pick<BlameStore, 'record'> | undefined;
 }
 
 type PartyRef = { kind: 'server' | 'device'; id: string };
@@ -172,6 +175,7 @@ export class KeyService implements Startable {
           'refresh',
           true,
           new Map(peers.map((peer, i) => [peer, `${parties[i]?.kind}:${parties[i]?.id}`])),
+          uuidBytes(id),
         );
         checkRecord(mk, keys);
         return async (q) => {
@@ -432,7 +436,7 @@ export class KeyService implements Startable {
         );
         const sessionPeers = await Promise.all(session.map((p) => port.peerIdOf(p).catch(() => '')));
         const names = new Map(sessionPeers.map((peer, i) => [peer, `${session[i]?.kind}:${session[i]?.id}`]));
-        const keys = accepted(results, 'reshare', true, names);
+        const keys = accepted(results, 'reshare', true, names, ceremonyId);
         if (!sameKeys(keys, doc.public_keys))
           throw new Error('reshare: the parties report public keys other than the key change names');
         const sigs = checkTestSignatures(
@@ -664,7 +668,7 @@ export class KeyService implements Startable {
           { ceremonyId, kind: CeremonyKind.DRILL, threshold: mk.threshold, deadlineUnixMs: deadline.getTime(), keyId },
           signal,
         );
-        accepted(results, 'drill', false);
+        accepted(results, 'drill', false, new Map(), ceremonyId);
         // the keys to verify under: the record's, plus any other key all answering signers report (Taproot)
         const reported = statuses
           .map((s) => (s.s ? keyEntries(s.s.publicKeys) : undefined))
@@ -837,6 +841,7 @@ export class KeyService implements Startable {
               error: message,
               blamed,
             });
+            if (e instanceof CulpritError) await this.c.blames?.record(q, id, kind, e.blames);
             await onFail?.(q, message, blamed);
             await this.c.audit.record(q, actor, `master_key.${kind}_failed`, 'ceremony', id, { blamed });
           })

@@ -29,6 +29,7 @@ export const COORDINATOR_METRIC_NAMES = [
   'custodian_signing_duration_seconds',
   'custodian_ceremonies_total',
   'custodian_ceremony_blame_total',
+  'custodian_blame_reports_total',
   'custodian_presignature_pool_depth',
   'custodian_presignature_pool_target',
   'custodian_webhook_deliveries_total',
@@ -62,6 +63,11 @@ export interface SigningMetrics {
   readonly ceremonies: Counter<'kind' | 'outcome'>;
   /** Parties named in an identifiable abort's blame, labels `kind`, `party` (`server:<id>` / `device:<id>`). */
   readonly blame: Counter<'kind' | 'party'>;
+  /**
+   * Blames signers reported, as the coordinator checked them (signing/blame-store.ts), labels
+   * `check` (the failed check's stable id, e.g. `echo.equivocation`), `verified` (`true` / `false`).
+   */
+  readonly blameReports: Counter<'check' | 'verified'>;
 }
 
 /** Webhook delivery metrics (observed by webhooks/worker.ts). */
@@ -188,6 +194,12 @@ export function createCoordinatorMetrics(options: CoordinatorMetricsOptions = {}
       name: 'custodian_ceremony_blame_total',
       help: 'Parties named by an identifiable abort, by ceremony kind and party',
       labelNames: ['kind', 'party'],
+      registers,
+    }),
+    blameReports: new Counter({
+      name: 'custodian_blame_reports_total',
+      help: 'Blames reported by signers, by failed check and whether the coordinator verified the evidence',
+      labelNames: ['check', 'verified'],
       registers,
     }),
   };

@@ -10,6 +10,7 @@ import type { AuditLog } from '../audit/service.js';
 import { CeremonyAbortedError, type CeremonyClient, type CeremonyParty, type CeremonyProgress } from '../ceremony.js';
 import type { Db, Queryable } from '../db/db.js';
 import { ApiError } from '../errors.js';
+import type { BlameStore, BlameView, SigningCeremonyView } from '../signing/blame-store.js';
 import { notFound } from '../store.js';
 import { type Clock, iso } from '../util.js';
 import type { MasterKeyStore } from './store.js';
@@ -27,7 +28,14 @@ export interface CeremonyView {
   readonly deadline: string | null;
   readonly finished_at: string | null;
   readonly error: string | null;
+  /** Ids of the parties PROVEN to misbehave (verified blame evidence, issue #23); null: no blame. */
   readonly blamed: string[] | null;
+  /** Peer ids of the parties that reported a blame the coordinator could not verify (to investigate). */
+  readonly unverified_accusers: string[];
+  /** `OK`, `ABORTED` (a party reported misbehaviour: see `blame`), `FAILED`, `DEADLINE_EXCEEDED`; null while RUNNING. */
+  readonly outcome: 'OK' | 'ABORTED' | 'FAILED' | 'DEADLINE_EXCEEDED' | null;
+  /** Every blame the parties reported, as the coordinator checked it (signing/blame-store.ts). */
+  readonly blame: BlameView[];
   readonly transcript_hash: string | null;
   readonly master_key_id: string | null;
   /** Lifecycle ceremonies (issue #22): the public outcome (drill signatures and backup state, epoch); else null. */
@@ -45,6 +53,8 @@ export interface CeremonyComponents {
   /** Signer control channel; absent: ceremonies answer 503 SIGNERS_UNAVAILABLE. */
   readonly ceremonyClient: CeremonyClient | undefined;
   readonly options: Pick<AdminOptions, 'minMobileSigners' | 'dkgTimeoutMs'>;
+  /** The checked blames of ceremonies (signing/blame-store.ts); absent: none recorded or shown. */
+  readonly blames?: BlameStore | undefined;
 }
 
 /** Master key ceremonies. */
@@ -66,7 +76,7 @@ export class CeremonyService {
   async getCeremony(id: string): Promise<CeremonyView> {
     const r = (
       await this.c.db.query<
-        Omit<CeremonyView, 'started_at' | 'deadline' | 'finished_at'> & {
+        Omit<CeremonyView, 'started_at' | 'deadline' | 'finished_at' | 'outcome' | 'blame' | 'unverified_accusers'> & {
           started_at: Date;
           deadline: Date;
           finished_at: Date | null;
@@ -78,7 +88,36 @@ export class CeremonyService {
       )
     )[0];
     if (r === undefined) throw notFound('ceremony');
-    return { ...r, started_at: iso(r.started_at), deadline: iso(r.deadline), finished_at: iso(r.finished_at) };
+    const blame = (await this.c.blames?.list(r.ceremony_id)) ?? [];
+    const outcome =
+      r.status === 'SUCCEEDED'
+        ? 'OK'
+        : r.status === 'TIMED_OUT'
+          ? 'DEADLINE_EXCEEDED'
+          : r.status === 'FAILED'
+            ? blame.length > 0
+              ? 'ABORTED'
+              : 'FAILED'
+            : null;
+    return {
+      ...r,
+      started_at: iso(r.started_at),
+      deadline: iso(r.deadline),
+      finished_at: iso(r.finished_at),
+      unverified_accusers: [...new Set(blame.filter((b) => !b.verified).map((b) => b.accuser))],
+      outcome,
+      blame,
+    };
+  }
+
+  /**
+   * One SIGN ceremony of the signing gateway (a transfer's signing attempt) with its checked blames.
+   * @param id 48 hex digits
+   * @throws ApiError RESOURCE_NOT_FOUND (also when no signing gateway records attempts here)
+   */
+  async getSigningCeremony(id: string): Promise<SigningCeremonyView> {
+    if (this.c.blames === undefined) throw notFound('signing ceremony');
+    return this.c.blames.signingCeremony(id);
   }
 
   /**
@@ -244,6 +283,7 @@ export class CeremonyService {
             `UPDATE ceremonies SET status = $2, finished_at = $3, error = $4, blamed = $5::jsonb WHERE ceremony_id = $1`,
             [id, timedOut ? 'TIMED_OUT' : 'FAILED', this.c.clock(), message, JSON.stringify(blamed)],
           );
+          if (e instanceof CeremonyAbortedError) await this.c.blames?.record(q, id, 'dkg', e.blames);
           await this.c.audit.record(
             q,
             actor,

@@ -131,12 +131,33 @@ export function masterKeyRoutes(r: AdminRouter, signers: SignerService): void {
       tags: ['Admin: master keys'],
       summary: 'Ceremony progress and outcome',
       description:
-        'status RUNNING | SUCCEEDED | FAILED | TIMED_OUT; progress {phase, parties_ready, parties_total}; blamed parties on identifiable abort.',
+        'status RUNNING | SUCCEEDED | FAILED | TIMED_OUT; progress {phase, parties_ready, parties_total}; outcome OK | ABORTED | FAILED | DEADLINE_EXCEEDED (null while running); ' +
+        'blame: every blame a party reported, as the coordinator checked its evidence ({culprit, culprit_name, claimed_culprit, accuser, check, round, protocol, verified, detail}: ' +
+        'verified → culprit is the proven culprit; not verified → culprit is the accuser, the party to investigate); ' +
+        'blamed: the proven culprits only; unverified_accusers: peer ids of the parties whose blame could not be verified.',
       params: obj({ ceremony_id: UUID }, ['ceremony_id']),
       status: 200,
       response: anyObject('Ceremony'),
       errors: ['RESOURCE_NOT_FOUND'],
     },
     async (req) => signers.ceremonies.getCeremony(P<{ ceremony_id: string }>(req).ceremony_id),
+  );
+  r.route(
+    'GET',
+    '/admin/v1/signing-ceremonies/:ceremony_id',
+    {
+      roles: ALL,
+      tags: ['Admin: master keys'],
+      summary: 'A signing ceremony (one signing attempt of a transfer) and its blame',
+      description:
+        'ceremony_id: the 48-hex-digit SIGN ceremony id (logs, webhook SIGNER_MISBEHAVIOUR). key_id, algorithm, signing_set, transfer_id, started_at, finished_at; ' +
+        'outcome OK | PRESIGNATURE_UNAVAILABLE | REFUSED:<code> | ABORTED | UNAVAILABLE | DEADLINE_EXCEEDED (null while running); ' +
+        'blame as in GET /admin/v1/ceremonies/{ceremony_id}. A PRESIGN ceremony that recorded blame is found too (kind presign, outcome ABORTED).',
+      params: obj({ ceremony_id: { type: 'string', pattern: '^[0-9a-fA-F]{48}$' } }, ['ceremony_id']),
+      status: 200,
+      response: anyObject('Signing ceremony'),
+      errors: ['RESOURCE_NOT_FOUND'],
+    },
+    async (req) => signers.ceremonies.getSigningCeremony(P<{ ceremony_id: string }>(req).ceremony_id),
   );
 }

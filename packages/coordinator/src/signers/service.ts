@@ -12,6 +12,7 @@ import type { CeremonyClient } from '../ceremony.js';
 import type { Db } from '../db/db.js';
 import { ed25519PeerKey, lockPeerId, normaliseFingerprint } from '../devices/binding.js';
 import { ApiError } from '../errors.js';
+import type { BlameStore } from '../signing/blame-store.js';
 import { notFound } from '../store.js';
 import { type Clock, iso } from '../util.js';
 import { emitInstanceEvent } from '../webhooks/outbox.js';
@@ -26,6 +27,8 @@ export interface SignerComponents {
   /** Signer control channel for ceremonies; absent: ceremonies answer 503 SIGNERS_UNAVAILABLE. */
   readonly ceremonyClient: CeremonyClient | undefined;
   readonly options: Pick<AdminOptions, 'minMobileSigners' | 'dkgTimeoutMs'>;
+  /** Checked blames of ceremonies (signing/blame-store.ts), recorded and shown by the ceremonies. */
+  readonly blames?: BlameStore | undefined;
 }
 
 /** Server signers; master keys and ceremonies as sub-services. */

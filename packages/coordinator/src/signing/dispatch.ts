@@ -9,6 +9,8 @@
  */
 import type { ControlClient } from '@custodian/signer-client';
 import { CeremonyKind, type CeremonyResult, type ControlResponse, Outcome, type StartCeremony } from '@custodian/wire';
+import { bytesToHex } from '@noble/curves/utils.js';
+import { assessBlames, type BlameRecord } from './blame.js';
 import type { PartyDispatch, PartyResult, SignParty } from './sign-results.js';
 
 /** Resolves the coordinator's party records to MPC peer ids (libp2p Ed25519 peer id strings). */
@@ -128,7 +130,7 @@ export async function dispatchCeremony(
           if (result.outcome !== Outcome.OK) failed(t.party);
           if (options.abortOnFailure && result.outcome !== Outcome.OK)
             abortAll(`${t.party.kind} ${t.party.id} did not take part`);
-          return { party: t.party, result, unreachable: false };
+          return { party: t.party, result, unreachable: false, peerId: t.peerId };
         } catch (e) {
           const msg = e instanceof Error ? e.message : String(e);
           failed(t.party);
@@ -183,6 +185,8 @@ export async function presignCeremony(
     directory: PartyDirectory;
     /** Called before the ceremony starts (opens relay streams to server signers when devices take part). */
     prepare?(targets: readonly PartyDispatch[]): Promise<void>;
+    /** Records the checked blames of a failed PRESIGN ceremony (blame-store.ts `save`, kind `presign`); absent: not recorded. */
+    blames?: { save(ceremonyId: string, kind: string, records: readonly BlameRecord[]): Promise<void> };
   },
   keyId: string,
   parties: readonly SignParty[],
@@ -209,6 +213,14 @@ export async function presignCeremony(
   };
   const results = await dispatchCeremony(init, targets, start, signal, { abortOnFailure: true });
   const failed = results.filter((r) => r.result.outcome !== Outcome.OK);
+  // a blame is recorded as checked (names nobody unless verified); the pool only backs off the set
+  const blames = assessBlames(
+    start.ceremonyId,
+    targets.map((t) => t.peerId),
+    results,
+  );
+  if (blames.length > 0)
+    await init.blames?.save(bytesToHex(start.ceremonyId), 'presign', blames).catch(() => undefined);
   if (failed.length > 0)
     return {
       ok: false,

@@ -42,11 +42,13 @@ import {
 import { bytesToHex } from '@noble/curves/utils.js';
 import { observeSign } from '../metrics/observe.js';
 import type { SigningMetrics } from '../metrics/registry.js';
+import { assessBlames, type BlameRecord } from './blame.js';
 import { type DeviceCeremonyPort, dispatchCeremony, newCeremonyId, type PartyDirectory } from './dispatch.js';
 import {
   type GatewaySignResult,
   mapSignResults,
   type PartyDispatch,
+  type PartyResult,
   refusedStalePresignature,
   type SignParty,
   type UnavailableParty,
@@ -153,6 +155,12 @@ export interface SignerGatewayInit {
   availability?(party: SignParty): Promise<'up' | 'down' | undefined>;
   /** Signing latency, ceremony outcomes and blame (metrics/registry.ts); absent: not measured. */
   metrics?: SigningMetrics | undefined;
+  /**
+   * Records the checked blames of a ceremony (signing/blame-store.ts `BlameStore.save`: the
+   * `ceremony_blames` rows and a SIGNER_MISBEHAVIOUR event each); absent: not recorded. A failed
+   * record is logged and never changes the result.
+   */
+  blames?: { save(ceremonyId: string, kind: string, records: readonly BlameRecord[]): Promise<void> };
 }
 
 const ALGORITHMS = {
@@ -297,6 +305,22 @@ export function createSignerGateway(init: SignerGatewayInit): SignerGateway {
         } catch (e) {
           init.log?.('signing attempt not recorded', { err: e instanceof Error ? e.message : String(e) });
         }
+        // every blame checked against this ceremony's id and parties (never the accuser's word), and
+        // recorded before the result is returned (a failed record is logged, the result unchanged)
+        const checked = async (results: readonly PartyResult[]): Promise<BlameRecord[]> => {
+          const records = assessBlames(
+            ceremonyId,
+            targets.map((t) => t.peerId),
+            results,
+          );
+          await init.blames?.save(record.ceremonyId, 'sign', records).catch((e: unknown) => {
+            init.log?.('blame not recorded', {
+              ceremonyId: record.ceremonyId,
+              err: e instanceof Error ? e.message : String(e),
+            });
+          });
+          return records;
+        };
         // the fast path: the signers also send their shares here (interim frames), combined below
         const combiner = fastPath(req, targets, init.log);
         const start: StartCeremony = {
@@ -340,8 +364,8 @@ export function createSignerGateway(init: SignerGatewayInit): SignerGateway {
           };
           // the signers' own results come later: a failure among them does not undo a valid signature
           dispatched.then(
-            (results) => {
-              const late = mapSignResults(req, targets, results);
+            async (results) => {
+              const late = mapSignResults(req, targets, results, await checked(results));
               if (!late.ok)
                 init.log?.('a signer reported a failure after the gateway combined a valid signature', {
                   ceremonyId: record.ceremonyId,
@@ -356,7 +380,7 @@ export function createSignerGateway(init: SignerGatewayInit): SignerGateway {
           );
         } else {
           const results = await dispatched;
-          result = mapSignResults(req, targets, results);
+          result = mapSignResults(req, targets, results, await checked(results));
           if (!result.ok && result.reason === 'ABORTED' && result.culprits.length === 0 && firstFailed !== undefined)
             result = { ...result, abortedBy: firstFailed };
           stale = presignatureId !== undefined && refusedStalePresignature(results);

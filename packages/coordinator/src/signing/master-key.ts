@@ -18,6 +18,7 @@ import {
   type DkgOutcome,
   type DkgRequest,
 } from '../ceremony.js';
+import { assessBlames, verifiedCulprits } from './blame.js';
 import { dispatchCeremony, type PartyDispatch, type SignerGatewayInit } from './gateway.js';
 
 /** Signer key id of the master key created by ceremony `ceremonyUuid`: the UUID's 32 hex digits. */
@@ -110,20 +111,35 @@ export function createMasterKeyClient(init: MasterKeyClientInit): CeremonyClient
         start,
         req.signal,
       );
-      return outcomeOf(results, targets);
+      return outcomeOf(results, targets, start.ceremonyId);
     },
   };
 }
 
 function outcomeOf(
-  results: readonly { party: { kind: string; id: string }; result: CeremonyResult; unreachable: boolean }[],
+  results: readonly {
+    party: { kind: string; id: string };
+    result: CeremonyResult;
+    unreachable: boolean;
+    peerId?: string;
+  }[],
   targets: readonly PartyDispatch[],
+  ceremonyId: Uint8Array,
 ): DkgOutcome {
-  const byPeer = new Map(targets.map((t) => [t.peerId, t.party.id]));
-  const blamed = results.find((r) => r.result.outcome === Outcome.ABORTED && (r.result.blame?.length ?? 0) > 0);
-  if (blamed) {
-    const culprits = [...new Set((blamed.result.blame ?? []).map((b) => byPeer.get(b.peerId) ?? b.peerId))];
-    throw new CeremonyAbortedError(`master key ceremony aborted: ${blamed.result.error ?? 'misbehaviour'}`, culprits);
+  // a blame names a culprit only with evidence the coordinator verified itself (signing/blame.ts)
+  const blames = assessBlames(
+    ceremonyId,
+    targets.map((t) => t.peerId),
+    results,
+  );
+  if (blames.length > 0) {
+    const culprits = verifiedCulprits(blames, targets).map((p) => p.id);
+    const by = results.find((r) => r.peerId !== undefined && blames.some((b) => b.accuser === r.peerId));
+    throw new CeremonyAbortedError(
+      `master key ceremony aborted: ${by?.result.error || 'misbehaviour'}`,
+      culprits,
+      blames,
+    );
   }
   const failed = results.filter((r) => r.result.outcome !== Outcome.OK);
   if (failed.length > 0) {

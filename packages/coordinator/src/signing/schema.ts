@@ -40,3 +40,31 @@ CREATE TABLE signing_attempts (
 );
 CREATE INDEX signing_attempts_by_transfer ON signing_attempts (transfer_id, started_at);
 `;
+
+/**
+ * Migration 13 (`ceremony_blames`, issue #23 part 3): one row per blame a signer reported in an
+ * aborted ceremony, as the coordinator checked it (signing/blame.ts). `ceremony_id`: the
+ * `ceremonies` UUID (master key and lifecycle ceremonies) or the 48-hex-digit SIGN ceremony id of
+ * `signing_attempts`; `kind` the ceremony kind (`sign`, `dkg`, `refresh`, `reshare`, `drill`, …).
+ * `verified`: the coordinator checked the evidence itself; `culprit` is then the proven culprit's
+ * peer id, else the ACCUSER's (the party to investigate) with the claim in `claimed_culprit`.
+ * The evidence bytes are NOT stored: a point-to-point message's one-message key opens a payload
+ * that may carry a secret share meant for the accuser.
+ */
+export const BLAME_MIGRATION_SQL = `
+CREATE TABLE ceremony_blames (
+  blame_id bigserial PRIMARY KEY,
+  ceremony_id text NOT NULL,
+  kind text NOT NULL,
+  verified boolean NOT NULL,
+  culprit text NOT NULL,
+  claimed_culprit text NOT NULL,
+  accuser text NOT NULL,
+  check_name text NOT NULL,
+  round int NOT NULL,
+  protocol text NOT NULL,
+  detail text NOT NULL,
+  created_at timestamptz NOT NULL
+);
+CREATE INDEX ceremony_blames_by_ceremony ON ceremony_blames (ceremony_id, blame_id);
+`;

@@ -37,6 +37,7 @@ import type { MasterKeyStore, ServerSignerStore } from '../signers/store.js';
 import { evidenceSignFields } from '../transfers/evidence.js';
 import { signedPolicyVersions } from '../transfers/policies.js';
 import { Emitter } from '../util.js';
+import type { BlameStore } from './blame-store.js';
 import {
   createSignerGateway,
   type PartyDirectory,
@@ -144,6 +145,8 @@ export interface SigningServicesComponents {
   signerLinks?: { initialMs?: number; maxMs?: number } | false;
   /** Signing latency, ceremony outcomes (sign, presign, master key) and blame; absent: not measured. */
   metrics?: SigningMetrics | undefined;
+  /** Records the checked blames of SIGN ceremonies (blame-store.ts); absent: not recorded. */
+  blames?: BlameStore | undefined;
 }
 
 /** The signing services (see the module comment). */
@@ -285,7 +288,7 @@ export async function createSigningServices(c: SigningServicesComponents): Promi
     masterKeys: c.masterKeys,
     presign: async (keyId, parties, count, deadline, signal) => {
       const r = await presignCeremony(
-        { control, devices: h, directory, prepare },
+        { control, devices: h, directory, prepare, ...(c.blames ? { blames: c.blames } : {}) },
         keyId,
         parties,
         count,
@@ -308,6 +311,7 @@ export async function createSigningServices(c: SigningServicesComponents): Promi
     attempts: presignatures,
     log: (msg, fields) => warn('warn', msg, fields),
     metrics: c.metrics,
+    ...(c.blames ? { blames: c.blames } : {}),
     // whether a party is connected now (the pipeline prefers signing sets of connected parties and
     // does not invite a device that is offline): a device by its hub connection, a server signer by
     // the libp2p connection kept to it (signer links)

@@ -10,8 +10,9 @@
  * build does not know, or none, reads as `UNKNOWN` (a definitive refusal).
  *
  * Result mapping (first match wins): any party REFUSED with a definitive code → `REFUSED` naming it
- * and the code; any party ABORTED with blame → `ABORTED` naming the blamed parties in `culprits`
- * (identifiable abort); a party that could not take part — unknown to the directory, not connected,
+ * and the code; a blame whose evidence the coordinator verified (signing/blame.ts, issue #23) →
+ * `ABORTED` naming the proven culprits in `culprits` (identifiable abort; a blame the coordinator
+ * cannot verify names nobody: its accuser is listed in `accusers` of the ABORTED result below); a party that could not take part — unknown to the directory, not connected,
  * its control stream or WebSocket closed during the ceremony, no answer, a transient refusal
  * (catalogue `transient`, e.g. `SIGNING_IN_PROGRESS`; its error text in `unavailable`) — →
  * `UNAVAILABLE` naming it in `unavailable`; a deadline (the request's, or a party's) →
@@ -24,6 +25,7 @@
 import { type CeremonyResult, isTransientRefusal, Outcome, type ReceivedRefusal, refusalOf } from '@custodian/wire';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { equalBytes } from '@noble/curves/utils.js';
+import { type BlameRecord, unverifiedAccusers, verifiedCulprits } from './blame.js';
 
 /** A party of a signing set: a server signer or a mobile device, by the coordinator's record id. */
 export interface SignParty {
@@ -50,14 +52,17 @@ export type GatewaySignResult =
     }
   | { ok: false; reason: 'REFUSED'; refusal: ReceivedRefusal; by: SignParty }
   /**
-   * The protocol aborted. `culprits`: the parties the blame names (identifiable abort: definitive);
-   * empty: no party was blamed (aborted by the coordinator or a peer, parties that disagree) — worth
-   * another attempt.
+   * The protocol aborted. `culprits`: the parties a blame proves misbehaved — evidence the
+   * coordinator verified itself (signing/blame.ts; identifiable abort: definitive); empty: no party
+   * was proven to (aborted by the coordinator or a peer, parties that disagree, a blame without
+   * valid evidence) — worth another attempt. `accusers`: the parties that reported a blame the
+   * coordinator could not verify (the parties to investigate; never culprits).
    */
   | {
       ok: false;
       reason: 'ABORTED';
       culprits: SignParty[];
+      accusers?: SignParty[];
       message: string;
       /**
        * No culprit: the party whose failure ended the ceremony (the first to answer anything but OK
@@ -90,6 +95,8 @@ export interface PartyResult {
   party: SignParty;
   result: CeremonyResult;
   unreachable: boolean;
+  /** The MPC peer id the ceremony was dispatched to (the accuser of the result's blame); absent: never dispatched. */
+  peerId?: string;
 }
 
 /**
@@ -134,7 +141,11 @@ export function unavailableResult(parties: UnavailableParty[]): GatewaySignResul
   };
 }
 
-/** Map the parties' results of a SIGN ceremony (see the module comment for the precedence). */
+/**
+ * Map the parties' results of a SIGN ceremony (see the module comment for the precedence).
+ * @param blames the results' blames as the coordinator checked them (blame.ts `assessBlames` with the
+ *   ceremony's id and `targets`); only verified ones name culprits. Default: none checked (no culprit).
+ */
 export function mapSignResults(
   req: {
     readonly algorithm: 'SECP256K1_ECDSA' | 'SECP256K1_TAPROOT' | 'ED25519';
@@ -142,8 +153,8 @@ export function mapSignResults(
   },
   targets: readonly PartyDispatch[],
   results: readonly PartyResult[],
+  blames: readonly BlameRecord[] = [],
 ): GatewaySignResult {
-  const byPeer = new Map(targets.map((t) => [t.peerId, t.party]));
   // a party still signing this transfer in an earlier ceremony refuses for now, not for good
   const busy = (r: PartyResult) => {
     const code = refusalOfResult(r.result);
@@ -151,17 +162,11 @@ export function mapSignResults(
   };
   const refused = results.find((r) => r.result.outcome === Outcome.REFUSED && !busy(r));
   if (refused) return { ok: false, reason: 'REFUSED', refusal: refusalOf(refused.result.refusal), by: refused.party };
-  const blamed = results.find((r) => r.result.outcome === Outcome.ABORTED && (r.result.blame?.length ?? 0) > 0);
-  if (blamed) {
-    const culprits = [
-      ...new Map(
-        (blamed.result.blame ?? [])
-          .map((b) => byPeer.get(b.peerId))
-          .filter((p): p is SignParty => p !== undefined)
-          .map((p) => [`${p.kind}:${p.id}`, p]),
-      ).values(),
-    ];
-    return { ok: false, reason: 'ABORTED', culprits, message: blamed.result.error ?? 'aborted' };
+  const culprits = verifiedCulprits(blames, targets);
+  if (culprits.length > 0) {
+    const accusers = new Set(blames.filter((b) => b.verified).map((b) => b.accuser));
+    const by = results.find((r) => r.peerId !== undefined && accusers.has(r.peerId));
+    return { ok: false, reason: 'ABORTED', culprits, message: by?.result.error || 'aborted' };
   }
   // the others' ABORTED answers are the consequence (the coordinator aborted them): name the cause
   const unreachable = results.filter((r) => r.unreachable || busy(r));
@@ -171,10 +176,12 @@ export function mapSignResults(
     return { ok: false, reason: 'DEADLINE_EXCEEDED' };
   const failed = results.filter((r) => r.result.outcome !== Outcome.OK);
   if (failed.length > 0) {
+    const accusers = unverifiedAccusers(blames, targets);
     return {
       ok: false,
       reason: 'ABORTED',
       culprits: [],
+      ...(accusers.length > 0 ? { accusers } : {}),
       message: failed.map((r) => `${r.party.kind} ${r.party.id}: ${r.result.error ?? 'failed'}`).join('; '),
     };
   }

@@ -46,6 +46,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'POLICY_SIGNATURE_VERIFICATION_FAILED',
   'ROLE_SCOPE_LOGIN',
   'GEO_ANOMALY_DETECTED',
+  'SIGNER_MISBEHAVIOUR',
 ] as const;
 
 /** One event type. */
@@ -78,6 +79,7 @@ export const INSTANCE_EVENT_TYPES = [
   'POLICY_SIGNATURE_VERIFICATION_FAILED',
   'ROLE_SCOPE_LOGIN',
   'GEO_ANOMALY_DETECTED',
+  'SIGNER_MISBEHAVIOUR',
 ] as const satisfies readonly WebhookEventType[];
 
 const INSTANCE_EVENT_TYPE_SET: ReadonlySet<string> = new Set(INSTANCE_EVENT_TYPES);
@@ -332,6 +334,31 @@ export const WEBHOOK_EVENT_DOCS: Record<WebhookEventType, { trigger: string; dat
     trigger:
       'Reserved: needs a GeoIP source the instance does not ship; the login path will emit it when one is configured. No trigger today. Instance event.',
     data: obj({ user_id: uuid, ip: str }),
+  },
+  SIGNER_MISBEHAVIOUR: {
+    trigger:
+      'A signer reported a blame in an aborted ceremony (issue #23): one event per blame, as the coordinator checked it ' +
+      '(signing/blame.ts). `verified` true: the evidence proves `culprit` misbehaved; false: it does not, and `culprit` ' +
+      'is the ACCUSER (the party to investigate). Emitted in the transaction that records the blame. Instance event.',
+    data: obj(
+      {
+        ceremony_id: {
+          type: 'string',
+          description:
+            'the ceremony: a UUID (master key and key lifecycle ceremonies) or 48 hex digits (a SIGN ceremony)',
+        },
+        culprit: { type: 'string', description: 'libp2p peer id' },
+        culprit_name: {
+          type: ['string', 'null'],
+          description: "the server signer's or device's name, null when unknown",
+        },
+        accuser: { type: 'string', description: 'libp2p peer id of the signer that reported the blame' },
+        check: { type: 'string', description: 'stable id of the failed check, e.g. echo.equivocation, proof.enc' },
+        round: { type: 'integer', minimum: 0 },
+        verified: { type: 'boolean' },
+      },
+      ['ceremony_id', 'culprit', 'accuser', 'check', 'round', 'verified'],
+    ),
   },
 };
 
