@@ -31,12 +31,12 @@ import { type KeyShare as CggmpShare, keyShareFromJson, presignProtocol } from '
 import { Party, type ProtocolSpec, simulate, systemRandom } from '@custodian/crypto';
 import {
   dkgProtocol,
-  encodeKeyShare as frostEncode,
   type KeyShare as FrostShare,
+  encodeKeyShare as frostEncode,
   signProtocol,
 } from '@custodian/frost';
-import { ed25519 } from '@noble/curves/ed25519.js';
 import { sessionAuth } from '@custodian/wire';
+import { ed25519 } from '@noble/curves/ed25519.js';
 import { report, summarise } from './harness.js';
 
 const N = Number(process.env.BENCH_N ?? 10);
@@ -72,7 +72,9 @@ function runAll(rt: Runtime, specs: AnySpec[], auth: boolean): void {
         n,
         sessionId,
         rng,
-        ...(auth ? { auth: sessionAuth({ parties: idKeys.slice(0, n), self: i, secretKey: seeds[i] as Uint8Array }) } : {}),
+        ...(auth
+          ? { auth: sessionAuth({ parties: idKeys.slice(0, n), self: i, secretKey: seeds[i] as Uint8Array }) }
+          : {}),
       }),
   );
   const r = rt.simulate(parties) as { aborted: unknown[] };
@@ -122,17 +124,16 @@ async function baseline(dir: string): Promise<Baseline> {
     rt: { Party: crypto.Party, simulate: crypto.simulate },
     presignSpecs: () => [0, 1, 2].map((i) => cggmp.presignProtocol({ share: shares[i], signers: [0, 1, 2] })),
     frostSpecs: () =>
-      fShares.slice(0, 2).map((keyShare: unknown) => frost.signProtocol({ keyShare, signers: frostSigners, message: msg })),
+      fShares
+        .slice(0, 2)
+        .map((keyShare: unknown) => frost.signProtocol({ keyShare, signers: frostSigners, message: msg })),
   };
 }
-
 
 const presignSpecs = (): AnySpec[] =>
   [0, 1, 2].map((i) => presignProtocol({ share: cggmpShares[i] as CggmpShare, signers: [0, 1, 2] }) as AnySpec);
 const frostSpecs = (): AnySpec[] =>
-  frostShares
-    .slice(0, 2)
-    .map((keyShare) => signProtocol({ keyShare, signers: frostSigners, message: msg }) as AnySpec);
+  frostShares.slice(0, 2).map((keyShare) => signProtocol({ keyShare, signers: frostSigners, message: msg }) as AnySpec);
 
 const base = BASE ? await baseline(BASE) : undefined;
 const ratio = (name: string, r: number) =>

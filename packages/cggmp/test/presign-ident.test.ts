@@ -6,11 +6,11 @@
  * aborted naming nobody.
  */
 import { type Canonical, type Delivery, secp256k1Group as G } from '@custodian/crypto';
+import { ed25519AuthsForTest, resignForTest } from '@custodian/crypto/testing';
 import { describe, expect, it } from 'vitest';
 import type { KeyShare } from '../src/index.js';
-import { ed25519AuthsForTest, resignForTest } from '@custodian/crypto/testing';
 import { PRESIGN_TAG } from '../src/presign.js';
-import { fixtureShares, runPresign as runPresignSigned, runPresignCheating as runPresign } from './helpers.js';
+import { fixtureShares, runPresignCheating as runPresign, runPresign as runPresignSigned } from './helpers.js';
 
 type Body = Record<string, Canonical>;
 

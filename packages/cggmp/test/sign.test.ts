@@ -307,7 +307,9 @@ describe('identifiable abort in presigning and signing', () => {
     ['Πlog* (Δ)', 2, ['z1'], 'proof.log-star'],
   ] as const)('a bad %s names its prover', (what, round, path, check) => {
     const res = runPresign(shares3(), [0, 2], `bad-${what}`, tamper(1, round, 'p2p', [...path]) as never);
-    expect(res.aborted[0]?.culprits).toMatchObject([{ party: 1, reason: expect.stringContaining(`invalid ${what}`), check }]);
+    expect(res.aborted[0]?.culprits).toMatchObject([
+      { party: 1, reason: expect.stringContaining(`invalid ${what}`), check },
+    ]);
     expect(res.outputs).toEqual([undefined, undefined]);
   });
 

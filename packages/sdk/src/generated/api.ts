@@ -921,9 +921,29 @@ export interface paths {
         };
         /**
          * Ceremony progress and outcome
-         * @description status RUNNING | SUCCEEDED | FAILED | TIMED_OUT; progress {phase, parties_ready, parties_total}; blamed parties on identifiable abort. Roles: ADMIN, FINANCE_MANAGER, VIEWER.
+         * @description status RUNNING | SUCCEEDED | FAILED | TIMED_OUT; progress {phase, parties_ready, parties_total}; outcome OK | ABORTED | FAILED | DEADLINE_EXCEEDED (null while running); blame: every blame a party reported, as the coordinator checked its evidence ({culprit, culprit_name, claimed_culprit, accuser, check, round, protocol, verified, detail}: verified → culprit is the proven culprit; not verified → culprit is the accuser, the party to investigate); blamed: the proven culprits only; unverified_accusers: peer ids of the parties whose blame could not be verified. Roles: ADMIN, FINANCE_MANAGER, VIEWER.
          */
         get: operations["adminGetCeremony"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/signing-ceremonies/{ceremony_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A signing ceremony (one signing attempt of a transfer) and its blame
+         * @description ceremony_id: the 48-hex-digit SIGN ceremony id (logs, webhook SIGNER_MISBEHAVIOUR). key_id, algorithm, signing_set, transfer_id, started_at, finished_at; outcome OK | PRESIGNATURE_UNAVAILABLE | REFUSED:<code> | ABORTED | UNAVAILABLE | DEADLINE_EXCEEDED (null while running); blame as in GET /admin/v1/ceremonies/{ceremony_id}. A PRESIGN ceremony that recorded blame is found too (kind presign, outcome ABORTED). Roles: ADMIN, FINANCE_MANAGER, VIEWER.
+         */
+        get: operations["adminGetSigningCeremony"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2356,6 +2376,26 @@ export interface webhooks {
          * @description Trigger: Reserved: needs a GeoIP source the instance does not ship; the login path will emit it when one is configured. No trigger today. Instance event. Delivered with HTTPS POST to every instance-level webhook (admin API /admin/v1/webhooks) subscribed to GEO_ANOMALY_DETECTED — never to a profile's webhooks; body profile_id is the nil UUID unless the event concerns one profile; answer 2xx within 30 s, otherwise retried 30 s, 2 min, 10 min and 30 min after the previous attempt, then FAILED. At-least-once: deduplicate on X-Webhook-Event-ID.
          */
         post: operations["geoAnomalyDetectedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    SIGNER_MISBEHAVIOUR: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * SIGNER_MISBEHAVIOUR
+         * @description Trigger: A signer reported a blame in an aborted ceremony (issue #23): one event per blame, as the coordinator checked it (signing/blame.ts). `verified` true: the evidence proves `culprit` misbehaved; false: it does not, and `culprit` is the ACCUSER (the party to investigate). Emitted in the transaction that records the blame. Instance event. Delivered with HTTPS POST to every instance-level webhook (admin API /admin/v1/webhooks) subscribed to SIGNER_MISBEHAVIOUR — never to a profile's webhooks; body profile_id is the nil UUID unless the event concerns one profile; answer 2xx within 30 s, otherwise retried 30 s, 2 min, 10 min and 30 min after the previous attempt, then FAILED. At-least-once: deduplicate on X-Webhook-Event-ID.
+         */
+        post: operations["signerMisbehaviourEvent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -8035,6 +8075,84 @@ export interface operations {
             };
         };
     };
+    adminGetSigningCeremony: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                ceremony_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signing ceremony */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RESOURCE_NOT_FOUND`: Resource not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     adminRefreshMasterKey: {
         parameters: {
             query?: never;
@@ -9438,7 +9556,7 @@ export interface operations {
                 "application/json": {
                     /** @description HTTPS URL (plain http only to loopback in development mode) */
                     url: string;
-                    event_types: ("SERVER_CREATED" | "SERVER_DELETED" | "REFRESH_KEY_SHARES" | "DEVICE_CREATED" | "DEVICE_STATUS_CHANGED" | "DEVICE_REMOVED" | "CERTIFICATE_READY" | "USER_CREATED" | "USER_ROLE_UPDATED" | "USER_BLOCKED" | "USER_UNBLOCKED" | "USER_PASSWORD_RESET_INITIATED" | "POLICY_SIGNATURE_VERIFICATION_FAILED" | "ROLE_SCOPE_LOGIN" | "GEO_ANOMALY_DETECTED")[];
+                    event_types: ("SERVER_CREATED" | "SERVER_DELETED" | "REFRESH_KEY_SHARES" | "DEVICE_CREATED" | "DEVICE_STATUS_CHANGED" | "DEVICE_REMOVED" | "CERTIFICATE_READY" | "USER_CREATED" | "USER_ROLE_UPDATED" | "USER_BLOCKED" | "USER_UNBLOCKED" | "USER_PASSWORD_RESET_INITIATED" | "POLICY_SIGNATURE_VERIFICATION_FAILED" | "ROLE_SCOPE_LOGIN" | "GEO_ANOMALY_DETECTED" | "SIGNER_MISBEHAVIOUR")[];
                     description?: string | null;
                 };
             };
@@ -9695,7 +9813,7 @@ export interface operations {
                 "application/json": {
                     /** @description HTTPS URL (plain http only to loopback in development mode) */
                     url?: string;
-                    event_types?: ("SERVER_CREATED" | "SERVER_DELETED" | "REFRESH_KEY_SHARES" | "DEVICE_CREATED" | "DEVICE_STATUS_CHANGED" | "DEVICE_REMOVED" | "CERTIFICATE_READY" | "USER_CREATED" | "USER_ROLE_UPDATED" | "USER_BLOCKED" | "USER_UNBLOCKED" | "USER_PASSWORD_RESET_INITIATED" | "POLICY_SIGNATURE_VERIFICATION_FAILED" | "ROLE_SCOPE_LOGIN" | "GEO_ANOMALY_DETECTED")[];
+                    event_types?: ("SERVER_CREATED" | "SERVER_DELETED" | "REFRESH_KEY_SHARES" | "DEVICE_CREATED" | "DEVICE_STATUS_CHANGED" | "DEVICE_REMOVED" | "CERTIFICATE_READY" | "USER_CREATED" | "USER_ROLE_UPDATED" | "USER_BLOCKED" | "USER_UNBLOCKED" | "USER_PASSWORD_RESET_INITIATED" | "POLICY_SIGNATURE_VERIFICATION_FAILED" | "ROLE_SCOPE_LOGIN" | "GEO_ANOMALY_DETECTED" | "SIGNER_MISBEHAVIOUR")[];
                     description?: string | null;
                 };
             };
@@ -14654,6 +14772,70 @@ export interface operations {
                         /** Format: uuid */
                         user_id: string;
                         ip: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    signerMisbehaviourEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Always application/json */
+                "Content-Type": string;
+                /** @description Detached JWS (RFC 7515 appendix F) ES256: `<headerB64>..<signatureB64>`; header {"alg":"ES256","kid"}; signing input headerB64 + "." + base64url(<X-Webhook-Timestamp> + "." + <raw body>); signature raw R‖S (64 bytes) base64url. Keys: GET /.well-known/jwks.json. */
+                "X-Webhook-Signature": string;
+                /** @description Unix time in seconds used for signing */
+                "X-Webhook-Timestamp": string;
+                /** @description The event type (same as body.event_type) */
+                "X-Webhook-Event-Type": string;
+                /** @description Unique per-event UUID (same as body.event_id); the deduplication key */
+                "X-Webhook-Event-ID": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uuid
+                     * @description Unique per event; equal to X-Webhook-Event-ID; stable across retries
+                     */
+                    event_id: string;
+                    /** @constant */
+                    event_type: "SIGNER_MISBEHAVIOUR";
+                    /** Format: uuid */
+                    profile_id: string;
+                    /**
+                     * Format: date-time
+                     * @description When the event happened, ISO 8601 UTC (not the signing time)
+                     */
+                    timestamp: string;
+                    data: {
+                        /** @description the ceremony: a UUID (master key and key lifecycle ceremonies) or 48 hex digits (a SIGN ceremony) */
+                        ceremony_id: string;
+                        /** @description libp2p peer id */
+                        culprit: string;
+                        /** @description the server signer's or device's name, null when unknown */
+                        culprit_name?: string | null;
+                        /** @description libp2p peer id of the signer that reported the blame */
+                        accuser: string;
+                        /** @description stable id of the failed check, e.g. echo.equivocation, proof.enc */
+                        check: string;
+                        round: number;
+                        verified: boolean;
                     } & {
                         [key: string]: unknown;
                     };
