@@ -13,6 +13,8 @@ function network(
   opts: {
     drop?: (from: number, to: number) => boolean;
     tamper?: (from: number, to: number, b: Uint8Array, secret: Uint8Array) => Uint8Array;
+    /** Collect every runner's log lines (debug and up) here. */
+    logLines?: string[];
   } = {},
 ) {
   const runners: CeremonyRunner[] = [];
@@ -29,7 +31,9 @@ function network(
             setTimeout(() => runners[to]?.deliver(`peer${i}`, out), Math.floor(Math.random() * 5));
           },
         },
-        pino({ level: 'silent' }),
+        opts.logLines
+          ? pino({ level: 'debug' }, { write: (line: string) => opts.logLines?.push(line) })
+          : pino({ level: 'silent' }),
       ),
     );
   }
@@ -190,7 +194,9 @@ describe('CeremonyRunner over an in-memory transport', () => {
     const Signed = messageType('custodian.v1.SignedEnvelope');
     const Env = messageType('custodian.v1.Envelope');
     const R0 = messageType('custodian.v1.frost.DkgRound0Broadcast');
+    const logLines: string[] = [];
     const { runners, secrets, parties } = network(3, {
+      logLines,
       tamper(from, to, bytes, secret) {
         if (from !== 2 || to !== 1) return bytes;
         const env = Env.decode(
@@ -246,5 +252,10 @@ describe('CeremonyRunner over an in-memory transport', () => {
       expect(blame[0]?.sessionParties).toEqual(parties.map((p) => p.peerId));
       expect(blame[0]?.sessionId).toEqual(new Uint8Array(32).fill(4));
     }
+    // the abort is logged with party, check and round, never with the evidence (its p2p message
+    // keys open payloads that may carry shares)
+    const aborts = logLines.filter((l) => l.includes('echo.equivocation'));
+    expect(aborts.length).toBeGreaterThan(0);
+    for (const l of logLines) expect(l).not.toMatch(/"(evidence|statements|messages|signedEnvelope|messageKey)"/);
   });
 });
