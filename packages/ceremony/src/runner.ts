@@ -23,7 +23,15 @@ import {
   type RandomSource,
   systemRandom,
 } from '@custodian/crypto';
-import { DEFAULT_LIMITS, decodeMessage, messageType, SessionWire, sessionAuth, type WireLimits } from '@custodian/wire';
+import {
+  DEFAULT_LIMITS,
+  decodeMessage,
+  messageType,
+  runSessionId,
+  SessionWire,
+  sessionAuth,
+  type WireLimits,
+} from '@custodian/wire';
 import { sha256 } from '@noble/hashes/sha2.js';
 import type { Logger } from 'pino';
 
@@ -43,7 +51,11 @@ export interface SessionParty {
 
 /** What a session needs. */
 export interface SessionParams<O> {
-  /** 32 bytes, unique per protocol run. */
+  /**
+   * 32 bytes, unique per protocol run (the caller's id: {@link CeremonyRunner.cancel} takes it). On
+   * the wire (Party context, envelopes, broadcast statements, the outcome's `sessionId`) the run uses
+   * `runSessionId(sessionId, parties' peer ids in order)` (`@custodian/wire`), binding the order.
+   */
   readonly sessionId: Uint8Array;
   // biome-ignore lint/suspicious/noExplicitAny: protocol states are opaque here
   readonly spec: ProtocolSpec<any, O>;
@@ -89,7 +101,7 @@ export type SessionOutcome<O> =
   | {
       readonly status: 'aborted';
       readonly aborted: Aborted;
-      /** The run's protocol tag (ProtocolSpec.name), session id and session label, for the blame's evidence. */
+      /** The run's protocol tag (ProtocolSpec.name), wire session id (runSessionId) and session label, for the blame's evidence. */
       readonly protocol?: string;
       readonly sessionId?: Uint8Array;
       readonly sessionLabel?: string;
@@ -99,6 +111,8 @@ export type SessionOutcome<O> =
 
 interface Live {
   readonly params: SessionParams<unknown>;
+  /** The session id on the wire: runSessionId(params.sessionId, peer ids in order); 32 bytes. */
+  readonly wireSessionId: Uint8Array;
   readonly party: Party<unknown, unknown>;
   readonly wire: SessionWire;
   readonly digests: Set<string>;
@@ -131,7 +145,10 @@ function peekSessionId(bytes: Uint8Array, limits: WireLimits): string | undefine
 
 /** Runs protocol sessions over a transport. */
 export class CeremonyRunner {
+  /** Running sessions by wire session id (hex): incoming envelopes carry it. */
   private readonly sessions = new Map<string, Live>();
+  /** Caller's session id (hex) → wire session id (hex), while running. */
+  private readonly byCaller = new Map<string, string>();
   private readonly pending = new Map<
     string,
     { at: number; items: { from: string | undefined; bytes: Uint8Array }[] }
@@ -161,7 +178,13 @@ export class CeremonyRunner {
    * @throws Error if a session with the same id is already running (a caller bug)
    */
   run<O>(params: SessionParams<O>): Promise<SessionOutcome<O>> {
-    const sid = bytesToHex(params.sessionId);
+    const callerSid = bytesToHex(params.sessionId);
+    if (this.byCaller.has(callerSid)) throw new Error(`session ${callerSid.slice(0, 16)} already running`);
+    const wireSessionId = runSessionId(
+      params.sessionId,
+      params.parties.map((p) => p.peerId),
+    );
+    const sid = bytesToHex(wireSessionId);
     if (this.sessions.has(sid)) throw new Error(`session ${sid.slice(0, 16)} already running`);
     const label = params.label ?? params.spec.name;
     const log = this.log.child({ session: sid.slice(0, 16), protocol: label });
@@ -188,6 +211,7 @@ export class CeremonyRunner {
       const finish = (o: SessionOutcome<unknown>) => {
         if (!this.sessions.has(sid)) return;
         this.sessions.delete(sid);
+        this.byCaller.delete(callerSid);
         this.finished.add(sid);
         if (this.finished.size > 4096) this.finished.delete(this.finished.values().next().value as string);
         if (timer) clearTimeout(timer);
@@ -215,7 +239,7 @@ export class CeremonyRunner {
       const party = new Party(params.spec, {
         self: params.self,
         n: params.parties.length,
-        sessionId: params.sessionId,
+        sessionId: wireSessionId,
         rng: params.rng ?? systemRandom,
         // reliable broadcast with evidence: statements signed with the same identity keys as envelopes
         auth: sessionAuth({
@@ -225,7 +249,7 @@ export class CeremonyRunner {
         }),
       });
       const wire = new SessionWire({
-        sessionId: params.sessionId,
+        sessionId: wireSessionId,
         protocol: params.spec.name,
         rounds: params.spec.rounds.length,
         parties: params.parties.map((p) => p.publicKey),
@@ -235,6 +259,7 @@ export class CeremonyRunner {
       });
       const live: Live = {
         params: params as SessionParams<unknown>,
+        wireSessionId,
         party,
         wire,
         digests: new Set(),
@@ -242,6 +267,7 @@ export class CeremonyRunner {
         ...(hold ? { hold } : {}),
       };
       this.sessions.set(sid, live);
+      this.byCaller.set(callerSid, sid);
       const ms = params.deadline - Date.now();
       timer = setTimeout(
         () => {
@@ -268,9 +294,10 @@ export class CeremonyRunner {
     });
   }
 
-  /** Cancel a running session (abort requested by the coordinator, shutdown). */
+  /** Cancel a running session by the caller's session id (abort requested by the coordinator, shutdown). */
   cancel(sessionId: Uint8Array, reason: string): void {
-    this.sessions.get(bytesToHex(sessionId))?.finish({ status: 'cancelled', reason });
+    const sid = this.byCaller.get(bytesToHex(sessionId));
+    if (sid !== undefined) this.sessions.get(sid)?.finish({ status: 'cancelled', reason });
   }
 
   /** Cancel every session of a group (a ceremony), and the group's sessions that start later. */
@@ -425,7 +452,7 @@ export class CeremonyRunner {
         status: 'aborted',
         aborted,
         protocol: live.params.spec.name,
-        sessionId: live.params.sessionId,
+        sessionId: live.wireSessionId,
         ...(sessionLabel !== undefined ? { sessionLabel } : {}),
       });
       return;

@@ -18,7 +18,14 @@
  */
 import { broadcastStatementBytes, ed25519Sign } from '@custodian/crypto';
 import { ControlClient, fingerprint } from '@custodian/signer-client';
-import { blameSessionId, type CeremonyResult, Outcome, type StartCeremony, type TransferIntent } from '@custodian/wire';
+import {
+  blameSessionId,
+  type CeremonyResult,
+  Outcome,
+  runSessionId,
+  type StartCeremony,
+  type TransferIntent,
+} from '@custodian/wire';
 import { generateKeyPair, publicKeyFromRaw } from '@libp2p/crypto/keys';
 import { peerIdFromPublicKey } from '@libp2p/peer-id';
 import { ed25519 } from '@noble/curves/ed25519.js';
@@ -168,13 +175,15 @@ describe('attack: a signer blames an honest signer (issue #23 part 3)', () => {
           }
         : { ceremonyId: start.ceremonyId, outcome: Outcome.ABORTED, error: 'aborted by the coordinator' };
 
+  /** The run's peer ids in runtime-index order (bound into the wire session id: runSessionId). */
+  const RUN = [A.peerId, H.peerId, C.peerId];
   const run = (start: StartCeremony) => ({
     check: 'echo.equivocation',
     round: 1,
     protocol: PROTOCOL,
-    sessionParties: [A.peerId, H.peerId, C.peerId],
+    sessionParties: RUN,
     sessionLabel: LABEL,
-    sessionId: blameSessionId(start.ceremonyId, LABEL),
+    sessionId: runSessionId(blameSessionId(start.ceremonyId, LABEL), RUN),
   });
 
   async function view(ceremonyId: string): Promise<Json> {
@@ -231,7 +240,7 @@ describe('attack: a signer blames an honest signer (issue #23 part 3)', () => {
   it('forged equivocation evidence (statements "of" the honest signer signed with the accuser\'s key) is not believed', async () => {
     const { result, ceremonyId } = await sign(
       accusing(H, (start) => {
-        const sid = blameSessionId(start.ceremonyId, LABEL);
+        const sid = runSessionId(blameSessionId(start.ceremonyId, LABEL), RUN);
         return {
           ...run(start),
           statements: [
@@ -256,7 +265,7 @@ describe('attack: a signer blames an honest signer (issue #23 part 3)', () => {
 
   it('replayed valid evidence of another ceremony is not believed', async () => {
     const other = randomBytes(24);
-    const sid = blameSessionId(other, LABEL);
+    const sid = runSessionId(blameSessionId(other, LABEL), RUN);
     const { result, ceremonyId } = await sign(
       accusing(C, (start) => ({
         ...run(start),
@@ -276,7 +285,7 @@ describe('attack: a signer blames an honest signer (issue #23 part 3)', () => {
     const before = await reports('echo.equivocation', true);
     const { result, ceremonyId } = await sign(
       accusing(C, (start) => {
-        const sid = blameSessionId(start.ceremonyId, LABEL);
+        const sid = runSessionId(blameSessionId(start.ceremonyId, LABEL), RUN);
         return {
           ...run(start),
           statements: [

@@ -5,7 +5,7 @@
  * `echo.equivocation` evidence when that key is the culprit's and the session id is the ceremony's).
  */
 import { broadcastStatementBytes, ed25519Sign } from '@custodian/crypto';
-import { blameSessionId } from '@custodian/wire';
+import { blameSessionId, runSessionId } from '@custodian/wire';
 import { publicKeyFromRaw } from '@libp2p/crypto/keys';
 import { peerIdFromPublicKey } from '@libp2p/peer-id';
 import { ed25519 } from '@noble/curves/ed25519.js';
@@ -25,7 +25,7 @@ export type Identity = ReturnType<typeof identity>;
 /**
  * The Blame an accuser sends naming `culprit` (runtime index in `session`). With `signer`: check
  * `echo.equivocation`, two statements of round 1 (hashes of 'one' and 'two') signed by `signer`'s
- * key, bound to the session id of (`ceremonyId`, `label`); without: a legacy blame (no evidence).
+ * key, bound to the run's session id of (`ceremonyId`, `label`, `session` in order); without: a legacy blame (no evidence).
  */
 export function blameBy(
   o: {
@@ -37,7 +37,10 @@ export function blameBy(
   },
   signer?: Identity,
 ) {
-  const sessionId = blameSessionId(o.ceremonyId, o.label);
+  const sessionId = runSessionId(
+    blameSessionId(o.ceremonyId, o.label),
+    o.session.map((i) => i.peerId),
+  );
   const sender = o.session.indexOf(o.culprit);
   const st = (s: Identity, text: string) => {
     const hash = sha256(utf8ToBytes(text));

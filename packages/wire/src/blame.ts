@@ -9,12 +9,16 @@
  * (behind its libp2p peer id), and says `verified` only when the evidence proves the misbehaviour
  * with no trust in the accuser. Everything else is `verified: false` and names the accuser.
  *
- * Binding to the ceremony: `session_id` must equal SHA-256(canonical('custodian/v1/session',
- * ceremonyId, session_label)) (packages/ceremony ceremonies/context.ts `sessionId`, re-derived here
- * because `wire` may not import `ceremony`: {@link blameSessionId}), every envelope and statement must
- * carry that session id and the blame's protocol, and the run's party set (`session_parties`) must be
- * a subset of the ceremony's. So evidence cannot be replayed from another ceremony, session or
- * protocol, and a signature cannot be moved to another party (every signed byte names the signer's index).
+ * Binding to the ceremony and the run's party order: `session_id` must equal
+ * {@link runSessionId}(SHA-256(canonical('custodian/v1/session', ceremonyId, session_label)),
+ * session_parties) — the session id the runner (packages/ceremony runner.ts) puts on the wire, so
+ * every envelope and broadcast statement of the run signs the ordered party list (the first hash is
+ * packages/ceremony ceremonies/context.ts `sessionId`, re-derived here because `wire` may not import
+ * `ceremony`: {@link blameSessionId}). Every envelope and statement must carry that session id and
+ * the blame's protocol, and `session_parties` must be a subset of the ceremony's. So evidence cannot
+ * be replayed from another ceremony, session or protocol, a signature cannot be moved to another
+ * party (every signed byte names the signer's index), and the accuser cannot permute or resize the
+ * party list (another list gives another session id, which no envelope of the culprit carries).
  *
  * Pure: no I/O, no clock, never throws (a malformed blame is an unverified verdict). Secrets: the
  * message keys open only their one message (a fresh ephemeral key per point-to-point message); no
@@ -107,8 +111,12 @@ export interface BlameVerdict {
   readonly detail: string;
 }
 
-/** Evidence caps: at most this many messages and statements are examined (more: unverified). */
-export const BLAME_EVIDENCE_LIMITS = { maxMessages: 8, maxStatements: 2 } as const;
+/**
+ * Evidence caps: at most this many messages and statements are examined, and at most
+ * `maxEchoVerifications` echo-entry signatures checked per blame (one Ed25519 verification per
+ * entry: 8 messages × 64 entries); more: unverified.
+ */
+export const BLAME_EVIDENCE_LIMITS = { maxMessages: 8, maxStatements: 2, maxEchoVerifications: 512 } as const;
 
 /** Detail of a blame whose check is not re-run by the coordinator. */
 export const NOT_RE_RUN = "culprit's message is signed; the failed check was not re-run by the coordinator";
@@ -127,6 +135,18 @@ const MAX_STRING = 1024;
  */
 export function blameSessionId(ceremonyId: Uint8Array, label: string): Uint8Array {
   return sha256(canonicalEncode(['custodian/v1/session', ceremonyId, label]));
+}
+
+/**
+ * The session id a run puts on the wire (Party context, envelopes, broadcast statements,
+ * `Blame.session_id`): SHA-256 of the canonical encoding of ('custodian/v1/run', session id, the
+ * run's peer ids in runtime-index order); 32 bytes. Binding the order makes every signature of the
+ * run name it, so a blame's `session_parties` is checked against the culprit's own signatures.
+ * @param sessionId the caller's session id (e.g. {@link blameSessionId}; 32 bytes)
+ * @param peerIds libp2p peer id strings, position = runtime index
+ */
+export function runSessionId(sessionId: Uint8Array, peerIds: readonly string[]): Uint8Array {
+  return sha256(canonicalEncode(['custodian/v1/run', sessionId, [...peerIds]]));
 }
 
 /** The signed bytes of a broadcast statement: "custodian/v1/broadcast-statement" ‖ 0x00 ‖ broadcastStatementBytes(…). */
@@ -181,13 +201,6 @@ interface Run {
   readonly keys: readonly Uint8Array[];
   /** The named culprit's runtime index. */
   readonly party: number;
-  /**
-   * Ed25519 keys of every party of the ceremony (those that parse). The run's order and size are
-   * the accuser's claim: a check that depends on another party's index or on the run's size uses
-   * these and the ceremony's size instead, so a permuted or re-sized `session_parties` cannot frame
-   * the culprit.
-   */
-  readonly ceremonyKeys: readonly Uint8Array[];
   /** Number of the ceremony's parties (an upper bound of any run's size). */
   readonly maxParties: number;
 }
@@ -206,9 +219,7 @@ function checkRun(blame: unknown, ctx: BlameContext, protocol: string): Check<Ru
   const label = asString(field(blame, 'sessionLabel'));
   const sessionId = asBytes(field(blame, 'sessionId'));
   if (label === undefined || sessionId === undefined) return no('malformed session label or id');
-  if (!(ctx.ceremonyId instanceof Uint8Array) || !equalBytes(sessionId, blameSessionId(ctx.ceremonyId, label))) {
-    return no('session id is not derived from this ceremony and the session label');
-  }
+  if (!(ctx.ceremonyId instanceof Uint8Array)) return no('no ceremony id');
   const list = asList(field(blame, 'sessionParties'), ctx.ceremonyParties.length);
   if (list === undefined || list.length === 0) return no('session parties missing or more than the ceremony has');
   const parties: string[] = [];
@@ -223,12 +234,14 @@ function checkRun(blame: unknown, ctx: BlameContext, protocol: string): Check<Ru
     parties.push(p);
     keys.push(key);
   }
+  if (!equalBytes(sessionId, runSessionId(blameSessionId(ctx.ceremonyId, label), parties))) {
+    return no('session id is not derived from this ceremony, the session label and the session parties in order');
+  }
   const party = asUint(field(blame, 'party'));
   if (party === undefined || party >= parties.length) return no('party is not an index of the session parties');
   const named = asString(field(blame, 'peerId'));
   if (named !== '' && named !== parties[party]) return no('peer id does not match the session party of that index');
-  const ceremonyKeys = ctx.ceremonyParties.map(ed25519KeyOf).filter((k): k is Uint8Array => k !== undefined);
-  return ok({ protocol, sessionId, parties, keys, party, ceremonyKeys, maxParties: ctx.ceremonyParties.length });
+  return ok({ protocol, sessionId, parties, keys, party, maxParties: ctx.ceremonyParties.length });
 }
 
 // ---------- envelopes, opened as a third party ----------
@@ -424,16 +437,16 @@ function fromCulprit(msgs: readonly Opened[], run: Run): Opened[] {
   return msgs.filter((m) => m.sender === run.party);
 }
 
-/** Whether `sig` verifies under `key` over the statement (protocol, session, r, j, hash) for one of `rounds`. */
+/** Whether `sig` verifies under `key` over the statement (protocol, session, round, j, hash): one Ed25519 verification. */
 function statementVerifies(
   run: Run,
   key: Uint8Array,
-  rounds: readonly number[],
+  round: number,
   j: number,
   hash: Uint8Array,
   sig: Uint8Array,
 ): boolean {
-  return rounds.some((r) => ed25519Verify(sig, statementSigningBytes(run.protocol, run.sessionId, r, j, hash), key));
+  return ed25519Verify(sig, statementSigningBytes(run.protocol, run.sessionId, round, j, hash), key);
 }
 
 /**
@@ -460,34 +473,37 @@ function echoShapeFault(m: Opened, maxParties: number): string | undefined {
   return undefined;
 }
 
-/** The rounds an echo may claim to cover: `echo_round`, and round − 1 where `echo_round` reads 0 (unset). */
-function echoRounds(m: Opened): number[] {
-  return m.echoRound === 0 && m.round > 1 ? [0, m.round - 1] : [m.echoRound];
-}
-
 /**
- * echo.false: the culprit's echo carries, for another index j, a signature that no party of the
- * ceremony made over j's statement. (Not "under session_parties[j]'s key": that order is the
- * accuser's claim. An honest echoer only echoes statements it verified under the true j's key, and
- * the true j is a party of the ceremony.)
+ * echo.false: the culprit's echo carries, for another index j, a signature that is not
+ * session_parties[j]'s over j's statement of the round the echo covers (`echo_round`, signed in the
+ * envelope). The order of `session_parties` is bound into the session id every envelope signs
+ * ({@link runSessionId}), so j's key is known; one verification per entry, at most
+ * {@link BLAME_EVIDENCE_LIMITS}.maxEchoVerifications per blame (more: unverified).
  */
 function falseEcho(msgs: readonly Opened[], run: Run): Check<string> {
   const mine = fromCulprit(msgs, run);
   if (mine.length === 0) return no("no message of the culprit's in the evidence");
+  let budget: number = BLAME_EVIDENCE_LIMITS.maxEchoVerifications;
   for (const m of mine) {
     if (m.echo.length === 0 || echoShapeFault(m, run.maxParties) !== undefined) continue;
     for (let j = 0; j < m.echo.length; j++) {
       const h = m.echo[j] as Uint8Array;
       if (j === m.sender || h.length === 0) continue;
-      const sig = m.echoSignatures[j] as Uint8Array;
-      if (!run.ceremonyKeys.some((key) => statementVerifies(run, key, echoRounds(m), j, h, sig))) {
+      const key = run.keys[j];
+      if (key === undefined) {
         return ok(
-          `the culprit's signed message of round ${m.round} echoes for party ${j} a statement no party of the ceremony signed`,
+          `the culprit's signed message of round ${m.round} echoes for party ${j}, which is not a party of the run`,
+        );
+      }
+      if (budget-- <= 0) return no('more echo entries than the verifier examines');
+      if (!statementVerifies(run, key, m.echoRound, j, h, m.echoSignatures[j] as Uint8Array)) {
+        return ok(
+          `the culprit's signed message of round ${m.round} echoes for party ${j} a statement party ${j} did not sign`,
         );
       }
     }
   }
-  return no("every echo entry of the culprit's messages is signed by a party of the ceremony (no false echo shown)");
+  return no("every echo entry of the culprit's messages is signed by its party (no false echo shown)");
 }
 
 /** echo.malformed: the culprit's broadcast statement signature fails, or its echo vector has the wrong shape. */
@@ -509,7 +525,7 @@ function malformedEcho(msgs: readonly Opened[], run: Run): Check<string> {
       continue;
     }
     const hash = echoHash(run.sessionId, m.round, run.party, body);
-    if (!statementVerifies(run, run.keys[run.party] as Uint8Array, [m.round], run.party, hash, m.statementSignature)) {
+    if (!statementVerifies(run, run.keys[run.party] as Uint8Array, m.round, run.party, hash, m.statementSignature)) {
       const what = m.statementSignature.length === 0 ? 'no statement signature' : 'a statement signature that fails';
       return ok(`the culprit's signed broadcast of round ${m.round} carries ${what}`);
     }

@@ -65,7 +65,7 @@ export type {
   BlameWire,
   BroadcastStatementWire,
 } from './blame.js';
-export { BLAME_EVIDENCE_LIMITS, blameSessionId, NOT_RE_RUN, verifyBlame } from './blame.js';
+export { BLAME_EVIDENCE_LIMITS, blameSessionId, NOT_RE_RUN, runSessionId, verifyBlame } from './blame.js';
 
 // Per-session wire: the round runtime's messages to and from envelopes
 

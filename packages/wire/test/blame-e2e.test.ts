@@ -22,6 +22,7 @@ import {
   DEFAULT_LIMITS,
   decodeMessage,
   messageType,
+  runSessionId,
   SessionWire,
   sessionAuth,
   verifyBlame,
@@ -68,13 +69,19 @@ function toBlame(c: Culprit, label: string): BlameWire {
     }),
     statements: (c.evidence?.statements ?? []).map((s) => ({ ...s })),
     sessionParties: keys.map((k) => k.peerId),
-    sessionId: blameSessionId(ceremonyId, label),
+    sessionId: runSessionId(
+      blameSessionId(ceremonyId, label),
+      keys.map((k) => k.peerId),
+    ),
     sessionLabel: label,
   };
 }
 
 function run(label: string, cheat?: (m: OutgoingMessage, to: number) => OutgoingMessage | OutgoingMessage[]) {
-  const sid = blameSessionId(ceremonyId, label);
+  const sid = runSessionId(
+    blameSessionId(ceremonyId, label),
+    keys.map((k) => k.peerId),
+  );
   const ps = [0, 1, 2].map(
     (k) =>
       new Party(dkgProtocol({ suite: 'ed25519', threshold: 2 }), {
@@ -131,7 +138,10 @@ function run(label: string, cheat?: (m: OutgoingMessage, to: number) => Outgoing
 describe('e2e', () => {
   it('equivocation → verified, names party 1', () => {
     const label = 'eq';
-    const sid = blameSessionId(ceremonyId, label);
+    const sid = runSessionId(
+      blameSessionId(ceremonyId, label),
+      keys.map((k) => k.peerId),
+    );
     const auth1 = sessionAuth({ parties, self: 1, secretKey: keys[1]!.secretKey });
     const { verdicts } = run(label, (m, to) => {
       if (m.from !== 1 || m.round !== 0 || m.kind !== 'broadcast' || to !== 2) return m;

@@ -30,6 +30,7 @@ import {
   NOT_RE_RUN,
   PROTOCOL_SCHEMAS,
   roundType,
+  runSessionId,
   sealEnvelope,
   verifyBlame,
 } from '../src/index.js';
@@ -65,7 +66,10 @@ const session = [A, B, C]; // runtime indices 0, 1, 2; D is a ceremony party out
 const ceremonyId = sha256(utf8ToBytes('ceremony-1'));
 const otherCeremonyId = sha256(utf8ToBytes('ceremony-2'));
 const label = 'frost.dkg';
-const sid = blameSessionId(ceremonyId, label);
+const sid = runSessionId(
+  blameSessionId(ceremonyId, label),
+  session.map((p) => p.peerId),
+);
 const PROTOCOL = 'custodian.frost.dkg'; // rounds 0–2, echo round 3
 const ctx = (accuser: Id = A): BlameContext => ({
   ceremonyId,
@@ -336,7 +340,10 @@ describe('echo.equivocation: two different statements of one round signed by the
   });
 
   it("attack: replays C's statements of another session", () => {
-    const otherSid = blameSessionId(otherCeremonyId, label);
+    const otherSid = runSessionId(
+      blameSessionId(otherCeremonyId, label),
+      session.map((p) => p.peerId),
+    );
     const s = [h1, h2].map((h) =>
       st(2, h, { sessionId: otherSid, signature: statementSig(2, 1, h, { sessionId: otherSid }) }),
     );
@@ -396,7 +403,7 @@ describe('echo.false: the culprit echoes a statement its party did not sign', ()
     const m = echoMsg([hashes[0], fake, hashes[2]] as Uint8Array[], [sigs[0], garbage, sigs[2]] as Uint8Array[]);
     const v = verifyBlame(base({ check: 'echo.false', round: 2, messages: [m] }), ctx());
     expect(v).toMatchObject({ verified: true, culprit: C.peerId, accuser: A.peerId });
-    expect(v.detail).toMatch(/for party 1 a statement no party of the ceremony signed/);
+    expect(v.detail).toMatch(/for party 1 a statement party 1 did not sign/);
   });
 
   it("attack: C's echo is honest (every entry signed by its party)", () => {
@@ -426,9 +433,13 @@ describe('echo.false: the culprit echoes a statement its party did not sign', ()
     }
   });
 
-  it('attack: an honest echo whose envelope leaves echo_round unset (reads 0) is not taken as false', () => {
+  it('verifies an echo whose signed echo_round names another round than its statements (no round search)', () => {
+    // the runtime always sets echo_round to the round the echo covers (party.ts `covers`), and an
+    // honest receiver checks the entries under exactly that round: round 1's statements under
+    // echo_round 0 are false, as the receiver saw them
     const m = echoMsg(hashes, sigs, { echoRound: 0 });
-    unverifiedAccusing(verifyBlame(base({ check: 'echo.false', round: 2, messages: [m] }), ctx()));
+    const v = verifyBlame(base({ check: 'echo.false', round: 2, messages: [m] }), ctx());
+    expect(v).toMatchObject({ verified: true, culprit: C.peerId });
   });
 
   it('attack: the accuser seals the false echo itself, claiming sender C', () => {
@@ -454,7 +465,10 @@ describe('echo.false: the culprit echoes a statement its party did not sign', ()
   });
 
   it("attack: a false echo from another session's envelope of C", () => {
-    const otherSid = blameSessionId(ceremonyId, 'other-run');
+    const otherSid = runSessionId(
+      blameSessionId(ceremonyId, 'other-run'),
+      session.map((p) => p.peerId),
+    );
     const m = echoMsg(hashes, [sigs[0], new Uint8Array(64).fill(7), sigs[2]] as Uint8Array[], { sessionId: otherSid });
     const v = verifyBlame(base({ check: 'echo.false', round: 2, messages: [m] }), ctx());
     unverifiedAccusing(v);
@@ -728,7 +742,10 @@ describe('property: a malicious accuser holding every honest message cannot get 
   // point-to-point messages and their keys, re-sealed copies, another run's messages) and signs
   // anything with its own key. Whatever it assembles, a verified verdict names A, never B or C.
   const otherLabel = 'frost.dkg.other';
-  const otherSid = blameSessionId(ceremonyId, otherLabel);
+  const otherSid = runSessionId(
+    blameSessionId(ceremonyId, otherLabel),
+    session.map((p) => p.peerId),
+  );
   const r1 = [0, 1, 2].map((j) => r1Body(10 + j));
   const h1 = r1.map((b, j) => echoHash(sid, 1, j, b));
   const s1 = h1.map((h, j) => statementSig(j, 1, h));
