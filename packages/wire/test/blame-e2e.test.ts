@@ -172,6 +172,31 @@ describe('e2e', () => {
     }
   });
 
+  it("false echo signed with the liar's OWN key → verified, names the liar, never the honest accuser (review R3)", () => {
+    // party 2 forges "party 1's statement" for party 0 and signs it with its own identity key: the
+    // old any-ceremony-key check accepted the entry and left the honest accuser named
+    const label = 'selfsigned';
+    const sid = runSessionId(
+      blameSessionId(ceremonyId, label),
+      keys.map((k) => k.peerId),
+    );
+    const auth2 = sessionAuth({ parties, self: 2, secretKey: keys[2]!.secretKey });
+    const { ps, verdicts } = run(label, (m, to) => {
+      if (m.from !== 2 || m.round !== 1 || !m.echo || to !== 0) return m;
+      const echo = [...m.echo];
+      const echoSignatures = [...(m.echoSignatures ?? [])];
+      echo[1] = sha256(utf8ToBytes('lie'));
+      echoSignatures[1] = auth2.sign(broadcastStatementBytes(PROTOCOL, sid, 0, 1, echo[1]));
+      return { ...m, echo, echoSignatures };
+    });
+    expect(ps[0]!.aborted?.culprits.map((c) => [c.party, c.check])).toEqual([[2, 'echo.false']]);
+    const fromHonest = verdicts.filter(({ by }) => by !== 2);
+    expect(fromHonest.length).toBeGreaterThan(0);
+    for (const { v } of fromHonest) {
+      expect(v).toMatchObject({ verified: true, culprit: keys[2]!.peerId, check: 'echo.false' });
+    }
+  });
+
   it('missing statement signature → verified echo.malformed', () => {
     const { verdicts } = run('nosig', (m) => {
       if (m.from !== 2 || m.round !== 0 || m.kind !== 'broadcast') return m;
