@@ -1,6 +1,13 @@
 import { broadcastStatementBytes, echoHash } from '@custodian/crypto';
 import { dkgProtocol, type KeyShare } from '@custodian/frost';
-import { bytesToCanonical, canonicalToBytes, messageType, sealEnvelope, sessionAuth } from '@custodian/wire';
+import {
+  bytesToCanonical,
+  canonicalToBytes,
+  messageType,
+  runSessionId,
+  sealEnvelope,
+  sessionAuth,
+} from '@custodian/wire';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
@@ -171,6 +178,46 @@ describe('CeremonyRunner over an in-memory transport', () => {
     expect(sent[0]?.length).toBe(0);
   });
 
+  it("the wire session id binds the party order; cancel() takes the caller's session id", async () => {
+    const Signed = messageType('custodian.v1.SignedEnvelope');
+    const Env = messageType('custodian.v1.Envelope');
+    const seen: Uint8Array[] = [];
+    // party 0 alone runs the session: its messages are recorded (the others buffer them), nothing comes back
+    const { runners, secrets, parties } = network(3, {
+      drop: (from) => from !== 0,
+      tamper: (_from, _to, bytes) => {
+        const env = Env.decode((Signed.decode(bytes) as unknown as { envelope: Uint8Array }).envelope) as unknown as {
+          sessionId: Uint8Array;
+        };
+        seen.push(Uint8Array.from(env.sessionId));
+        return bytes;
+      },
+    });
+    const r0 = runners[0] as CeremonyRunner;
+    const callerSid = new Uint8Array(32).fill(9);
+    const out = r0.run<KeyShare>({
+      sessionId: callerSid,
+      spec: dkgProtocol({ suite: 'ed25519', threshold: 2 }),
+      parties,
+      self: 0,
+      secretKey: secrets[0] as Uint8Array,
+      deadline: Date.now() + 30_000,
+    });
+    expect(seen.length).toBeGreaterThan(0);
+    const wireSid = runSessionId(
+      callerSid,
+      parties.map((p) => p.peerId),
+    );
+    for (const sid of seen) expect(sid).toEqual(wireSid);
+    // another order of the same peers is another session id
+    const swapped = [parties[1], parties[0], parties[2]].map((p) => (p as SessionParty).peerId);
+    expect(runSessionId(callerSid, swapped)).not.toEqual(wireSid);
+    expect(runSessionId(callerSid, swapped.slice(0, 2))).not.toEqual(wireSid);
+    r0.cancel(callerSid, 'operator abort');
+    await expect(out).resolves.toEqual({ status: 'cancelled', reason: 'operator abort' });
+    expect(r0.active).toBe(0);
+  });
+
   it('a silent party makes the others miss the deadline, with no output', async () => {
     const { runners, secrets, parties } = network(3, { drop: (from) => from === 2 });
     const deadline = Date.now() + 500;
@@ -250,7 +297,13 @@ describe('CeremonyRunner over an in-memory transport', () => {
       expect(blame[0]?.messages).toHaveLength(2);
       expect(blame[0]?.statements).toHaveLength(2);
       expect(blame[0]?.sessionParties).toEqual(parties.map((p) => p.peerId));
-      expect(blame[0]?.sessionId).toEqual(new Uint8Array(32).fill(4));
+      // the wire session id: the caller's id bound to the run's ordered peer ids
+      expect(blame[0]?.sessionId).toEqual(
+        runSessionId(
+          new Uint8Array(32).fill(4),
+          parties.map((p) => p.peerId),
+        ),
+      );
     }
     // the abort is logged with party, check and round, never with the evidence (its p2p message
     // keys open payloads that may carry shares)
