@@ -144,8 +144,10 @@ export function parseRingPedersen(value: unknown): RingPedersenParams {
   return { N: bigintField(R.N, 'N'), s: bigintField(R.s, 's'), t: bigintField(R.t, 't') };
 }
 
-function check(party: number, what: string, res: { ok: boolean }): void {
-  if (!res.ok) blame(party, `invalid ${what}: ${(res as { reason?: string }).reason ?? 'failed'}`);
+/** @throws ProtocolAbort naming `party` with check id `proof.prm` / `proof.mod` / `proof.fac` when `res` fails */
+function check(party: number, what: 'Πprm' | 'Πmod' | 'Πfac', res: { ok: boolean }): void {
+  const id = what === 'Πprm' ? 'proof.prm' : what === 'Πmod' ? 'proof.mod' : 'proof.fac';
+  if (!res.ok) blame(party, `invalid ${what}: ${(res as { reason?: string }).reason ?? 'failed'}`, id);
 }
 
 /** Check party j's modulus, ring-Pedersen parameters and Πprm; names j on failure. */
@@ -160,7 +162,7 @@ export function checkPeerAux(
     assertModulus(params.N, level, 'N');
     assertRingPedersenParams(params, level);
   } catch (e) {
-    blame(j, `invalid Paillier modulus or ring-Pedersen parameters: ${(e as Error).message}`);
+    blame(j, `invalid Paillier modulus or ring-Pedersen parameters: ${(e as Error).message}`, 'aux.modulus');
   }
   check(j, 'Πprm', verifyPrm({ transcript: transcripts('prm'), prover: j }, level, params, prm));
 }
@@ -294,7 +296,7 @@ export function auxInfoProtocol(params: AuxInfoParams): ProtocolSpec<AuxState, A
               decommitCanonical(ctx.n, d),
               d.u,
             );
-            if (!ok) blame(j, 'decommitment does not match the round-1 commitment');
+            if (!ok) blame(j, 'decommitment does not match the round-1 commitment', 'aux.commitment');
             checkPeerAux(j, d.params, d.prm, state.material.level, transcripts);
             state.R.set(j, d.params);
           }

@@ -175,9 +175,10 @@ export function keygenProtocol(params: KeygenParams): ProtocolSpec<KeygenState, 
               commitValue(ctx.n, state.t, d),
               d.u,
             );
-            if (!ok) blame(j, 'decommitment does not match the round-1 commitment');
+            if (!ok) blame(j, 'decommitment does not match the round-1 commitment', 'keygen.commitment');
             const sigma = m.p2p as bigint;
-            if (!vssVerifyShare(G, d.S, ownId, sigma)) blame(j, 'VSS share inconsistent with its Feldman commitments');
+            if (!vssVerifyShare(G, d.S, ownId, sigma))
+              blame(j, 'VSS share inconsistent with its Feldman commitments', 'keygen.feldman');
             state.decommitments.set(j, d);
             vectors.push(d.S);
             x = G.mod(x + sigma);
@@ -223,7 +224,7 @@ export function keygenProtocol(params: KeygenParams): ProtocolSpec<KeygenState, 
             const d = state.decommitments.get(j) as Decommitment;
             const t = keygenSchTranscript(ctx.sessionId, ctx.n, j, state.ridAll as Uint8Array);
             if (!schVerify(G, t, X[j] as Secp256k1Point, { A: d.A, z: m.broadcast as bigint })) {
-              blame(j, 'invalid Πsch for its public share X_j');
+              blame(j, 'invalid Πsch for its public share X_j', 'proof.sch');
             }
           }
           return {

@@ -16,11 +16,16 @@
  *  3 process at l — for each i: i's mode equals l's (else `presign.ident-mode`); the ciphertexts i
  *    published as sent to l equal what l received from i in round 1 (else
  *    `presign.inconsistent-publication`, evidence = [i's round-1 p2p, i's round-3 broadcast], both
- *    signed by i); every proof addressed to l verifies (else `proof.aff-p` / `proof.aff-g`).
+ *    signed by i); EVERY proof in i's publication verifies, the entry for each verifier l' under
+ *    l''s ring-Pedersen aux (all parties hold every party's aux info), else `proof.aff-p` /
+ *    `proof.aff-g`. The publication is a broadcast (echoed), so every honest party checks the same
+ *    proofs and names the same prover: a bad proof in the entry for one verifier only cannot get its
+ *    prover named by that verifier alone (which the others could not tell from a false accusation).
  *  4 "ident.prove" (broadcast) — party i sends, for every verifier l, Πdec(N0=N_i, C=C_i, X=δ_i·G,
  *    B=G) [chi: X=S_i, B=Γ], C_i = H_i · Π_j D_{i,j} · Π_j F_{j,i}^{−1} mod N_i² (every factor as
  *    published in round 3), witness y = dec_i(C_i) as a signed integer and its nonce ρ.
- *  4 process at l — every i whose Πdec fails is named (`proof.dec`); the abort names all of them.
+ *  4 process at l — every i with a failing Πdec in ANY verifier's entry (each under that verifier's
+ *    aux) is named (`proof.dec`); the abort names all of them.
  *
  * Why a failed output check always names someone (and never an honest party):
  *  Every factor of C_i is bound by a proof that all honest verifiers checked. Πenc (round 0) puts
@@ -41,7 +46,9 @@
  *  honest parties, nobody fails, the abort names nobody.
  *
  * Cost on success: none beyond keeping round 1's nonces and ciphertexts in the state (the rounds here
- * run only after a failed check).
+ * run only after a failed check). Cost on this rare path: each party verifies every proof of every
+ * entry, n−1 times the proofs addressed to it — (n−1)²·n Πaff-p/Πaff-g and (n−1)² Πdec for n
+ * signers, against (n−1)·n and n−1 were it to check its own entries only.
  *
  * Longer than 400 lines because the two identification rounds' prover, parser and verifier sides
  * share one set of statements (built from the same published values) and the soundness argument
@@ -108,15 +115,15 @@ export interface MtAReceived {
   readonly evidence?: Uint8Array;
 }
 
-/** One party's round-3 publication, parsed (proofs: only those addressed to this party). */
+/** One party's round-3 publication, parsed (proofs: every verifier's entry, decoded). */
 export interface Publication {
   readonly mode: IdentMode;
   /** H_i (delta) or Ĥ_i (chi), mod N_i². */
   readonly H: bigint;
   /** by receiver j: (D_{j,i}, F_{j,i}) or (D̂_{j,i}, F̂_{j,i}) as published. */
   readonly sent: ReadonlyMap<number, { readonly D: bigint; readonly F: bigint }>;
-  /** The proofs addressed to this party: [H, then one per receiver j ascending]. */
-  readonly proofs: readonly (AffPProof | AffGProof)[];
+  /** By verifier l (runtime index ≠ prover): its proofs [H, then one per receiver j ascending]. */
+  readonly proofs: ReadonlyMap<number, readonly (AffPProof | AffGProof)[]>;
   /** The broadcast's transport evidence, where given. */
   readonly evidence?: Uint8Array;
 }
@@ -252,19 +259,18 @@ export function publish(state: IdentState, run: IdentRun, tr: Transcript, ctx: R
     const proofs = list as unknown as Canonical[];
     proofsBody.push({ l, affP: delta ? proofs : [], affG: delta ? [] : proofs });
   }
-  run.published.set(self, { mode: run.mode, H, sent: sentPub, proofs: [] });
+  run.published.set(self, { mode: run.mode, H, sent: sentPub, proofs: new Map() });
   return { mode: run.mode, H, sent: sentBody, proofs: proofsBody };
 }
 
 /**
  * Round 3 (receiver side): parse party `from`'s publication. Checks the shape: one `sent` entry per
  * receiver j ≠ from ascending (D mod N_j², F mod N_from², both valid ciphertexts), H a ciphertext
- * mod N_from², one `proofs` entry per verifier l ≠ from ascending; decodes only the n proofs
- * addressed to this party (of the mode's kind; the other list must be empty).
+ * mod N_from², one `proofs` entry per verifier l ≠ from ascending, each with n proofs of the mode's
+ * kind (the other list must be empty); decodes all of them (every party verifies every entry).
  * @throws TypeError/RangeError naming the field (the runtime names `from`: malformed message)
  */
 export function parsePublish(body: unknown, from: number, state: IdentState): Publication {
-  const self = state.self;
   const b = record(body, 'ident.publish');
   if (b.mode !== 'delta' && b.mode !== 'chi') throw new TypeError('mode: expected "delta" or "chi"');
   const mode = b.mode as IdentMode;
@@ -284,7 +290,7 @@ export function parsePublish(body: unknown, from: number, state: IdentState): Pu
   if (!Array.isArray(b.proofs) || b.proofs.length !== js.length) {
     throw new RangeError(`proofs: expected ${js.length} items`);
   }
-  let proofs: (AffPProof | AffGProof)[] = [];
+  const proofs = new Map<number, (AffPProof | AffGProof)[]>();
   js.forEach((l, k) => {
     const e = record((b.proofs as unknown[])[k], `proofs[${k}]`);
     if (e.l !== l) throw new RangeError(`proofs[${k}].l: expected ${l}`);
@@ -292,14 +298,17 @@ export function parsePublish(body: unknown, from: number, state: IdentState): Pu
     if (!Array.isArray(mine) || !Array.isArray(other)) throw new TypeError(`proofs[${k}]: expected lists`);
     if (other.length !== 0) throw new RangeError(`proofs[${k}]: proofs of the other mode`);
     if (mine.length !== n) throw new RangeError(`proofs[${k}]: expected ${n} proofs`);
-    if (l === self) proofs = mine.map((p) => (mode === 'delta' ? decodeAffPProof(p) : decodeAffGProof(p)));
+    proofs.set(
+      l,
+      mine.map((p) => (mode === 'delta' ? decodeAffPProof(p) : decodeAffGProof(p))),
+    );
   });
   return { mode, H, sent, proofs };
 }
 
 /**
  * Round 3 (verifier side) then round 4 (sender side): check every publication (mode, consistency
- * with round 1, the proofs addressed to this party), then return this party's Πdec for every
+ * with round 1, every proof of every verifier's entry under that verifier's aux), then return this party's Πdec for every
  * verifier: body `{ proofs: [{ l, dec }] }` (custodian.v1.cggmp.PresignIdentProve).
  * @param trPub `presignTranscript(sid, signers, 'ident.publish')`; `trProve` the same with 'ident.prove'
  * @throws ProtocolAbort naming every party whose publication fails a check (see module docs)
@@ -319,7 +328,6 @@ export function verifyPublications(
   const delta = run.mode === 'delta';
   const culprits: Culprit[] = [];
   const check = delta ? 'proof.aff-p' : 'proof.aff-g';
-  const opts = { secretKey: state.sk };
   for (const [i, m] of received) {
     const ev = m.evidence?.broadcast;
     const pub = { ...(m.broadcast as Publication), ...(ev ? { evidence: ev } : {}) };
@@ -346,39 +354,12 @@ export function verifyPublications(
       continue;
     }
     const Ni = (state.pk[i] as PaillierPublicKey).N;
-    const vctx = (item: number | 'H') => ({ transcript: trPub.fork(itemTag(item)), prover: i, verifier: self });
     const Xi = enc(state.X[i] as Secp256k1Point);
     const items: (number | 'H')[] = ['H', ...others(ctx.n, i)];
-    for (let k = 0; k < items.length; k++) {
-      const item = items[k] as number | 'H';
-      const st =
-        item === 'H'
-          ? { N0: Ni, N1: Ni, C: state.Kj[i] as bigint, D: pub.H, Y: 1n }
-          : (() => {
-              const e = pub.sent.get(item) as { D: bigint; F: bigint };
-              return {
-                N0: (state.pk[item] as PaillierPublicKey).N,
-                N1: Ni,
-                C: state.Kj[item] as bigint,
-                D: e.D,
-                Y: e.F,
-              };
-            })();
-      const res = delta
-        ? verifyAffP(
-            vctx(item),
-            state.level,
-            state.ownAux,
-            { ...st, X: state.Gj[i] as bigint },
-            pub.proofs[k] as AffPProof,
-            opts,
-          )
-        : verifyAffG(vctx(item), state.level, state.ownAux, { ...st, X: Xi }, pub.proofs[k] as AffGProof, opts);
-      if (!res.ok) {
-        const what = item === 'H' ? (delta ? 'H' : 'Ĥ') : `${delta ? 'D' : 'D̂'} for party ${item}`;
-        culprits.push({ party: i, reason: `invalid ${delta ? 'Πaff-p' : 'Πaff-g'} (${what}): ${res.reason}`, check });
-        break;
-      }
+    const failure = firstAffFailure(state, i, pub, items, trPub, delta, Ni, Xi);
+    if (failure !== undefined) {
+      culprits.push({ party: i, reason: failure, check });
+      continue;
     }
     run.published.set(i, pub);
   }
@@ -402,6 +383,45 @@ export function verifyPublications(
     proofs.push({ l, dec: dec as unknown as Canonical });
   }
   return { proofs };
+}
+
+/**
+ * The first failing Πaff-p/Πaff-g of prover i's publication, over every verifier l ≠ i (ascending,
+ * each under l's ring-Pedersen aux, transcript bound to (i, l)), as a reason naming the item and
+ * verifier; undefined when all verify.
+ */
+function firstAffFailure(
+  state: IdentState,
+  i: number,
+  pub: Publication,
+  items: readonly (number | 'H')[],
+  trPub: Transcript,
+  delta: boolean,
+  Ni: bigint,
+  Xi: Uint8Array,
+): string | undefined {
+  const opts = { secretKey: state.sk };
+  for (const l of others(state.signers.length, i)) {
+    const aux = state.aux[l] as RingPedersen;
+    const proofs = pub.proofs.get(l) as readonly (AffPProof | AffGProof)[];
+    for (let k = 0; k < items.length; k++) {
+      const item = items[k] as number | 'H';
+      const vctx = { transcript: trPub.fork(itemTag(item)), prover: i, verifier: l };
+      const e = item === 'H' ? undefined : (pub.sent.get(item) as { D: bigint; F: bigint });
+      const st =
+        item === 'H' || e === undefined
+          ? { N0: Ni, N1: Ni, C: state.Kj[i] as bigint, D: pub.H, Y: 1n }
+          : { N0: (state.pk[item] as PaillierPublicKey).N, N1: Ni, C: state.Kj[item] as bigint, D: e.D, Y: e.F };
+      const res = delta
+        ? verifyAffP(vctx, state.level, aux, { ...st, X: state.Gj[i] as bigint }, proofs[k] as AffPProof, opts)
+        : verifyAffG(vctx, state.level, aux, { ...st, X: Xi }, proofs[k] as AffGProof, opts);
+      if (!res.ok) {
+        const what = item === 'H' ? (delta ? 'H' : 'Ĥ') : `${delta ? 'D' : 'D̂'} for party ${item}`;
+        return `invalid ${delta ? 'Πaff-p' : 'Πaff-g'} (${what}, verifier ${l}): ${res.reason}`;
+      }
+    }
+  }
+  return undefined;
 }
 
 /** C_i = H_i · Π_j D_{i,j} · Π_j F_{j,i}^{−1} mod N_i², from the round-3 publications. */
@@ -430,26 +450,27 @@ function decStatement(state: IdentState, run: IdentRun, i: number, C: bigint) {
 
 /**
  * Round 4 (receiver side): parse party `from`'s Πdec list (one entry per verifier l ≠ from,
- * ascending); decodes only the proof addressed to this party.
+ * ascending); decodes every entry (every party verifies all of them).
+ * @returns the Πdec proofs by verifier l
  * @throws TypeError/RangeError naming the field
  */
-export function parseProve(body: unknown, from: number, n: number, self: number): DecProof {
+export function parseProve(body: unknown, from: number, n: number): ReadonlyMap<number, DecProof> {
   const b = record(body, 'ident.prove');
   const ls = others(n, from);
   if (!Array.isArray(b.proofs) || b.proofs.length !== ls.length)
     throw new RangeError(`proofs: expected ${ls.length} items`);
-  let mine: DecProof | undefined;
+  const out = new Map<number, DecProof>();
   ls.forEach((l, k) => {
     const e = record((b.proofs as unknown[])[k], `proofs[${k}]`);
     if (e.l !== l) throw new RangeError(`proofs[${k}].l: expected ${l}`);
-    if (l === self) mine = decodeDecProof(e.dec);
+    out.set(l, decodeDecProof(e.dec));
   });
-  return mine as DecProof;
+  return out;
 }
 
 /**
- * Round 4 (verifier side): verify every party's Πdec addressed to this party against the statement
- * built from public values (δ_i or S_i of round 2, Γ, the round-3 publications). Always throws.
+ * Round 4 (verifier side): verify every party's Πdec, in every verifier l's entry under l's aux,
+ * against the statement built from public values (δ_i or S_i of round 2, Γ, the round-3 publications). Always throws.
  * @throws ProtocolAbort naming every party whose Πdec fails (check `proof.dec`), or nobody when all
  *   pass (impossible with honest parties: see the module docs)
  */
@@ -466,15 +487,21 @@ export function identify(
     const reason = `invalid Πdec: C_i does not decrypt to ${what}`;
     try {
       const st = decStatement(state, run, i, combined(state, run, i));
-      const res = verifyDec(
-        { transcript: trProve, prover: i, verifier: ctx.self },
-        state.level,
-        state.ownAux,
-        st,
-        m.broadcast as DecProof,
-        { secretKey: state.sk },
-      );
-      if (!res.ok) culprits.push({ party: i, reason: `${reason}: ${res.reason}`, check: 'proof.dec' });
+      const proofs = m.broadcast as ReadonlyMap<number, DecProof>;
+      for (const l of others(ctx.n, i)) {
+        const res = verifyDec(
+          { transcript: trProve, prover: i, verifier: l },
+          state.level,
+          state.aux[l] as RingPedersen,
+          st,
+          proofs.get(l) as DecProof,
+          { secretKey: state.sk },
+        );
+        if (!res.ok) {
+          culprits.push({ party: i, reason: `${reason} (verifier ${l}): ${res.reason}`, check: 'proof.dec' });
+          break;
+        }
+      }
     } catch (e) {
       if (!(e instanceof ProtocolAbort)) throw e;
       culprits.push(...e.culprits);

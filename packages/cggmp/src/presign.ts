@@ -553,7 +553,7 @@ export function presignProtocol(params: PresignParams): ProtocolSpec<PresignStat
       },
       {
         name: `${PRESIGN_TAG}.ident.prove`,
-        broadcast: (body, from, state) => parseProve(body, from, state.signers.length, state.self),
+        broadcast: (body, from, state) => parseProve(body, from, state.signers.length),
         process(state, received, ctx) {
           identify(state, received, presignTranscript(ctx.sessionId, state.signers, 'ident.prove'), ctx);
         },

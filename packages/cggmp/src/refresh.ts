@@ -212,12 +212,12 @@ export function refreshProtocol(params: RefreshParams): ProtocolSpec<RefreshStat
               commitValue(ctx.n, state.t, d),
               d.u,
             );
-            if (!ok) blame(j, 'decommitment does not match the round-1 commitment');
+            if (!ok) blame(j, 'decommitment does not match the round-1 commitment', 'refresh.commitment');
             checkPeerAux(j, d.R, d.prm, state.material.level, transcripts);
             const full = [G.identity, ...d.S];
             const sigma = m.p2p as bigint;
             if (!vssVerifyShare(G, full, BigInt(ctx.self + 1), sigma)) {
-              blame(j, 'refresh share inconsistent with its Feldman commitments');
+              blame(j, 'refresh share inconsistent with its Feldman commitments', 'refresh.feldman');
             }
             x = G.mod(x + sigma);
             vectors.push(full);
@@ -265,7 +265,7 @@ export function refreshProtocol(params: RefreshParams): ProtocolSpec<RefreshStat
             if (
               !schVerify(G, schTranscript(ctx.sessionId, ctx.n, rho, j), X[j] as Secp256k1Point, { A: d.A, z: b.z })
             ) {
-              blame(j, 'invalid Πsch for its refreshed public share');
+              blame(j, 'invalid Πsch for its refreshed public share', 'proof.sch');
             }
             checkModAndFac(j, d.R.N, b.mod, m.p2p as FacProof, state.material, ctx.self, rho, transcripts);
           }

@@ -517,7 +517,13 @@ export function signProtocol(params: SignParams): ProtocolSpec<SignState, EcdsaS
             return { output: combineSignature(pub, params.digest, shares, params, state.ctx) };
           } catch (e) {
             if (e instanceof SignatureShareError) {
-              throw new ProtocolAbort(e.culprits.map((party) => ({ party, reason: 'invalid signature share σ_j' })));
+              throw new ProtocolAbort(
+                e.culprits.map((party) => ({
+                  party,
+                  reason: 'invalid signature share σ_j',
+                  check: 'sign.signature-share',
+                })),
+              );
             }
             throw e;
           }

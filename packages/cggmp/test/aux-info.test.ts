@@ -26,6 +26,7 @@ describe('CGGMP21 aux info (provisioning)', () => {
     });
     expect(res.aborted[0]?.culprits[0]?.party).toBe(1);
     expect(res.aborted[0]?.culprits[0]?.reason).toMatch(/Πmod/);
+    expect(res.aborted[0]?.culprits[0]?.check).toBe('proof.mod');
   });
 
   it('a tampered Πfac is blamed on its prover', () => {
@@ -36,6 +37,7 @@ describe('CGGMP21 aux info (provisioning)', () => {
     });
     expect(res.aborted[0]?.culprits).toMatchObject([expect.objectContaining({ party: 1 })]);
     expect(res.aborted[0]?.culprits[0]?.reason).toMatch(/Πfac/);
+    expect(res.aborted[0]?.culprits[0]?.check).toBe('proof.fac');
   });
 
   it('a BitForge-style modulus with small factors is blamed (Πmod/Πfac fail or the modulus check does)', () => {

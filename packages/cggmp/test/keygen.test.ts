@@ -106,7 +106,7 @@ describe('CGGMP21 key generation: identifiable abort', () => {
       },
     });
     expect(res.aborted[0]?.culprits).toMatchObject([
-      { party: 2, reason: 'VSS share inconsistent with its Feldman commitments' },
+      { party: 2, reason: 'VSS share inconsistent with its Feldman commitments', check: 'keygen.feldman' },
     ]);
     expect(res.outputs.every((o) => o === undefined)).toBe(true);
   });

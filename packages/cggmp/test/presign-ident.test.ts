@@ -1,8 +1,8 @@
 /**
  * Attack tests of CGGMP21 presigning identification (presign-ident.ts; issue #23 part 2): a party
  * whose broadcast δ_j, S_j or Δ_j is wrong while every round-1/round-2 proof is valid, or which
- * publishes in identification a ciphertext other than the one it sent, is named by every honest
- * party, with the stable check id; an honest party is never named. On blame-base the δ/S cases
+ * publishes in identification a ciphertext other than the one it sent, or a bad Πaff-p/Πaff-g/Πdec
+ * in the entry for a single verifier, is named by every honest party, with the stable check id; an honest party is never named. On blame-base the δ/S cases
  * aborted naming nobody.
  */
 import { type Canonical, type Delivery, secp256k1Group as G } from '@custodian/crypto';
@@ -105,7 +105,7 @@ describe('presigning identification', () => {
     ]);
   });
 
-  it('a bad Πaff-g in a chi publication is named (proof.aff-g) by the verifier it was addressed to', () => {
+  it('a bad Πaff-g in a chi publication, only in the entry for one verifier, is named (proof.aff-g) by every honest party', () => {
     const cheater = 1;
     const victim = 0;
     const res = runPresign(fixtureShares('2of3'), [0, 1, 2], 'ident-aff-g', {
@@ -121,8 +121,54 @@ describe('presigning identification', () => {
       }),
     });
     expect(res.outputs.every((o) => o === undefined)).toBe(true);
-    expect(res.aborted[victim]?.culprits.map((c) => [c.party, c.check])).toEqual([[cheater, 'proof.aff-g']]);
-    expect(res.aborted[victim]?.culprits[0]?.reason).toMatch(/Πaff-g \(D̂ for party/);
+    for (const honest of [0, 2]) {
+      expect(res.aborted[honest]?.culprits.map((c) => [c.party, c.check])).toEqual([[cheater, 'proof.aff-g']]);
+      expect(res.aborted[honest]?.culprits[0]?.reason).toMatch(/Πaff-g \(D̂ for party 0, verifier 0\)/);
+    }
+  });
+
+  it('a bad Πaff-p only in the entry for one verifier is named (proof.aff-p) by every honest party, not only that verifier', () => {
+    // 4 signers of 3-of-5: runtime 0 cheats on δ (starting identification), runtime 1 corrupts its
+    // Πaff-p (H) for verifier 2 alone; 2 and 3 are honest and must both name 1 (and not only by Πdec)
+    const res = runPresign(fixtureShares('3of5'), [0, 1, 2, 3], 'ident-aff-p-one-verifier', {
+      cheater: 0,
+      cheat: 'delta',
+      intercept: rewrite(1, 3, 'broadcast', (b) => {
+        const proofs = (b.proofs as Body[]).map((e) => {
+          if (e.l !== 2) return e;
+          const affP = (e.affP as Body[]).map((p, k) => (k === 0 ? { ...p, z1: (p.z1 as bigint) + 1n } : p));
+          return { ...e, affP };
+        });
+        return { ...b, proofs };
+      }),
+    });
+    expect(res.outputs.every((o) => o === undefined)).toBe(true);
+    for (const honest of [2, 3]) {
+      expect(res.aborted[honest]?.culprits.map((c) => [c.party, c.check])).toEqual([[1, 'proof.aff-p']]);
+      expect(res.aborted[honest]?.culprits[0]?.reason).toMatch(/Πaff-p \(H, verifier 2\)/);
+    }
+  });
+
+  it('a bad Πdec only in the entry for one verifier is named (proof.dec) by every honest party', () => {
+    // runtime 0 cheats on δ (named by everyone's Πdec check); runtime 1 computes honestly but
+    // corrupts its Πdec for verifier 2 alone: honest 2 and 3 must both name 0 and 1
+    const res = runPresign(fixtureShares('3of5'), [0, 1, 2, 3], 'ident-dec-one-verifier', {
+      cheater: 0,
+      cheat: 'delta',
+      intercept: rewrite(1, 4, 'broadcast', (b) => {
+        const proofs = (b.proofs as Body[]).map((e) =>
+          e.l === 2 ? { ...e, dec: { ...(e.dec as Body), z1: ((e.dec as Body).z1 as bigint) + 1n } } : e,
+        );
+        return { ...b, proofs };
+      }),
+    });
+    expect(res.outputs.every((o) => o === undefined)).toBe(true);
+    for (const honest of [2, 3]) {
+      expect(res.aborted[honest]?.culprits.map((c) => [c.party, c.check])).toEqual([
+        [0, 'proof.dec'],
+        [1, 'proof.dec'],
+      ]);
+    }
   });
 
   it('an honest run is unchanged: every party outputs the same presignature', () => {

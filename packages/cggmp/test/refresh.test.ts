@@ -48,7 +48,7 @@ describe('CGGMP21 t-of-n key refresh', () => {
       return [{ ...d, message: { ...d.message, body: { sigma: G.encodeScalar(G.mod(sigma + 1n)) } as Canonical } }];
     });
     expect(res.aborted[0]?.culprits).toMatchObject([
-      { party: 1, reason: 'refresh share inconsistent with its Feldman commitments' },
+      { party: 1, reason: 'refresh share inconsistent with its Feldman commitments', check: 'refresh.feldman' },
     ]);
   });
 });

@@ -178,7 +178,7 @@ describe('CGGMP21 core-share reshare: 3-of-4 → 3-of-4 with one member replaced
       },
     });
     expect(bad.aborted[3]?.culprits).toMatchObject([
-      { party: 2, reason: 'reshare share sent to party 3 fails the Feldman check' },
+      { party: 2, reason: 'reshare share sent to party 3 fails the Feldman check', check: 'reshare.feldman' },
     ]);
     expect(bad.outputs.every((o) => o === undefined)).toBe(true);
 
@@ -210,7 +210,11 @@ describe('CGGMP21 core-share reshare: 3-of-4 → 3-of-4 with one member replaced
     });
     for (const k of [0, 2, 3]) {
       expect(r2.aborted[k]?.culprits).toMatchObject([
-        { party: 1, reason: 'old public package has a different chain code than expected' },
+        {
+          party: 1,
+          reason: 'old public package has a different chain code than expected',
+          check: 'reshare.old-package',
+        },
       ]);
     }
   });

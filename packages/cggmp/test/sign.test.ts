@@ -331,8 +331,12 @@ describe('identifiable abort in presigning and signing', () => {
       intercept: (d) =>
         d.message.from === 2 ? [{ ...d, message: { ...d.message, body: { sigma: G.encodeScalar(42n) } } }] : [d],
     });
-    expect(res.aborted[0]?.culprits).toMatchObject([{ party: 2, reason: 'invalid signature share σ_j' }]);
-    expect(res.aborted[1]?.culprits).toMatchObject([{ party: 2, reason: 'invalid signature share σ_j' }]);
+    expect(res.aborted[0]?.culprits).toMatchObject([
+      { party: 2, reason: 'invalid signature share σ_j', check: 'sign.signature-share' },
+    ]);
+    expect(res.aborted[1]?.culprits).toMatchObject([
+      { party: 2, reason: 'invalid signature share σ_j', check: 'sign.signature-share' },
+    ]);
     expect(res.outputs.slice(0, 2)).toEqual([undefined, undefined]);
   });
 });

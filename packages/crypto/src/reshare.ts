@@ -252,7 +252,11 @@ export function reshareSpec<P extends GroupPoint<P>, O = ReshareResult<P>>(
           const bad: Culprit[] = [];
           for (const [j, m] of received) {
             if (!equalBytes(m.broadcast as Uint8Array, (state.result as ReshareResult<P>).confirm)) {
-              bad.push({ party: j, reason: 'confirmed a different reshared public key package' });
+              bad.push({
+                party: j,
+                reason: 'confirmed a different reshared public key package',
+                check: 'reshare.confirm',
+              });
             }
           }
           if (bad.length > 0) throw new ProtocolAbort(bad);
@@ -287,11 +291,23 @@ export function reshareSpec<P extends GroupPoint<P>, O = ReshareResult<P>>(
     for (const [j, d] of dealt) {
       if (j === ctx.self) continue;
       if (!equalBytes(d.context, state.context)) {
-        culprits.push({ party: j, reason: 'reshare context differs (session, key change, roles or new threshold)' });
+        culprits.push({
+          party: j,
+          reason: 'reshare context differs (session, key change, roles or new threshold)',
+          check: 'reshare.context',
+        });
       } else if (!d.old.publicKey.equals(expectedPk)) {
-        culprits.push({ party: j, reason: 'old public package has a different public key than expected' });
+        culprits.push({
+          party: j,
+          reason: 'old public package has a different public key than expected',
+          check: 'reshare.old-package',
+        });
       } else if (!equalBytes(d.old.chainCode, params.expectedChainCode)) {
-        culprits.push({ party: j, reason: 'old public package has a different chain code than expected' });
+        culprits.push({
+          party: j,
+          reason: 'old public package has a different chain code than expected',
+          check: 'reshare.old-package',
+        });
       }
     }
     blameAll();
@@ -314,7 +330,11 @@ export function reshareSpec<P extends GroupPoint<P>, O = ReshareResult<P>>(
     }
     for (const [j, d] of dealt) {
       if (j !== ctx.self && !equalBytes(d.oldDigest, reference)) {
-        culprits.push({ party: j, reason: 'old public package differs from the other dealers’' });
+        culprits.push({
+          party: j,
+          reason: 'old public package differs from the other dealers’',
+          check: 'reshare.old-package',
+        });
       }
     }
     blameAll();
@@ -327,12 +347,12 @@ export function reshareSpec<P extends GroupPoint<P>, O = ReshareResult<P>>(
       const id = params.parties[j]?.oldIdentifier as bigint;
       const pos = old.identifiers.indexOf(id);
       if (pos < 0) {
-        culprits.push({ party: j, reason: 'dealer identifier not in the old public package' });
+        culprits.push({ party: j, reason: 'dealer identifier not in the old public package', check: 'reshare.dealer' });
         continue;
       }
       const expectedA0 = G.mulPublic(old.verifyingShares[pos] as P, lagrangeAtZero(G, oldIds, id));
       if (!(d.commitment[0] as P).equals(expectedA0)) {
-        culprits.push({ party: j, reason: 'A_0 ≠ λ_i·Y_i (the dealing would shift the key)' });
+        culprits.push({ party: j, reason: 'A_0 ≠ λ_i·Y_i (the dealing would shift the key)', check: 'reshare.a0' });
       }
     }
     blameAll();
@@ -340,7 +360,11 @@ export function reshareSpec<P extends GroupPoint<P>, O = ReshareResult<P>>(
     if (!A0sum.equals(expectedPk)) {
       // only possible when the agreed old package is itself inconsistent: every dealer vouched for it
       throw new ProtocolAbort(
-        [...dealt.keys()].map((j) => ({ party: j, reason: 'old verifying shares do not interpolate to the key' })),
+        [...dealt.keys()].map((j) => ({
+          party: j,
+          reason: 'old verifying shares do not interpolate to the key',
+          check: 'reshare.old-shares',
+        })),
       );
     }
     let share: bigint | undefined;
@@ -350,7 +374,11 @@ export function reshareSpec<P extends GroupPoint<P>, O = ReshareResult<P>>(
       for (const [j, m] of received) {
         const s = m.p2p as bigint;
         if (!vssVerifyShare(G, (dealt.get(j) as Dealt<P>).commitment, myNewId as bigint, s)) {
-          culprits.push({ party: j, reason: `reshare share sent to party ${ctx.self} fails the Feldman check` });
+          culprits.push({
+            party: j,
+            reason: `reshare share sent to party ${ctx.self} fails the Feldman check`,
+            check: 'reshare.feldman',
+          });
         } else {
           share = G.mod(share + s);
         }

@@ -172,7 +172,9 @@ export function dkgProtocol(options: DkgOptions): ProtocolSpec<DkgState, KeyShar
         process(state, received) {
           const bad = [...received].filter(([, m]) => !equalBytes(m.broadcast.params, state.params));
           if (bad.length > 0) {
-            throw new ProtocolAbort(bad.map(([j]) => ({ party: j, reason: 'DKG parameters or session differ' })));
+            throw new ProtocolAbort(
+              bad.map(([j]) => ({ party: j, reason: 'DKG parameters or session differ', check: 'frost.dkg-context' })),
+            );
           }
           const round1 = new Map<number, DKG_Round1>();
           const ccs = new Map<number, Uint8Array>();
@@ -199,7 +201,11 @@ export function dkgProtocol(options: DkgOptions): ProtocolSpec<DkgState, KeyShar
             );
             if (culprits.length > 0) {
               throw new ProtocolAbort(
-                culprits.map(([j]) => ({ party: j, reason: 'invalid proof of knowledge (DKG round 1)' })),
+                culprits.map(([j]) => ({
+                  party: j,
+                  reason: 'invalid proof of knowledge (DKG round 1)',
+                  check: 'frost.pok',
+                })),
               );
             }
             throw e;
@@ -244,7 +250,11 @@ export function dkgProtocol(options: DkgOptions): ProtocolSpec<DkgState, KeyShar
           }
           if (badOpen.length > 0) {
             throw new ProtocolAbort(
-              badOpen.map((j) => ({ party: j, reason: 'chain-code opening does not match its commitment' })),
+              badOpen.map((j) => ({
+                party: j,
+                reason: 'chain-code opening does not match its commitment',
+                check: 'frost.chain-code',
+              })),
             );
           }
           const round1 = state.round1 as Map<number, DKG_Round1>;
@@ -272,6 +282,7 @@ export function dkgProtocol(options: DkgOptions): ProtocolSpec<DkgState, KeyShar
                 culprits.map(([j]) => ({
                   party: j,
                   reason: `share sent to party ${ctx.self} fails the Feldman check`,
+                  check: 'frost.feldman',
                 })),
               );
             }
@@ -311,7 +322,11 @@ export function dkgProtocol(options: DkgOptions): ProtocolSpec<DkgState, KeyShar
           const bad = [...received].filter(([, m]) => !equalBytes(m.broadcast.confirm, state.confirm as Uint8Array));
           if (bad.length > 0) {
             throw new ProtocolAbort(
-              bad.map(([j]) => ({ party: j, reason: 'confirmed a different public key package or chain code' })),
+              bad.map(([j]) => ({
+                party: j,
+                reason: 'confirmed a different public key package or chain code',
+                check: 'frost.confirm',
+              })),
             );
           }
           return { output: state.result as KeyShare };

@@ -121,16 +121,28 @@ export function refreshProtocol(opts: RefreshOptions): ProtocolSpec<RefreshState
           return G.decodeScalar(s, 'share', { allowZero: true });
         },
         process(state, received, ctx) {
-          const culprits: { party: number; reason: string }[] = [];
+          const culprits: { party: number; reason: string; check: string }[] = [];
           const self = state.share.identifier;
           for (const [j, m] of received) {
             const A = m.broadcast.commitment as AnyPoint[];
             if (!equalBytes(m.broadcast.context, state.context)) {
-              culprits.push({ party: j, reason: 'refresh context differs (key, epoch or session)' });
+              culprits.push({
+                party: j,
+                reason: 'refresh context differs (key, epoch or session)',
+                check: 'frost.refresh-context',
+              });
             } else if (!(A[0] as AnyPoint).is0()) {
-              culprits.push({ party: j, reason: 'refresh commitment A_0 is not the identity (would change the key)' });
+              culprits.push({
+                party: j,
+                reason: 'refresh commitment A_0 is not the identity (would change the key)',
+                check: 'frost.refresh-a0',
+              });
             } else if (!vssVerifyShare(G, A, self, m.p2p as bigint)) {
-              culprits.push({ party: j, reason: `refresh share sent to party ${ctx.self} fails the Feldman check` });
+              culprits.push({
+                party: j,
+                reason: `refresh share sent to party ${ctx.self} fails the Feldman check`,
+                check: 'frost.feldman',
+              });
             }
           }
           if (culprits.length > 0) throw new ProtocolAbort(culprits);
@@ -172,7 +184,11 @@ export function refreshProtocol(opts: RefreshOptions): ProtocolSpec<RefreshState
           );
           if (bad.length > 0) {
             throw new ProtocolAbort(
-              bad.map(([j]) => ({ party: j, reason: 'confirmed a different refreshed public key package' })),
+              bad.map(([j]) => ({
+                party: j,
+                reason: 'confirmed a different refreshed public key package',
+                check: 'frost.confirm',
+              })),
             );
           }
           return { output: state.result as KeyShare };

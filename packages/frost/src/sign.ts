@@ -155,12 +155,16 @@ export function signProtocol(opts: SignOptions): ProtocolSpec<SignState, SignOut
           };
         },
         process(state, received, ctx) {
-          const culprits: { party: number; reason: string }[] = [];
+          const culprits: { party: number; reason: string; check: string }[] = [];
           const seen = new Map<string, number>();
           for (const c of [state.own.hiding, state.own.binding]) seen.set(bytesToHex(c), ctx.self);
           for (const [j, m] of received) {
             if (!equalBytes(m.broadcast.context, state.context)) {
-              culprits.push({ party: j, reason: 'signing context differs (message, key, tweak or signer set)' });
+              culprits.push({
+                party: j,
+                reason: 'signing context differs (message, key, tweak or signer set)',
+                check: 'frost.sign-context',
+              });
               continue;
             }
             const c = m.broadcast.commitments as NonceCommitments;
@@ -168,13 +172,18 @@ export function signProtocol(opts: SignOptions): ProtocolSpec<SignState, SignOut
               const h = bytesToHex(p);
               const other = seen.get(h);
               if (state.ledger.has(h)) {
-                culprits.push({ party: j, reason: 'reused a nonce commitment from an earlier session' });
+                culprits.push({
+                  party: j,
+                  reason: 'reused a nonce commitment from an earlier session',
+                  check: 'frost.nonce-reuse',
+                });
                 break;
               }
               if (other !== undefined) {
                 culprits.push({
                   party: j,
                   reason: other === ctx.self ? "copied this party's nonce commitment" : 'reused a nonce commitment',
+                  check: 'frost.nonce-reuse',
                 });
                 break;
               }
@@ -213,7 +222,11 @@ export function signProtocol(opts: SignOptions): ProtocolSpec<SignState, SignOut
             });
             if (bad.length > 0) {
               throw new ProtocolAbort(
-                bad.map(([j]) => ({ party: j, reason: 'malformed message: invalid nonce commitment point' })),
+                bad.map(([j]) => ({
+                  party: j,
+                  reason: 'malformed message: invalid nonce commitment point',
+                  check: 'frost.nonce-commitment',
+                })),
               );
             }
             throw e;
@@ -252,7 +265,11 @@ export function signProtocol(opts: SignOptions): ProtocolSpec<SignState, SignOut
             throw new ProtocolAbort(
               cheaters.map((hex) => {
                 const party = ids.findIndex((id) => state.suite.idHex(id) === hex);
-                return { party, reason: 'signature share fails verification (RFC 9591 §5.4)' };
+                return {
+                  party,
+                  reason: 'signature share fails verification (RFC 9591 §5.4)',
+                  check: 'frost.signature-share',
+                };
               }),
             );
           }

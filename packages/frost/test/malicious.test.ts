@@ -63,7 +63,7 @@ describe.each(suites)('DKG %s', (suite) => {
       ),
     });
     expect(r.aborted[0]?.culprits).toMatchObject([
-      { party: 2, reason: 'share sent to party 0 fails the Feldman check' },
+      { party: 2, reason: 'share sent to party 0 fails the Feldman check', check: 'frost.feldman' },
     ]);
     expect(r.outputs).toEqual([undefined, undefined, undefined]);
   });
@@ -175,7 +175,7 @@ describe.each(suites)('signing %s', (suite) => {
       intercept: tamper(1, 0, 'broadcast', (b) => ({ ...b, hiding: old?.hiding, binding: old?.binding })),
     });
     expect(r.aborted[0]?.culprits).toMatchObject([
-      { party: 1, reason: 'reused a nonce commitment from an earlier session' },
+      { party: 1, reason: 'reused a nonce commitment from an earlier session', check: 'frost.nonce-reuse' },
     ]);
   });
 
@@ -252,7 +252,7 @@ describe('refresh', () => {
       tamper(0, 0, 'p2p', (b) => ({ ...b, share: flip(b.share as Uint8Array) }), 2),
     );
     expect(r.aborted[2]?.culprits).toMatchObject([
-      { party: 0, reason: 'refresh share sent to party 2 fails the Feldman check' },
+      { party: 0, reason: 'refresh share sent to party 2 fails the Feldman check', check: 'frost.feldman' },
     ]);
     expect(r.outputs).toEqual([undefined, undefined, undefined]);
   });

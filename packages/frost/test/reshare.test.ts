@@ -205,7 +205,7 @@ describe.each(['ed25519', 'secp256k1'] as SuiteName[])(
         },
       });
       expect(r.aborted[3]?.culprits).toMatchObject([
-        { party: 1, reason: 'reshare share sent to party 3 fails the Feldman check' },
+        { party: 1, reason: 'reshare share sent to party 3 fails the Feldman check', check: 'reshare.feldman' },
       ]);
       noOutput(r);
     });
