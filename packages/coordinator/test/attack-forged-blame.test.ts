@@ -277,7 +277,11 @@ describe('attack: a signer blames an honest signer (issue #23 part 3)', () => {
     );
     if (result.ok || result.reason !== 'ABORTED') throw new Error(`ABORTED expected: ${JSON.stringify(result)}`);
     expect(result.culprits).toEqual([]);
-    expect((await view(ceremonyId)).blame[0]).toMatchObject({ culprit: null, claimed_culprit: C.peerId, verified: false });
+    expect((await view(ceremonyId)).blame[0]).toMatchObject({
+      culprit: null,
+      claimed_culprit: C.peerId,
+      verified: false,
+    });
   });
 
   it('valid equivocation evidence signed by the culprit names it, verified (API, webhook, metric)', async () => {

@@ -131,10 +131,8 @@ export async function attemptSignature(
   // it names may be the cheater): the next set leaves out BOTH when the key still has a signing set
   // without all of them, else NEITHER (leaving out one would let a false accuser remove an honest
   // party, or a cheater keep its seat by making its victim look like the accuser)
-  if (res.reason === 'ABORTED' && res.disputes && res.disputes.length > 0) {
-    const disputed = disputedParties(res.disputes);
-    if (all.length - disputed.size >= mk.threshold) for (const k of disputed) x.unavailable.set(k, until);
-  }
+  if (res.reason === 'ABORTED' && res.disputes)
+    for (const k of leftOutForDisputes(res.disputes, all.length, mk.threshold)) x.unavailable.set(k, until);
   const missing =
     res.reason === 'UNAVAILABLE'
       ? res.unavailable.length > 0
@@ -147,14 +145,24 @@ export async function attemptSignature(
   return { kind: 'retry', missing };
 }
 
-/** The party keys (`kind:id`, id lower case) of the accusers and claimed culprits of `disputes`. */
-export function disputedParties(disputes: readonly SignDispute[]): Set<string> {
+/**
+ * The parties (keys `kind:id`, id lower case) the next signing set leaves out after `disputes`
+ * (unverified blames of the last attempt): every accuser and every claimed culprit when the key's
+ * `partyCount` parties still leave `threshold` without them; else none (empty set). Never only one
+ * side: a false accuser would remove an honest party, a cheater would keep its seat by making its
+ * victim look like the accuser.
+ */
+export function leftOutForDisputes(
+  disputes: readonly SignDispute[],
+  partyCount: number,
+  threshold: number,
+): Set<string> {
   const out = new Set<string>();
   for (const d of disputes) {
     out.add(partyKey(d.accuser));
     if (d.claimed) out.add(partyKey(d.claimed));
   }
-  return out;
+  return partyCount - out.size >= threshold ? out : new Set();
 }
 
 /** `server <name>` (its id when the name is not known) / `device <id>` for each party. */

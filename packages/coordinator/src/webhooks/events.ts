@@ -347,7 +347,10 @@ export const WEBHOOK_EVENT_DOCS: Record<WebhookEventType, { trigger: string; dat
           description:
             'the ceremony: a UUID (master key and key lifecycle ceremonies) or 48 hex digits (a SIGN ceremony)',
         },
-        culprit: { type: ['string', 'null'], description: 'libp2p peer id of the proven culprit; null unless verified' },
+        culprit: {
+          type: ['string', 'null'],
+          description: 'libp2p peer id of the proven culprit; null unless verified',
+        },
         culprit_name: {
           type: ['string', 'null'],
           description: "the culprit's server signer or device name; null when unknown or not verified",
