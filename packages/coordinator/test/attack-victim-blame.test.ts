@@ -25,8 +25,8 @@ import {
   SessionWire,
   sessionAuth,
 } from '@custodian/wire';
-import { sha256 } from '@noble/hashes/sha2.js';
 import { equalBytes } from '@noble/curves/utils.js';
+import { sha256 } from '@noble/hashes/sha2.js';
 import { concatBytes, utf8ToBytes } from '@noble/hashes/utils.js';
 import { describe, expect, it } from 'vitest';
 import { assessBlames } from '../src/signing/blame.js';
@@ -153,7 +153,9 @@ describe('attack: a bad share sent to one victim only', () => {
     });
     // the victim (party 0) names the cheater; the others finish
     expect(results.map((r) => r.result.outcome)).toEqual([Outcome.ABORTED, Outcome.OK, Outcome.OK]);
-    expect((results[0]?.result.blame as BlameWire[]).map((b) => [b.party, b.check])).toEqual([[2, 'test.share']]);
+    expect(((results[0] as (typeof results)[0]).result.blame as BlameWire[]).map((b) => [b.party, b.check])).toEqual([
+      [2, 'test.share'],
+    ]);
     const records = assessBlames(
       ceremonyId,
       ids.map((i) => i.peerId),
