@@ -1,7 +1,8 @@
 /**
  * `custodian admin ceremonies show ID` (issue #23 part 3): the outcome of a signing ceremony and
- * every blame as the coordinator checked it — per blame who (the proven culprit by name, or the
- * accuser of an unverified blame), check, round, verified yes/no, detail; `--json` the API answer.
+ * every blame as the coordinator checked it — per blame the proven culprit by name ('—' for an
+ * unverified blame: nobody is named), check, round, verified yes/no, accuser, detail, then one line
+ * per unverified blame "unverified: <accuser> accuses <claimed> of <check>"; `--json` the API answer.
  * A real coordinator (PGlite, HTTP), the real attempt log and blame store; the blames are checked
  * by the coordinator's `assessBlames` from results carrying real evidence (Ed25519 statements).
  */
@@ -85,7 +86,7 @@ const cli = (...args: string[]) =>
   );
 
 describe('custodian admin ceremonies show', () => {
-  it('prints the outcome and, per blame, the party, check, round, verified and detail', async () => {
+  it('prints the outcome and, per blame, the culprit (— when unverified), check, round, verified, accuser, detail', async () => {
     const r = await cli('ceremonies', 'show', ceremonyId);
     expect(r.code, r.err).toBe(0);
     expect(r.out).toMatch(/^outcome: ABORTED$/m);
@@ -93,12 +94,18 @@ describe('custodian admin ceremonies show', () => {
     const proven = lines.find((l) => l.includes('culprit-signer'));
     expect(proven).toMatch(new RegExp(`culprit-signer \\(${C.peerId}\\)\\s+echo\\.equivocation\\s+1\\s+yes\\s`));
     expect(proven).toMatch(/two different statements of round 1 signed by the culprit/);
-    const unverified = lines.find((l) => l.includes('accuser accuser-signer'));
-    expect(unverified).toMatch(/check\.unspecified\s+0\s+no\s/);
-    expect(unverified).toContain(H.peerId); // the claim, kept
+    // the unverified blame: its table row names no culprit ('—'), only the accuser
+    const unverified = lines.find((l) => /^—\s/.test(l));
+    expect(unverified).toMatch(/^—\s+check\.unspecified\s+0\s+no\s+accuser-signer \(/);
     expect(unverified).toMatch(/no evidence/);
-    // the honest signer is never shown as a culprit
-    expect(lines.some((l) => l.includes('honest-signer'))).toBe(false);
+    // and a dispute line: the accuser accuses the claimed party, neither named culprit
+    expect(lines).toContain(
+      `unverified: accuser-signer (${A.peerId}) accuses honest-signer (${H.peerId}) of check.unspecified`,
+    );
+    // the honest signer appears only in that line, never as a culprit
+    expect(lines.filter((l) => l.includes('honest-signer'))).toEqual([
+      `unverified: accuser-signer (${A.peerId}) accuses honest-signer (${H.peerId}) of check.unspecified`,
+    ]);
   });
 
   it('--json gives the API answer', async () => {
@@ -106,8 +113,8 @@ describe('custodian admin ceremonies show', () => {
     expect(r.code, r.err).toBe(0);
     const v = JSON.parse(r.out);
     expect(v).toMatchObject({ ceremony_id: ceremonyId, kind: 'sign', outcome: 'ABORTED' });
-    expect(v.blame.map((b: { culprit: string; verified: boolean }) => [b.culprit, b.verified])).toEqual([
-      [A.peerId, false],
+    expect(v.blame.map((b: { culprit: string | null; verified: boolean }) => [b.culprit, b.verified])).toEqual([
+      [null, false],
       [C.peerId, true],
     ]);
   });

@@ -2,8 +2,9 @@
  * Attack (issue #23 part 3), the master key and key lifecycle ceremonies: the master key client
  * (signing/master-key.ts) and the keys room's `accepted` (keys/outcome.ts, reviewer finding: it
  * merged blame unchecked) recorded any party a signer named as `blamed`. Must hold: `blamed` lists
- * only culprits proven by evidence the coordinator verified; an unverified blame is recorded with
- * its accuser (`unverified_accusers`, `blame[].culprit`), shown by GET /admin/v1/ceremonies/{id}.
+ * only culprits proven by evidence the coordinator verified; an unverified blame is recorded as a
+ * dispute naming nobody (`blame[].culprit` null, its accuser in `unverified_accusers` and
+ * `blame[].accuser`, the claim in `claimed_culprit`), shown by GET /admin/v1/ceremonies/{id}.
  *
  * A real coordinator (PGlite, HTTP admin API), the real ceremonies service and master key client,
  * a real libp2p control client; the parties answer through the client's device port (the
@@ -66,7 +67,7 @@ describe('keys room: accepted() believes only verified blame', () => {
       expect(e).toBeInstanceOf(CulpritError);
       expect(e.culprits).toEqual([]);
       expect(e.blames).toEqual([
-        expect.objectContaining({ culprit: A.peerId, claimedCulprit: H.peerId, verified: false }),
+        expect.objectContaining({ culprit: null, accuser: A.peerId, claimedCulprit: H.peerId, verified: false }),
       ]);
     }
   });
@@ -155,8 +156,10 @@ describe('master key ceremony: blamed lists only verified culprits (admin API)',
     expect(c).toMatchObject({ status: 'FAILED', outcome: 'ABORTED', blamed: [], unverified_accusers: [A.peerId] });
     expect(c.blame).toEqual([
       expect.objectContaining({
-        culprit: A.peerId,
-        culprit_name: 'signer-0',
+        culprit: null,
+        culprit_name: null,
+        accuser: A.peerId,
+        accuser_name: 'signer-0',
         claimed_culprit: H.peerId,
         verified: false,
         detail: 'no evidence',

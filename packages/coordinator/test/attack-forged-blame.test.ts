@@ -6,8 +6,9 @@
  *
  * Must hold: a blame names a culprit only with evidence the coordinator verifies itself
  * (`verifyBlame` of @custodian/wire, against the ceremony's own id and parties). An unverified blame
- * names nobody as culprit: it is recorded (`ceremony_blames`) with the ACCUSER as the party to
- * investigate and the claim kept; the admin API shows it, a SIGNER_MISBEHAVIOUR event is queued for
+ * names nobody as culprit (not the claimed party, not the accuser — an honest victim of a share or
+ * proof sent to it alone cannot prove it either): it is recorded (`ceremony_blames`) as a dispute,
+ * `culprit` null, accuser and claim kept; the admin API shows it, a SIGNER_MISBEHAVIOUR event is queued for
  * the instance webhooks. Valid equivocation evidence (two different broadcast statements of one
  * round, both signed with the culprit's real Ed25519 identity key) names the culprit, verified.
  *
@@ -201,7 +202,7 @@ describe('attack: a signer blames an honest signer (issue #23 part 3)', () => {
     return rows.map((r) => JSON.parse(r.body)).filter((b) => b.data.ceremony_id === ceremonyId);
   }
 
-  it('a blame of an honest signer with no evidence names the accuser, unverified — never the honest signer', async () => {
+  it('a blame of an honest signer with no evidence names nobody: a dispute (accuser, claimed), unverified', async () => {
     const { result, ceremonyId } = await sign(
       accusing(H, () => ({})), // legacy blame: party, peer id, reason only
     );
@@ -209,24 +210,31 @@ describe('attack: a signer blames an honest signer (issue #23 part 3)', () => {
     if (result.ok || result.reason !== 'ABORTED') throw new Error(`ABORTED expected: ${JSON.stringify(result)}`);
     expect(result.culprits).toEqual([]);
     expect(result.accusers).toEqual([{ kind: 'device', id: 'a' }]);
+    expect(result.disputes).toEqual([
+      { accuser: { kind: 'device', id: 'a' }, claimed: { kind: 'device', id: 'h' }, check: 'check.unspecified' },
+    ]);
     const v = await view(ceremonyId);
     expect(v.outcome).toBe('ABORTED');
     expect(v.blame).toEqual([
       expect.objectContaining({
-        culprit: A.peerId,
-        culprit_name: 'accuser-signer',
+        culprit: null,
+        culprit_name: null,
         claimed_culprit: H.peerId,
+        claimed_culprit_name: 'honest-signer',
         accuser: A.peerId,
+        accuser_name: 'accuser-signer',
         verified: false,
         detail: 'no evidence',
+        summary: `unverified: accuser-signer (${A.peerId}) accuses honest-signer (${H.peerId}) of check.unspecified`,
       }),
     ]);
     const e = await events(ceremonyId);
     expect(e.map((b) => b.data)).toEqual([
       {
         ceremony_id: ceremonyId,
-        culprit: A.peerId,
-        culprit_name: 'accuser-signer',
+        culprit: null,
+        culprit_name: null,
+        claimed_culprit: H.peerId,
         accuser: A.peerId,
         check: 'check.unspecified',
         round: 0,
@@ -255,7 +263,7 @@ describe('attack: a signer blames an honest signer (issue #23 part 3)', () => {
     const v = await view(ceremonyId);
     expect(v.blame).toHaveLength(1);
     expect(v.blame[0]).toMatchObject({
-      culprit: A.peerId,
+      culprit: null,
       claimed_culprit: H.peerId,
       verified: false,
       check: 'echo.equivocation',
@@ -278,7 +286,11 @@ describe('attack: a signer blames an honest signer (issue #23 part 3)', () => {
     );
     if (result.ok || result.reason !== 'ABORTED') throw new Error(`ABORTED expected: ${JSON.stringify(result)}`);
     expect(result.culprits).toEqual([]);
-    expect((await view(ceremonyId)).blame[0]).toMatchObject({ culprit: A.peerId, verified: false });
+    expect((await view(ceremonyId)).blame[0]).toMatchObject({
+      culprit: null,
+      claimed_culprit: C.peerId,
+      verified: false,
+    });
   });
 
   it('valid equivocation evidence signed by the culprit names it, verified (API, webhook, metric)', async () => {
@@ -311,6 +323,7 @@ describe('attack: a signer blames an honest signer (issue #23 part 3)', () => {
         protocol: PROTOCOL,
         verified: true,
         detail: 'two different statements of round 1 signed by the culprit',
+        summary: `culprit-signer (${C.peerId}) failed echo.equivocation`,
       }),
     ]);
     expect((await events(ceremonyId)).map((b) => b.data)).toEqual([
@@ -318,6 +331,7 @@ describe('attack: a signer blames an honest signer (issue #23 part 3)', () => {
         ceremony_id: ceremonyId,
         culprit: C.peerId,
         culprit_name: 'culprit-signer',
+        claimed_culprit: C.peerId,
         accuser: A.peerId,
         check: 'echo.equivocation',
         round: 1,
@@ -327,7 +341,7 @@ describe('attack: a signer blames an honest signer (issue #23 part 3)', () => {
     expect(await reports('echo.equivocation', true)).toBe(before + 1);
   });
 
-  it('a PRESIGN ceremony: a blame without evidence is recorded naming the accuser (kind presign)', async () => {
+  it('a PRESIGN ceremony: a blame without evidence is recorded as a dispute naming nobody (kind presign)', async () => {
     let ceremonyId = '';
     const r = await presignCeremony(
       {
@@ -351,7 +365,7 @@ describe('attack: a signer blames an honest signer (issue #23 part 3)', () => {
     const v = await view(ceremonyId);
     expect(v).toMatchObject({ kind: 'presign', outcome: 'ABORTED' });
     expect(v.blame).toEqual([
-      expect.objectContaining({ culprit: A.peerId, claimed_culprit: H.peerId, verified: false }),
+      expect.objectContaining({ culprit: null, accuser: A.peerId, claimed_culprit: H.peerId, verified: false }),
     ]);
   });
 

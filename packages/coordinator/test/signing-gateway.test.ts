@@ -55,7 +55,7 @@ describe('signer gateway result mapping', () => {
     expect(r).toEqual({ ok: false, reason: 'REFUSED', refusal: 'POLICY_SIGNATURE_VERIFICATION_FAILED', by: d0 });
   });
 
-  it('a blame without evidence names no culprit, only its accuser (issue #23); deadline and unreachable parties', () => {
+  it('a blame without evidence names no culprit: a dispute (accuser, claimed) (issue #23); deadline and unreachable parties', () => {
     const results = [
       {
         party: s0,
@@ -73,7 +73,7 @@ describe('signer gateway result mapping', () => {
     const checked = assessBlames(cid, ['P0', 'P1'], results);
     expect(checked).toEqual([
       {
-        culprit: 'P0',
+        culprit: null,
         claimedCulprit: 'P1',
         accuser: 'P0',
         check: 'check.unspecified',
@@ -84,7 +84,13 @@ describe('signer gateway result mapping', () => {
       },
     ]);
     const blamed = mapSignResults({ algorithm: 'ED25519', digests: [digest] }, targets, results, checked);
-    expect(blamed).toMatchObject({ ok: false, reason: 'ABORTED', culprits: [], accusers: [s0] });
+    expect(blamed).toMatchObject({
+      ok: false,
+      reason: 'ABORTED',
+      culprits: [],
+      accusers: [s0],
+      disputes: [{ accuser: s0, claimed: d0, check: 'check.unspecified' }],
+    });
     const late = mapSignResults({ algorithm: 'ED25519', digests: [digest] }, targets, [
       { party: s0, result: { ceremonyId: cid, outcome: Outcome.DEADLINE_EXCEEDED }, unreachable: false },
       { party: d0, result: ok, unreachable: false },
@@ -134,7 +140,7 @@ describe('signer gateway result mapping', () => {
         [...(v ?? '')].every((ch) => ch.charCodeAt(0) >= 0x20 && (ch.charCodeAt(0) < 0x7f || ch.charCodeAt(0) > 0x9f)),
       ).toBe(true);
     }
-    expect(r).toMatchObject({ culprit: 'P0', accuser: 'P0', verified: false });
+    expect(r).toMatchObject({ culprit: null, accuser: 'P0', verified: false });
     expect(r?.claimedCulprit.length).toBeLessThanOrEqual(128);
   });
 

@@ -115,8 +115,9 @@ export function registerMasterKeyCommands(ctx: AdminContext): void {
           io.out('blame: none');
           return;
         }
-        io.out('blame (verified: proven by evidence the coordinator checked; otherwise the accuser is shown):');
+        io.out('blame (verified: proven by evidence the coordinator checked; an unverified blame names nobody):');
         io.out(formatTable(blame.map(blameRow)));
+        for (const b of blame.filter((x) => !x.verified)) io.out(disputeLine(b));
       }),
     );
 }
@@ -126,14 +127,20 @@ const SIGN_ID = /^[0-9a-fA-F]{48}$/;
 
 const named = (name: string | null, peer: string) => (name ? `${name} (${peer})` : peer);
 
-/** One blame as a table row: who (proven culprit, or the accuser to investigate), check, round, verified, detail. */
+/** One blame as a table row: the proven culprit ('—' for an unverified blame: nobody is named), check, round, verified, accuser, detail. */
 function blameRow(b: Blame): Record<string, unknown> {
   return {
-    party: b.verified ? named(b.culprit_name, b.culprit) : `accuser ${named(b.accuser_name, b.accuser)}`,
+    culprit: b.verified && b.culprit ? named(b.culprit_name, b.culprit) : '—',
     check: b.check,
     round: b.round,
     verified: b.verified ? 'yes' : 'no',
-    claimed: b.verified ? '' : b.claimed_culprit,
+    accuser: named(b.accuser_name, b.accuser),
     detail: b.detail,
   };
+}
+
+/** An unverified blame (a dispute) for people: `unverified: <accuser> accuses <claimed> of <check>`. */
+function disputeLine(b: Blame): string {
+  const claimed = b.claimed_culprit ? named(b.claimed_culprit_name ?? null, b.claimed_culprit) : '(nobody)';
+  return `unverified: ${named(b.accuser_name, b.accuser)} accuses ${claimed} of ${b.check}`;
 }

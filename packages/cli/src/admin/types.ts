@@ -54,7 +54,7 @@ export type Ceremony = Omit<CeremonyView, 'progress'> & { readonly progress: Cer
 /** A signing ceremony (one signing attempt of a transfer) and its blame (`GET /admin/v1/signing-ceremonies/{id}`). */
 export type SigningCeremony = SigningCeremonyView;
 
-/** One blame as the coordinator checked it (verified: `culprit` proven; else `culprit` is the accuser). */
+/** One blame as the coordinator checked it (verified: `culprit` proven; else a dispute: `culprit` null, nobody named). */
 export type Blame = BlameView;
 
 /** Page selection; values are sent as given (the CLI passes its option strings). */

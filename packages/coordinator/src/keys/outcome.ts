@@ -53,7 +53,7 @@ export function accepted(
     results,
   );
   if (blames.length > 0) {
-    const proven = [...new Set(blames.filter((b) => b.verified).map((b) => b.culprit))];
+    const proven = [...new Set(blames.flatMap((b) => (b.verified && b.culprit !== null ? [b.culprit] : [])))];
     const culprits = proven.map((peer) => names.get(peer) ?? results.find((r) => r.peerId === peer)?.party.id ?? peer);
     const by = results.find((r) => r.peerId !== undefined && blames.some((b) => b.accuser === r.peerId));
     throw new CulpritError(`${what} aborted: ${by?.result.error || 'misbehaviour'}`, culprits, blames);

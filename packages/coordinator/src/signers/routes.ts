@@ -132,8 +132,8 @@ export function masterKeyRoutes(r: AdminRouter, signers: SignerService): void {
       summary: 'Ceremony progress and outcome',
       description:
         'status RUNNING | SUCCEEDED | FAILED | TIMED_OUT; progress {phase, parties_ready, parties_total}; outcome OK | ABORTED | FAILED | DEADLINE_EXCEEDED (null while running); ' +
-        'blame: every blame a party reported, as the coordinator checked its evidence ({culprit, culprit_name, claimed_culprit, accuser, check, round, protocol, verified, detail}: ' +
-        'verified → culprit is the proven culprit; not verified → culprit is the accuser, the party to investigate); ' +
+        'blame: every blame a party reported, as the coordinator checked its evidence ({culprit, culprit_name, claimed_culprit, claimed_culprit_name, accuser, accuser_name, check, round, protocol, verified, detail, summary}: ' +
+        'verified → culprit is the proven culprit; not verified → a dispute: culprit null, summary "unverified: <accuser> accuses <claimed> of <check>"); ' +
         'blamed: the proven culprits only; unverified_accusers: peer ids of the parties whose blame could not be verified.',
       params: obj({ ceremony_id: UUID }, ['ceremony_id']),
       status: 200,

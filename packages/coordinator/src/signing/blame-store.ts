@@ -14,12 +14,14 @@ import type { BlameRecord } from './blame.js';
 
 /** A blame as the admin API shows it (`GET /admin/v1/ceremonies/{id}`, `/admin/v1/signing-ceremonies/{id}`). */
 export interface BlameView {
-  /** Verified: the proven culprit's peer id; unverified: the accuser's (the party to investigate). */
-  readonly culprit: string;
-  /** The server signer's or device's name of `culprit`, or null when the coordinator has none. */
+  /** Verified: the proven culprit's peer id; unverified (a dispute): null — nobody is named. */
+  readonly culprit: string | null;
+  /** The server signer's or device's name of `culprit`; null when unverified or the coordinator has none. */
   readonly culprit_name: string | null;
   /** The peer id the accuser named (as claimed; proven only when `verified`). */
   readonly claimed_culprit: string;
+  /** The name of `claimed_culprit` among the coordinator's records, or null. */
+  readonly claimed_culprit_name: string | null;
   readonly accuser: string;
   readonly accuser_name: string | null;
   /** Stable id of the failed check (`echo.equivocation`, `proof.enc`, …; `check.unspecified`). */
@@ -28,7 +30,21 @@ export interface BlameView {
   readonly protocol: string;
   readonly verified: boolean;
   readonly detail: string;
+  /**
+   * One line for people: `<culprit> failed <check>` when verified, else
+   * `unverified: <accuser> accuses <claimed_culprit> of <check>` (names where known, else peer ids).
+   */
+  readonly summary: string;
   readonly created_at: string | null;
+}
+
+const named = (name: string | null, peer: string) => (name ? `${name} (${peer})` : peer);
+
+/** The `summary` of a blame view (see {@link BlameView.summary}). */
+export function blameSummary(b: Omit<BlameView, 'summary' | 'created_at'>): string {
+  return b.verified && b.culprit !== null
+    ? `${named(b.culprit_name, b.culprit)} failed ${b.check}`
+    : `unverified: ${named(b.accuser_name, b.accuser)} accuses ${named(b.claimed_culprit_name, b.claimed_culprit || '(nobody)')} of ${b.check}`;
 }
 
 /**
@@ -65,9 +81,10 @@ const NAME_SQL = (col: string) => `COALESCE(
   (SELECT name FROM devices WHERE mpc_peer_id = ${col} ORDER BY created_at DESC LIMIT 1))`;
 
 interface Row {
-  culprit: string;
+  culprit: string | null;
   culprit_name: string | null;
   claimed_culprit: string;
+  claimed_culprit_name: string | null;
   accuser: string;
   accuser_name: string | null;
   check_name: string;
@@ -97,7 +114,7 @@ export class BlameStore {
           ceremonyId,
           kind,
           r.verified,
-          r.culprit,
+          r.verified ? r.culprit : null,
           r.claimedCulprit,
           r.accuser,
           r.check,
@@ -107,10 +124,12 @@ export class BlameStore {
           at,
         ],
       );
+      // a dispute (unverified) names nobody: culprit and culprit_name null, the claim in claimed_culprit
       await emitInstanceEvent(q, this.c.clock, 'SIGNER_MISBEHAVIOUR', {
         ceremony_id: ceremonyId,
-        culprit: r.culprit,
-        culprit_name: rows[0]?.culprit_name ?? null,
+        culprit: r.verified ? r.culprit : null,
+        culprit_name: r.verified ? (rows[0]?.culprit_name ?? null) : null,
+        claimed_culprit: r.claimedCulprit,
         accuser: r.accuser,
         check: r.check,
         round: r.round,
@@ -129,24 +148,29 @@ export class BlameStore {
   /** The blames of one ceremony, in the order recorded. */
   async list(ceremonyId: string, q: Queryable = this.c.db): Promise<BlameView[]> {
     const rows = await q.query<Row>(
-      `SELECT culprit, ${NAME_SQL('b.culprit')} AS culprit_name, claimed_culprit, accuser,
+      `SELECT culprit, ${NAME_SQL('b.culprit')} AS culprit_name, claimed_culprit,
+              ${NAME_SQL('b.claimed_culprit')} AS claimed_culprit_name, accuser,
               ${NAME_SQL('b.accuser')} AS accuser_name, check_name, round, protocol, verified, detail, created_at
          FROM ceremony_blames b WHERE ceremony_id = $1 ORDER BY blame_id`,
       [ceremonyId],
     );
-    return rows.map((r) => ({
-      culprit: r.culprit,
-      culprit_name: r.culprit_name,
-      claimed_culprit: r.claimed_culprit,
-      accuser: r.accuser,
-      accuser_name: r.accuser_name,
-      check: r.check_name,
-      round: Number(r.round),
-      protocol: r.protocol,
-      verified: r.verified === true,
-      detail: r.detail,
-      created_at: iso(r.created_at),
-    }));
+    return rows.map((r) => {
+      const verified = r.verified === true && r.culprit !== null;
+      const v = {
+        culprit: verified ? r.culprit : null,
+        culprit_name: verified ? r.culprit_name : null,
+        claimed_culprit: r.claimed_culprit,
+        claimed_culprit_name: r.claimed_culprit_name,
+        accuser: r.accuser,
+        accuser_name: r.accuser_name,
+        check: r.check_name,
+        round: Number(r.round),
+        protocol: r.protocol,
+        verified,
+        detail: r.detail,
+      };
+      return { ...v, summary: blameSummary(v), created_at: iso(r.created_at) };
+    });
   }
 
   /**

@@ -7,9 +7,10 @@
  * From the parties' `CeremonyResult`s of ONE ceremony, {@link assessBlames} checks every Blame of
  * every ABORTED result (the accuser: the peer id the coordinator dispatched that result's party
  * to) and yields one {@link BlameRecord} each: verified → `culprit` is the proven culprit; not
- * verified → `culprit` is the ACCUSER (the party to investigate: it made a claim it could not
- * prove) and the claim is kept in `claimedCulprit`. Only verified culprits are ever named as
- * culprits (transfer failure, `blamed`, metrics by party).
+ * verified → a DISPUTE: `culprit` is null, the accuser's claim is kept in `claimedCulprit`, and
+ * nobody is named (an honest victim of a cheater that sent a bad share or proof to it alone
+ * cannot prove it: neither the victim nor the claimed party is recorded as culprit). Only
+ * verified culprits are ever named as culprits (transfer failure, `blamed`, metrics by party).
  */
 import { type BlameVerdict, type BlameWire, type CeremonyResult, Outcome, verifyBlame } from '@custodian/wire';
 import type { PartyDispatch, SignParty } from './sign-results.js';
@@ -19,9 +20,9 @@ export const MAX_BLAMES_PER_RESULT = 16;
 
 /** One checked blame (stored in `ceremony_blames`, shown by the admin API, sent as SIGNER_MISBEHAVIOUR). */
 export interface BlameRecord {
-  /** Verified: the proven culprit's libp2p peer id; unverified: the accuser's (the party to investigate). */
-  readonly culprit: string;
-  /** The peer id the accuser named (≤ 128 characters; '' when none). */
+  /** Verified: the proven culprit's libp2p peer id; unverified (a dispute): null — nobody is named. */
+  readonly culprit: string | null;
+  /** The peer id the accuser named (≤ 128 characters; '' when none): the claim, proven only when `verified`. */
   readonly claimedCulprit: string;
   /** Peer id of the signer that reported the blame. */
   readonly accuser: string;
@@ -52,7 +53,7 @@ const clip = (s: unknown, n: number): string => (typeof s === 'string' ? s.slice
 function record(v: BlameVerdict, claimed: string, accuser: string): BlameRecord {
   const verified = v.verified === true && v.culprit !== '';
   return {
-    culprit: verified ? clip(v.culprit, 128) : accuser,
+    culprit: verified ? clip(v.culprit, 128) : null,
     claimedCulprit: clip(claimed, 128),
     accuser,
     check: clip(v.check, 64) || 'check.unspecified',
@@ -109,7 +110,7 @@ export function assessBlames(
 
 /** The parties of `targets` proven culprits by `records` (verified only), each once, in `targets` order. */
 export function verifiedCulprits(records: readonly BlameRecord[], targets: readonly PartyDispatch[]): SignParty[] {
-  const proven = new Set(records.filter((r) => r.verified).map((r) => r.culprit));
+  const proven = new Set(records.flatMap((r) => (r.verified && r.culprit !== null ? [r.culprit] : [])));
   return targets.filter((t) => proven.has(t.peerId)).map((t) => t.party);
 }
 
@@ -117,4 +118,29 @@ export function verifiedCulprits(records: readonly BlameRecord[], targets: reado
 export function unverifiedAccusers(records: readonly BlameRecord[], targets: readonly PartyDispatch[]): SignParty[] {
   const accusers = new Set(records.filter((r) => !r.verified).map((r) => r.accuser));
   return targets.filter((t) => accusers.has(t.peerId)).map((t) => t.party);
+}
+
+/** An unverified blame between two parties of a signing set: nobody is proven to have misbehaved. */
+export interface SignDispute {
+  readonly accuser: SignParty;
+  /** The party the accuser named; absent when the claim names no party of the set. */
+  readonly claimed?: SignParty;
+  readonly check: string;
+}
+
+/** The unverified blames of `records` whose accuser is in `targets`, each (accuser, claimed, check) once. */
+export function signDisputes(records: readonly BlameRecord[], targets: readonly PartyDispatch[]): SignDispute[] {
+  const byPeer = new Map(targets.map((t) => [t.peerId, t.party]));
+  const out: SignDispute[] = [];
+  const seen = new Set<string>();
+  for (const r of records) {
+    const accuser = byPeer.get(r.accuser);
+    if (r.verified || accuser === undefined) continue;
+    const claimed = byPeer.get(r.claimedCulprit);
+    const key = JSON.stringify([r.accuser, claimed ? r.claimedCulprit : '', r.check]);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push({ accuser, ...(claimed !== undefined && claimed !== accuser ? { claimed } : {}), check: r.check });
+  }
+  return out;
 }

@@ -47,7 +47,7 @@ CREATE INDEX signing_attempts_by_transfer ON signing_attempts (transfer_id, star
  * `ceremonies` UUID (master key and lifecycle ceremonies) or the 48-hex-digit SIGN ceremony id of
  * `signing_attempts`; `kind` the ceremony kind (`sign`, `dkg`, `refresh`, `reshare`, `drill`, …).
  * `verified`: the coordinator checked the evidence itself; `culprit` is then the proven culprit's
- * peer id, else the ACCUSER's (the party to investigate) with the claim in `claimed_culprit`.
+ * peer id, else NULL (a dispute: nobody is named; the accuser's claim is in `claimed_culprit`).
  * The evidence bytes are NOT stored: a point-to-point message's one-message key opens a payload
  * that may carry a secret share meant for the accuser.
  */
@@ -57,7 +57,7 @@ CREATE TABLE ceremony_blames (
   ceremony_id text NOT NULL,
   kind text NOT NULL,
   verified boolean NOT NULL,
-  culprit text NOT NULL,
+  culprit text CHECK ((culprit IS NOT NULL) = verified),
   claimed_culprit text NOT NULL,
   accuser text NOT NULL,
   check_name text NOT NULL,

@@ -12,7 +12,7 @@
  * Result mapping (first match wins): any party REFUSED with a definitive code → `REFUSED` naming it
  * and the code; a blame whose evidence the coordinator verified (signing/blame.ts, issue #23) →
  * `ABORTED` naming the proven culprits in `culprits` (identifiable abort; a blame the coordinator
- * cannot verify names nobody: its accuser is listed in `accusers` of the ABORTED result below); a party that could not take part — unknown to the directory, not connected,
+ * cannot verify names nobody: it is a dispute, listed with its accuser and claimed culprit in `disputes` of the ABORTED result below); a party that could not take part — unknown to the directory, not connected,
  * its control stream or WebSocket closed during the ceremony, no answer, a transient refusal
  * (catalogue `transient`, e.g. `SIGNING_IN_PROGRESS`; its error text in `unavailable`) — →
  * `UNAVAILABLE` naming it in `unavailable`; a deadline (the request's, or a party's) →
@@ -25,7 +25,7 @@
 import { type CeremonyResult, isTransientRefusal, Outcome, type ReceivedRefusal, refusalOf } from '@custodian/wire';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { equalBytes } from '@noble/curves/utils.js';
-import { type BlameRecord, unverifiedAccusers, verifiedCulprits } from './blame.js';
+import { type BlameRecord, type SignDispute, signDisputes, unverifiedAccusers, verifiedCulprits } from './blame.js';
 
 /** A party of a signing set: a server signer or a mobile device, by the coordinator's record id. */
 export interface SignParty {
@@ -56,13 +56,17 @@ export type GatewaySignResult =
    * coordinator verified itself (signing/blame.ts; identifiable abort: definitive); empty: no party
    * was proven to (aborted by the coordinator or a peer, parties that disagree, a blame without
    * valid evidence) — worth another attempt. `accusers`: the parties that reported a blame the
-   * coordinator could not verify (the parties to investigate; never culprits).
+   * coordinator could not verify (never culprits); `disputes`: those blames, each with the party the
+   * accuser named (`claimed`, never a culprit either) — a retry leaves out both the accuser and the
+   * claimed party when the key still has a signing set without them, else neither
+   * (transfers/signing-attempt.ts).
    */
   | {
       ok: false;
       reason: 'ABORTED';
       culprits: SignParty[];
       accusers?: SignParty[];
+      disputes?: SignDispute[];
       message: string;
       /**
        * No culprit: the party whose failure ended the ceremony (the first to answer anything but OK
@@ -177,11 +181,13 @@ export function mapSignResults(
   const failed = results.filter((r) => r.result.outcome !== Outcome.OK);
   if (failed.length > 0) {
     const accusers = unverifiedAccusers(blames, targets);
+    const disputes = signDisputes(blames, targets);
     return {
       ok: false,
       reason: 'ABORTED',
       culprits: [],
       ...(accusers.length > 0 ? { accusers } : {}),
+      ...(disputes.length > 0 ? { disputes } : {}),
       message: failed.map((r) => `${r.party.kind} ${r.party.id}: ${r.result.error ?? 'failed'}`).join('; '),
     };
   }

@@ -7,6 +7,7 @@
 import type { ChainSignature, UnsignedTransfer } from '@custodian/chains';
 import { Backoff } from '@custodian/signer-client';
 import type { TransferIntent } from '@custodian/wire';
+import type { SignDispute } from '../signing/blame.js';
 import type { GatewaySignResult, SignParty } from '../signing/gateway.js';
 import { hex, type StepContext, unhex } from './pipeline-context.js';
 import type { TransferRow } from './view.js';
@@ -126,6 +127,12 @@ export async function attemptSignature(
   if (res.reason === 'UNAVAILABLE') for (const u of res.unavailable) x.unavailable.set(partyKey(u.party), until);
   // a party whose abort (no blame) ended the ceremony: left out of the next set when possible
   if (res.reason === 'ABORTED' && res.abortedBy) x.unavailable.set(partyKey(res.abortedBy), until);
+  // an unverified blame (a dispute: nobody is proven to have misbehaved, the accuser or the party
+  // it names may be the cheater): the next set leaves out BOTH when the key still has a signing set
+  // without all of them, else NEITHER (leaving out one would let a false accuser remove an honest
+  // party, or a cheater keep its seat by making its victim look like the accuser)
+  if (res.reason === 'ABORTED' && res.disputes)
+    for (const k of leftOutForDisputes(res.disputes, all.length, mk.threshold)) x.unavailable.set(k, until);
   const missing =
     res.reason === 'UNAVAILABLE'
       ? res.unavailable.length > 0
@@ -136,6 +143,26 @@ export async function attemptSignature(
         : `ceremony aborted without a culprit: ${res.message}`;
   x.opts.log('warn', 'transfer signing will be retried', { transfer_id: t.transfer_id, err: missing });
   return { kind: 'retry', missing };
+}
+
+/**
+ * The parties (keys `kind:id`, id lower case) the next signing set leaves out after `disputes`
+ * (unverified blames of the last attempt): every accuser and every claimed culprit when the key's
+ * `partyCount` parties still leave `threshold` without them; else none (empty set). Never only one
+ * side: a false accuser would remove an honest party, a cheater would keep its seat by making its
+ * victim look like the accuser.
+ */
+export function leftOutForDisputes(
+  disputes: readonly SignDispute[],
+  partyCount: number,
+  threshold: number,
+): Set<string> {
+  const out = new Set<string>();
+  for (const d of disputes) {
+    out.add(partyKey(d.accuser));
+    if (d.claimed) out.add(partyKey(d.claimed));
+  }
+  return partyCount - out.size >= threshold ? out : new Set();
 }
 
 /** `server <name>` (its id when the name is not known) / `device <id>` for each party. */

@@ -338,8 +338,8 @@ export const WEBHOOK_EVENT_DOCS: Record<WebhookEventType, { trigger: string; dat
   SIGNER_MISBEHAVIOUR: {
     trigger:
       'A signer reported a blame in an aborted ceremony (issue #23): one event per blame, as the coordinator checked it ' +
-      '(signing/blame.ts). `verified` true: the evidence proves `culprit` misbehaved; false: it does not, and `culprit` ' +
-      'is the ACCUSER (the party to investigate). Emitted in the transaction that records the blame. Instance event.',
+      '(signing/blame.ts). `verified` true: the evidence proves `culprit` misbehaved; false: a dispute — nothing is proven, ' +
+      '`culprit` is null and nobody is named: `accuser` claims `claimed_culprit` failed `check`. Emitted in the transaction that records the blame. Instance event.',
     data: obj(
       {
         ceremony_id: {
@@ -347,17 +347,24 @@ export const WEBHOOK_EVENT_DOCS: Record<WebhookEventType, { trigger: string; dat
           description:
             'the ceremony: a UUID (master key and key lifecycle ceremonies) or 48 hex digits (a SIGN ceremony)',
         },
-        culprit: { type: 'string', description: 'libp2p peer id' },
+        culprit: {
+          type: ['string', 'null'],
+          description: 'libp2p peer id of the proven culprit; null unless verified',
+        },
         culprit_name: {
           type: ['string', 'null'],
-          description: "the server signer's or device's name, null when unknown",
+          description: "the culprit's server signer or device name; null when unknown or not verified",
+        },
+        claimed_culprit: {
+          type: 'string',
+          description: "libp2p peer id the accuser named ('' when none); proven only when verified",
         },
         accuser: { type: 'string', description: 'libp2p peer id of the signer that reported the blame' },
         check: { type: 'string', description: 'stable id of the failed check, e.g. echo.equivocation, proof.enc' },
         round: { type: 'integer', minimum: 0 },
         verified: { type: 'boolean' },
       },
-      ['ceremony_id', 'culprit', 'accuser', 'check', 'round', 'verified'],
+      ['ceremony_id', 'culprit', 'claimed_culprit', 'accuser', 'check', 'round', 'verified'],
     ),
   },
 };
