@@ -921,7 +921,7 @@ export interface paths {
         };
         /**
          * Ceremony progress and outcome
-         * @description status RUNNING | SUCCEEDED | FAILED | TIMED_OUT; progress {phase, parties_ready, parties_total}; outcome OK | ABORTED | FAILED | DEADLINE_EXCEEDED (null while running); blame: every blame a party reported, as the coordinator checked its evidence ({culprit, culprit_name, claimed_culprit, accuser, check, round, protocol, verified, detail}: verified → culprit is the proven culprit; not verified → culprit is the accuser, the party to investigate); blamed: the proven culprits only; unverified_accusers: peer ids of the parties whose blame could not be verified. Roles: ADMIN, FINANCE_MANAGER, VIEWER.
+         * @description status RUNNING | SUCCEEDED | FAILED | TIMED_OUT; progress {phase, parties_ready, parties_total}; outcome OK | ABORTED | FAILED | DEADLINE_EXCEEDED (null while running); blame: every blame a party reported, as the coordinator checked its evidence ({culprit, culprit_name, claimed_culprit, claimed_culprit_name, accuser, accuser_name, check, round, protocol, verified, detail, summary}: verified → culprit is the proven culprit; not verified → a dispute: culprit null, summary "unverified: <accuser> accuses <claimed> of <check>"); blamed: the proven culprits only; unverified_accusers: peer ids of the parties whose blame could not be verified. Roles: ADMIN, FINANCE_MANAGER, VIEWER.
          */
         get: operations["adminGetCeremony"];
         put?: never;
@@ -2393,7 +2393,7 @@ export interface webhooks {
         put?: never;
         /**
          * SIGNER_MISBEHAVIOUR
-         * @description Trigger: A signer reported a blame in an aborted ceremony (issue #23): one event per blame, as the coordinator checked it (signing/blame.ts). `verified` true: the evidence proves `culprit` misbehaved; false: it does not, and `culprit` is the ACCUSER (the party to investigate). Emitted in the transaction that records the blame. Instance event. Delivered with HTTPS POST to every instance-level webhook (admin API /admin/v1/webhooks) subscribed to SIGNER_MISBEHAVIOUR — never to a profile's webhooks; body profile_id is the nil UUID unless the event concerns one profile; answer 2xx within 30 s, otherwise retried 30 s, 2 min, 10 min and 30 min after the previous attempt, then FAILED. At-least-once: deduplicate on X-Webhook-Event-ID.
+         * @description Trigger: A signer reported a blame in an aborted ceremony (issue #23): one event per blame, as the coordinator checked it (signing/blame.ts). `verified` true: the evidence proves `culprit` misbehaved; false: a dispute — nothing is proven, `culprit` is null and nobody is named: `accuser` claims `claimed_culprit` failed `check`. Emitted in the transaction that records the blame. Instance event. Delivered with HTTPS POST to every instance-level webhook (admin API /admin/v1/webhooks) subscribed to SIGNER_MISBEHAVIOUR — never to a profile's webhooks; body profile_id is the nil UUID unless the event concerns one profile; answer 2xx within 30 s, otherwise retried 30 s, 2 min, 10 min and 30 min after the previous attempt, then FAILED. At-least-once: deduplicate on X-Webhook-Event-ID.
          */
         post: operations["signerMisbehaviourEvent"];
         delete?: never;
@@ -14826,10 +14826,12 @@ export interface operations {
                     data: {
                         /** @description the ceremony: a UUID (master key and key lifecycle ceremonies) or 48 hex digits (a SIGN ceremony) */
                         ceremony_id: string;
-                        /** @description libp2p peer id */
-                        culprit: string;
-                        /** @description the server signer's or device's name, null when unknown */
+                        /** @description libp2p peer id of the proven culprit; null unless verified */
+                        culprit: string | null;
+                        /** @description the culprit's server signer or device name; null when unknown or not verified */
                         culprit_name?: string | null;
+                        /** @description libp2p peer id the accuser named ('' when none); proven only when verified */
+                        claimed_culprit: string;
                         /** @description libp2p peer id of the signer that reported the blame */
                         accuser: string;
                         /** @description stable id of the failed check, e.g. echo.equivocation, proof.enc */
