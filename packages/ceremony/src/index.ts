@@ -38,6 +38,7 @@ export { type LearnedPolicy, learnedPolicy, learnSignedPolicies } from './enforc
 export { EvidenceRefused, type SignerRefusal } from './enforce/refusals.js';
 export { SignerError } from './errors.js';
 export { StoredNonceLedger } from './nonce-ledger.js';
+export { type SessionLedger, StoredSessionLedger } from './session-ledger.js';
 export {
   decodePresignature,
   deletePresignatures,

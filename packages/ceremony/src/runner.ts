@@ -34,6 +34,7 @@ import {
 } from '@custodian/wire';
 import { sha256 } from '@noble/hashes/sha2.js';
 import type { Logger } from 'pino';
+import type { SessionLedger } from './session-ledger.js';
 
 /** Moves opaque envelope bytes to a peer. */
 export interface CeremonyTransport {
@@ -160,11 +161,18 @@ export class CeremonyRunner {
    * such a session must end at once instead of running to its deadline. Bounded (oldest dropped).
    */
   private readonly cancelledGroups = new Map<string, string>();
+  /** Sessions whose ledger claim is being written (caller's id → cancel reason once cancelled meanwhile). */
+  private readonly starting = new Map<string, string | undefined>();
 
+  /**
+   * @param ledger where every session is claimed before it starts (see {@link run}); without one
+   *   (tests, tools) nothing stops a second run of a finished session. Signers and phones pass one.
+   */
   constructor(
     private readonly transport: CeremonyTransport,
     private readonly log: Logger,
     private readonly limits: WireLimits = DEFAULT_LIMITS,
+    private readonly ledger?: SessionLedger,
   ) {}
 
   /** Number of sessions running. */
@@ -175,11 +183,19 @@ export class CeremonyRunner {
   /**
    * Run one session to its end. Resolves (never rejects for protocol or transport problems) with
    * the output, an identifiable abort, a missed deadline, or a cancellation.
-   * @throws Error if a session with the same id is already running (a caller bug)
+   *
+   * With a {@link SessionLedger}, (protocol tag, caller's `sessionId`) is first claimed durably: a
+   * session this party has started before — in this process or before a restart, under any party
+   * order — is refused (outcome `cancelled`, reason `session already run here`, logged) before any
+   * message is computed or sent, so an honest party never signs two different statements for one
+   * (protocol, session, round), whatever a coordinator re-sends. Messages arriving meanwhile are
+   * held as for a session not yet started. A failed claim write cancels the session, unsent.
+   * @throws Error if a session with the same id is already running or starting (a caller bug)
    */
   run<O>(params: SessionParams<O>): Promise<SessionOutcome<O>> {
     const callerSid = bytesToHex(params.sessionId);
-    if (this.byCaller.has(callerSid)) throw new Error(`session ${callerSid.slice(0, 16)} already running`);
+    if (this.byCaller.has(callerSid) || this.starting.has(callerSid))
+      throw new Error(`session ${callerSid.slice(0, 16)} already running`);
     const wireSessionId = runSessionId(
       params.sessionId,
       params.parties.map((p) => p.peerId),
@@ -193,6 +209,40 @@ export class CeremonyRunner {
       log.warn('session of a cancelled ceremony not started');
       return Promise.resolve({ status: 'cancelled', reason: cancelled });
     }
+    const ids = { callerSid, wireSessionId, sid };
+    if (!this.ledger) return this.start(params, ids, log);
+    this.starting.set(callerSid, undefined);
+    const claimed = this.ledger.claim(params.spec.name, params.sessionId);
+    return claimed.then(
+      (fresh): Promise<SessionOutcome<O>> | SessionOutcome<O> => {
+        const reason = this.starting.get(callerSid);
+        this.starting.delete(callerSid);
+        if (!fresh) {
+          log.warn({ code: 'session-reused' }, 'session refused: already run here (never run twice)');
+          return { status: 'cancelled', reason: 'session already run here' };
+        }
+        const group = params.group === undefined ? undefined : this.cancelledGroups.get(params.group);
+        if (reason !== undefined || group !== undefined) {
+          log.warn('session cancelled before it started');
+          return { status: 'cancelled', reason: (reason ?? group) as string };
+        }
+        return this.start(params, ids, log);
+      },
+      (e: unknown) => {
+        this.starting.delete(callerSid);
+        const msg = e instanceof Error ? e.message : String(e);
+        log.error({ err: msg }, 'session not started: its ledger claim could not be written');
+        return { status: 'cancelled', reason: `session ledger: ${msg}` };
+      },
+    );
+  }
+
+  private start<O>(
+    params: SessionParams<O>,
+    ids: { readonly callerSid: string; readonly wireSessionId: Uint8Array; readonly sid: string },
+    log: Logger,
+  ): Promise<SessionOutcome<O>> {
+    const { callerSid, wireSessionId, sid } = ids;
     return new Promise<SessionOutcome<O>>((settle) => {
       let timer: NodeJS.Timeout | undefined;
       const hold = params.releaseAfter?.then(
@@ -296,7 +346,9 @@ export class CeremonyRunner {
 
   /** Cancel a running session by the caller's session id (abort requested by the coordinator, shutdown). */
   cancel(sessionId: Uint8Array, reason: string): void {
-    const sid = this.byCaller.get(bytesToHex(sessionId));
+    const callerSid = bytesToHex(sessionId);
+    if (this.starting.has(callerSid)) this.starting.set(callerSid, reason);
+    const sid = this.byCaller.get(callerSid);
     if (sid !== undefined) this.sessions.get(sid)?.finish({ status: 'cancelled', reason });
   }
 
@@ -312,6 +364,7 @@ export class CeremonyRunner {
 
   /** Cancel every session. */
   cancelAll(reason: string): void {
+    for (const k of this.starting.keys()) this.starting.set(k, reason);
     for (const s of [...this.sessions.values()]) s.finish({ status: 'cancelled', reason });
   }
 

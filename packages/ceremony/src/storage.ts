@@ -17,7 +17,8 @@
  * (primes.ts), `ceremonies` (audit records), `ledger` (transfers signed, enforce/ledger.ts),
  * `state` (the store generation and a detected rollback, the signer's generation.ts; the revoked
  * approver devices, ceremonies/keys.ts), `pending` (shares of a finished RESHARE awaiting its
- * RESHARE_COMMIT, and the marks of keys this signer left, ceremonies/keys.ts).
+ * RESHARE_COMMIT, and the marks of keys this signer left, ceremonies/keys.ts), `sessions` (every
+ * protocol session started, so none runs twice, session-ledger.ts).
  */
 
 /** Names of the encrypted sublevels. */
@@ -30,7 +31,8 @@ export type Sublevel =
   | 'ceremonies'
   | 'ledger'
   | 'state'
-  | 'pending';
+  | 'pending'
+  | 'sessions';
 
 /** Every {@link Sublevel}, in a fixed order. */
 export const SUBLEVELS: readonly Sublevel[] = [
@@ -43,6 +45,7 @@ export const SUBLEVELS: readonly Sublevel[] = [
   'ledger',
   'state',
   'pending',
+  'sessions',
 ];
 
 /** One write of a batch. */

@@ -40,6 +40,7 @@ import {
   revokeApprover,
   runCeremony,
   StoredNonceLedger,
+  StoredSessionLedger,
   StoredPrimePool,
 } from '@custodian/ceremony';
 import { type ScryptParams, SecureStore } from '@custodian/ceremony/level-store';
@@ -226,6 +227,8 @@ export class MobileSigner {
       },
       log,
       DEFAULT_LIMITS,
+      // every session claimed in the phone's store before it starts (never run twice, even after a restart)
+      new StoredSessionLedger(store),
     );
     let primePool: StoredPrimePool | undefined;
     if (opts.ecdsa) {

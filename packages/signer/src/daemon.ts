@@ -27,6 +27,7 @@ import {
   revokeApprover,
   runCeremony,
   StoredNonceLedger,
+  StoredSessionLedger,
   StoredPrimePool,
 } from '@custodian/ceremony';
 import { SecureStore } from '@custodian/ceremony/level-store';
@@ -127,6 +128,8 @@ export async function startSigner(initialConfig: SignerConfig, logger?: Logger):
     },
     log,
     DEFAULT_LIMITS,
+    // every session claimed durably before it starts: a re-sent StartCeremony never runs one twice
+    new StoredSessionLedger(store),
   );
   let primePool: StoredPrimePool | undefined;
   if (config.ecdsa) {

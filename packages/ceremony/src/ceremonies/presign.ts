@@ -108,9 +108,9 @@ export async function presign(
         secretKey: ctx.secretKey,
         deadline,
         group: cid,
-        sessionId: sessionId(ceremonyId, `cggmp.presign.${i}`),
+        sessionId: sessionId(ceremonyId, `pool.cggmp.presign.${i}`),
         spec: presignProtocol({ share, signers }),
-        label: `cggmp.presign.${i}`,
+        label: `pool.cggmp.presign.${i}`,
       }),
     ),
   );
