@@ -38,7 +38,6 @@ export { type LearnedPolicy, learnedPolicy, learnSignedPolicies } from './enforc
 export { EvidenceRefused, type SignerRefusal } from './enforce/refusals.js';
 export { SignerError } from './errors.js';
 export { StoredNonceLedger } from './nonce-ledger.js';
-export { type SessionLedger, StoredSessionLedger } from './session-ledger.js';
 export {
   decodePresignature,
   deletePresignatures,
@@ -60,4 +59,5 @@ export {
   type SessionParams,
   type SessionParty,
 } from './runner.js';
+export { type SessionLedger, StoredSessionLedger } from './session-ledger.js';
 export type { CeremonyStore, StoreOp, Sublevel } from './storage.js';

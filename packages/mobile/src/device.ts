@@ -40,8 +40,8 @@ import {
   revokeApprover,
   runCeremony,
   StoredNonceLedger,
-  StoredSessionLedger,
   StoredPrimePool,
+  StoredSessionLedger,
 } from '@custodian/ceremony';
 import { type ScryptParams, SecureStore } from '@custodian/ceremony/level-store';
 import { LEVELS } from '@custodian/cggmp';

@@ -27,8 +27,8 @@ import {
   revokeApprover,
   runCeremony,
   StoredNonceLedger,
-  StoredSessionLedger,
   StoredPrimePool,
+  StoredSessionLedger,
 } from '@custodian/ceremony';
 import { SecureStore } from '@custodian/ceremony/level-store';
 import { LEVELS } from '@custodian/cggmp';
