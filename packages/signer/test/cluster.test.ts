@@ -279,6 +279,16 @@ describe('signer cluster (3 processes, libp2p on 127.0.0.1)', () => {
     expect(
       ed25519.verify(s?.signatures?.[0]?.signature as Uint8Array, msg, pk(key, KeyAlgorithm.ED25519).publicKey),
     ).toBe(true);
+    // review R2: the killed ceremony left no record on the victim; the same start sent again (a new
+    // timestamp, so a new request digest) must not make it run those sessions a second time
+    const refusedBefore = readLog(n2).split('"code":"session-reused"').length;
+    const again = await client.startCeremony(n2.peerId, { ...start, deadlineUnixMs: deadline(4_000) });
+    expect(again.outcome).not.toBe(Outcome.OK);
+    await waitFor(
+      () => readLog(n2).split('"code":"session-reused"').length > refusedBefore,
+      10_000,
+      'the re-sent sessions refused as already run',
+    );
   });
 
   it('refresh: same public keys, new shares; signing still works', async () => {
