@@ -8,7 +8,7 @@
 import { broadcastStatementBytes, ed25519Sign } from '@custodian/crypto';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { sha256 } from '@noble/hashes/sha2.js';
-import { concatBytes, utf8ToBytes } from '@noble/hashes/utils.js';
+import { utf8ToBytes } from '@noble/hashes/utils.js';
 import { describe, expect, it } from 'vitest';
 import {
   BLAME_EVIDENCE_LIMITS,
@@ -18,23 +18,7 @@ import {
   statementSigningBytes,
   verifyBlame,
 } from '../src/index.js';
-
-const B58 = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
-function base58(bytes: Uint8Array): string {
-  let n = 0n;
-  for (const b of bytes) n = (n << 8n) | BigInt(b);
-  let s = '';
-  while (n > 0n) {
-    s = B58[Number(n % 58n)] + s;
-    n /= 58n;
-  }
-  for (const b of bytes) {
-    if (b !== 0) break;
-    s = `1${s}`;
-  }
-  return s;
-}
-const peerIdOf = (pub: Uint8Array) => base58(concatBytes(Uint8Array.of(0x00, 0x24, 0x08, 0x01, 0x12, 0x20), pub));
+import { peerIdOf } from './peer-ids.js';
 
 const PROTOCOL = 'custodian.frost.dkg';
 const LABEL = 'frost.dkg.ed25519';

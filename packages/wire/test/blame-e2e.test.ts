@@ -14,7 +14,7 @@ import { seededRandom } from '@custodian/crypto/testing';
 import { dkgProtocol } from '@custodian/frost';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { sha256 } from '@noble/hashes/sha2.js';
-import { concatBytes, utf8ToBytes } from '@noble/hashes/utils.js';
+import { utf8ToBytes } from '@noble/hashes/utils.js';
 import { describe, expect, it } from 'vitest';
 import {
   type BlameWire,
@@ -27,23 +27,8 @@ import {
   sessionAuth,
   verifyBlame,
 } from '../src/index.js';
+import { peerIdOf } from './peer-ids.js';
 
-const B58 = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
-function base58(bytes: Uint8Array): string {
-  let n = 0n;
-  for (const b of bytes) n = (n << 8n) | BigInt(b);
-  let s = '';
-  while (n > 0n) {
-    s = B58[Number(n % 58n)] + s;
-    n /= 58n;
-  }
-  for (const b of bytes) {
-    if (b !== 0) break;
-    s = `1${s}`;
-  }
-  return s;
-}
-const peerIdOf = (pub: Uint8Array) => base58(concatBytes(Uint8Array.of(0x00, 0x24, 0x08, 0x01, 0x12, 0x20), pub));
 const keys = [21, 22, 23].map((i) => {
   const secretKey = new Uint8Array(32).fill(i);
   const publicKey = ed25519.getPublicKey(secretKey);

@@ -34,26 +34,9 @@ import {
   sealEnvelope,
   verifyBlame,
 } from '../src/index.js';
+import { peerIdOf } from './peer-ids.js';
 
 // ---------- identities ----------
-
-const B58 = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
-function base58(bytes: Uint8Array): string {
-  let n = 0n;
-  for (const b of bytes) n = (n << 8n) | BigInt(b);
-  let s = '';
-  while (n > 0n) {
-    s = B58[Number(n % 58n)] + s;
-    n /= 58n;
-  }
-  for (const b of bytes) {
-    if (b !== 0) break;
-    s = `1${s}`;
-  }
-  return s;
-}
-/** libp2p peer id of an Ed25519 key: identity multihash of the protobuf PublicKey {Type: Ed25519, Data}. */
-const peerIdOf = (pub: Uint8Array) => base58(concatBytes(Uint8Array.of(0x00, 0x24, 0x08, 0x01, 0x12, 0x20), pub));
 
 const ids = [11, 12, 13, 14].map((i) => {
   const secretKey = new Uint8Array(32).fill(i);
