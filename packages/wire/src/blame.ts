@@ -24,12 +24,10 @@
  * message keys open only their one message (a fresh ephemeral key per point-to-point message); no
  * payload byte is copied into a verdict.
  *
- * Third-party opening of envelopes: the envelope signature prefix, the point-to-point AAD and the
- * statement prefix are re-stated here (private `ENVELOPE_SIG_PREFIX`, `p2pAad`, `STATEMENT_SIG_PREFIX`,
- * the same constructions as envelope.ts). Once branch `echo` is merged, `statementSigningBytes` can be
- * taken from envelope.ts; `openAsThirdParty` cannot replace `openOne`: it rejects the wrong-shaped
- * echo fields that `echo.malformed` must be able to prove, and a point-to-point envelope without its
- * key, which the shape and session checks do not need.
+ * Third-party opening of envelopes uses envelope.ts's signature prefixes and point-to-point AAD;
+ * `openAsThirdParty` cannot replace `openOne`: it rejects the wrong-shaped echo fields that
+ * `echo.malformed` must be able to prove, and a point-to-point envelope without its key, which the
+ * shape and session checks do not need.
  *
  * Length: over 400 lines because it holds one verifier per check of the catalogue, which share the
  * parsing and opening of the evidence; split it by check if another is added.
@@ -45,9 +43,9 @@ import {
 import { peerIdFromString } from '@libp2p/peer-id';
 import { chacha20poly1305 } from '@noble/ciphers/chacha.js';
 import { sha256 } from '@noble/hashes/sha2.js';
-import { concatBytes, utf8ToBytes } from '@noble/hashes/utils.js';
+import { concatBytes } from '@noble/hashes/utils.js';
 import { bytesToCanonical, canonicalToBytes, DEFAULT_LIMITS, decodeMessage } from './codec.js';
-import { WIRE_VERSION } from './envelope.js';
+import { ENVELOPE_SIG_PREFIX, p2pAad, statementSigningBytes, WIRE_VERSION } from './envelope.js';
 import { PROTOCOL_SCHEMAS, roundType } from './rounds.js';
 import { messageType } from './schema.js';
 
@@ -123,8 +121,6 @@ export const NOT_RE_RUN = "culprit's message is signed; the failed check was not
 
 const SignedEnvelopeType = messageType('custodian.v1.SignedEnvelope');
 const EnvelopeType = messageType('custodian.v1.Envelope');
-const ENVELOPE_SIG_PREFIX = concatBytes(utf8ToBytes('custodian/v1/envelope'), Uint8Array.of(0));
-const STATEMENT_SIG_PREFIX = concatBytes(utf8ToBytes('custodian/v1/broadcast-statement'), Uint8Array.of(0));
 const ZERO_NONCE = new Uint8Array(12);
 const MAX_STRING = 1024;
 
@@ -149,15 +145,9 @@ export function runSessionId(sessionId: Uint8Array, peerIds: readonly string[]):
   return sha256(canonicalEncode(['custodian/v1/run', sessionId, [...peerIds]]));
 }
 
-/** The signed bytes of a broadcast statement: "custodian/v1/broadcast-statement" ‖ 0x00 ‖ broadcastStatementBytes(…). */
-function statementSigningBytes(
-  protocol: string,
-  sessionId: Uint8Array,
-  round: number,
-  sender: number,
-  hash: Uint8Array,
-): Uint8Array {
-  return concatBytes(STATEMENT_SIG_PREFIX, broadcastStatementBytes(protocol, sessionId, round, sender, hash));
+/** The signed bytes of a broadcast statement (envelope.ts `statementSigningBytes` of `broadcastStatementBytes`). */
+function signedStatement(protocol: string, sessionId: Uint8Array, round: number, sender: number, hash: Uint8Array) {
+  return statementSigningBytes(broadcastStatementBytes(protocol, sessionId, round, sender, hash));
 }
 
 type Check<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly detail: string };
@@ -262,21 +252,6 @@ interface Opened {
   readonly statementSignature: Uint8Array;
 }
 
-function p2pAad(e: Record<string, unknown>, receiver: number, ephemeralKey: Uint8Array): Uint8Array {
-  const c: Canonical = [
-    'custodian/v1/p2p-aad',
-    e.version as number,
-    e.sessionId as Uint8Array,
-    e.protocol as string,
-    e.round as number,
-    e.sender as number,
-    receiver,
-    (e.echo as Uint8Array[]).map((h) => Uint8Array.from(h)),
-    ephemeralKey,
-  ];
-  return canonicalEncode(c);
-}
-
 function bytesList(v: unknown): Uint8Array[] | undefined {
   const l = asList(v, DEFAULT_LIMITS.maxRepeated);
   if (l === undefined) return undefined;
@@ -339,7 +314,22 @@ function openOne(m: unknown, at: number, run: Run): Check<Opened> {
   if (messageKey.length === 0) return ok({ ...base, receiver });
   if (messageKey.length !== 32 || ephemeralKey.length !== 32) return bad('malformed message key or ephemeral key');
   try {
-    const plain = chacha20poly1305(messageKey, ZERO_NONCE, p2pAad(e, receiver, ephemeralKey)).decrypt(payload);
+    const plain = chacha20poly1305(
+      messageKey,
+      ZERO_NONCE,
+      p2pAad(
+        {
+          version: e.version as number,
+          sessionId: e.sessionId as Uint8Array,
+          protocol: e.protocol as string,
+          round: e.round as number,
+          sender: e.sender as number,
+          receiver,
+          echo: (e.echo as Uint8Array[]).map((h) => Uint8Array.from(h)),
+        },
+        ephemeralKey,
+      ),
+    ).decrypt(payload);
     return ok({ ...base, receiver, payload: plain });
   } catch {
     return bad('point-to-point payload does not decrypt with the given message key');
@@ -421,7 +411,7 @@ function equivocation(blame: unknown, run: Run): Check<string> {
     if (!equalBytes(sessionId, run.sessionId)) return no(`statement ${i}: of another session than the blame's`);
     if (sender !== run.party) return no(`statement ${i}: its sender is not the named party`);
     if (hash.length !== 32) return no(`statement ${i}: hash is not 32 bytes`);
-    const signed = statementSigningBytes(protocol, sessionId, round, sender, hash);
+    const signed = signedStatement(protocol, sessionId, round, sender, hash);
     if (!ed25519Verify(signature, signed, run.keys[sender] as Uint8Array)) {
       return no(`statement ${i}: signature does not verify under the named party's key`);
     }
@@ -446,7 +436,7 @@ function statementVerifies(
   hash: Uint8Array,
   sig: Uint8Array,
 ): boolean {
-  return ed25519Verify(sig, statementSigningBytes(run.protocol, run.sessionId, round, j, hash), key);
+  return ed25519Verify(sig, signedStatement(run.protocol, run.sessionId, round, j, hash), key);
 }
 
 /**

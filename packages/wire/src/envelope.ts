@@ -34,7 +34,8 @@ export const WIRE_VERSION = 1;
 
 const EnvelopeType = messageType('custodian.v1.Envelope');
 const SignedEnvelopeType = messageType('custodian.v1.SignedEnvelope');
-const SIG_PREFIX = concatBytes(utf8ToBytes('custodian/v1/envelope'), Uint8Array.of(0));
+/** Domain prefix of an envelope signature: `"custodian/v1/envelope" ‖ 0x00`. */
+export const ENVELOPE_SIG_PREFIX: Uint8Array = concatBytes(utf8ToBytes('custodian/v1/envelope'), Uint8Array.of(0));
 const ZERO_NONCE = new Uint8Array(12);
 
 /** The authenticated header of an envelope. `receiver` is absent for broadcast. */
@@ -79,7 +80,11 @@ export interface SealInput {
   readonly rng?: (n: number) => Uint8Array;
 }
 
-function aad(h: EnvelopeHeader, ephemeralKey: Uint8Array): Uint8Array {
+/** Associated data of a point-to-point payload: the canonical encoding of the header and the ephemeral key. */
+export function p2pAad(
+  h: Pick<EnvelopeHeader, 'version' | 'sessionId' | 'protocol' | 'round' | 'sender' | 'receiver' | 'echo'>,
+  ephemeralKey: Uint8Array,
+): Uint8Array {
   const c: Canonical = [
     'custodian/v1/p2p-aad',
     h.version,
@@ -131,7 +136,7 @@ export function sealEnvelope(input: SealInput): Uint8Array {
     ephemeralKey = x25519.getPublicKey(e);
     const receiverX = ed25519.utils.toMontgomery(input.receiverPublicKey);
     const key = p2pKey(x25519.getSharedSecret(e, receiverX), ephemeralKey, receiverX);
-    payload = chacha20poly1305(key, ZERO_NONCE, aad(header, ephemeralKey)).encrypt(input.payload);
+    payload = chacha20poly1305(key, ZERO_NONCE, p2pAad(header, ephemeralKey)).encrypt(input.payload);
     key.fill(0);
     e.fill(0);
   }
@@ -149,7 +154,7 @@ export function sealEnvelope(input: SealInput): Uint8Array {
     statementSignature: header.statementSignature ?? new Uint8Array(0),
     echoRound: header.echoRound,
   });
-  const signature = ed25519Sign(concatBytes(SIG_PREFIX, envelope), input.senderSecretKey);
+  const signature = ed25519Sign(concatBytes(ENVELOPE_SIG_PREFIX, envelope), input.senderSecretKey);
   return encodeMessage(SignedEnvelopeType, { envelope, signature });
 }
 
@@ -227,7 +232,7 @@ function decodeAndVerify(
     return reject('bad-signature', 'envelope: missing or malformed signature', sender, false);
   let valid = false;
   try {
-    valid = ed25519Verify(signature, concatBytes(SIG_PREFIX, envBytes), key);
+    valid = ed25519Verify(signature, concatBytes(ENVELOPE_SIG_PREFIX, envBytes), key);
   } catch {
     valid = false;
   }
@@ -312,7 +317,7 @@ export function openEnvelope(bytes: unknown, ctx: OpenContext): WireResult<Opene
       const selfX = ed25519.utils.toMontgomerySecret(ctx.selfSecretKey);
       const selfPubX = x25519.getPublicKey(selfX);
       messageKey = p2pKey(x25519.getSharedSecret(selfX, epk), epk, selfPubX);
-      payload = chacha20poly1305(messageKey, ZERO_NONCE, aad(header, epk)).decrypt(payload);
+      payload = chacha20poly1305(messageKey, ZERO_NONCE, p2pAad(header, epk)).decrypt(payload);
       selfX.fill(0);
     } catch {
       return reject('decrypt-failed', 'envelope: point-to-point payload does not decrypt', sender, true);
@@ -377,7 +382,7 @@ export function openAsThirdParty(
       );
     }
     try {
-      payload = chacha20poly1305(messageKey, ZERO_NONCE, aad(header, epk)).decrypt(payload);
+      payload = chacha20poly1305(messageKey, ZERO_NONCE, p2pAad(header, epk)).decrypt(payload);
     } catch {
       return reject(
         'decrypt-failed',
