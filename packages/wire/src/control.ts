@@ -67,8 +67,20 @@ export interface SignRequest {
   presignatureId?: string;
   /** ECDSA: send the signature shares to the coordinator as interim frames (control.proto `interim_shares`). */
   interimShares?: boolean;
+  /**
+   * Per-digest keys (control.proto `digest_keys`): empty/absent — every digest is signed with
+   * `algorithm` at `derivationPath`; otherwise exactly one per digest, in order (issue #28: mixed
+   * P2WPKH/P2TR inputs of several wallet addresses in one ceremony).
+   */
+  digestKeys?: DigestKeyWire[];
   /** Transfer evidence (control.proto field 16) the signer verifies before contributing. */
   evidence?: TransferEvidenceWire;
+}
+
+/** `custodian.v1.DigestKey`: the key one digest is signed with (`KeyAlgorithm` value, non-hardened path). */
+export interface DigestKeyWire {
+  algorithm: number;
+  derivationPath: number[];
 }
 
 /** `custodian.v1.TransferEvidence`: JSON texts of the evidence shapes of `evidence.ts`. */

@@ -85,6 +85,7 @@ export type {
   ControlResponse,
   DeletePresignaturesResultWire,
   DeletePresignaturesWire,
+  DigestKeyWire,
   HeldPresignatureWire,
   NodeKeyInfo,
   NodeStatus,

@@ -394,6 +394,35 @@ CREATE TABLE revocation_acks (
   },
   // #23 part 3: the blame signers report, as the coordinator checked it (signing/schema.ts).
   { version: 13, name: 'ceremony_blames', sql: BLAME_MIGRATION_SQL },
+  {
+    version: 14,
+    name: 'utxo_wallets',
+    // #28. master_keys.taproot_*: the FROST/Taproot master key (x-only public key, hex 64, read as
+    // even Y) and its chain code, from which P2TR addresses derive (NULL: a key recorded before
+    // this migration; its P2TR addresses cannot be created). addresses.branch: BIP44 change level,
+    // 0 external (deposit addresses) / 1 internal (change); label and archived_at: the admin
+    // API's address labels and archival (ADDRESS_UPDATED / ADDRESS_DELETED). wallets.archived_at /
+    // deleted_at: wallet archival and deletion (WALLET_DELETED). login_networks: the networks a
+    // user has logged in from (GEO_ANOMALY_DETECTED). transfers.self_spend: a transfer to the
+    // wallet's own address spending exactly the outpoints given (consolidation, CPFP child).
+    sql: `ALTER TABLE master_keys ADD COLUMN taproot_public_key text;
+ALTER TABLE master_keys ADD COLUMN taproot_chain_code text;
+ALTER TABLE addresses ADD COLUMN branch smallint NOT NULL DEFAULT 0 CHECK (branch IN (0, 1));
+ALTER TABLE addresses ADD COLUMN label text;
+ALTER TABLE addresses ADD COLUMN archived_at timestamptz;
+ALTER TABLE addresses DROP CONSTRAINT IF EXISTS addresses_wallet_id_blockchain_id_address_index_key;
+ALTER TABLE addresses ADD CONSTRAINT addresses_wallet_chain_branch_index UNIQUE (wallet_id, blockchain_id, branch, address_index);
+ALTER TABLE wallets ADD COLUMN archived_at timestamptz;
+ALTER TABLE wallets ADD COLUMN deleted_at timestamptz;
+CREATE TABLE login_networks (
+  user_id uuid NOT NULL REFERENCES users(user_id),
+  network text NOT NULL,
+  first_seen_at timestamptz NOT NULL,
+  last_seen_at timestamptz NOT NULL,
+  PRIMARY KEY (user_id, network)
+);
+ALTER TABLE transfers ADD COLUMN self_spend jsonb;`,
+  },
 ];
 
 /**

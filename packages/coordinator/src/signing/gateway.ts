@@ -86,6 +86,13 @@ export interface GatewaySignRequest {
   derivationPath: number[];
   /** 32-byte digests (secp256k1), or messages of any length (Ed25519); 1..64 of them. */
   digests: Uint8Array[];
+  /**
+   * Per-digest keys (control.proto `SignRequest.digest_keys`, issue #28): absent — every digest is
+   * signed with `algorithm` at `derivationPath`; else exactly one per digest, in order (a
+   * Bitcoin-family transaction with inputs of several addresses, P2WPKH by ECDSA, P2TR by Taproot).
+   * `algorithm` / `derivationPath` then name the intent's source key.
+   */
+  digestKeys?: { algorithm: GatewaySignRequest['algorithm']; derivationPath: number[] }[];
   /** BIP341 script tree root (32 bytes), Taproot only. */
   taprootMerkleRoot?: Uint8Array;
   evidence: SignEvidence;
