@@ -31,6 +31,7 @@ export const COORDINATOR_CONFIG_SCHEMA: ConfigSchema = {
           rpcPassword: { type: 'string' },
           confirmations: { type: 'integer', minimum: 0 },
           pollIntervalMs: positive,
+          maxUnconfirmedDepth: { type: 'integer', minimum: 0 },
         },
         required: ['rpcUrl'],
         additionalProperties: false,

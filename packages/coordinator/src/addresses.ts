@@ -4,12 +4,17 @@
  * addresses are encoded — the signers check the same functions' output (enforce.ts).
  *
  * Derivation (documented in the OpenAPI document): every address key is the non-hardened child
- * `m/44/{coin_type}/{wallet_index}/0/{address_index}` of the master secp256k1 public key and chain
- * code (BIP32 CKDpub, `deriveSecp256k1` of @custodian/crypto). Levels 2 and 3 are NOT hardened
- * (unlike BIP44) because the coordinator holds only public keys; the signers apply the tweak.
+ * `m/44/{coin_type}/{wallet_index}/{branch}/{address_index}` (branch 0 external = deposit
+ * addresses, 1 internal = change) of a master public key and chain code (BIP32 CKDpub,
+ * `deriveSecp256k1` of @custodian/crypto): the ECDSA master key for every address type but P2TR,
+ * the FROST/Taproot master key (x-only, read as even Y `02‖x`) for P2TR — the key that can spend
+ * it. Levels 2 and 3 are NOT hardened (unlike BIP44) because the coordinator holds only public
+ * keys; the signers apply the tweak.
  */
+
 import { ethereumAddress, tronAddress, UTXO_NETWORKS, type UtxoNetwork, utxoAddress } from '@custodian/chains';
 import type { BlockchainDef } from './directory.js';
+import { ApiError } from './errors.js';
 
 /** Address type names: `p2wpkh`/`p2tr` (BIP141/BIP341, Bitcoin family), `eoa` (Ethereum), `tron`. */
 export type AddressType = 'p2wpkh' | 'p2tr' | 'eoa' | 'tron';
@@ -68,7 +73,45 @@ export const ADDRESS_CODECS: Record<BlockchainDef['family'], AddressCodec> = {
   tron: tronCodec,
 };
 
-/** The derivation path of an address key, in BIP32 notation. */
-export function addressPath(coinType: number, walletIndex: number, addressIndex: number): string {
-  return `m/44/${coinType}/${walletIndex}/0/${addressIndex}`;
+/**
+ * The derivation path of an address key, in BIP32 notation.
+ * @param branch 0 external (deposit addresses, the default) or 1 internal (change)
+ */
+export function addressPath(coinType: number, walletIndex: number, addressIndex: number, branch: 0 | 1 = 0): string {
+  return `m/44/${coinType}/${walletIndex}/${branch}/${addressIndex}`;
+}
+
+/** The master public keys of a wallet's master key row (hex, as stored in `master_keys`). */
+export interface MasterKeyHex {
+  /** 33-byte compressed ECDSA master key, hex 66. */
+  secp256k1_public_key: string;
+  secp256k1_chain_code: string;
+  /** FROST/Taproot master key, x-only hex 64 (read as even Y), or null when none was recorded. */
+  taproot_public_key?: string | null;
+  taproot_chain_code?: string | null;
+}
+
+/**
+ * The master public key and chain code an address type derives from: the Taproot master key for
+ * `p2tr` (32-byte x-only → `02‖x`), else the ECDSA master key (33 bytes). Both 32-byte chain codes.
+ * @throws ApiError VALIDATION_FAILED (422, field `body.address_type`) for `p2tr` when the master key
+ *   has no Taproot key (recorded before #28)
+ */
+export function masterKeyFor(mk: MasterKeyHex, type: AddressType): { publicKey: Uint8Array; chainCode: Uint8Array } {
+  if (type === 'p2tr') {
+    if (!mk.taproot_public_key || !mk.taproot_chain_code || !/^[0-9a-f]{64}$/i.test(mk.taproot_public_key))
+      throw new ApiError(
+        'VALIDATION_FAILED',
+        'address_type p2tr: the master key has no recorded Taproot key (created before #28): P2TR addresses cannot be derived',
+        [{ field: 'body.address_type', message: 'p2tr needs a master key with a Taproot key; use p2wpkh' }],
+      );
+    return {
+      publicKey: Uint8Array.from(Buffer.from(`02${mk.taproot_public_key}`, 'hex')),
+      chainCode: Uint8Array.from(Buffer.from(mk.taproot_chain_code, 'hex')),
+    };
+  }
+  return {
+    publicKey: Uint8Array.from(Buffer.from(mk.secp256k1_public_key, 'hex')),
+    chainCode: Uint8Array.from(Buffer.from(mk.secp256k1_chain_code, 'hex')),
+  };
 }

@@ -53,6 +53,11 @@ export interface DkgOutcome {
   secp256k1: { publicKey: Uint8Array; chainCode: Uint8Array };
   /** 32-byte RFC 8032 public key and 32-byte chain code. */
   ed25519: { publicKey: Uint8Array; chainCode: Uint8Array };
+  /**
+   * The FROST/Taproot (BIP340) master key: 32-byte x-only public key (read as even Y, `02‖x`) and
+   * 32-byte chain code; P2TR addresses derive from it. Absent when the signers did not create one.
+   */
+  taproot?: { publicKey: Uint8Array; chainCode: Uint8Array };
   /** Hex hash binding the ceremony transcript (for the audit record). */
   transcriptHash: string;
 }

@@ -258,7 +258,14 @@ export class CeremonyService {
         ]);
         await finish(async (q) => {
           const mk = await this.c.masterKeys.insertMasterKey(
-            { ceremonyId: id, threshold, parties, secp256k1: out.secp256k1, ed25519: out.ed25519 },
+            {
+              ceremonyId: id,
+              threshold,
+              parties,
+              secp256k1: out.secp256k1,
+              ed25519: out.ed25519,
+              ...(out.taproot ? { taproot: out.taproot } : {}),
+            },
             q,
           );
           await q.query(

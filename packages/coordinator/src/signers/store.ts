@@ -25,6 +25,9 @@ export interface MasterKeyView {
   secp256k1_chain_code: string;
   ed25519_public_key: string;
   ed25519_chain_code: string;
+  /** FROST/Taproot master key: x-only public key (hex 64, read as even Y) and chain code (hex 64); null when none was recorded. */
+  taproot_public_key: string | null;
+  taproot_chain_code: string | null;
   /** Refreshes and committed reshares so far (0 after the master key ceremony; issue #22). */
   epoch: number;
   /** Last refresh or committed reshare (ISO 8601), or null. */
@@ -39,6 +42,8 @@ export interface MasterKeyInput {
   parties: unknown;
   secp256k1: { publicKey: Uint8Array; chainCode: Uint8Array };
   ed25519: { publicKey: Uint8Array; chainCode: Uint8Array };
+  /** Taproot master key: 32-byte x-only public key and 32-byte chain code (optional). */
+  taproot?: { publicKey: Uint8Array; chainCode: Uint8Array };
 }
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
@@ -61,9 +66,14 @@ export class MasterKeyStore {
   async insertMasterKey(input: MasterKeyInput, q: Queryable = this.c.db): Promise<MasterKeyView> {
     secp256k1Group.decodePoint(input.secp256k1.publicKey, 'secp256k1.publicKey');
     ed25519Group.decodePoint(input.ed25519.publicKey, 'ed25519.publicKey');
+    if (input.taproot !== undefined) {
+      if (input.taproot.publicKey.length !== 32) throw new RangeError('taproot.publicKey must be 32 bytes (x-only)');
+      secp256k1Group.decodePoint(Uint8Array.of(0x02, ...input.taproot.publicKey), 'taproot.publicKey');
+    }
     for (const [n, c] of [
       ['secp256k1.chainCode', input.secp256k1.chainCode],
       ['ed25519.chainCode', input.ed25519.chainCode],
+      ...(input.taproot ? [['taproot.chainCode', input.taproot.chainCode] as const] : []),
     ] as const) {
       if (!(c instanceof Uint8Array) || c.length !== 32) throw new RangeError(`${n} must be 32 bytes`);
     }
@@ -71,8 +81,8 @@ export class MasterKeyStore {
     const now = this.c.clock();
     await q.query(
       `INSERT INTO master_keys (master_key_id, ceremony_id, threshold, parties, secp256k1_public_key,
-         secp256k1_chain_code, ed25519_public_key, ed25519_chain_code, created_at)
-       VALUES ($1,$2,$3,$4::jsonb,$5,$6,$7,$8,$9)`,
+         secp256k1_chain_code, ed25519_public_key, ed25519_chain_code, created_at, taproot_public_key, taproot_chain_code)
+       VALUES ($1,$2,$3,$4::jsonb,$5,$6,$7,$8,$9,$10,$11)`,
       [
         id,
         input.ceremonyId,
@@ -83,6 +93,8 @@ export class MasterKeyStore {
         hex(input.ed25519.publicKey),
         hex(input.ed25519.chainCode),
         now,
+        input.taproot ? hex(input.taproot.publicKey) : null,
+        input.taproot ? hex(input.taproot.chainCode) : null,
       ],
     );
     return (await this.listMasterKeys(q)).find((m) => m.master_key_id === id)!;
@@ -92,7 +104,7 @@ export class MasterKeyStore {
   async listMasterKeys(q: Queryable = this.c.db): Promise<MasterKeyView[]> {
     const rows = await q.query<MasterKeyView & { created_at: Date; refreshed_at: Date | null }>(
       `SELECT master_key_id, ceremony_id, threshold, parties, secp256k1_public_key, secp256k1_chain_code,
-              ed25519_public_key, ed25519_chain_code, epoch, refreshed_at, created_at
+              ed25519_public_key, ed25519_chain_code, taproot_public_key, taproot_chain_code, epoch, refreshed_at, created_at
          FROM master_keys ORDER BY created_at, master_key_id`,
     );
     return rows.map((r) => ({ ...r, created_at: iso(r.created_at)!, refreshed_at: iso(r.refreshed_at) }));

@@ -168,9 +168,15 @@ function outcomeOf(
   if (!secp || !ed)
     throw new Error('master key ceremony: the signers did not create both a secp256k1 and an Ed25519 key');
   const secpKey = secp.publicKey.length === 32 ? Uint8Array.of(0x02, ...secp.publicKey) : secp.publicKey;
+  const tr = pk(KeyAlgorithm.SECP256K1_TAPROOT);
+  // the Taproot key as x-only (32 bytes): the signers report x-only or a compressed point
+  const trKey = tr === undefined ? undefined : tr.publicKey.length === 33 ? tr.publicKey.slice(1) : tr.publicKey;
   return {
     secp256k1: { publicKey: Uint8Array.from(secpKey), chainCode: Uint8Array.from(secp.chainCode) },
     ed25519: { publicKey: Uint8Array.from(ed.publicKey), chainCode: Uint8Array.from(ed.chainCode) },
+    ...(tr !== undefined && trKey !== undefined
+      ? { taproot: { publicKey: Uint8Array.from(trKey), chainCode: Uint8Array.from(tr.chainCode) } }
+      : {}),
     transcriptHash: bytesToHex(first.transcriptHash ?? new Uint8Array(0)),
   };
 }

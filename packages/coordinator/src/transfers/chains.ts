@@ -5,7 +5,8 @@
  * and the confirmation follow-up, and the deposit watchers over {@link PgWatcherStore}.
  *
  * Supported here: the Ethereum family (EIP-1559, ETH and ERC-20), the Bitcoin family (Bitcoin,
- * Litecoin; P2WPKH spends of the wallet's first address, UTXOs from the watcher's confirmed set)
+ * Litecoin; P2WPKH and P2TR spends of every address of the wallet, UTXOs from the watcher's
+ * confirmed set and the unconfirmed change of the coordinator's own transfers, {@link PgUtxoSource})
  * and TRON (TRX and TRC-20 over a full node's HTTP API: `rpcUrl` is its base URL, e.g.
  * `https://nile.trongrid.io`). A transfer on a blockchain without a configured node waits in
  * PENDING_SIGNATURE with sub_status CHAIN_UNAVAILABLE (pipeline.ts).
@@ -57,6 +58,12 @@ export interface ChainNodeConfig {
   confirmations?: number;
   /** Watcher poll interval, ms (default 2000). */
   pollIntervalMs?: number;
+  /**
+   * Bitcoin family: how deep a new transaction may be in unconfirmed transactions when it spends
+   * the unconfirmed change of this coordinator's own sent transfers (default 2: it may spend the
+   * change of an unconfirmed transaction whose own inputs are confirmed; 0: confirmed outputs only).
+   */
+  maxUnconfirmedDepth?: number;
 }
 
 /** Where a broadcast transaction stands on the node. */
@@ -68,28 +75,62 @@ export type TxLookup =
 /**
  * Adapters and watchers of the configured chains.
  */
+/** Default of {@link ChainNodeConfig.maxUnconfirmedDepth}. */
+export const DEFAULT_MAX_UNCONFIRMED_DEPTH = 2;
+
 /**
- * UTXOs of the coordinator's watcher (confirmed outputs of watched addresses), minus the outputs
- * that transactions of non-failed, unconfirmed transfers already spend. `storeChain` is the
- * watcher's chain id (`@custodian/chains` network id), `directoryKey` the blockchain key.
+ * UTXOs a Bitcoin-family transfer may spend (docs/transfers.md "UTXO wallets"):
+ * - the watcher's confirmed outputs (`watcher_utxos`) of the given addresses, and
+ * - the UNCONFIRMED change output (vout 1: the destination is output 0) of this coordinator's own
+ *   SENT, undelivered transfers whose change went to one of the given addresses, with no fee bump
+ *   in progress (a replacement changes the txid), when the transaction's unconfirmed ancestry
+ *   (itself plus the chain of such parents) is shorter than `maxDepth` — so a new transaction is at
+ *   most `maxDepth` deep in unconfirmed transactions (0: confirmed outputs only);
+ * minus the outpoints that an active (not delivered, not failed) transfer already spends.
+ * `storeChain` is the watcher's chain id (`@custodian/chains` network id), `directoryKey` the
+ * blockchain key.
  */
 export class PgUtxoSource implements UtxoSource {
   constructor(
     private readonly db: Db,
     private readonly storeChain: string,
     private readonly directoryKey: string,
+    private readonly maxDepth: number = DEFAULT_MAX_UNCONFIRMED_DEPTH,
   ) {}
 
   async listUnspent(addresses: readonly string[]): Promise<Utxo[]> {
     const rows = await this.db.query<{ outpoint: string; address: string; value: string }>(
-      `SELECT u.outpoint, u.address, u.value::text AS value FROM watcher_utxos u
-       WHERE u.chain = $1 AND u.address = ANY($2::text[])
-         AND NOT EXISTS (
-           SELECT 1 FROM transfers t JOIN blockchains b ON b.blockchain_id = t.blockchain_id,
-             jsonb_array_elements(COALESCE(t.unsigned->'context'->'inputs', '[]'::jsonb)) i
-           WHERE b.key = $3 AND t.status IN ('PENDING_SIGNATURE', 'READY_TO_SEND', 'SENT') AND t.delivered_at IS NULL
-             AND (i->>'txid') || ':' || (i->>'vout') = u.outpoint)`,
-      [this.storeChain, [...addresses], this.directoryKey],
+      `WITH RECURSIVE sent AS (
+         SELECT t.tx_hash, t.unsigned->'context' AS ctx FROM transfers t JOIN blockchains b ON b.blockchain_id = t.blockchain_id
+         WHERE b.key = $3 AND t.status = 'SENT' AND t.delivered_at IS NULL AND t.tx_hash IS NOT NULL
+           AND t.unsigned IS NOT NULL AND (t.fee_bump IS NULL OR t.fee_bump->>'status' IN ('DONE', 'REJECTED', 'FAILED'))),
+       -- depth of each unconfirmed own transaction: 1 + the depth of its deepest unconfirmed own parent
+       depth (tx_hash, d) AS (
+         SELECT s.tx_hash, 1 FROM sent s
+         UNION ALL
+         SELECT c.tx_hash, p.d + 1 FROM depth p JOIN sent c
+           ON EXISTS (SELECT 1 FROM jsonb_array_elements(COALESCE(c.ctx->'inputs', '[]'::jsonb)) i
+                      WHERE i->>'txid' = p.tx_hash)
+         WHERE p.d < $4 + 1),
+       unconfirmed AS (
+         SELECT s.tx_hash || ':1' AS outpoint, s.ctx->'change'->>'address' AS address,
+                s.ctx->'change'->>'value' AS value
+         FROM sent s JOIN (SELECT tx_hash, max(d) AS d FROM depth GROUP BY tx_hash) dd USING (tx_hash)
+         WHERE jsonb_typeof(s.ctx->'change') = 'object' AND dd.d < $4),
+       candidates AS (
+         SELECT u.outpoint, u.address, u.value::text AS value FROM watcher_utxos u
+         WHERE u.chain = $1 AND u.address = ANY($2::text[])
+         UNION
+         SELECT c.outpoint, c.address, c.value FROM unconfirmed c
+         WHERE c.address = ANY($2::text[])
+           AND NOT EXISTS (SELECT 1 FROM watcher_utxos w WHERE w.chain = $1 AND w.outpoint = c.outpoint))
+       SELECT c.outpoint, c.address, c.value FROM candidates c
+       WHERE NOT EXISTS (
+         SELECT 1 FROM transfers t JOIN blockchains b ON b.blockchain_id = t.blockchain_id,
+           jsonb_array_elements(COALESCE(t.unsigned->'context'->'inputs', '[]'::jsonb)) i
+         WHERE b.key = $3 AND t.status IN ('PENDING_SIGNATURE', 'READY_TO_SEND', 'SENT') AND t.delivered_at IS NULL
+           AND (i->>'txid') || ':' || (i->>'vout') = c.outpoint)`,
+      [this.storeChain, [...addresses], this.directoryKey, this.maxDepth],
     );
     return rows.map((r) => {
       const [txid, vout] = r.outpoint.split(':');
@@ -168,7 +209,7 @@ export class ChainRegistry {
           new BitcoinAdapter({
             network,
             rpc,
-            utxos: new PgUtxoSource(db, network.id, key),
+            utxos: new PgUtxoSource(db, network.id, key, cfg.maxUnconfirmedDepth ?? DEFAULT_MAX_UNCONFIRMED_DEPTH),
             ...(prices ? { prices } : {}),
           }),
         );

@@ -17,6 +17,7 @@ import { emitEvent } from '../webhooks/outbox.js';
 import { notify } from './approvals.js';
 import { COUNTED_STATUSES, RESERVED_STATUSES, type TransferStatus, transition } from './machine.js';
 import { field, type RequestContext } from './request-context.js';
+import { nextChangeAddress, walletKeys, walletSources } from './utxo-sources.js';
 import {
   approverDeviceIds,
   fieldsOf,
@@ -104,7 +105,7 @@ export async function prepare(
   const src = (
     await q.query<{ address: string; derivation_path: string; address_type: string }>(
       `SELECT address, derivation_path, address_type FROM addresses WHERE wallet_id = $1 AND blockchain_id = $2
-       ORDER BY address_index LIMIT 1`,
+       ORDER BY branch, address_index LIMIT 1`,
       [walletId, a.blockchain_id],
     )
   )[0];
@@ -286,24 +287,27 @@ export async function feeEstimate(s: RequestContext, profileId: string, input: T
   const p = await prepare(s, s.db, profileId, input);
   const adapter = s.chains.adapter(p.def.key);
   if (adapter === undefined) throw new ApiError('CHAIN_UNAVAILABLE', `no node is configured for ${p.def.key}`);
-  const src = (
-    await s.db.query<{ public_key: string }>(
-      'SELECT public_key FROM addresses WHERE wallet_id = $1 AND blockchain_id = $2 AND address = $3',
-      [p.intentBase.wallet_id, p.blockchainId, p.intentBase.source_address],
-    )
-  )[0];
+  // UTXO chains: over every address of the wallet with a change output, as the build spends
+  // (utxo-sources.ts); account chains: the source address
+  const utxo = p.def.accountModel === 'utxo';
+  const sources = utxo
+    ? await walletSources(s.db, p.intentBase.wallet_id, p.blockchainId)
+    : (
+        await s.db.query<{ public_key: string }>(
+          'SELECT public_key FROM addresses WHERE wallet_id = $1 AND blockchain_id = $2 AND address = $3',
+          [p.intentBase.wallet_id, p.blockchainId, p.intentBase.source_address],
+        )
+      ).map((r) => ({
+        address: p.intentBase.source_address,
+        publicKey: Uint8Array.from(Buffer.from(r.public_key, 'hex')),
+        path: p.intentBase.derivation_path,
+      }));
+  const change = utxo
+    ? await nextChangeAddress(s.db, await walletKeys(s.db, p.intentBase.wallet_id), p.blockchainId, p.def)
+    : undefined;
   try {
     const est = await adapter.estimateFee(
-      {
-        fields: fieldsOf(p.intentBase),
-        sources: [
-          {
-            address: p.intentBase.source_address,
-            publicKey: Uint8Array.from(Buffer.from(src?.public_key ?? '', 'hex')),
-            path: p.intentBase.derivation_path,
-          },
-        ],
-      },
+      { fields: fieldsOf(p.intentBase), sources, ...(change ? { change } : {}) },
       priority,
     );
     return { ...est, priority, blockchain: p.def.key };

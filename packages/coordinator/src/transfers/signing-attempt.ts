@@ -29,6 +29,26 @@ export function signingParties(parties: unknown, threshold: number, unavailable?
   return all.filter((p) => chosen.has(`${p.kind}:${p.id}`)).map((p) => ({ kind: p.kind, id: p.id }));
 }
 
+/**
+ * The key of each digest (`GatewaySignRequest.digestKeys`) when they are not all the intent's key
+ * (a UTXO transaction spending several addresses): scheme `ecdsa` → SECP256K1_ECDSA, `schnorr` →
+ * SECP256K1_TAPROOT, with the digest's key path (indices). Undefined when every digest is signed
+ * with the intent's algorithm and path (the request's own `algorithm` / `derivationPath` apply).
+ */
+export function perDigestKeys(
+  unsigned: Pick<UnsignedTransfer, 'digests'>,
+  algorithm: TransferIntent['key_algorithm'],
+  path: readonly number[],
+): { algorithm: 'SECP256K1_ECDSA' | 'SECP256K1_TAPROOT'; derivationPath: number[] }[] | undefined {
+  const keys = unsigned.digests.map((d) => ({
+    algorithm: d.scheme === 'schnorr' ? ('SECP256K1_TAPROOT' as const) : ('SECP256K1_ECDSA' as const),
+    derivationPath: [...d.key.path],
+  }));
+  const own = path.join('/');
+  if (keys.every((k) => k.algorithm === algorithm && k.derivationPath.join('/') === own)) return undefined;
+  return keys;
+}
+
 /** A signing attempt, classified. */
 export type SignOutcome =
   | { kind: 'signed'; res: Extract<GatewaySignResult, { ok: true }> }
@@ -91,14 +111,14 @@ export async function attemptSignature(
     x.service.policyOf(x.db, t),
     x.service.approvalsOf(x.db, t.transfer_id, round),
   ]);
-  const paths = new Set(unsigned.digests.map((d) => d.key.path.join('/')));
-  if (paths.size !== 1) throw new Error('transactions spending from several keys are not supported yet');
+  const digestKeys = perDigestKeys(unsigned, t.intent.key_algorithm, t.intent.derivation_path);
   const res = await gateway.sign({
     keyId: t.intent.key_id,
     algorithm: t.intent.key_algorithm,
     parties,
     derivationPath: [...t.intent.derivation_path],
     digests: unsigned.digests.map((d) => d.digest),
+    ...(digestKeys ? { digestKeys } : {}),
     evidence: { intent, policy, approvals, chainContext: JSON.stringify(unsigned.context) },
     deadline: new Date(Date.now() + x.opts.signDeadlineMs),
     signal,

@@ -30,6 +30,13 @@ import {
 } from './pipeline-context.js';
 import { attemptSignature, chainSignatures, retryDelay } from './signing-attempt.js';
 import { loadUnsigned, type StoredUnsigned, storeUnsigned } from './unsigned.js';
+import {
+  ChangeAddressTakenError,
+  nextChangeAddress,
+  recordChangeAddress,
+  walletKeys,
+  walletSources,
+} from './utxo-sources.js';
 import { fieldsOf, intentCap, loadTransfer, type TransferRow } from './view.js';
 
 /** PENDING_SIGNATURE: build and store the transaction (once), then sign it (→ READY_TO_SEND), or wait and retry. */
@@ -195,18 +202,36 @@ export async function sourceKey(x: StepContext, t: TransferRow): Promise<Uint8Ar
  * this process no longer holds the transfer's lease (nothing stored).
  */
 export async function buildStored(x: StepContext, t: TransferRow): Promise<StoredUnsigned | null> {
+  // UTXO: a concurrent build (another coordinator) that took the same change index makes the
+  // store fail with ChangeAddressTakenError; the transfer is rebuilt with the next index
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await buildStoredOnce(x, t);
+    } catch (e) {
+      if (!(e instanceof ChangeAddressTakenError) || attempt >= 4) throw e;
+    }
+  }
+}
+
+async function buildStoredOnce(x: StepContext, t: TransferRow): Promise<StoredUnsigned | null> {
   const adapter = adapterOf(x, t);
   const def = blockchainByKey(t.intent.blockchain);
   if (def === undefined) throw new Error(`blockchain ${t.intent.blockchain} is not in the directory`);
-  const source = { address: t.source_address, publicKey: await sourceKey(x, t), path: t.intent.derivation_path };
   const utxo = def.accountModel === 'utxo';
+  // UTXO chains: every address of the wallet on the chain is a source, change goes to a fresh
+  // internal address (utxo-sources.ts); account chains: the intent's source address only
+  const sources = utxo
+    ? await walletSources(x.db, t.wallet_id, t.blockchain_id)
+    : [{ address: t.source_address, publicKey: await sourceKey(x, t), path: t.intent.derivation_path }];
+  const change = utxo
+    ? await nextChangeAddress(x.db, await walletKeys(x.db, t.wallet_id), t.blockchain_id, def)
+    : undefined;
   let built: UnsignedTransfer;
   try {
     built = await adapter.buildTransfer({
       fields: fieldsOf(t.intent),
-      sources: [source],
-      // UTXO chains: change goes back to the source address (one key per signing request)
-      ...(utxo ? { change: source } : {}),
+      sources,
+      ...(change ? { change } : {}),
       feeLevel: 'STANDARD',
     });
   } catch (e) {
@@ -245,6 +270,10 @@ export async function buildStored(x: StepContext, t: TransferRow): Promise<Store
     if (cur.status !== 'PENDING_SIGNATURE') return null;
     if (cur.unsigned !== null) return cur.unsigned as StoredUnsigned;
     const final = def.family === 'ethereum' ? await ethereumNonceOf(x, q, t, built) : built;
+    // the change address is stored with the transaction paying to it (rolled back together)
+    const paysChange = (final.context as { change?: { address?: string } | null }).change?.address;
+    if (change !== undefined && paysChange === change.address)
+      await recordChangeAddress(q, t.wallet_id, t.blockchain_id, change, x.clock());
     if (final.maxFee > cap) throw new Error('the nonce step raised the fee above the cap'); // never: it only sets the nonce
     // Ethereum: marked until its first signing request (nonceOrder may still move its nonce)
     const st = {

@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { Bip32InvalidChildError, deriveSecp256k1 } from '@custodian/crypto';
 import { walletIdOf } from '@custodian/wire';
-import { ADDRESS_CODECS, type AddressType, addressPath } from '../addresses.js';
+import { ADDRESS_CODECS, type AddressType, addressPath, type MasterKeyHex, masterKeyFor } from '../addresses.js';
 import type { Db, Queryable } from '../db/db.js';
 import { BLOCKCHAINS, type BlockchainDef } from '../directory.js';
 import { ApiError } from '../errors.js';
@@ -109,27 +109,35 @@ export class WalletStore {
   }
 
   /**
-   * Derive and insert the next address of a wallet on one blockchain, skipping the (probability
-   * < 2^-127) indices BIP32 declares invalid. Caller holds the wallet row lock.
+   * Derive and insert the next address of a wallet on one blockchain and branch (0 external =
+   * deposit addresses, 1 internal = change; the index counts per branch), from the master key
+   * that can spend its type ({@link masterKeyFor}: P2TR ← Taproot key), skipping the (probability
+   * < 2^-127) indices BIP32 declares invalid. Deposit addresses: the caller holds the wallet row
+   * lock; change addresses: a concurrent insert of the same index fails on the UNIQUE
+   * (wallet_id, blockchain_id, branch, address_index) constraint (the caller retries).
+   * @throws ApiError VALIDATION_FAILED (422) for P2TR without a Taproot master key
    */
-  private async insertNextAddress(
+  async insertNextAddress(
     q: Queryable,
-    w: { wallet_id: string; wallet_index: number; secp256k1_public_key: string; secp256k1_chain_code: string },
+    w: { wallet_id: string; wallet_index: number } & MasterKeyHex,
     blockchainId: string,
     chain: BlockchainDef,
     type: AddressType,
+    branch: 0 | 1 = 0,
   ): Promise<AddressView> {
+    const master = masterKeyFor(w, type);
     const r = await q.query<{ next: number }>(
-      `SELECT COALESCE(max(address_index) + 1, 0)::int AS next FROM addresses WHERE wallet_id = $1 AND blockchain_id = $2`,
-      [w.wallet_id, blockchainId],
+      `SELECT COALESCE(max(address_index) + 1, 0)::int AS next FROM addresses
+       WHERE wallet_id = $1 AND blockchain_id = $2 AND branch = $3`,
+      [w.wallet_id, blockchainId, branch],
     );
     let index = r[0]?.next ?? 0;
     const codec = ADDRESS_CODECS[chain.family];
     for (;;) {
-      const path = addressPath(chain.coinType, w.wallet_index, index);
+      const path = addressPath(chain.coinType, w.wallet_index, index, branch);
       let child: { publicKey: Uint8Array };
       try {
-        child = deriveSecp256k1(unhex(w.secp256k1_public_key), unhex(w.secp256k1_chain_code), path);
+        child = deriveSecp256k1(master.publicKey, master.chainCode, path);
       } catch (e) {
         if (e instanceof Bip32InvalidChildError && e.depth === 5) {
           index++;
@@ -150,7 +158,7 @@ export class WalletStore {
       };
       await q.query(
         `INSERT INTO addresses (address_id, wallet_id, blockchain_id, address_index, address, address_type, public_key,
-           derivation_path, created_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)`,
+           derivation_path, created_at, branch) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)`,
         [
           row.address_id,
           row.wallet_id,
@@ -161,6 +169,7 @@ export class WalletStore {
           row.public_key,
           row.derivation_path,
           row.created_at,
+          branch,
         ],
       );
       return addressView(row);
@@ -193,8 +202,11 @@ export class WalletStore {
           next_wallet_index: number;
           secp256k1_public_key: string;
           secp256k1_chain_code: string;
+          taproot_public_key: string | null;
+          taproot_chain_code: string | null;
         }>(
-          `SELECT master_key_id, ceremony_id, next_wallet_index, secp256k1_public_key, secp256k1_chain_code FROM master_keys
+          `SELECT master_key_id, ceremony_id, next_wallet_index, secp256k1_public_key, secp256k1_chain_code,
+                  taproot_public_key, taproot_chain_code FROM master_keys
            ORDER BY created_at DESC, master_key_id LIMIT 1 FOR UPDATE`,
         )
       )[0];
@@ -288,7 +300,7 @@ export class WalletStore {
       [walletId],
     );
     const addrs = await this.c.db.query<AddressRow>(
-      `SELECT a.* FROM addresses a JOIN blockchains b USING (blockchain_id) WHERE a.wallet_id = $1
+      `SELECT a.* FROM addresses a JOIN blockchains b USING (blockchain_id) WHERE a.wallet_id = $1 AND a.branch = 0
        ORDER BY b.sort, a.address_index`,
       [walletId],
     );
@@ -303,7 +315,7 @@ export class WalletStore {
   }
 
   /**
-   * The wallet with its master key's secp256k1 public key and chain code (`lock`: FOR UPDATE of the wallet row).
+   * The wallet with its master key's public keys and chain codes (ECDSA, Taproot) (`lock`: FOR UPDATE of the wallet row).
    * @throws ApiError WALLET_NOT_FOUND (404) unless the profile has the wallet
    */
   async requireWallet(q: Queryable, profileId: string, walletId: string, lock = false) {
@@ -313,8 +325,11 @@ export class WalletStore {
         wallet_index: number;
         secp256k1_public_key: string;
         secp256k1_chain_code: string;
+        taproot_public_key: string | null;
+        taproot_chain_code: string | null;
       }>(
-        `SELECT w.wallet_id, w.wallet_index, m.secp256k1_public_key, m.secp256k1_chain_code
+        `SELECT w.wallet_id, w.wallet_index, m.secp256k1_public_key, m.secp256k1_chain_code,
+                m.taproot_public_key, m.taproot_chain_code
          FROM wallets w JOIN master_keys m USING (master_key_id)
          WHERE w.profile_id = $1 AND w.wallet_id = $2 ${lock ? 'FOR UPDATE OF w' : ''}`,
         [profileId, walletId],
@@ -334,7 +349,8 @@ export class WalletStore {
     await this.requireWallet(this.c.db, profileId, walletId);
     const params: unknown[] = [walletId];
     if (blockchainId !== undefined) params.push(blockchainId);
-    const where = `a.wallet_id = $1 ${blockchainId !== undefined ? 'AND a.blockchain_id = $2' : ''}`;
+    // deposit addresses only: change addresses (branch 1) are the pipeline's, not listed (docs/transfers.md)
+    const where = `a.wallet_id = $1 AND a.branch = 0 ${blockchainId !== undefined ? 'AND a.blockchain_id = $2' : ''}`;
     const n = params.length;
     const rows = await this.c.db.query<AddressRow>(
       `SELECT a.* FROM addresses a JOIN blockchains b USING (blockchain_id) WHERE ${where}

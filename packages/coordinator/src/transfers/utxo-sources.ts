@@ -1,0 +1,132 @@
+/**
+ * What a Bitcoin-family transfer spends from and where its change goes (issue #28, seed §2 "Only
+ * UTXO blockchains allow several addresses per wallet"; docs/transfers.md "UTXO wallets"):
+ *
+ * - sources: EVERY address of the wallet on the chain — deposit (branch 0) and change (branch 1)
+ *   addresses, archived ones included (an archived address may still hold coins) — each with the
+ *   key that can spend it (P2WPKH ← the ECDSA master key, P2TR ← the Taproot master key: the
+ *   stored `public_key` was derived from it, wallets/store.ts).
+ * - change: a FRESH internal address (branch 1, the next index), P2WPKH, derived here before the
+ *   build and inserted in the transaction that stores the unsigned transaction
+ *   ({@link recordChangeAddress}); the UNIQUE (wallet_id, blockchain_id, branch, address_index)
+ *   constraint makes two builds that picked the same index collide, the loser rebuilds.
+ */
+
+import { randomUUID } from 'node:crypto';
+import type { SourceAddress } from '@custodian/chains';
+import { Bip32InvalidChildError, deriveSecp256k1 } from '@custodian/crypto';
+import { ADDRESS_CODECS, addressPath, type MasterKeyHex, masterKeyFor } from '../addresses.js';
+import type { Queryable } from '../db/db.js';
+import type { BlockchainDef } from '../directory.js';
+import { parsePath } from './view.js';
+
+/** A change address derived but not yet stored (inserted with the unsigned transaction). */
+export interface PendingChange extends SourceAddress {
+  /** Index on the internal branch (1). */
+  index: number;
+  /** BIP32 path text, `m/44/{coin}/{wallet}/1/{index}`. */
+  derivationPath: string;
+}
+
+/**
+ * Every address of wallet `walletId` on blockchain `blockchainId` as a spend source (address,
+ * 33-byte compressed public key, path indices), deposit addresses first, in index order.
+ */
+export async function walletSources(q: Queryable, walletId: string, blockchainId: string): Promise<SourceAddress[]> {
+  const rows = await q.query<{ address: string; public_key: string; derivation_path: string }>(
+    `SELECT address, public_key, derivation_path FROM addresses WHERE wallet_id = $1 AND blockchain_id = $2
+     ORDER BY branch, address_index`,
+    [walletId, blockchainId],
+  );
+  return rows.map((r) => ({
+    address: r.address,
+    publicKey: Uint8Array.from(Buffer.from(r.public_key, 'hex')),
+    path: parsePath(r.derivation_path),
+  }));
+}
+
+/**
+ * Derive the next change address (branch 1, P2WPKH, ECDSA master key) of a wallet on a chain:
+ * the index after the highest stored one, skipping indices BIP32 declares invalid. Nothing is
+ * stored.
+ */
+export async function nextChangeAddress(
+  q: Queryable,
+  w: { wallet_id: string; wallet_index: number } & MasterKeyHex,
+  blockchainId: string,
+  chain: BlockchainDef,
+): Promise<PendingChange> {
+  const r = await q.query<{ next: number }>(
+    `SELECT COALESCE(max(address_index) + 1, 0)::int AS next FROM addresses
+     WHERE wallet_id = $1 AND blockchain_id = $2 AND branch = 1`,
+    [w.wallet_id, blockchainId],
+  );
+  const master = masterKeyFor(w, 'p2wpkh');
+  for (let index = r[0]?.next ?? 0; ; index++) {
+    const derivationPath = addressPath(chain.coinType, w.wallet_index, index, 1);
+    try {
+      const child = deriveSecp256k1(master.publicKey, master.chainCode, derivationPath);
+      return {
+        address: ADDRESS_CODECS[chain.family].encode(child.publicKey, 'p2wpkh', chain),
+        publicKey: child.publicKey,
+        path: parsePath(derivationPath),
+        index,
+        derivationPath,
+      };
+    } catch (e) {
+      if (!(e instanceof Bip32InvalidChildError)) throw e;
+    }
+  }
+}
+
+/** Raised by {@link recordChangeAddress} when another build took the index first (rebuild). */
+export class ChangeAddressTakenError extends Error {
+  constructor(index: number) {
+    super(`change address index ${index} was taken by a concurrent build`);
+  }
+}
+
+/**
+ * Insert a change address derived by {@link nextChangeAddress} (in the transaction storing the
+ * unsigned transaction that pays to it).
+ * @throws ChangeAddressTakenError when the index is already stored (the unique constraint; the
+ *   surrounding transaction must be rolled back and the transfer rebuilt)
+ */
+export async function recordChangeAddress(
+  q: Queryable,
+  walletId: string,
+  blockchainId: string,
+  change: PendingChange,
+  now: Date,
+): Promise<void> {
+  const rows = await q.query<{ address_id: string }>(
+    `INSERT INTO addresses (address_id, wallet_id, blockchain_id, address_index, address, address_type, public_key,
+       derivation_path, created_at, branch) VALUES ($1,$2,$3,$4,$5,'p2wpkh',$6,$7,$8,1)
+     ON CONFLICT DO NOTHING RETURNING address_id`,
+    [
+      randomUUID(),
+      walletId,
+      blockchainId,
+      change.index,
+      change.address,
+      Buffer.from(change.publicKey).toString('hex'),
+      change.derivationPath,
+      now,
+    ],
+  );
+  if (rows.length === 0) throw new ChangeAddressTakenError(change.index);
+}
+
+/** The wallet row and its master keys, for {@link nextChangeAddress}. */
+export async function walletKeys(q: Queryable, walletId: string) {
+  const w = (
+    await q.query<{ wallet_id: string; wallet_index: number } & MasterKeyHex>(
+      `SELECT w.wallet_id, w.wallet_index, m.secp256k1_public_key, m.secp256k1_chain_code, m.taproot_public_key,
+              m.taproot_chain_code
+       FROM wallets w JOIN master_keys m USING (master_key_id) WHERE w.wallet_id = $1`,
+      [walletId],
+    )
+  )[0];
+  if (w === undefined) throw new Error(`wallet ${walletId} not found`);
+  return w;
+}
