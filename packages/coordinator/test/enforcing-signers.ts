@@ -80,6 +80,8 @@ export async function createEcdsaMasterKey(
   serverIds: readonly string[],
   approvers: readonly { readonly id: string; readonly secretKey: Uint8Array }[],
   deadlineMs: number,
+  /** Algorithms to create (default ECDSA only); with SECP256K1_TAPROOT the Taproot key is recorded too. */
+  algorithms: readonly number[] = [KeyAlgorithm.SECP256K1_ECDSA],
 ): Promise<{ keyId: string; masterKeyId: string; ek: { publicKey: Uint8Array; chainCode: Uint8Array } }> {
   const { nodes, control } = signers;
   const ceremonyUuid = crypto.randomUUID();
@@ -94,7 +96,7 @@ export async function createEcdsaMasterKey(
           parties: nodes.map((x) => ({ peerId: x.peerId })),
           threshold: 2,
           deadlineUnixMs: Date.now() + deadlineMs,
-          algorithms: [KeyAlgorithm.SECP256K1_ECDSA],
+          algorithms: [...algorithms],
           approverDevices: approvers.map((a) => ({ deviceId: a.id, publicKey: p256.getPublicKey(a.secretKey, true) })),
         },
         deadlineMs + 20_000,
@@ -104,6 +106,7 @@ export async function createEcdsaMasterKey(
   for (const r of results) expect(r.outcome, r.error).toBe(Outcome.OK);
   const ek = results[0]?.publicKeys?.find((k) => k.algorithm === KeyAlgorithm.SECP256K1_ECDSA);
   if (!ek) throw new Error('no ECDSA key');
+  const tr = results[0]?.publicKeys?.find((k) => k.algorithm === KeyAlgorithm.SECP256K1_TAPROOT);
   const now = new Date();
   await coord.db.query(
     `INSERT INTO ceremonies (ceremony_id, kind, status, threshold, parties, progress, started_at, deadline, finished_at)
@@ -119,6 +122,14 @@ export async function createEcdsaMasterKey(
     ],
     secp256k1: { publicKey: ek.publicKey, chainCode: ek.chainCode },
     ed25519: { publicKey: ed25519.getPublicKey(ed25519.utils.randomSecretKey()), chainCode: new Uint8Array(32) },
+    ...(tr
+      ? {
+          taproot: {
+            publicKey: tr.publicKey.length === 33 ? tr.publicKey.slice(1) : tr.publicKey,
+            chainCode: tr.chainCode,
+          },
+        }
+      : {}),
   });
   return { keyId, masterKeyId: mk.master_key_id, ek: { publicKey: ek.publicKey, chainCode: ek.chainCode } };
 }
