@@ -100,6 +100,9 @@ async function signDigestKeys(
   if (digests.length < 1 || digests.length > 64) throw new Refused('digests: 1..64 expected');
   if (keys.length !== digests.length)
     throw new Refused(`digestKeys: ${keys.length} keys for ${digests.length} digests (one per digest)`);
+  // every check before any part starts: a refusal never leaves another part's sessions running
+  for (const [i, p] of parties.entries())
+    if (!rec.parties.includes(p.peerId)) throw new Refused(`parties[${i}]: not a party of key ${req.keyId}`);
   const groups = new Map<number, { entry: KeyRecord['keys'][number]; items: DigestItem[] }>();
   for (const [index, k] of keys.entries()) {
     const e = rec.keys.find((x) => x.algorithm === k.algorithm);
