@@ -11,7 +11,7 @@ import {
   presignProtocol,
 } from '@custodian/cggmp';
 import { bytesToHex, derivedChild, secp256k1Group } from '@custodian/crypto';
-import { type CeremonyResult, Outcome, type SignatureInfo, type StartCeremony } from '@custodian/wire';
+import { type CeremonyResult, KeyAlgorithm, Outcome, type SignatureInfo, type StartCeremony } from '@custodian/wire';
 import { takePresignature } from '../presignatures.js';
 import type { SessionOutcome, SessionParty } from '../runner.js';
 import type { StoreOp } from '../storage.js';
@@ -25,6 +25,26 @@ import {
 } from './context.js';
 import { type KeyRecord, loadEcdsaShare } from './keys.js';
 import type { ReleaseGate } from './release-gate.js';
+
+/** One digest of a sign request and the key it is signed with: its global index and non-hardened path. */
+export interface DigestItem {
+  readonly digest: Uint8Array;
+  /** Position in `SignRequest.digests` (session labels, signature order, interim shares). */
+  readonly index: number;
+  readonly path: readonly number[];
+}
+
+/** What the sessions of one part of a ceremony (one algorithm's digests) gave. */
+export interface SignPart {
+  /** Session outcomes, one per item, in item order (the signing sessions). */
+  readonly outs: SessionOutcome<unknown>[];
+  /** The runtime party order of these sessions (blame indices refer to it). */
+  readonly parties: SessionParty[];
+  /** Per item, its index in `SignRequest.digests`. */
+  readonly indices: readonly number[];
+  /** Per item, once every session is ok. */
+  signatures(): SignatureInfo[];
+}
 
 /**
  * CGGMP21 ECDSA signing, cold: one presigning (3 rounds) then the one-round signing per digest.
@@ -48,10 +68,54 @@ export async function ecdsaSign(
   const path = req.derivationPath ?? [];
   if (path.some((i) => !Number.isSafeInteger(i) || i < 0 || i >= 0x8000_0000))
     throw new Refused('derivationPath: non-hardened indices only');
+  const part = await ecdsaSignPart(
+    ctx,
+    start,
+    ceremonyId,
+    parties,
+    deadline,
+    rec,
+    gate,
+    hooks,
+    digests.map((digest, index) => ({ digest, index, path })),
+  );
+  if (!part.outs.every((o) => o.status === 'ok'))
+    return { result: failure(ceremonyId, part.outs, part.parties), ops: [] };
+  return {
+    result: {
+      ceremonyId,
+      outcome: Outcome.OK,
+      keyId: req.keyId,
+      signatures: part.signatures(),
+      transcriptHash: combinedTranscript(ceremonyId, part.outs),
+    },
+    ops: [],
+  };
+}
+
+/**
+ * The ECDSA part of a signing ceremony: each item signed cold (its own presigning, sessions
+ * `cggmp.presign.<index>` / `cggmp.sign.<index>`) with its own path's tweak, or — a request of
+ * exactly one digest naming `presignatureId` — from that pooled presignature. Paths and digests
+ * are checked by the caller (non-hardened, 32 bytes).
+ * @throws Refused presignatureId with more than one digest; PRESIGNATURE_UNAVAILABLE
+ */
+export async function ecdsaSignPart(
+  ctx: CeremonyContext,
+  start: StartCeremony,
+  ceremonyId: Uint8Array,
+  parties: SessionParty[],
+  deadline: number,
+  rec: KeyRecord,
+  gate: ReleaseGate,
+  hooks: CeremonyHooks,
+  items: readonly DigestItem[],
+): Promise<SignPart> {
+  const req = start.sign as NonNullable<StartCeremony['sign']>;
   const share = await loadEcdsaShare(ctx, req.keyId);
   const { signers, ordered, self } = signingSet(ctx, rec, parties);
   const pooled = req.presignatureId ?? '';
-  if (pooled !== '' && digests.length !== 1) throw new Refused('presignatureId: signs exactly one digest');
+  if (pooled !== '' && (req.digests ?? []).length !== 1) throw new Refused('presignatureId: signs exactly one digest');
   // the pooled presignature's deletion is written with the gate's batch (at once for a prepared
   // one, else after its read) while the path is derived and the share computed; the share leaves
   // only once that batch is durable
@@ -67,12 +131,22 @@ export async function ecdsaSign(
       (t) => (t ? gate.submitted : undefined),
       () => undefined,
     );
-  const derived = path.length > 0 ? derivedChild(share.core.publicKey, share.core.chainCode, path) : undefined;
-  const tweak = derived?.tweak ?? 0n;
+  const derivations = new Map<string, ReturnType<typeof derivedChild> | undefined>();
+  const derive = (path: readonly number[]) => {
+    const id = path.join('/');
+    if (!derivations.has(id))
+      derivations.set(
+        id,
+        path.length > 0 ? derivedChild(share.core.publicKey, share.core.chainCode, [...path]) : undefined,
+      );
+    return derivations.get(id);
+  };
   const common = { parties: ordered, self, secretKey: ctx.secretKey, deadline, group: bytesToHex(ceremonyId) };
   let deleted: Promise<void> | undefined;
   const outs = await Promise.all(
-    digests.map(async (digest, i): Promise<SessionOutcome<EcdsaSignature>> => {
+    items.map(async ({ digest, index: i, path }): Promise<SessionOutcome<EcdsaSignature>> => {
+      const derived = derive(path);
+      const tweak = derived?.tweak ?? 0n;
       let presignature: Presignature;
       if (taking) {
         const taken = await taking;
@@ -121,26 +195,21 @@ export async function ecdsaSign(
     }),
   );
   await deleted; // its failure (a used ceremony id, a store error) is the ceremony's, not a peer's
-  if (!outs.every((o) => o.status === 'ok')) return { result: failure(ceremonyId, outs, ordered), ops: [] };
-  const signatures: SignatureInfo[] = outs.map((o, i) => {
-    const sig = (o as { output: EcdsaSignature }).output;
-    return {
-      algorithm: req.algorithm,
-      digest: digests[i] as Uint8Array,
-      signature: sig.compact,
-      publicKey: sig.publicKey,
-      recoveryId: sig.recovery,
-    };
-  });
   return {
-    result: {
-      ceremonyId,
-      outcome: Outcome.OK,
-      keyId: req.keyId,
-      signatures,
-      transcriptHash: combinedTranscript(ceremonyId, outs),
-    },
-    ops: [],
+    outs,
+    parties: ordered,
+    indices: items.map((x) => x.index),
+    signatures: () =>
+      outs.map((o, k) => {
+        const sig = (o as { output: EcdsaSignature }).output;
+        return {
+          algorithm: KeyAlgorithm.SECP256K1_ECDSA,
+          digest: (items[k] as DigestItem).digest,
+          signature: sig.compact,
+          publicKey: sig.publicKey,
+          recoveryId: sig.recovery,
+        };
+      }),
   };
 }
 

@@ -2,6 +2,8 @@
  * Item 1b of enforce.ts on the signer's side (issue #20): the chain context binds nothing the signer
  * cannot check on its own — asset, chain id / network, wallet path and sender key, Bitcoin-family
  * inputs and change, fee cap and ceiling — each against the signer's configuration and key record.
+ * Bitcoin family (issue #28): inputs may be P2WPKH (ECDSA key) and P2TR (Taproot key) of several
+ * addresses of the intent's wallet; the change is a branch-1 address of that wallet or the source.
  */
 import {
   type BitcoinContext,
@@ -142,11 +144,13 @@ export function checkChainContext(
       throw new EvidenceRefused('SENDER_MISMATCH', `source_address is not the ${kind} address of the derived key`);
     let total = 0n;
     for (const [i, input] of ctx.inputs.entries()) {
-      // one sign request signs with one key kind: every input is of the algorithm's address kind
-      if (input.kind !== kind || !isWalletPath(input.path, coinType, wallet))
-        throw new EvidenceRefused('INPUT_KEY_MISMATCH', `inputs[${i}]: not a ${kind} address of the intent's wallet`);
-      const pk = derivedKey(trust.keys, SUITE_OF_KIND[kind], input.path);
-      if (input.publicKey !== pk || input.address !== utxoAddress(network, hexToBytes(pk), kind))
+      // issue #28: inputs of either kind, each of its own kind's master key at its own path of the
+      // intent's wallet (which key signs which digest: enforce.ts compares the request's digest keys)
+      const ik = input.kind === 'p2tr' || input.kind === 'p2wpkh' ? input.kind : undefined;
+      if (ik === undefined || !isWalletPath(input.path, coinType, wallet))
+        throw new EvidenceRefused('INPUT_KEY_MISMATCH', `inputs[${i}]: not a wallet address of the intent's wallet`);
+      const pk = derivedKey(trust.keys, SUITE_OF_KIND[ik], input.path);
+      if (input.publicKey !== pk || input.address !== utxoAddress(network, hexToBytes(pk), ik))
         throw new EvidenceRefused('INPUT_KEY_MISMATCH', `inputs[${i}]: key is not the one derived for its path`);
       total += big(input.value, `inputs[${i}].value`);
     }
@@ -154,8 +158,18 @@ export function checkChainContext(
     if (ctx.change !== null) {
       const c = ctx.change;
       const ck = c.kind === 'p2tr' || c.kind === 'p2wpkh' ? c.kind : undefined;
-      if (ck === undefined || !isWalletPath(c.path, coinType, wallet))
-        throw new EvidenceRefused('CHANGE_MISMATCH', "change: not an address of the intent's wallet (branch 0 or 1)");
+      // a change address (branch 1) of the wallet, or the source address itself (transfers built
+      // before #28 send change there); another receiving address would move funds between
+      // customer-visible addresses without approval
+      if (
+        ck === undefined ||
+        !isWalletPath(c.path, coinType, wallet) ||
+        (c.path[3] !== 1 && c.address !== intent.source_address)
+      )
+        throw new EvidenceRefused(
+          'CHANGE_MISMATCH',
+          "change: neither a change address (branch 1) of the intent's wallet nor its source address",
+        );
       const pk = derivedKey(trust.keys, SUITE_OF_KIND[ck], c.path);
       if (c.publicKey !== pk || c.address !== utxoAddress(network, hexToBytes(pk), ck))
         throw new EvidenceRefused('CHANGE_MISMATCH', 'change: key is not the one derived for its path');

@@ -18,8 +18,11 @@
  *    sender key for it from the master public key and chain code of ITS OWN key record — the
  *    context's sender (`from`, `fromPublicKey`) and the intent's `source_address` must be that
  *    key's (`SENDER_MISMATCH`); Bitcoin family: every
- *    input's and the change's key is derived from its path, a path of the same wallet in branch 0
- *    or 1 (`INPUT_KEY_MISMATCH`, `CHANGE_MISMATCH`); the transaction's maximum fee is at most the
+ *    input's key is derived from its path (a path of the same wallet, branch 0 or 1), by the master
+ *    key of its own kind (P2WPKH: ECDSA, P2TR: Taproot; `INPUT_KEY_MISMATCH`), and the change is a
+ *    change address (branch 1) of that wallet or the source address itself (`CHANGE_MISMATCH`);
+ *    the key each digest is signed with (`SignRequest.digestKeys`, issue #28) is the one
+ *    recomputed for its input (`DIGEST_MISMATCH`, {@link checkDigestKeys}); the transaction's maximum fee is at most the
  *    intent's `max_fee` that the approvers signed (`FEE_ABOVE_CAP`) and the configured ceiling
  *    (`FEE_ABOVE_CEILING`). A TRON transaction carries no chain id: it is bound to its network by
  *    its reference block, which the signer CANNOT verify offline — the signer only checks the
@@ -131,6 +134,51 @@ function samePath(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
+/** The key algorithm a recomputed digest's scheme is signed with (Bitcoin family: P2WPKH / P2TR). */
+const ALGORITHM_OF_SCHEME: Record<string, number> = {
+  ecdsa: KeyAlgorithm.SECP256K1_ECDSA,
+  schnorr: KeyAlgorithm.SECP256K1_TAPROOT,
+};
+
+/**
+ * Issue #28: the key each digest is signed with is the one the signer recomputed for it. Bitcoin
+ * family: each digest's scheme (ecdsa ↔ SECP256K1_ECDSA, schnorr ↔ SECP256K1_TAPROOT) and its
+ * input's path; other chains: the intent's algorithm and path. Without `req.digestKeys` every digest
+ * is signed with the request's algorithm at the intent's path, so every recomputed key must be that
+ * one; with them, exactly one per digest, each equal to its recomputed key.
+ * @throws EvidenceRefused DIGEST_MISMATCH otherwise
+ */
+function checkDigestKeys(
+  req: SignRequest,
+  intent: TransferIntent,
+  digests: readonly { scheme: string; key: { path: readonly number[] } }[],
+  family: string,
+): void {
+  if (family !== 'bitcoin' && digests.some((d) => !samePath(d.key.path, intent.derivation_path)))
+    throw new EvidenceRefused('DIGEST_MISMATCH', 'a digest is for another key path than the intent');
+  const expected = digests.map((d) => ({
+    algorithm: family === 'bitcoin' ? ALGORITHM_OF_SCHEME[d.scheme] : req.algorithm,
+    path: d.key.path,
+  }));
+  const named = req.digestKeys ?? [];
+  const asked =
+    named.length === 0
+      ? digests.map(() => ({ algorithm: req.algorithm, path: intent.derivation_path }))
+      : named.map((k) => ({ algorithm: k?.algorithm, path: Array.isArray(k?.derivationPath) ? k.derivationPath : [] }));
+  if (asked.length !== expected.length)
+    throw new EvidenceRefused('DIGEST_MISMATCH', `digestKeys: ${asked.length} keys for ${expected.length} digests`);
+  for (const [i, e] of expected.entries()) {
+    const a = asked[i] as (typeof asked)[number];
+    if (e.algorithm === undefined || a.algorithm !== e.algorithm || !samePath(a.path, e.path))
+      throw new EvidenceRefused(
+        'DIGEST_MISMATCH',
+        named.length === 0
+          ? `digests[${i}]: signed with another key than the intent's (per-digest keys needed)`
+          : `digestKeys[${i}]: not the key the chain context gives for this digest`,
+      );
+  }
+}
+
 /** What an accepted request leaves to persist: the ledger entries to put in the ceremony's batch. */
 export interface EnforcementVerdict {
   readonly intent: TransferIntent;
@@ -218,9 +266,7 @@ async function enforceLocked(
   if (asked.length !== expected.length || asked.some((d, i) => d !== expected[i])) {
     throw new EvidenceRefused('DIGEST_MISMATCH', 'the digests asked for are not the ones the transfer fields give');
   }
-  if (digests.some((d) => !samePath(d.key.path, intent.derivation_path))) {
-    throw new EvidenceRefused('DIGEST_MISMATCH', 'a digest is for another key path than the intent');
-  }
+  checkDigestKeys(req, intent, digests, chain.family);
   // 3. ledger: a transfer is signed once, or re-signed identically, or replaced with fresh approvals
   const key = transferKey(intent.transfer_id);
   if (reserved(store).has(intent.transfer_id)) {

@@ -10,6 +10,11 @@
  * encrypted, so the gateway never sees a share or a nonce. This module re-exports dispatch.ts and
  * sign-results.ts, so importers of the gateway see one surface.
  *
+ * Per-digest keys (issue #28, `GatewaySignRequest.digestKeys`): validated (one per digest, known
+ * algorithms, non-hardened paths) and forwarded as `SignRequest.digestKeys`; a request whose
+ * digest keys name any key other than its own skips the ECDSA fast path (the signers combine), and
+ * each returned signature is checked under its own digest's algorithm (sign-results.ts).
+ *
  * ECDSA fast path (control.proto `SignatureShares`; `@custodian/signer-client` share-combiner.ts): when the
  * request gives the master ECDSA key and chain code (`ecdsaKey`) and every party is a server signer,
  * each signer sends its share of each signature as an interim frame as soon as the share leaves for
@@ -201,6 +206,27 @@ export function evidenceWire(e: SignEvidence): Partial<SignRequest> {
   };
 }
 
+const nonHardened = (path: readonly unknown[]): boolean =>
+  path.every((x) => Number.isSafeInteger(x) && (x as number) >= 0 && (x as number) < 0x8000_0000);
+
+/** The algorithm digest `i` is signed with: its `digestKeys` entry's, else the request's. */
+export function algorithmOf(req: Pick<GatewaySignRequest, 'algorithm' | 'digestKeys'>, i: number) {
+  return req.digestKeys?.[i]?.algorithm ?? req.algorithm;
+}
+
+/**
+ * Whether `digestKeys` names any key other than the request's own (`algorithm` at
+ * `derivationPath`): then the ceremony signs with several keys (issue #28).
+ */
+export function hasOtherDigestKeys(req: Pick<GatewaySignRequest, 'algorithm' | 'derivationPath' | 'digestKeys'>) {
+  return (req.digestKeys ?? []).some(
+    (k) =>
+      k.algorithm !== req.algorithm ||
+      k.derivationPath.length !== req.derivationPath.length ||
+      k.derivationPath.some((x, j) => x !== req.derivationPath[j]),
+  );
+}
+
 function validate(req: GatewaySignRequest): void {
   if (typeof req.keyId !== 'string' || req.keyId.length === 0) throw new TypeError('keyId: non-empty string');
   if (!(req.algorithm in ALGORITHMS)) throw new RangeError(`algorithm: unknown ${String(req.algorithm)}`);
@@ -215,9 +241,20 @@ function validate(req: GatewaySignRequest): void {
   }
   if (!Array.isArray(req.digests) || req.digests.length < 1 || req.digests.length > 64)
     throw new RangeError('digests: 1..64 expected');
+  if (req.digestKeys !== undefined) {
+    if (!Array.isArray(req.digestKeys)) throw new TypeError('digestKeys: an array');
+    if (req.digestKeys.length > 0 && req.digestKeys.length !== req.digests.length)
+      throw new RangeError(`digestKeys: one per digest (${req.digests.length}), got ${req.digestKeys.length}`);
+    for (const [i, k] of req.digestKeys.entries()) {
+      if (typeof k !== 'object' || k === null || !(k.algorithm in ALGORITHMS))
+        throw new RangeError(`digestKeys[${i}].algorithm: unknown ${String(k?.algorithm)}`);
+      if (!Array.isArray(k.derivationPath) || !nonHardened(k.derivationPath))
+        throw new RangeError(`digestKeys[${i}].derivationPath: non-hardened indices (< 2^31)`);
+    }
+  }
   for (const [i, d] of req.digests.entries()) {
     if (!(d instanceof Uint8Array)) throw new TypeError(`digests[${i}]: Uint8Array`);
-    if (req.algorithm !== 'ED25519' && d.length !== 32) throw new RangeError(`digests[${i}]: 32 bytes`);
+    if (algorithmOf(req, i) !== 'ED25519' && d.length !== 32) throw new RangeError(`digests[${i}]: 32 bytes`);
   }
   if (!(req.deadline instanceof Date) || Number.isNaN(req.deadline.getTime()))
     throw new TypeError('deadline: a valid Date');
@@ -242,6 +279,8 @@ function fastPath(
   log: SignerGatewayInit['log'],
 ): EcdsaShareCombiner | undefined {
   if (req.algorithm !== 'SECP256K1_ECDSA' || !req.ecdsaKey) return undefined;
+  // per-digest keys other than the request's (issue #28): the signers combine (their results are verified)
+  if (hasOtherDigestKeys(req)) return undefined;
   if (targets.some((t) => t.party.kind !== 'server')) return undefined;
   try {
     return new EcdsaShareCombiner({
@@ -282,6 +321,14 @@ export function createSignerGateway(init: SignerGatewayInit): SignerGateway {
         digests: req.digests.map((d) => Uint8Array.from(d)),
         transfer: transferFields(req.evidence),
         ...(req.taprootMerkleRoot ? { taprootMerkleRoot: Uint8Array.from(req.taprootMerkleRoot) } : {}),
+        ...(req.digestKeys && req.digestKeys.length > 0
+          ? {
+              digestKeys: req.digestKeys.map((k) => ({
+                algorithm: ALGORITHMS[k.algorithm],
+                derivationPath: [...k.derivationPath],
+              })),
+            }
+          : {}),
         ...(init.evidenceFields ?? evidenceWire)(req.evidence),
       };
       try {
@@ -406,7 +453,9 @@ export function createSignerGateway(init: SignerGatewayInit): SignerGateway {
         });
         return { result, stale };
       };
-      const pooled = req.algorithm === 'SECP256K1_ECDSA' && req.digests.length === 1 && init.attempts !== undefined;
+      // a pooled presignature signs one ECDSA digest (at any path: the tweak is applied when signing)
+      const pooled =
+        algorithmOf(req, 0) === 'SECP256K1_ECDSA' && req.digests.length === 1 && init.attempts !== undefined;
       const first = await attempt(pooled);
       if (!first.stale) return first.result;
       // the signers no longer hold that presignature: sign cold instead of failing the transfer

@@ -23,7 +23,7 @@
  * culprits are definitive; the others say the ceremony may succeed when tried again.
  */
 import { type CeremonyResult, isTransientRefusal, Outcome, type ReceivedRefusal, refusalOf } from '@custodian/wire';
-import { secp256k1 } from '@noble/curves/secp256k1.js';
+import { schnorr, secp256k1 } from '@noble/curves/secp256k1.js';
 import { equalBytes } from '@noble/curves/utils.js';
 import { type BlameRecord, type SignDispute, signDisputes, unverifiedAccusers, verifiedCulprits } from './blame.js';
 
@@ -135,6 +135,15 @@ export function ecdsaRecovery(signature: Uint8Array, digest: Uint8Array, publicK
   throw new Error('ECDSA signature: no recovery id recovers the public key');
 }
 
+/** Whether a 64-byte BIP340 signature verifies over a 32-byte digest under a 32-byte x-only key. */
+function taprootValid(signature: Uint8Array, digest: Uint8Array, publicKey: Uint8Array): boolean {
+  try {
+    return schnorr.verify(signature, digest, publicKey);
+  } catch {
+    return false;
+  }
+}
+
 /** `UNAVAILABLE` naming `parties`, its message listing each with its error. */
 export function unavailableResult(parties: UnavailableParty[]): GatewaySignResult {
   return {
@@ -154,6 +163,8 @@ export function mapSignResults(
   req: {
     readonly algorithm: 'SECP256K1_ECDSA' | 'SECP256K1_TAPROOT' | 'ED25519';
     readonly digests: readonly Uint8Array[];
+    /** Per-digest algorithms (issue #28); absent: every digest is `algorithm`'s. */
+    readonly digestKeys?: readonly { readonly algorithm: 'SECP256K1_ECDSA' | 'SECP256K1_TAPROOT' | 'ED25519' }[];
   },
   targets: readonly PartyDispatch[],
   results: readonly PartyResult[],
@@ -200,16 +211,24 @@ export function mapSignResults(
   });
   if (!agree || first.length !== req.digests.length)
     return { ok: false, reason: 'ABORTED', culprits: [], message: 'parties returned different signatures' };
+  const perDigest = (req.digestKeys ?? []).length > 0;
+  const algorithmOf = (i: number) => (perDigest ? req.digestKeys?.[i]?.algorithm : undefined) ?? req.algorithm;
   try {
     return {
       ok: true,
-      signatures: first.map((s, i) => ({
-        signature: Uint8Array.from(s.signature),
-        publicKey: Uint8Array.from(s.publicKey),
-        ...(req.algorithm === 'SECP256K1_ECDSA'
-          ? { recovery: ecdsaRecovery(s.signature, req.digests[i] as Uint8Array, s.publicKey, s.recoveryId ?? 0) }
-          : {}),
-      })),
+      signatures: first.map((s, i) => {
+        const digest = req.digests[i] as Uint8Array;
+        // per-digest keys: each signature is checked under its own algorithm and returned key
+        if (perDigest && algorithmOf(i) === 'SECP256K1_TAPROOT' && !taprootValid(s.signature, digest, s.publicKey))
+          throw new Error(`signatures[${i}]: not a valid BIP340 signature under its public key`);
+        return {
+          signature: Uint8Array.from(s.signature),
+          publicKey: Uint8Array.from(s.publicKey),
+          ...(algorithmOf(i) === 'SECP256K1_ECDSA'
+            ? { recovery: ecdsaRecovery(s.signature, digest, s.publicKey, s.recoveryId ?? 0) }
+            : {}),
+        };
+      }),
     };
   } catch (e) {
     return { ok: false, reason: 'ABORTED', culprits: [], message: e instanceof Error ? e.message : String(e) };
