@@ -28,6 +28,7 @@ import {
   unhex,
   WAITING_FOR_SIGNERS,
 } from './pipeline-context.js';
+import { bitcoinAdapterOf, fixedInputsOf } from './self-spend.js';
 import { attemptSignature, chainSignatures, retryDelay } from './signing-attempt.js';
 import { loadUnsigned, type StoredUnsigned, storeUnsigned } from './unsigned.js';
 import { fieldsOf, intentCap, loadTransfer, type TransferRow } from './view.js';
@@ -202,13 +203,20 @@ export async function buildStored(x: StepContext, t: TransferRow): Promise<Store
   const utxo = def.accountModel === 'utxo';
   let built: UnsignedTransfer;
   try {
-    built = await adapter.buildTransfer({
-      fields: fieldsOf(t.intent),
-      sources: [source],
-      // UTXO chains: change goes back to the source address (one key per signing request)
-      ...(utxo ? { change: source } : {}),
-      feeLevel: 'STANDARD',
-    });
+    built =
+      t.self_spend !== null
+        ? // self-spend.ts: exactly the outpoints fixed at creation, no change
+          bitcoinAdapterOf(x, t.intent.blockchain).buildFixedInputs(
+            fieldsOf(t.intent),
+            await fixedInputsOf(x.db, t.wallet_id, t.blockchain_id, t.self_spend),
+          )
+        : await adapter.buildTransfer({
+            fields: fieldsOf(t.intent),
+            sources: [source],
+            // UTXO chains: change goes back to the source address (one key per signing request)
+            ...(utxo ? { change: source } : {}),
+            feeLevel: 'STANDARD',
+          });
   } catch (e) {
     const code = (e as { code?: string }).code;
     if (code === 'INSUFFICIENT_FUNDS' || code === 'INVALID_TRANSFER' || code === 'INVALID_ADDRESS') {
