@@ -328,7 +328,8 @@ export function cpfpChildFee(o: {
       throw new RangeError(`${k}: expected a finite number ≥ 0`);
   const packageFee = ceil(o.targetRate * (o.parentVsize + o.childVsize)) - o.parentFee;
   const alone = ceil(o.minRate * o.childVsize);
-  return packageFee > alone ? packageFee : alone;
+  if (packageFee < alone) return alone;
+  return packageFee;
 }
 
 /**

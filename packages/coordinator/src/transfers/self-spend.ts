@@ -8,6 +8,7 @@
  * of a fee bump ({@link createSelfSpend} from fee-bump-request.ts). The pipeline builds them with
  * {@link fixedInputsOf} (signing-step.ts `buildStored`).
  */
+import { randomUUID } from 'node:crypto';
 import {
   BitcoinAdapter,
   dustThreshold,
@@ -109,6 +110,7 @@ export interface ConsolidationInput {
  */
 export async function consolidate(
   s: RequestContext,
+  actor: string,
   profileId: string,
   walletId: string,
   input: ConsolidationInput,
@@ -152,7 +154,21 @@ export async function consolidate(
     inputs: chosen.map((u) => ({ txid: u.txid, vout: u.vout, value: u.value.toString(), address: u.address })),
     fee: fee.toString(),
   };
-  const out = await s.db.tx((q) => createSelfSpend(s, q, profileId, walletId, chain.blockchain_id, spend));
+  const out = await s.db.tx(async (q) => {
+    const r = await createSelfSpend(s, q, profileId, walletId, chain.blockchain_id, spend);
+    await q.query(
+      `INSERT INTO audit_log (audit_id, at, actor_user_id, action, target_type, target_id, details)
+       VALUES ($1,$2,$3,'transfer.consolidation_requested','transfer',$4,$5::jsonb)`,
+      [
+        randomUUID(),
+        s.clock(),
+        actor,
+        r.view.transfer_id,
+        JSON.stringify({ inputs: spend.inputs.length, fee: spend.fee, priority: input.priority ?? 'STANDARD' }),
+      ],
+    );
+    return r;
+  });
   out.afterCommit();
   return out.view;
 }
