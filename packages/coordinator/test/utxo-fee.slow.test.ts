@@ -102,7 +102,7 @@ async function fundedWallet(
   await api.signedPolicy(
     {
       name: `ltc ${walletId}`,
-      scope: { wallet_ids: [walletId] },
+      scope: { wallet_ids: [walletId], asset_id: ltcAsset },
       whitelist: [dest, address],
       daily_limit: '10000000000',
     },

@@ -138,17 +138,16 @@ export async function consolidate(
     throw e;
   }
   const reserved = await reservedOutpoints(s.db, chain.blockchain_id);
-  const chosen = utxos
-    .filter((u) => (below === undefined || u.value < below) && !reserved.has(`${u.txid}:${u.vout}`))
-    .sort((x, y) => (x.value < y.value ? -1 : x.value > y.value ? 1 : 0))
-    .slice(0, max);
-  if (chosen.length < 2) throw field('body', `${chosen.length} UTXO(s) qualify: a consolidation needs at least 2`);
   const { rate } = await adapter.feeRate(input.priority ?? 'STANDARD');
-  const fee = consolidationFee(
-    chosen.map(() => 'p2wpkh' as UtxoAddressKind),
+  const address = chain.address;
+  const { chosen, fee } = planConsolidation(utxos, {
+    ...(below !== undefined ? { below } : {}),
+    maxInputs: max,
+    reserved,
     rate,
-    (kinds) => estimateVsize(adapter.network, kinds, chain.address as string),
-  );
+    vsizeOf: (kinds) => estimateVsize(adapter.network, kinds, address),
+    dust: dustThreshold(adapter.network, address),
+  });
   const spend: SelfSpend = {
     kind: 'CONSOLIDATION',
     inputs: chosen.map((u) => ({ txid: u.txid, vout: u.vout, value: u.value.toString(), address: u.address })),
@@ -173,13 +172,33 @@ export async function consolidate(
   return out.view;
 }
 
-/** Fee (base units) of a self-spend with inputs of `kinds` at `rate` base units/vbyte: ceil(rate × vsize). */
-export function consolidationFee(
-  kinds: readonly UtxoAddressKind[],
-  rate: number,
-  vsizeOf: (kinds: readonly UtxoAddressKind[]) => number,
-): bigint {
-  return BigInt(Math.ceil(rate * vsizeOf(kinds)));
+/**
+ * Which UTXOs a consolidation spends and its fee (pure): those strictly below `below` and not in
+ * `reserved` (`txid:vout`), smallest first, at most `maxInputs`; fee = ceil(`rate` × vsize)
+ * (base units, `rate` in base units per vbyte). All inputs are P2WPKH (one-address wallets).
+ * @throws ApiError 422 VALIDATION_FAILED when fewer than 2 qualify, or Σ − fee is below `dust`
+ */
+export function planConsolidation(
+  utxos: readonly Utxo[],
+  o: {
+    below?: bigint;
+    maxInputs: number;
+    reserved: ReadonlySet<string>;
+    rate: number;
+    vsizeOf: (kinds: readonly UtxoAddressKind[]) => number;
+    dust: bigint;
+  },
+): { chosen: Utxo[]; fee: bigint; amount: bigint } {
+  const chosen = utxos
+    .filter((u) => (o.below === undefined || u.value < o.below) && !o.reserved.has(`${u.txid}:${u.vout}`))
+    .sort((x, y) => (x.value < y.value ? -1 : x.value > y.value ? 1 : 0))
+    .slice(0, o.maxInputs);
+  if (chosen.length < 2) throw field('body', `${chosen.length} UTXO(s) qualify: a consolidation needs at least 2`);
+  const fee = BigInt(Math.ceil(o.rate * o.vsizeOf(chosen.map(() => 'p2wpkh'))));
+  const amount = chosen.reduce((a, u) => a + u.value, 0n) - fee;
+  if (amount < o.dust)
+    throw field('body', `the ${chosen.length} UTXOs minus the fee ${fee} are below dust (${o.dust} base units)`);
+  return { chosen, fee, amount };
 }
 
 /** Outpoints (`txid:vout`) named by self-spends of live transfers of a chain: not to be chosen again. */
