@@ -70,7 +70,8 @@ export type TxLookup =
  */
 /**
  * UTXOs of the coordinator's watcher (confirmed outputs of watched addresses), minus the outputs
- * that transactions of non-failed, unconfirmed transfers already spend. `storeChain` is the
+ * that transactions of non-failed, unconfirmed transfers already spend and those that live
+ * self-spends (consolidations, CPFP children) fixed at creation. `storeChain` is the
  * watcher's chain id (`@custodian/chains` network id), `directoryKey` the blockchain key.
  */
 export class PgUtxoSource implements UtxoSource {
@@ -88,6 +89,13 @@ export class PgUtxoSource implements UtxoSource {
            SELECT 1 FROM transfers t JOIN blockchains b ON b.blockchain_id = t.blockchain_id,
              jsonb_array_elements(COALESCE(t.unsigned->'context'->'inputs', '[]'::jsonb)) i
            WHERE b.key = $3 AND t.status IN ('PENDING_SIGNATURE', 'READY_TO_SEND', 'SENT') AND t.delivered_at IS NULL
+             AND (i->>'txid') || ':' || (i->>'vout') = u.outpoint)
+         -- self-spends (self-spend.ts) hold their fixed inputs from creation on
+         AND NOT EXISTS (
+           SELECT 1 FROM transfers t JOIN blockchains b ON b.blockchain_id = t.blockchain_id,
+             jsonb_array_elements(t.self_spend->'inputs') i
+           WHERE b.key = $3 AND t.self_spend IS NOT NULL AND t.delivered_at IS NULL
+             AND t.status IN ('PENDING', 'PENDING_APPROVAL', 'PENDING_SIGNATURE', 'READY_TO_SEND', 'SENT')
              AND (i->>'txid') || ':' || (i->>'vout') = u.outpoint)`,
       [this.storeChain, [...addresses], this.directoryKey],
     );
