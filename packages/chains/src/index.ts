@@ -89,10 +89,20 @@ export { BitcoinRpc } from './bitcoin/rpc.js';
 
 // Bitcoin family: adapter (P2WPKH and P2TR addresses, PSBT-free transactions, fees)
 
-export type { BitcoinAdapterOptions, BitcoinContext, Utxo, UtxoAddressKind, UtxoSource } from './bitcoin/adapter.js';
+export type {
+  BitcoinAdapterOptions,
+  BitcoinContext,
+  FixedInput,
+  Utxo,
+  UtxoAddressKind,
+  UtxoSource,
+} from './bitcoin/adapter.js';
 export {
   BitcoinAdapter,
+  cpfpChildFee,
   decodeUtxoAddress,
+  dustThreshold,
+  estimateVsize,
   RBF_SEQUENCE,
   recomputeBitcoinDigests,
   ScanTxOutSetSource,

@@ -115,6 +115,7 @@ export const OPERATION_IDS: Readonly<Record<string, string>> = {
   'GET /admin/v1/profiles/:profile_id/transfers/:transfer_id': 'adminGetTransfer',
   'POST /admin/v1/profiles/:profile_id/transfers/:transfer_id/cancel': 'adminCancelTransfer',
   'POST /admin/v1/profiles/:profile_id/transfers/:transfer_id/fee-bump': 'adminBumpTransferFee',
+  'POST /admin/v1/profiles/:profile_id/wallets/:wallet_id/consolidations': 'adminConsolidateUtxos',
   'GET /.well-known/jwks.json': 'getWebhookJwks',
 };
 

@@ -277,6 +277,61 @@ export function recomputeBitcoinDigests(
   });
 }
 
+/** A fixed input of a self-spend: the outpoint, its value and the key of its address. */
+export interface FixedInput extends Utxo {
+  /** 33-byte compressed key owning `address`. */
+  publicKey: Uint8Array;
+  /** Derivation path of that key below the master key. */
+  path: readonly number[];
+}
+
+/**
+ * Estimated virtual size (vbytes, fractional) of a transaction with inputs of `inputKinds`, one
+ * output to `destination` and, when `changeKind` is given, a change output of that kind.
+ */
+export function estimateVsize(
+  network: UtxoNetwork,
+  inputKinds: readonly UtxoAddressKind[],
+  destination: string,
+  changeKind?: UtxoAddressKind,
+): number {
+  const dest = decodeUtxoAddress(network, destination);
+  return (
+    VSIZE.overhead +
+    (VSIZE.output[dest.type] ?? 43) +
+    inputKinds.reduce((a, k) => a + VSIZE.input[k], 0) +
+    (changeKind === undefined ? 0 : VSIZE.walletOutput[changeKind])
+  );
+}
+
+/** Dust threshold (base units) of an output paying `address` (Bitcoin Core's at 3 sat/vB). */
+export function dustThreshold(network: UtxoNetwork, address: string): bigint {
+  return DUST[decodeUtxoAddress(network, address).type] ?? 546n;
+}
+
+/**
+ * CPFP (child pays for parent): the fee (base units) a child spending one output of an
+ * unconfirmed parent must pay so that the package (parent + child) reaches `targetRate`
+ * (base units per vbyte): ceil(targetRate × (parentVsize + childVsize)) − parentFee, and never
+ * less than the child alone needs at `minRate` (the node's relay fee): ceil(minRate × childVsize).
+ * @throws RangeError for a negative or non-finite size or rate
+ */
+export function cpfpChildFee(o: {
+  parentVsize: number;
+  parentFee: bigint;
+  childVsize: number;
+  targetRate: number;
+  minRate: number;
+}): bigint {
+  for (const [k, v] of Object.entries(o))
+    if (typeof v === 'number' && (!Number.isFinite(v) || v < 0))
+      throw new RangeError(`${k}: expected a finite number ≥ 0`);
+  const packageFee = ceil(o.targetRate * (o.parentVsize + o.childVsize)) - o.parentFee;
+  const alone = ceil(o.minRate * o.childVsize);
+  if (packageFee < alone) return alone;
+  return packageFee;
+}
+
 /**
  * Bitcoin-family adapter (Bitcoin and Litecoin, mainnet/testnet/regtest) over `@scure/btc-signer`:
  * P2WPKH (BIP84-style, bech32) and P2TR (BIP86 key path, bech32m) addresses; UTXO selection
@@ -504,6 +559,29 @@ export class BitcoinAdapter implements ChainAdapter<BitcoinContext> {
     } catch (e) {
       throw new BroadcastError(`sendrawtransaction: ${(e as Error).message}`, { cause: e });
     }
+  }
+
+  /**
+   * A self-spend (consolidation, CPFP child) over FIXED inputs: exactly `inputs`, in that order,
+   * one output (`fields.destination`, `fields.amount`), no change; fee = Σ inputs − amount. No
+   * coin selection and no node call: the inputs were chosen when the transfer was created.
+   * @throws InvalidTransferError when a key does not own its input's address, the inputs do not
+   *   cover the amount (fee ≤ 0), or the amount is below dust
+   */
+  buildFixedInputs(fields: TransferFields, inputs: readonly FixedInput[]): UnsignedTransfer<BitcoinContext> {
+    if (inputs.length === 0) throw new InvalidTransferError('inputs', 'at least one input');
+    const total = inputs.reduce((a, i) => a + i.value, 0n);
+    const fee = total - fields.amount;
+    if (fee <= 0n) throw new InvalidTransferError('amount', `the inputs (${total}) do not pay the amount and a fee`);
+    const kinds = inputs.map((i, n) => kindOf(this.network, i.address, `inputs[${n}].address`));
+    const vsize = estimateVsize(this.network, kinds, fields.destination);
+    const context = this.#context([...inputs], inputs, undefined, 0n, fee, Number(fee) / vsize);
+    return this.#assemble(fields, context);
+  }
+
+  /** Spendable outputs of `addresses` from the adapter's UTXO source (base units). */
+  unspent(addresses: readonly string[]): Promise<Utxo[]> {
+    return this.#utxos.listUnspent(addresses);
   }
 
   /**

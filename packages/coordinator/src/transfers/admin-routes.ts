@@ -10,6 +10,7 @@
  * | GET transfers, GET transfers/{id} | ADMIN, FINANCE_MANAGER, VIEWER |
  * | POST transfers/{id}/cancel | ADMIN, FINANCE_MANAGER |
  * | POST transfers/{id}/fee-bump (then needs the policy's device approvals) | ADMIN, FINANCE_MANAGER |
+ * | POST wallets/{id}/consolidations (a self-spend transfer: policy and device approvals) | ADMIN, FINANCE_MANAGER |
  *
  * None of these is reachable with an API key (seed §4 rules 3, 4). A Finance Manager or Viewer
  * assigned to wallet groups sees and acts on only the transfers of those groups' wallets (any other
@@ -24,6 +25,7 @@ import { ApiError, type ErrorCode } from '../errors.js';
 import type { PageRequest } from '../store.js';
 import type { SessionService } from '../users/sessions.js';
 import type { PolicyInput, PolicyService } from './policies.js';
+import type { ConsolidationInput } from './self-spend.js';
 import { TRANSFER_STATUSES, type TransferService, type TransferStatus } from './service.js';
 
 const ALL: readonly Role[] = ROLES;
@@ -319,18 +321,68 @@ export async function transferAdminRoutes(
           body: {
             type: 'object',
             additionalProperties: false,
-            properties: { priority: { type: 'string', enum: ['SLOW', 'STANDARD', 'FAST'] } },
+            properties: {
+              priority: { type: 'string', enum: ['SLOW', 'STANDARD', 'FAST'] },
+              method: {
+                type: 'string',
+                enum: ['RBF', 'CPFP'],
+                description:
+                  'Bitcoin family: RBF (a replacement) or CPFP (a child self-spend of the change output, a transfer of its ' +
+                  "own with its own approvals: `fee_bump.child_transfer_id`). Default: RBF, and CPFP when the change cannot pay the replacement's fee.",
+              },
+            },
           },
         },
         ['TRANSFER_NOT_FOUND', 'TRANSFER_STATE_CONFLICT', 'CHAIN_UNAVAILABLE'],
       ),
     },
-    async (req) =>
-      transfers.requestFeeBump(
+    async (req) => {
+      const b = req.body as { priority?: 'SLOW' | 'STANDARD' | 'FAST'; method?: 'RBF' | 'CPFP' } | undefined;
+      return transfers.requestFeeBump(
         actor(req),
         pid(req),
         (req.params as { transfer_id: string }).transfer_id.toLowerCase(),
-        (req.body as { priority?: 'SLOW' | 'STANDARD' | 'FAST' } | undefined)?.priority ?? 'FAST',
+        b?.priority ?? 'FAST',
+        b?.method,
+      );
+    },
+  );
+  app.post(
+    `${base}/wallets/:wallet_id/consolidations`,
+    {
+      preParsing: auth(MANAGE),
+      schema: schema(
+        MANAGE,
+        "UTXO consolidation (Bitcoin family): the wallet's smallest UTXOs (below `below`, at most `max_inputs`) spent to its own " +
+          "source address in one output, no change; fee at `priority`, which is also the intent's `max_fee`. The result is a transfer " +
+          '(201, its view) under the same policy and device approvals as any transfer to that address. 422 when fewer than 2 UTXOs ' +
+          'qualify or the result is below dust.',
+        201,
+        {
+          params: params({ wallet_id: UUID }),
+          body: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['blockchain_id'],
+            properties: {
+              blockchain_id: { type: 'string', minLength: 1, maxLength: 100, description: 'blockchain id or key' },
+              max_inputs: { type: 'integer', minimum: 2, maximum: 200 },
+              below: { ...intStr, type: 'string', description: 'only UTXOs below this value, base units' },
+              priority: { type: 'string', enum: ['SLOW', 'STANDARD', 'FAST'] },
+            },
+          },
+        },
+        ['WALLET_NOT_FOUND', 'TRANSFER_STATE_CONFLICT', 'CHAIN_UNAVAILABLE'],
       ),
+    },
+    async (req, reply) => {
+      const view = await transfers.consolidate(
+        actor(req),
+        pid(req),
+        (req.params as { wallet_id: string }).wallet_id.toLowerCase(),
+        req.body as ConsolidationInput,
+      );
+      return reply.code(201).send(view);
+    },
   );
 }

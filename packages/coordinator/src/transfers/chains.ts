@@ -86,7 +86,8 @@ export const DEFAULT_MAX_UNCONFIRMED_DEPTH = 2;
  *   in progress (a replacement changes the txid), when the transaction's unconfirmed ancestry
  *   (itself plus the chain of such parents) is shorter than `maxDepth` — so a new transaction is at
  *   most `maxDepth` deep in unconfirmed transactions (0: confirmed outputs only);
- * minus the outpoints that an active (not delivered, not failed) transfer already spends.
+ * minus the outpoints that an active (not delivered, not failed) transfer already spends, and those
+ * that live self-spends (consolidations, CPFP children, self-spend.ts) hold from their creation on.
  * `storeChain` is the watcher's chain id (`@custodian/chains` network id), `directoryKey` the
  * blockchain key.
  */
@@ -129,7 +130,14 @@ export class PgUtxoSource implements UtxoSource {
          SELECT 1 FROM transfers t JOIN blockchains b ON b.blockchain_id = t.blockchain_id,
            jsonb_array_elements(COALESCE(t.unsigned->'context'->'inputs', '[]'::jsonb)) i
          WHERE b.key = $3 AND t.status IN ('PENDING_SIGNATURE', 'READY_TO_SEND', 'SENT') AND t.delivered_at IS NULL
-           AND (i->>'txid') || ':' || (i->>'vout') = c.outpoint)`,
+           AND (i->>'txid') || ':' || (i->>'vout') = c.outpoint)
+         -- self-spends (self-spend.ts) hold their fixed inputs from creation on
+         AND NOT EXISTS (
+           SELECT 1 FROM transfers t JOIN blockchains b ON b.blockchain_id = t.blockchain_id,
+             jsonb_array_elements(t.self_spend->'inputs') i
+           WHERE b.key = $3 AND t.self_spend IS NOT NULL AND t.delivered_at IS NULL
+             AND t.status IN ('PENDING', 'PENDING_APPROVAL', 'PENDING_SIGNATURE', 'READY_TO_SEND', 'SENT')
+             AND (i->>'txid') || ':' || (i->>'vout') = c.outpoint)`,
       [this.storeChain, [...addresses], this.directoryKey, this.maxDepth],
     );
     return rows.map((r) => {

@@ -17,6 +17,7 @@ import { emitEvent } from '../webhooks/outbox.js';
 import { notify } from './approvals.js';
 import { COUNTED_STATUSES, RESERVED_STATUSES, type TransferStatus, transition } from './machine.js';
 import { field, type RequestContext } from './request-context.js';
+import type { SelfSpend } from './self-spend.js';
 import { nextChangeAddress, walletKeys, walletSources } from './utxo-sources.js';
 import {
   approverDeviceIds,
@@ -165,8 +166,16 @@ export async function createIn(
   q: Queryable,
   profileId: string,
   input: TransferInput,
+  selfSpend?: { spend: SelfSpend; maxFee: bigint },
 ): Promise<{ view: TransferView; afterCommit: () => void }> {
-  const p = await prepare(s, q, profileId, input);
+  const prepared = await prepare(s, q, profileId, input);
+  if (selfSpend !== undefined && prepared.intentBase.destination_address !== prepared.intentBase.source_address)
+    throw new Error('a self-spend pays the wallet source address');
+  // self-spend.ts: over fixed outpoints, its cap is exactly its fee
+  const p: Prepared =
+    selfSpend === undefined
+      ? prepared
+      : { ...prepared, intentBase: { ...prepared.intentBase, max_fee: selfSpend.maxFee.toString() } };
   const now = s.clock();
   const day = utcDay(now);
   // serialise limit checks per wallet, asset and UTC day (a row lock: PGlite and PostgreSQL alike)
@@ -180,7 +189,12 @@ export async function createIn(
     p.intentBase.asset_id,
     day,
   ]);
-  if (p.amount > (await availableBalance(q, p.intentBase.wallet_id, p.intentBase.asset_id))) {
+  // a self-spend keeps its value in the wallet and spends only the outpoints it names (which may be
+  // an unconfirmed change output): no balance reservation
+  if (
+    selfSpend === undefined &&
+    p.amount > (await availableBalance(q, p.intentBase.wallet_id, p.intentBase.asset_id))
+  ) {
     throw field('body.amount', "exceeds the wallet's available balance");
   }
   const intent: TransferIntent = { ...p.intentBase, transfer_id: randomUUID(), created_at: now.toISOString() };
@@ -229,6 +243,11 @@ export async function createIn(
       now,
     ],
   );
+  if (selfSpend !== undefined)
+    await q.query('UPDATE transfers SET self_spend = $2::jsonb WHERE transfer_id = $1', [
+      intent.transfer_id,
+      JSON.stringify(selfSpend.spend),
+    ]);
   const created = await loadTransfer(q, intent.transfer_id);
   await emitEvent(q, s.clock, {
     profileId,

@@ -5,13 +5,14 @@
  * pipeline's (sent-step.ts). `TransferService.requestFeeBump` (service.ts) exposes it.
  */
 import { randomUUID } from 'node:crypto';
-import type { FeeLevel } from '@custodian/chains';
+import { type BitcoinContext, cpfpChildFee, estimateVsize, type FeeLevel } from '@custodian/chains';
 import { type TransferIntent, transferIntentDigest } from '@custodian/wire';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { ApiError } from '../errors.js';
 import { notify } from './approvals.js';
 import { transition } from './machine.js';
 import type { RequestContext } from './request-context.js';
+import { bitcoinAdapterOf, createSelfSpend, isUtxoChain, type SelfSpend } from './self-spend.js';
 import { loadUnsigned, type StoredUnsigned, storeUnsigned } from './unsigned.js';
 import {
   approverDeviceIds,
@@ -43,6 +44,7 @@ export async function requestFeeBump(
   profileId: string,
   transferId: string,
   priority: FeeLevel,
+  method?: 'RBF' | 'CPFP',
 ): Promise<TransferView> {
   const check = (t: TransferRow | undefined): TransferRow => {
     if (t === undefined) throw new ApiError('TRANSFER_NOT_FOUND', `no transfer ${transferId} in this profile`);
@@ -59,12 +61,19 @@ export async function requestFeeBump(
   if (adapter === undefined)
     throw new ApiError('CHAIN_UNAVAILABLE', `no node is configured for ${before.intent.blockchain}`);
   const current = before.unsigned as StoredUnsigned;
+  const utxo = isUtxoChain(before.intent.blockchain);
+  if (method === 'CPFP' && !utxo)
+    throw new ApiError('TRANSFER_STATE_CONFLICT', 'CPFP applies to Bitcoin-family transactions only');
+  if (method === 'CPFP') return requestCpfp(s, actor, profileId, before, priority, check);
   let replacement: Awaited<ReturnType<typeof adapter.buildReplacement>>;
   try {
     replacement = await adapter.buildReplacement(loadUnsigned(current, fieldsOf(before.intent)), priority);
   } catch (e) {
     const code = (e as { code?: string }).code;
     if (code === 'NODE_RPC_ERROR') throw new ApiError('CHAIN_UNAVAILABLE', 'the blockchain node did not answer');
+    // the change cannot pay the replacement's fee: a child of the change output pays for both
+    if (code === 'INSUFFICIENT_FUNDS' && utxo && method === undefined)
+      return requestCpfp(s, actor, profileId, before, priority, check);
     if (typeof code === 'string')
       throw new ApiError('TRANSFER_STATE_CONFLICT', `no replacement: ${(e as Error).message}`);
     throw e;
@@ -84,6 +93,7 @@ export async function requestFeeBump(
     const now = s.clock();
     const bump: FeeBump = {
       status: 'PENDING_APPROVAL',
+      method: 'RBF',
       round,
       priority,
       requested_by: actor,
@@ -115,5 +125,97 @@ export async function requestFeeBump(
     return { v, approvers: approverDeviceIds(mk?.parties), bump };
   });
   notify(s, out.approvers, out.v, intent, out.bump.round, out.bump.deadline);
+  return out.v;
+}
+
+/**
+ * CPFP bump of a SENT Bitcoin-family transfer: a self-spend child (self-spend.ts) of the stuck
+ * transaction's change output (its output 1: the destination is output 0) whose fee lifts the
+ * package (parent + child) to the target rate max(`priority` rate, parent rate + incremental relay
+ * fee) — `cpfpChildFee`. The child is a transfer of its own (policy, approvals, signing); this
+ * bump is recorded DONE at once with `method: 'CPFP'` and `child_transfer_id`.
+ * @throws ApiError TRANSFER_STATE_CONFLICT (no change output, or it cannot pay the child's fee
+ *   above dust), CHAIN_UNAVAILABLE, VALIDATION_FAILED (the child refused at creation)
+ */
+async function requestCpfp(
+  s: RequestContext,
+  actor: string,
+  profileId: string,
+  before: TransferRow,
+  priority: FeeLevel,
+  check: (t: TransferRow | undefined) => TransferRow,
+): Promise<TransferView> {
+  const adapter = bitcoinAdapterOf(s, before.intent.blockchain);
+  const parent = (before.unsigned as StoredUnsigned).context as unknown as BitcoinContext;
+  if (parent.change === null || before.tx_hash === null)
+    throw new ApiError('TRANSFER_STATE_CONFLICT', 'no CPFP: the transaction has no change output to spend');
+  let fee: bigint;
+  try {
+    const [{ rate }, { relayFee, incrementalFee }] = await Promise.all([
+      adapter.feeRate(priority),
+      adapter.relayFees(),
+    ]);
+    fee = cpfpChildFee({
+      parentVsize: estimateVsize(
+        adapter.network,
+        parent.inputs.map((i) => i.kind),
+        before.intent.destination_address,
+        parent.change.kind,
+      ),
+      parentFee: BigInt(parent.fee),
+      childVsize: estimateVsize(adapter.network, [parent.change.kind], before.source_address),
+      targetRate: Math.max(rate, Number(parent.feeRate) + incrementalFee),
+      minRate: relayFee,
+    });
+  } catch (e) {
+    if ((e as { code?: string }).code === 'NODE_RPC_ERROR')
+      throw new ApiError('CHAIN_UNAVAILABLE', 'the blockchain node did not answer');
+    throw e;
+  }
+  const change = parent.change;
+  const spend: SelfSpend = {
+    kind: 'CPFP',
+    inputs: [{ txid: before.tx_hash, vout: 1, value: change.value, address: change.address }],
+    fee: fee.toString(),
+    parent_transfer_id: before.transfer_id,
+  };
+  const out = await s.db.tx(async (q) => {
+    const t = check(await loadTransfer(q, before.transfer_id, true, profileId));
+    if (t.tx_hash !== before.tx_hash)
+      throw new ApiError('TRANSFER_STATE_CONFLICT', 'the transaction changed meanwhile');
+    let child: Awaited<ReturnType<typeof createSelfSpend>>;
+    try {
+      child = await createSelfSpend(s, q, profileId, t.wallet_id, t.blockchain_id, spend);
+    } catch (e) {
+      if (e instanceof ApiError && e.code === 'VALIDATION_FAILED')
+        throw new ApiError('TRANSFER_STATE_CONFLICT', `no CPFP: ${e.message}`);
+      throw e;
+    }
+    const now = s.clock();
+    const bump: FeeBump = {
+      status: 'DONE',
+      method: 'CPFP',
+      child_transfer_id: child.view.transfer_id,
+      round: t.approval_round,
+      priority,
+      requested_by: actor,
+      requested_at: now.toISOString(),
+      deadline: now.toISOString(),
+    };
+    const v = await transition(q, s, t.transfer_id, 'SENT', 'SENT', t.sub_status, { fee_bump: JSON.stringify(bump) });
+    await q.query(
+      `INSERT INTO audit_log (audit_id, at, actor_user_id, action, target_type, target_id, details)
+       VALUES ($1,$2,$3,'transfer.fee_bump_requested','transfer',$4,$5::jsonb)`,
+      [
+        randomUUID(),
+        now,
+        actor,
+        t.transfer_id,
+        JSON.stringify({ priority, method: 'CPFP', child_transfer_id: child.view.transfer_id, child_fee: spend.fee }),
+      ],
+    );
+    return { v, afterCommit: child.afterCommit };
+  });
+  out.afterCommit();
   return out.v;
 }

@@ -25,6 +25,7 @@ import { requestFeeBump } from './fee-bump-request.js';
 import { type TransferStatus, transition } from './machine.js';
 import type { PolicyService } from './policies.js';
 import type { ApprovalRequest, RequestContext, TransferServiceOptions, TransferSignals } from './request-context.js';
+import { type ConsolidationInput, consolidate } from './self-spend.js';
 import {
   loadTransfer,
   TRANSFER_SELECT,
@@ -234,8 +235,23 @@ export class TransferService {
    * @throws ApiError TRANSFER_NOT_FOUND, TRANSFER_STATE_CONFLICT (not SENT, a bump under way, or the
    *   chain cannot replace: e.g. TRON, or the change cannot pay the higher fee), CHAIN_UNAVAILABLE (503)
    */
-  requestFeeBump(actor: string, profileId: string, transferId: string, priority: FeeLevel): Promise<TransferView> {
-    return requestFeeBump(this.ctx, actor, profileId, transferId, priority);
+  requestFeeBump(
+    actor: string,
+    profileId: string,
+    transferId: string,
+    priority: FeeLevel,
+    method?: 'RBF' | 'CPFP',
+  ): Promise<TransferView> {
+    return requestFeeBump(this.ctx, actor, profileId, transferId, priority, method);
+  }
+
+  /**
+   * UTXO consolidation of a wallet (admin API; self-spend.ts {@link consolidate}): a self-spend
+   * transfer of its smallest UTXOs to its own address, through policy and approvals.
+   * @throws ApiError 422 (fewer than 2 UTXOs qualify, result below dust), WALLET_NOT_FOUND, CHAIN_UNAVAILABLE
+   */
+  consolidate(actor: string, profileId: string, walletId: string, input: ConsolidationInput): Promise<TransferView> {
+    return consolidate(this.ctx, actor, profileId, walletId, input);
   }
 
   /** The signed policy version a transfer was evaluated under. */

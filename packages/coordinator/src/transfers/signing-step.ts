@@ -28,6 +28,7 @@ import {
   unhex,
   WAITING_FOR_SIGNERS,
 } from './pipeline-context.js';
+import { bitcoinAdapterOf, fixedInputsOf } from './self-spend.js';
 import { attemptSignature, chainSignatures, retryDelay } from './signing-attempt.js';
 import { loadUnsigned, type StoredUnsigned, storeUnsigned } from './unsigned.js';
 import {
@@ -220,20 +221,31 @@ async function buildStoredOnce(x: StepContext, t: TransferRow): Promise<StoredUn
   const utxo = def.accountModel === 'utxo';
   // UTXO chains: every address of the wallet on the chain is a source, change goes to a fresh
   // internal address (utxo-sources.ts); account chains: the intent's source address only
-  const sources = utxo
-    ? await walletSources(x.db, t.wallet_id, t.blockchain_id)
-    : [{ address: t.source_address, publicKey: await sourceKey(x, t), path: t.intent.derivation_path }];
-  const change = utxo
-    ? await nextChangeAddress(x.db, await walletKeys(x.db, t.wallet_id), t.blockchain_id, def)
-    : undefined;
+  const sources =
+    t.self_spend !== null
+      ? []
+      : utxo
+        ? await walletSources(x.db, t.wallet_id, t.blockchain_id)
+        : [{ address: t.source_address, publicKey: await sourceKey(x, t), path: t.intent.derivation_path }];
+  const change =
+    utxo && t.self_spend === null
+      ? await nextChangeAddress(x.db, await walletKeys(x.db, t.wallet_id), t.blockchain_id, def)
+      : undefined;
   let built: UnsignedTransfer;
   try {
-    built = await adapter.buildTransfer({
-      fields: fieldsOf(t.intent),
-      sources,
-      ...(change ? { change } : {}),
-      feeLevel: 'STANDARD',
-    });
+    built =
+      t.self_spend !== null
+        ? // self-spend.ts: exactly the outpoints fixed at creation, no change
+          bitcoinAdapterOf(x, t.intent.blockchain).buildFixedInputs(
+            fieldsOf(t.intent),
+            await fixedInputsOf(x.db, t.wallet_id, t.blockchain_id, t.self_spend),
+          )
+        : await adapter.buildTransfer({
+            fields: fieldsOf(t.intent),
+            sources,
+            ...(change ? { change } : {}),
+            feeLevel: 'STANDARD',
+          });
   } catch (e) {
     const code = (e as { code?: string }).code;
     if (code === 'INSUFFICIENT_FUNDS' || code === 'INVALID_TRANSFER' || code === 'INVALID_ADDRESS') {

@@ -12,6 +12,7 @@ import type { Queryable } from '../db/db.js';
 import { blockchainByKey, nativeAssetOf } from '../directory.js';
 import { iso } from '../util.js';
 import type { TransferStatus } from './machine.js';
+import type { SelfSpend } from './self-spend.js';
 import type { StoredUnsigned } from './unsigned.js';
 
 /**
@@ -40,12 +41,30 @@ export interface FeeBump {
   unsigned?: StoredUnsigned;
   /** ISO time the bump entered PENDING_SIGNATURE (start of its signing window; never shown in the API). */
   signing_since?: string;
+  /**
+   * How the fee is raised: `RBF` (a replacement of this transaction; absent on bumps stored before
+   * CPFP) or `CPFP` (a child self-spend of this transaction's change output, `child_transfer_id`,
+   * which goes through its own policy and approvals; this bump is then DONE at once).
+   */
+  method?: 'RBF' | 'CPFP';
+  /** CPFP: the child transfer (self-spend.ts). */
+  child_transfer_id?: string;
 }
 
 /** Fee bump of the API's transfer object (the stored {@link FeeBump} without its transaction and intent). */
 export type FeeBumpView = Pick<
   FeeBump,
-  'status' | 'round' | 'priority' | 'requested_by' | 'requested_at' | 'deadline' | 'sub_status' | 'error' | 'cap_raised'
+  | 'status'
+  | 'round'
+  | 'priority'
+  | 'requested_by'
+  | 'requested_at'
+  | 'deadline'
+  | 'sub_status'
+  | 'error'
+  | 'cap_raised'
+  | 'method'
+  | 'child_transfer_id'
 > & {
   /** The fee cap this round's approvers sign: decimal string in the native asset's units. */
   max_fee?: string;
@@ -126,6 +145,8 @@ export interface TransferRow {
   tx_hash: string | null;
   tx_hashes: string[];
   fee_bump: FeeBump | null;
+  /** A transfer to the wallet's own address over fixed inputs (self-spend.ts), else null. */
+  self_spend: SelfSpend | null;
   error: string | null;
   lease_until: Date | null;
   /** The pipeline process holding the lease (its random id), or null. */
@@ -144,7 +165,7 @@ export interface TransferRow {
 export const TRANSFER_SELECT = `SELECT t.transfer_id, t.profile_id, t.wallet_id, t.asset_id, t.blockchain_id, t.master_key_id, t.source_address,
   t.destination_address, t.amount::text AS amount, t.external_id, t.status, t.sub_status, t.intent, t.intent_digest,
   t.policy_id, t.policy_version, t.approvals_required, t.approval_round, t.approval_deadline, t.unsigned, t.signed_tx,
-  t.tx_hash, t.tx_hashes, t.fee_bump, t.error, t.lease_until, t.lease_owner, t.signing_since, t.created_at, t.updated_at, t.sent_at, t.delivered_at,
+  t.tx_hash, t.tx_hashes, t.fee_bump, t.self_spend, t.error, t.lease_until, t.lease_owner, t.signing_since, t.created_at, t.updated_at, t.sent_at, t.delivered_at,
   a.decimals,
   (SELECT count(*)::int FROM transfer_approvals ta WHERE ta.transfer_id = t.transfer_id AND ta.round = t.approval_round
      AND ta.decision = 'APPROVE') AS approvals_received
