@@ -376,7 +376,12 @@ describe('TRON transfers through the pipeline (signer processes, TRON-shaped mod
     });
     expect(failed).toMatchObject({ status: 'FAILED', sub_status: 'EXPIRED_ON_CHAIN', tx_hash: txid });
     expect(failed.delivered_at).toBeNull();
-    expect(failed.error).toMatch(/^EXPIRED_ON_CHAIN: transaction [0-9a-f]{64} expired at .* without being mined/);
+    const stored = (
+      await coord.db.query<{ error: string }>('SELECT error FROM transfers WHERE transfer_id = $1', [
+        c.body.transfer_id,
+      ])
+    )[0]!.error;
+    expect(stored).toMatch(/^EXPIRED_ON_CHAIN: transaction [0-9a-f]{64} expired at .* without being mined/);
     const list = await eventsOf(c.body.transfer_id);
     expect(list.at(-1)).toBe('TRANSFER_FAILED');
     expect(list).not.toContain('TRANSFER_DELIVERED');

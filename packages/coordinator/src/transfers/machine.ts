@@ -289,7 +289,7 @@ export const TRANSITIONS: readonly Move[] = [
     subStatus: ['EXPIRED_ON_CHAIN'],
     events: FAILED,
     by: 'pipeline',
-    when: 'TRON: a confirmed block is past the expiration and the transaction is neither mined nor pending',
+    when: 'TRON: expired in a confirmed block, neither mined nor pending',
   },
   // after the broadcast: fee bumps (their status is in `fee_bump`) and the confirmation
   {
