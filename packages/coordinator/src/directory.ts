@@ -161,6 +161,9 @@ export const ASSETS: readonly AssetDef[] = [
   native('ethereum-sepolia', 'ETH', 'Sepolia Ether', 18),
   token('ethereum-sepolia', 'erc20', 'USDC', 'USD Coin (Sepolia)', 6, '0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238'),
   native('ethereum-local', 'ETH', 'Ether (local)', 18),
+  // The first contract anvil's dev account 0 (0xf39F…2266, the default mnemonic) deploys on a fresh
+  // chain (CREATE address of that account at nonce 0): the ERC-20 of the local end-to-end tests.
+  token('ethereum-local', 'erc20', 'TST', 'Test Token (local)', 6, '0x5FbDB2315678afecb367f032d93F642f64180aa3'),
   native('bitcoin-mainnet', 'BTC', 'Bitcoin', 8),
   native('bitcoin-testnet', 'BTC', 'Bitcoin (testnet)', 8),
   native('bitcoin-regtest', 'BTC', 'Bitcoin (regtest)', 8),

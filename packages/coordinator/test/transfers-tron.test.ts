@@ -11,7 +11,9 @@
  * - TRX: policy, one device approval, threshold signature, broadcast to the node, SENT, mined,
  *   confirmed (TRANSFER_DELIVERED), the TRX arrives;
  * - TRC-20: the same with a quorum of two approvals;
- * - a request whose digest does not match the TRON fields, sent straight to the signers: refused.
+ * - a request whose digest does not match the TRON fields, sent straight to the signers: refused;
+ * - expiry: a SENT transaction the node lost, once a block past its expiration has the chain's
+ *   confirmations, ends FAILED / EXPIRED_ON_CHAIN (TRANSFER_FAILED), decided again after a restart.
  */
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -89,6 +91,22 @@ async function eventsOf(transferId: string): Promise<string[]> {
   return r.map((x) => x.event_type);
 }
 
+/** The coordinator on `dataDir` (a restart reopens the same folder); sets `api.url`. */
+async function startCoordinator(dataDir: string): Promise<Coordinator> {
+  const c = await pipelineCoordinator(dataDir, {
+    chains: { 'tron-nile': { rpcUrl: server.url, confirmations: 2, pollIntervalMs: 200 } },
+    transfers: {
+      gateway,
+      // 20 TRX: below the adapter's TRC-20 fee_limit (30 TRX), which the coordinator lowers to the cap
+      feeCaps: { 'tron-nile': '20000000' },
+      trustedAdminKeys: [hexPub(adminDevice)],
+      pipeline: { pollMs: 200, confirmationRecheckMs: 200, signDeadlineMs: 60_000 },
+    },
+  });
+  api.url = await c.start();
+  return c;
+}
+
 beforeAll(async () => {
   buildSigner();
   dir = tempDir('tron-pipeline');
@@ -99,17 +117,7 @@ beforeAll(async () => {
   ({ nodes, control, gateway } = await startEnforcingSigners(dir, hexPub(adminDevice), serverIds));
 
   const dataDir = join(dir, 'coord');
-  coord = await pipelineCoordinator(dataDir, {
-    chains: { 'tron-nile': { rpcUrl: server.url, confirmations: 2, pollIntervalMs: 200 } },
-    transfers: {
-      gateway,
-      // 20 TRX: below the adapter's TRC-20 fee_limit (30 TRX), which the coordinator lowers to the cap
-      feeCaps: { 'tron-nile': '20000000' },
-      trustedAdminKeys: [hexPub(adminDevice)],
-      pipeline: { pollMs: 200, confirmationRecheckMs: 200, signDeadlineMs: 60_000 },
-    },
-  });
-  api.url = await coord.start();
+  coord = await startCoordinator(dataDir);
   await api.signIn(join(dataDir, 'mailbox'), 'tron');
   ({ apiKey, profileId } = api);
   adminDeviceId = await enroll(adminDevice, 'admin phone');
@@ -326,4 +334,66 @@ describe('TRON transfers through the pipeline (signer processes, TRON-shaped mod
     expect(await refusal(send(digestOf(OTHER, TRX)))).toBe('DIGEST_MISMATCH');
     expect(await refusal(send(digestOf(DEST, 9n * TRX)))).toBe('DIGEST_MISMATCH');
   }, 60_000);
+
+  it('expiry: a SENT transaction the node lost, past its expiration with the confirmations → FAILED / EXPIRED_ON_CHAIN, also after a restart', async () => {
+    const sourceBefore = model.trxAt(source);
+    const c = await req('POST', `/api/v1/profiles/${profileId}/transfers`, {
+      key: apiKey,
+      idem: true,
+      body: { wallet_id: walletId, asset_id: trxAsset, destination_address: DEST, amount: '1' },
+    });
+    expect(c.body, JSON.stringify(c.body)).toMatchObject({ status: 'PENDING_APPROVAL' });
+    await approveAs(coord, c.body.transfer_id, dev1, dev1Id);
+    const sent = await waitFor('SENT', async () => {
+      const t = await getTransfer(c.body.transfer_id);
+      return ['SENT', 'FAILED', 'REJECTED'].includes(t.status) ? t : undefined;
+    });
+    expect(sent.status, JSON.stringify(sent)).toBe('SENT');
+    const txid = sent.tx_hash as string;
+    const tx = model.pending.find((p) => p.txID === txid);
+    const expiration = model.expirations.get(txid);
+    if (tx === undefined || expiration === undefined) throw new Error('the node did not receive the transaction');
+    // the coordinator is down while the transaction expires
+    await coord.transfers.pipeline.stop();
+    const chains = coord.transfers.chains;
+    // block time jumps past the expiration: one block there, the transaction still pending
+    model.skipTime(expiration - model.tip.timestamp);
+    model.mine();
+    expect(model.tip.timestamp).toBeGreaterThanOrEqual(expiration);
+    expect(() => model.mine([tx])).toThrow(/expired/); // no block can hold it any more
+    expect(await chains.tronExpired('tron-nile', txid, expiration)).toBe(false); // pending
+    model.drop(txid);
+    expect(await chains.tronExpired('tron-nile', txid, expiration)).toBe(false); // 1 of 2 confirmations
+    model.mine();
+    expect(await chains.tronExpired('tron-nile', txid, expiration)).toBe(true);
+    expect((await getTransfer(c.body.transfer_id)).status).toBe('SENT'); // nobody looked yet
+    // restart: the new process reaches the outcome from the node alone
+    await coord.stop();
+    coord = await startCoordinator(join(dir, 'coord'));
+    const failed = await waitFor('FAILED', async () => {
+      const t = await getTransfer(c.body.transfer_id);
+      return t.status !== 'SENT' ? t : undefined;
+    });
+    expect(failed).toMatchObject({ status: 'FAILED', sub_status: 'EXPIRED_ON_CHAIN', tx_hash: txid });
+    expect(failed.delivered_at).toBeNull();
+    const stored = (
+      await coord.db.query<{ error: string }>('SELECT error FROM transfers WHERE transfer_id = $1', [
+        c.body.transfer_id,
+      ])
+    )[0]!.error;
+    expect(stored).toMatch(/^EXPIRED_ON_CHAIN: transaction [0-9a-f]{64} expired at .* without being mined/);
+    const list = await eventsOf(c.body.transfer_id);
+    expect(list.at(-1)).toBe('TRANSFER_FAILED');
+    expect(list).not.toContain('TRANSFER_DELIVERED');
+    const body = (
+      await coord.db.query<{ body: string }>(
+        `SELECT body FROM webhook_events WHERE event_type = 'TRANSFER_FAILED' AND body::jsonb->'data'->>'transfer_id' = $1`,
+        [c.body.transfer_id],
+      )
+    )[0]!.body;
+    expect(JSON.parse(body).data).toMatchObject({ status: 'FAILED', sub_status: 'EXPIRED_ON_CHAIN' });
+    // the funds never left the wallet (no fee either: nothing was mined)
+    expect(model.trxAt(source)).toBe(sourceBefore);
+    expect(model.blockOf(txid)).toBeUndefined();
+  }, 120_000);
 });

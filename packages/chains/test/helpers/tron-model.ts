@@ -10,7 +10,11 @@
  * transfers with their `Transfer` logs, per-block TRX balances (history lookup), a pending pool,
  * forks (replacing the last blocks), and for the coordinator's transfer pipeline `broadcasthex`
  * (signature checked against the owner), `gettransactioninfobyid` and `gettransactionbyid`. It is
- * not a TRON node: no bandwidth, energy or expiration rules.
+ * not a TRON node: no bandwidth or energy rules. Expiration as java-tron: a broadcast transaction
+ * whose `raw_data.expiration` is ≤ the head block's timestamp is refused
+ * (TRANSACTION_EXPIRATION_ERROR), and a block holds a transaction only if its parent's timestamp is
+ * below the expiration; tests move block time ahead ({@link TronChainModel.skipTime}) and drop a
+ * pending transaction ({@link TronChainModel.drop}, a node that lost it).
  */
 import { createServer, type Server } from 'node:http';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
@@ -56,7 +60,11 @@ let txCounter = 0;
 export class TronChainModel {
   readonly blocks: ModelBlock[] = [];
   pending: ModelTx[] = [];
+  /** `raw_data.expiration` (ms) of transactions received by {@link broadcast}, by txID. */
+  readonly expirations = new Map<string, number>();
   #salt = 0;
+  /** Added to the timestamps of blocks mined from now on ({@link skipTime}). */
+  #timeOffset = 0;
 
   /** `trx`: TRX balances at genesis by address; `tokens`: TRC-20 balances by `token|address`. */
   constructor(trx: Record<string, bigint>, tokens: Record<string, bigint> = {}) {
@@ -78,7 +86,15 @@ export class TronChainModel {
       sha256(new TextEncoder().encode(`${parentHash}|${txs.map((t) => t.txID).join()}|${this.#salt++}`)),
     );
     const blockID = number.toString(16).padStart(16, '0') + digest.slice(16);
-    return { number, blockID, parentHash, timestamp: 1_700_000_000_000 + number * 3000, txs, trx, tokens };
+    return {
+      number,
+      blockID,
+      parentHash,
+      timestamp: 1_700_000_000_000 + number * 3000 + this.#timeOffset,
+      txs,
+      trx,
+      tokens,
+    };
   }
 
   tx(kind: 'trx' | 'trc20', from: string, to: string, amount: bigint, token?: string): ModelTx {
@@ -86,9 +102,31 @@ export class TronChainModel {
     return { txID, kind, from, to, amount, ...(token !== undefined ? { token } : {}) };
   }
 
-  /** Mines one block with `txs` (and nothing from the pending pool unless passed). */
+  /**
+   * Blocks mined from now on are `ms` later than they would have been (block time jumps ahead, as
+   * after a long stall); `ms` ≥ 0.
+   */
+  skipTime(ms: number): void {
+    if (ms < 0) throw new Error('model: time goes forward only');
+    this.#timeOffset += ms;
+  }
+
+  /** Drops a transaction from the pending pool (the node lost it; it is never mined). */
+  drop(txID: string): void {
+    this.pending = this.pending.filter((p) => p.txID !== txID);
+  }
+
+  /**
+   * Mines one block with `txs` (and nothing from the pending pool unless passed).
+   * @throws Error for a transaction whose expiration is ≤ the parent block's timestamp (java-tron
+   *   refuses it in a block: TransactionExpirationException)
+   */
   mine(txs: ModelTx[] = []): ModelBlock {
     const parent = this.tip;
+    for (const t of txs) {
+      const exp = this.expirations.get(t.txID);
+      if (exp !== undefined && exp <= parent.timestamp) throw new Error(`model: ${t.txID} expired at ${exp}`);
+    }
     const trx = new Map(parent.trx);
     const tokens = new Map(parent.tokens);
     const add = (m: Map<string, bigint>, k: string, v: bigint) => {
@@ -146,6 +184,9 @@ export class TronChainModel {
     const txID = bytesToHex(sha256(raw));
     if (this.pending.some((p) => p.txID === txID) || this.blockOf(txID) !== undefined)
       return refuse('DUP_TRANSACTION_ERROR', 'dup transaction');
+    const expiration = Number(tx.raw_data?.expiration ?? 0);
+    if (expiration <= this.tip.timestamp)
+      return refuse('TRANSACTION_EXPIRATION_ERROR', `transaction expired: ${expiration} <= ${this.tip.timestamp}`);
     const contracts = (tx.raw_data?.contract ?? []) as { type?: number; parameter?: { value?: Uint8Array } }[];
     const c = contracts[0];
     if (contracts.length !== 1 || c?.parameter?.value === undefined)
@@ -190,6 +231,7 @@ export class TronChainModel {
     }
     if (signer !== model.from) return refuse('SIGERROR', `validate signature error: signed by ${signer}`);
     this.pending.push(model);
+    this.expirations.set(txID, expiration);
     return { result: true, txid: txID };
   }
 

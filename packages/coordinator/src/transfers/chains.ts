@@ -302,6 +302,30 @@ export class ChainRegistry {
   }
 
   /**
+   * TRON: can a transaction expiring at `expiration` (ms since the epoch, `raw_data.expiration`)
+   * never be mined any more, with the chain's confirmations? java-tron refuses a transaction whose
+   * expiration is ≤ the head block's timestamp when it validates it, also inside a block (a block
+   * holds it only if its parent's timestamp is below the expiration). So once a block with
+   * timestamp ≥ `expiration` has {@link confirmations} (the tip counts as one), no later block can
+   * hold the transaction; it is expired when it is also in no block and not in the pending pool
+   * ({@link tronLookup} `unknown`, read after that block). The tip is read first, so a block mined
+   * meanwhile is seen by the lookup. A reorganisation deeper than the confirmations could undo it,
+   * the same assurance as a delivery.
+   * @returns true when expired for good; false otherwise (mined, pending, or not yet deep enough)
+   * @throws Error when no TRON node is configured for `key`; the node's error when it does not answer
+   */
+  async tronExpired(key: string, txid: string, expiration: number): Promise<boolean> {
+    const a = this.#adapters.get(key);
+    if (!(a instanceof TronAdapter)) throw new Error(`no TRON node configured for ${key}`);
+    const tip = await a.client.nowBlock();
+    const height = tip.number - (this.confirmations(key) - 1);
+    if (height < 0) return false;
+    const deep = height === tip.number ? tip : await a.client.blockByNum(height);
+    if (deep.timestamp < expiration) return false;
+    return (await tronLookup(a.client, txid)).state === 'unknown';
+  }
+
+  /**
    * Head block height the node of `key` reports now (Ethereum `eth_blockNumber`, Bitcoin family
    * `getblockcount`, TRON `getnowblock`): the readiness probe and the watcher lag metric.
    * @throws the node's error (unreachable, timeout); Error when no node is configured for `key`

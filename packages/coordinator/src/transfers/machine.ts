@@ -283,6 +283,14 @@ export const TRANSITIONS: readonly Move[] = [
     by: 'pipeline',
     when: 'the node refuses and does not know the hash',
   },
+  {
+    from: 'SENT',
+    to: 'FAILED',
+    subStatus: ['EXPIRED_ON_CHAIN'],
+    events: FAILED,
+    by: 'pipeline',
+    when: 'TRON: expired in a confirmed block, neither mined nor pending',
+  },
   // after the broadcast: fee bumps (their status is in `fee_bump`) and the confirmation
   {
     from: 'SENT',

@@ -20,6 +20,12 @@ export const WAITING_FOR_SIGNERS = 'WAITING_FOR_SIGNERS';
 export const SIGNING_WINDOW_EXPIRED = 'SIGNING_WINDOW_EXPIRED';
 /** sub_status of a FAILED fee bump whose transfer was confirmed before the replacement was signed. */
 export const ALREADY_CONFIRMED = 'ALREADY_CONFIRMED';
+/**
+ * sub_status of a FAILED TRON transfer whose broadcast transaction can no longer be mined: a block
+ * with timestamp ≥ its `raw_data.expiration` has the chain's confirmations and the transaction is
+ * in no block and not pending (ChainRegistry.tronExpired). The funds never left.
+ */
+export const EXPIRED_ON_CHAIN = 'EXPIRED_ON_CHAIN';
 
 /** Pipeline settings. */
 export interface PipelineOptions {

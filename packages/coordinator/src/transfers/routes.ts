@@ -76,7 +76,9 @@ export const TRANSFER_SCHEMAS = [
       'UNKNOWN for a signer that sends no code or one this coordinator does not know); EXPIRED: APPROVAL_EXPIRED; ' +
       'FAILED: SIGNING_FAILED (the build failed, or an MPC abort blamed a party) | SIGNING_WINDOW_EXPIRED (no signature within the signing window, ' +
       'default 1 h after the transfer entered PENDING_SIGNATURE, while signers stayed unavailable) | BROADCAST_FAILED | ' +
-      'FEE_CAP_EXCEEDED (no transaction could be built within `max_fee`: nothing was sent to the signers). ' +
+      'FEE_CAP_EXCEEDED (no transaction could be built within `max_fee`: nothing was sent to the signers) | ' +
+      "EXPIRED_ON_CHAIN (TRON, after SENT: a block past the transaction's expiration has the chain's confirmations and the " +
+      'transaction was neither mined nor pending, so it can never be mined; the funds never left; create a new transfer). ' +
       'A PENDING_SIGNATURE transfer has `sub_status` WAITING_FOR_SIGNERS while a server signer or phone of its signing set is unreachable, ' +
       'offline or timed out: it is retried with backoff (another signing set of the key is picked when one is available) and signed as soon as ' +
       'the parties are back; only a refusal, a blamed party or the end of the window ends it. ' +

@@ -2,7 +2,8 @@
  * The SENT step: a fee bump's replacement to sign (same waiting rules as signing-step.ts, on the
  * bump's own status) or to broadcast, and the confirmation follow-up (TRANSFER_DELIVERED, once,
  * machine.ts {@link markDelivered}). A transfer confirmed while its bump waits for signers is
- * delivered, and the bump, moot, ends FAILED / ALREADY_CONFIRMED.
+ * delivered, and the bump, moot, ends FAILED / ALREADY_CONFIRMED. A TRON transaction that can no
+ * longer be mined (past its expiration, in no block, not pending) ends FAILED / EXPIRED_ON_CHAIN.
  */
 import type { FeeLevel } from '@custodian/chains';
 import { blockchainByKey } from '../directory.js';
@@ -12,6 +13,7 @@ import { markDelivered, transition } from './machine.js';
 import {
   ALREADY_CONFIRMED,
   adapterOf,
+  EXPIRED_ON_CHAIN,
   hex,
   SIGNING_WINDOW_EXPIRED,
   type StepContext,
@@ -55,7 +57,32 @@ export async function sentStep(x: StepContext, t: TransferRow, signal: AbortSign
   if (row?.fee_bump?.status === 'SIGNED') row = await bumpBroadcastStep(x, row);
   if (row === undefined) return { row: undefined };
   if (row.status !== 'SENT' || row.delivered_at !== null) return { release: null };
-  return { release: (await confirmStep(x, row)) ? null : x.opts.confirmationRecheckMs };
+  if (await confirmStep(x, row)) return { release: null };
+  if (await expiredStep(x, row)) return { release: null };
+  return { release: x.opts.confirmationRecheckMs };
+}
+
+/**
+ * TRON only: the transfer's transaction can never be mined (ChainRegistry.tronExpired: a block with
+ * timestamp ≥ `unsigned.context.expiration` has the chain's confirmations, and the transaction is in
+ * no block and not pending) → FAILED / EXPIRED_ON_CHAIN with TRANSFER_FAILED. Decided from the node
+ * alone, so a restart reaches the same outcome. TRON has no fee bump: the transaction is the only one.
+ * @returns true when the transfer was failed (or someone else moved it), false when it may still be mined
+ */
+export async function expiredStep(x: StepContext, t: TransferRow): Promise<boolean> {
+  if (blockchainByKey(t.intent.blockchain)?.family !== 'tron' || t.tx_hash === null) return false;
+  const expiration = (t.unsigned as { context?: { expiration?: unknown } } | null)?.context?.expiration;
+  if (typeof expiration !== 'number') return false;
+  if (t.tx_hashes.some((h) => h !== t.tx_hash)) return false; // never on TRON (no replacement)
+  if (!(await x.chains.tronExpired(t.intent.blockchain, t.tx_hash, expiration))) return false;
+  const at = new Date(expiration).toISOString();
+  await x.owned(t.transfer_id, async (q, cur) => {
+    if (cur.status !== 'SENT' || cur.delivered_at !== null) return;
+    await transition(q, x, t.transfer_id, 'SENT', 'FAILED', EXPIRED_ON_CHAIN, {
+      error: `${EXPIRED_ON_CHAIN}: transaction ${t.tx_hash} expired at ${at} without being mined; the funds did not leave the wallet — create a new transfer`,
+    });
+  });
+  return true;
 }
 
 /** A fee bump's replacement: build (once) and sign it, with the same waiting rules as {@link signStep}. */
