@@ -38,6 +38,7 @@ export const OPERATION_IDS: Readonly<Record<string, string>> = {
   'GET /admin/v1/users': 'adminListUsers',
   'POST /admin/v1/users': 'adminCreateUser',
   'GET /admin/v1/users/:user_id': 'adminGetUser',
+  'GET /admin/v1/users/:user_id/login-networks': 'adminListUserLoginNetworks',
   'PATCH /admin/v1/users/:user_id': 'adminUpdateUser',
   'DELETE /admin/v1/users/:user_id': 'adminDeleteUser',
   'GET /admin/v1/profiles': 'adminListProfiles',
