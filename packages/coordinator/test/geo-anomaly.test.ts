@@ -95,11 +95,7 @@ describe('login network rule', () => {
     // Only instance-level webhooks may subscribe: it is an instance event.
     const nets = await h.req('GET', `/admin/v1/users/${userId}/login-networks`, { token: h.adminToken });
     expect(nets.status).toBe(200);
-    expect(nets.body.map((n: Json) => n.network)).toEqual([
-      '198.51.100.0/24',
-      '203.0.113.0/24',
-      '2001:db8:5::/48',
-    ]);
+    expect(nets.body.map((n: Json) => n.network)).toEqual(['198.51.100.0/24', '203.0.113.0/24', '2001:db8:5::/48']);
   });
 
   it('attack: without a trusted proxy a forged X-Forwarded-For neither fires nor hides the event', async () => {

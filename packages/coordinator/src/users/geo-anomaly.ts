@@ -72,10 +72,9 @@ export async function recordLoginNetwork(
 ): Promise<boolean> {
   const network = loginNetworkOf(clientIp);
   const now = clock();
-  const seen = await q.query<{ network: string }>(
-    'SELECT network FROM login_networks WHERE user_id = $1 FOR UPDATE',
-    [user.user_id],
-  );
+  const seen = await q.query<{ network: string }>('SELECT network FROM login_networks WHERE user_id = $1 FOR UPDATE', [
+    user.user_id,
+  ]);
   if (seen.some((s) => s.network === network)) {
     await q.query('UPDATE login_networks SET last_seen_at = $3 WHERE user_id = $1 AND network = $2', [
       user.user_id,
