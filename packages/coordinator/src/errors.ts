@@ -62,6 +62,17 @@ export const ERROR_CATALOGUE = {
   CONFLICT: { status: 409, title: 'The request conflicts with the current state' },
   NO_MASTER_KEY: { status: 409, title: 'No master key exists yet; run the master key ceremony first' },
   TRANSFER_STATE_CONFLICT: { status: 409, title: 'The transfer is not in a state that allows this action' },
+  /** The wallet is archived (admin API): it takes no new transfer or address until an Admin unarchives it. */
+  WALLET_ARCHIVED: { status: 409, title: 'The wallet is archived: no new transfers or addresses' },
+  /** Wallet deletion refused: some balance of the wallet is above zero. */
+  WALLET_NOT_EMPTY: { status: 409, title: 'The wallet holds a balance and cannot be deleted' },
+  /** Wallet deletion refused: a transfer of the wallet is not terminal (not yet delivered, failed or rejected). */
+  WALLET_TRANSFERS_PENDING: { status: 409, title: 'The wallet has unfinished transfers and cannot be deleted' },
+  /** Address archival refused: on an account-based blockchain the address is the wallet's only one there. */
+  ADDRESS_NOT_ARCHIVABLE: {
+    status: 409,
+    title: "The wallet's only address on an account-based blockchain cannot be archived",
+  },
   // 413, 414, 415
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Request body is too large' },
   URI_TOO_LONG: { status: 414, title: 'A path parameter of the request URL is too long' },

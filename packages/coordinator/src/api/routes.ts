@@ -216,6 +216,7 @@ export async function walletRoutes(app: FastifyInstance, ctx: ProfileRoutesConte
             ...BODY_ERRORS,
             ...IDEMPOTENCY_ERRORS,
             'WALLET_NOT_FOUND',
+            'WALLET_ARCHIVED',
             'BLOCKCHAIN_NOT_IN_WALLET',
             'ADDRESS_LIMIT_REACHED',
           ),

@@ -13,6 +13,7 @@ import type { Queryable } from '../db/db.js';
 import { type BlockchainDef, blockchainByKey } from '../directory.js';
 import { ApiError } from '../errors.js';
 import { transferKeyId } from '../store.js';
+import { refuseArchived } from '../wallets/archive.js';
 import { emitEvent } from '../webhooks/outbox.js';
 import { notify } from './approvals.js';
 import { COUNTED_STATUSES, RESERVED_STATUSES, type TransferStatus, transition } from './machine.js';
@@ -51,13 +52,14 @@ export async function prepare(
   const walletId = input.wallet_id.toLowerCase();
   const assetId = input.asset_id.toLowerCase();
   const w = (
-    await q.query<{ master_key_id: string; ceremony_id: string | null; parties: unknown }>(
-      `SELECT w.master_key_id, m.ceremony_id, m.parties FROM wallets w JOIN master_keys m USING (master_key_id)
-       WHERE w.profile_id = $1 AND w.wallet_id = $2`,
+    await q.query<{ master_key_id: string; ceremony_id: string | null; parties: unknown; archived_at: Date | null }>(
+      `SELECT w.master_key_id, m.ceremony_id, m.parties, w.archived_at FROM wallets w JOIN master_keys m USING (master_key_id)
+       WHERE w.profile_id = $1 AND w.wallet_id = $2 AND w.deleted_at IS NULL`,
       [profileId, walletId],
     )
   )[0];
   if (w === undefined) throw field('body.wallet_id', 'no such wallet in this profile');
+  refuseArchived({ wallet_id: walletId, archived_at: w.archived_at });
   const a = (
     await q.query<{
       symbol: string;

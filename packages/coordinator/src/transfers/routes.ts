@@ -190,14 +190,15 @@ export async function transferRoutes(app: FastifyInstance, ctx: ProfileRoutesCon
           'Creates a transfer and evaluates the policy at once (seed §1: default deny). 201 with the transfer: ' +
           "PENDING_APPROVAL (approval requests are pushed to the key's mobile signer devices), or a terminal " +
           'REJECTED_BY_POLICY / NO_POLICY_FOUND with `sub_status`. Daily limits count every transfer of the wallet and ' +
-          'asset on the UTC day that is not failed, rejected or expired, checked atomically per wallet, asset and day.',
+          'asset on the UTC day that is not failed, rejected or expired, checked atomically per wallet, asset and day. ' +
+          'An archived wallet (admin API) takes no transfer: 409 WALLET_ARCHIVED.',
         security,
         params: PROFILE_PARAMS,
         headers: IDEMPOTENCY_HEADERS,
         body: TRANSFER_BODY,
         response: {
           201: { description: 'The created transfer', $ref: 'Transfer#' },
-          ...errors(...BODY_ERRORS, ...IDEMPOTENCY_ERRORS),
+          ...errors(...BODY_ERRORS, ...IDEMPOTENCY_ERRORS, 'WALLET_ARCHIVED'),
         },
       },
     },
@@ -290,7 +291,7 @@ export async function transferRoutes(app: FastifyInstance, ctx: ProfileRoutesCon
               policy: { type: ['object', 'null'], additionalProperties: true },
             },
           },
-          ...errors(...BODY_ERRORS),
+          ...errors(...BODY_ERRORS, 'WALLET_ARCHIVED'),
         },
       },
     },
@@ -340,7 +341,7 @@ export async function transferRoutes(app: FastifyInstance, ctx: ProfileRoutesCon
               priority: { type: 'string' },
             },
           },
-          ...errors(...BODY_ERRORS, ...IDEMPOTENCY_ERRORS, 'CHAIN_UNAVAILABLE'),
+          ...errors(...BODY_ERRORS, ...IDEMPOTENCY_ERRORS, 'CHAIN_UNAVAILABLE', 'WALLET_ARCHIVED'),
         },
       },
     },

@@ -11,6 +11,7 @@ import {
   anyObject,
   code,
   email,
+  listOf,
   name,
   obj,
   pageEnvelope,
@@ -276,6 +277,23 @@ export function userRoutes(r: AdminRouter, users: UserService): void {
       errors: ['RESOURCE_NOT_FOUND'],
     },
     async (req) => users.getUser(P<{ user_id: string }>(req).user_id),
+  );
+  r.route(
+    'GET',
+    '/admin/v1/users/:user_id/login-networks',
+    {
+      roles: ADMIN,
+      tags: ['Admin: users'],
+      summary: 'Networks (IPv4 /24, IPv6 /48) the user has logged in from, oldest first',
+      description:
+        'A successful login from a network not in this list, by a user who has logged in before, emits ' +
+        'GEO_ANOMALY_DETECTED to the instance-level webhooks.',
+      params: userParams,
+      status: 200,
+      response: listOf('Login networks: network, first_seen_at, last_seen_at'),
+      errors: ['RESOURCE_NOT_FOUND'],
+    },
+    async (req) => users.loginNetworks(P<{ user_id: string }>(req).user_id),
   );
   r.route(
     'PATCH',

@@ -14,6 +14,7 @@ import { type Page, type PageRequest, pageOffset } from '../store.js';
 import { type Clock, iso } from '../util.js';
 import { emitInstanceEvent } from '../webhooks/outbox.js';
 import type { BootstrapTokens } from './bootstrap.js';
+import { listLoginNetworks } from './geo-anomaly.js';
 import { checkLockout } from './lockout.js';
 import { SessionService } from './sessions.js';
 import { insertUser, keepOneAdmin, type UserRow, type UserView, userById, userView } from './store.js';
@@ -188,6 +189,20 @@ export class UserService {
   /** One live user. @throws ApiError RESOURCE_NOT_FOUND */
   async getUser(id: string): Promise<UserView> {
     return userView(await userById(this.c.db, id));
+  }
+
+  /**
+   * The networks (IPv4 /24, IPv6 /48) a user has logged in from, oldest first, with first and last
+   * login times (ISO 8601 UTC): the memory of the GEO_ANOMALY_DETECTED rule (users/geo-anomaly.ts).
+   * @throws ApiError RESOURCE_NOT_FOUND
+   */
+  async loginNetworks(id: string): Promise<{ network: string; first_seen_at: string; last_seen_at: string }[]> {
+    await userById(this.c.db, id);
+    return (await listLoginNetworks(this.c.db, id)).map((n) => ({
+      network: n.network,
+      first_seen_at: iso(n.first_seen_at)!,
+      last_seen_at: iso(n.last_seen_at)!,
+    }));
   }
 
   /** @throws ApiError CONFLICT (e-mail taken); VALIDATION_FAILED naming `body.password` (too easy to guess) */

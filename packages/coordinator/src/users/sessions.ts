@@ -14,6 +14,7 @@ import { ApiError } from '../errors.js';
 import type { Mailer } from '../mailer.js';
 import { type Clock, iso, randomToken, sha256Hex } from '../util.js';
 import { emitInstanceEvent } from '../webhooks/outbox.js';
+import { recordLoginNetwork } from './geo-anomaly.js';
 import { checkLockout, rateLimited } from './lockout.js';
 import { type SessionUser, type UserRow, type UserView, userByEmail, userById, userView } from './store.js';
 import { consumeTotp } from './totp.js';
@@ -140,7 +141,9 @@ export class SessionService {
    * count towards the account lockout across challenges. A TOTP code is single-use (see
    * {@link consumeTotp}): a replayed code, or one of a step not later than the last accepted one,
    * counts as a wrong code and gets the same `INVALID_SECOND_FACTOR`. A success from a `clientIp`
-   * outside {@link AdminOptions.adminNetworks} emits ROLE_SCOPE_LOGIN (instance-level webhooks).
+   * outside {@link AdminOptions.adminNetworks} emits ROLE_SCOPE_LOGIN (instance-level webhooks); a
+   * success from an IPv4 /24 or IPv6 /48 new for a user who logged in before emits
+   * GEO_ANOMALY_DETECTED (users/geo-anomaly.ts).
    * @param clientIp the client address (`req.ip`: the socket peer, or X-Forwarded-For of a trusted proxy)
    * @throws ApiError INVALID_SECOND_FACTOR (401); RATE_LIMITED (429, Retry-After) while the account is locked out
    * @returns the bearer token (shown once; stored as SHA-256) and its expiry
@@ -212,6 +215,7 @@ export class SessionService {
             ip: clientIp,
           });
         }
+        await recordLoginNetwork(q, this.c.clock, u, clientIp);
         return { token, expires_at: iso(expires)!, user: userView(u) };
       })
       .then((r) => {

@@ -187,4 +187,85 @@ export function walletAdminRoutes(r: AdminRouter, wallets: WalletService): void 
       return wallets.updateWallet(actor(req), p.profile_id, p.wallet_id, B(req));
     },
   );
+  walletArchiveRoutes(r, wallets);
+}
+
+/**
+ * Wallet archive / unarchive / delete and address label / archival (wallets/archive.ts). Admin API
+ * only: the seed's REST API has no wallet deletion or address archival endpoint, and API-key
+ * holders get none here. Destructive actions (archive, delete, archiving an address) need a fresh
+ * step-up.
+ */
+function walletArchiveRoutes(r: AdminRouter, wallets: WalletService): void {
+  const walletParams = obj({ profile_id: UUID, wallet_id: UUID }, ['profile_id', 'wallet_id']);
+  for (const archived of [true, false]) {
+    r.route(
+      'POST',
+      `/admin/v1/profiles/:profile_id/wallets/:wallet_id/${archived ? 'archive' : 'unarchive'}`,
+      {
+        roles: ADMIN,
+        tags: ['Admin: wallets'],
+        summary: archived
+          ? 'Archive a wallet: it takes no new transfers or addresses (409 WALLET_ARCHIVED); deposits are still watched and credited (emits WALLET_UPDATED)'
+          : 'Unarchive a wallet (emits WALLET_UPDATED)',
+        ...(archived ? { stepUp: true as const } : {}),
+        params: walletParams,
+        status: 200,
+        response: anyObject('wallet_id, name, archived_at (ISO 8601 UTC or null)'),
+        errors: ['WALLET_NOT_FOUND'],
+      },
+      async (req) => {
+        const p = P<{ profile_id: string; wallet_id: string }>(req);
+        return wallets.archive.setArchived(actor(req), p.profile_id, p.wallet_id, archived);
+      },
+    );
+  }
+  r.route(
+    'DELETE',
+    '/admin/v1/profiles/:profile_id/wallets/:wallet_id',
+    {
+      roles: ADMIN,
+      tags: ['Admin: wallets'],
+      summary: 'Delete an empty wallet (emits WALLET_DELETED)',
+      description:
+        'Refused while any balance of the wallet is above zero (409 WALLET_NOT_EMPTY) or a transfer of it is not ' +
+        'finished (409 WALLET_TRANSFERS_PENDING). Soft delete: the wallet is gone from lists and GETs (404), its ' +
+        'addresses stay reserved (no index is reused) and watched.',
+      stepUp: true,
+      params: walletParams,
+      status: 204,
+      response: { description: 'Deleted', type: 'null' },
+      errors: ['WALLET_NOT_FOUND', 'WALLET_NOT_EMPTY', 'WALLET_TRANSFERS_PENDING'],
+    },
+    async (req) => {
+      const p = P<{ profile_id: string; wallet_id: string }>(req);
+      await wallets.archive.deleteWallet(actor(req), p.profile_id, p.wallet_id);
+    },
+  );
+  r.route(
+    'PATCH',
+    '/admin/v1/profiles/:profile_id/wallets/:wallet_id/addresses/:address_id',
+    {
+      roles: ADMIN,
+      tags: ['Admin: wallets'],
+      summary: 'Set or clear an address label (ADDRESS_UPDATED), archive (ADDRESS_DELETED) or unarchive it',
+      description:
+        'An archived address is no longer listed as a deposit address but stays watched and its coins stay ' +
+        "spendable (a payer may still use it). An account-based blockchain's only address cannot be archived (409 " +
+        'ADDRESS_NOT_ARCHIVABLE). Archiving is sensitive.',
+      stepUp: (req) => (req.body as { archived?: unknown }).archived === true,
+      params: obj({ profile_id: UUID, wallet_id: UUID, address_id: UUID }, ['profile_id', 'wallet_id', 'address_id']),
+      body: {
+        ...obj({ label: { type: ['string', 'null'], minLength: 1, maxLength: 200 }, archived: { type: 'boolean' } }),
+        minProperties: 1,
+      },
+      status: 200,
+      response: anyObject('The address with label and archived_at'),
+      errors: ['WALLET_NOT_FOUND', 'RESOURCE_NOT_FOUND', 'ADDRESS_NOT_ARCHIVABLE'],
+    },
+    async (req) => {
+      const p = P<{ profile_id: string; wallet_id: string; address_id: string }>(req);
+      return wallets.archive.updateAddress(actor(req), p.profile_id, p.wallet_id, p.address_id, B(req));
+    },
+  );
 }

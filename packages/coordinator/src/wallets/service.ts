@@ -11,6 +11,7 @@ import type { Db } from '../db/db.js';
 import { ApiError } from '../errors.js';
 import type { Clock } from '../util.js';
 import { emitEvent } from '../webhooks/outbox.js';
+import { WalletArchive } from './archive.js';
 import { BalanceStore } from './balances.js';
 import { GroupService } from './groups.js';
 import { ProfileStore } from './profiles.js';
@@ -33,12 +34,15 @@ export class WalletService {
   readonly balances: BalanceStore;
   /** Wallet groups and address groups. */
   readonly groups: GroupService;
+  /** Wallet archival and deletion, address labels and archival (archive.ts). */
+  readonly archive: WalletArchive;
 
   constructor(private readonly c: WalletComponents) {
     this.profiles = new ProfileStore(c);
     this.store = new WalletStore(c);
     this.balances = new BalanceStore({ ...c, wallets: this.store });
     this.groups = new GroupService({ db: c.db, clock: c.clock, audit: c.audit.record });
+    this.archive = new WalletArchive(c);
   }
 
   /** Create a profile (dashboard); audited `profile.created`. */
@@ -89,7 +93,7 @@ export class WalletService {
   async updateWallet(actor: string, profileId: string, walletId: string, input: { name: string | null }) {
     await this.c.db.tx(async (q) => {
       const r = await q.query(
-        'UPDATE wallets SET name = $3 WHERE profile_id = $1 AND wallet_id = $2 RETURNING wallet_id',
+        'UPDATE wallets SET name = $3 WHERE profile_id = $1 AND wallet_id = $2 AND deleted_at IS NULL RETURNING wallet_id',
         [profileId, walletId, input.name],
       );
       if (r.length === 0) throw new ApiError('WALLET_NOT_FOUND', `no wallet ${walletId} in this profile`);

@@ -16,6 +16,7 @@ import { transferKeyId } from '../signers/store.js';
 import { type Page, type PageRequest, pageOffset } from '../store.js';
 import { type Clock, iso } from '../util.js';
 import { emitEvent } from '../webhooks/outbox.js';
+import { refuseArchived } from './archive.js';
 import { BLOCKCHAIN_ENABLED } from './profiles.js';
 
 /** Address object. */
@@ -272,7 +273,8 @@ export class WalletStore {
     p: PageRequest,
     walletIds?: readonly string[],
   ): Promise<Page<{ wallet_id: string }>> {
-    const where = `profile_id = $1${walletIds === undefined ? '' : ' AND wallet_id = ANY($2::uuid[])'}`;
+    // Deleted wallets (archive.ts) are gone from lists.
+    const where = `profile_id = $1 AND deleted_at IS NULL${walletIds === undefined ? '' : ' AND wallet_id = ANY($2::uuid[])'}`;
     const params: unknown[] = walletIds === undefined ? [profileId] : [profileId, walletIds];
     const n = params.length;
     const rows = await this.c.db.query<{ wallet_id: string }>(
@@ -285,11 +287,14 @@ export class WalletStore {
     return { data: rows, page: p.page, page_size: p.page_size, total };
   }
 
-  /** One wallet with its blockchains and addresses, or 404 WALLET_NOT_FOUND. */
+  /**
+   * One wallet with its blockchains and its listed (not archived) addresses, or 404
+   * WALLET_NOT_FOUND (also for a deleted wallet, archive.ts).
+   */
   async getWallet(profileId: string, walletId: string): Promise<WalletView> {
     const w = (
       await this.c.db.query<{ wallet_id: string; profile_id: string; name: string | null; created_at: Date }>(
-        'SELECT wallet_id, profile_id, name, created_at FROM wallets WHERE profile_id = $1 AND wallet_id = $2',
+        'SELECT wallet_id, profile_id, name, created_at FROM wallets WHERE profile_id = $1 AND wallet_id = $2 AND deleted_at IS NULL',
         [profileId, walletId],
       )
     )[0];
@@ -301,7 +306,7 @@ export class WalletStore {
     );
     const addrs = await this.c.db.query<AddressRow>(
       `SELECT a.* FROM addresses a JOIN blockchains b USING (blockchain_id) WHERE a.wallet_id = $1 AND a.branch = 0
-       ORDER BY b.sort, a.address_index`,
+       AND a.archived_at IS NULL ORDER BY b.sort, a.address_index`,
       [walletId],
     );
     return {
@@ -315,8 +320,9 @@ export class WalletStore {
   }
 
   /**
-   * The wallet with its master key's public keys and chain codes (ECDSA, Taproot) (`lock`: FOR UPDATE of the wallet row).
-   * @throws ApiError WALLET_NOT_FOUND (404) unless the profile has the wallet
+   * The wallet with its master key's public keys and chain codes (ECDSA, Taproot) and
+   * `archived_at` (archive.ts) (`lock`: FOR UPDATE of the wallet row).
+   * @throws ApiError WALLET_NOT_FOUND (404) unless the profile has the wallet (not deleted)
    */
   async requireWallet(q: Queryable, profileId: string, walletId: string, lock = false) {
     const w = (
@@ -327,11 +333,12 @@ export class WalletStore {
         secp256k1_chain_code: string;
         taproot_public_key: string | null;
         taproot_chain_code: string | null;
+        archived_at: Date | null;
       }>(
         `SELECT w.wallet_id, w.wallet_index, m.secp256k1_public_key, m.secp256k1_chain_code,
-                m.taproot_public_key, m.taproot_chain_code
+                m.taproot_public_key, m.taproot_chain_code, w.archived_at
          FROM wallets w JOIN master_keys m USING (master_key_id)
-         WHERE w.profile_id = $1 AND w.wallet_id = $2 ${lock ? 'FOR UPDATE OF w' : ''}`,
+         WHERE w.profile_id = $1 AND w.wallet_id = $2 AND w.deleted_at IS NULL ${lock ? 'FOR UPDATE OF w' : ''}`,
         [profileId, walletId],
       )
     )[0];
@@ -339,7 +346,7 @@ export class WalletStore {
     return w;
   }
 
-  /** Deposit addresses of a wallet, optionally on one blockchain. */
+  /** Deposit addresses of a wallet (archived ones are not listed, archive.ts), optionally on one blockchain. */
   async listAddresses(
     profileId: string,
     walletId: string,
@@ -349,8 +356,8 @@ export class WalletStore {
     await this.requireWallet(this.c.db, profileId, walletId);
     const params: unknown[] = [walletId];
     if (blockchainId !== undefined) params.push(blockchainId);
-    // deposit addresses only: change addresses (branch 1) are the pipeline's, not listed (docs/transfers.md)
-    const where = `a.wallet_id = $1 AND a.branch = 0 ${blockchainId !== undefined ? 'AND a.blockchain_id = $2' : ''}`;
+    // deposit addresses only: change addresses (branch 1, the pipeline's) and archived ones are not listed
+    const where = `a.wallet_id = $1 AND a.branch = 0 AND a.archived_at IS NULL ${blockchainId !== undefined ? 'AND a.blockchain_id = $2' : ''}`;
     const n = params.length;
     const rows = await this.c.db.query<AddressRow>(
       `SELECT a.* FROM addresses a JOIN blockchains b USING (blockchain_id) WHERE ${where}
@@ -366,7 +373,7 @@ export class WalletStore {
   /**
    * Create an additional deposit address. Only UTXO blockchains allow several addresses per
    * wallet (seed §2 "Address"); the wallet row lock serialises concurrent creations.
-   * @throws ApiError WALLET_NOT_FOUND (404), BLOCKCHAIN_NOT_IN_WALLET / ADDRESS_LIMIT_REACHED /
+   * @throws ApiError WALLET_NOT_FOUND (404), WALLET_ARCHIVED (409), BLOCKCHAIN_NOT_IN_WALLET / ADDRESS_LIMIT_REACHED /
    *   VALIDATION_FAILED for an address type the chain does not support (422)
    * @param tx the caller's open transaction; default: a transaction of its own
    */
@@ -379,6 +386,7 @@ export class WalletStore {
     const blockchainId = input.blockchain_id.toLowerCase();
     return this.inTx(tx, async (q) => {
       const w = await this.requireWallet(q, profileId, walletId, true);
+      refuseArchived(w);
       const c = (
         await q.query<{ key: string }>(
           `SELECT b.key FROM wallet_blockchains wb JOIN blockchains b USING (blockchain_id)

@@ -2,9 +2,8 @@
  * Webhook event types of seed §6, with the trigger of each (seed §6 rule 4 leaves them "not
  * shown"; these are our definitions, published in the OpenAPI document) and the shape of `data`.
  *
- * Events whose subsystem does not exist yet (transfers, chain indexer, policies, refresh ceremony)
- * are emitted by that subsystem through {@link emitEvent} when it lands; their triggers are
- * defined here already so the contract is fixed.
+ * Every type has a trigger; test/webhooks-every-event.test.ts lists, per type, the test that makes
+ * it fire.
  */
 
 /** Every event type of seed §6, in the seed's order. New types may be added without a version change (seed §9). */
@@ -154,11 +153,25 @@ const transfer = ordered(
   ['transfer_id', 'wallet_id', 'status', 'external_id'],
 );
 const wallet = ordered(
-  { wallet_id: uuid, name: { type: ['string', 'null'] }, blockchain_ids: { type: 'array', items: uuid } },
+  {
+    wallet_id: uuid,
+    name: { type: ['string', 'null'] },
+    blockchain_ids: { type: 'array', items: uuid },
+    archived: { type: 'boolean', description: 'WALLET_UPDATED of an archive (true) or unarchive (false)' },
+  },
   ['wallet_id'],
 );
 const address = ordered(
-  { address_id: uuid, wallet_id: uuid, blockchain_id: uuid, address: str, address_type: str, derivation_path: str },
+  {
+    address_id: uuid,
+    wallet_id: uuid,
+    blockchain_id: uuid,
+    address: str,
+    address_type: str,
+    derivation_path: str,
+    label: { type: ['string', 'null'], description: 'ADDRESS_UPDATED / ADDRESS_DELETED: the label (admin API)' },
+    archived: { type: 'boolean', description: 'ADDRESS_UPDATED / ADDRESS_DELETED: whether the address is archived' },
+  },
   ['address_id', 'wallet_id', 'blockchain_id', 'address'],
 );
 const walletGroup = obj(
@@ -221,9 +234,18 @@ export const WEBHOOK_EVENT_DOCS: Record<WebhookEventType, { trigger: string; dat
     ]),
   },
   WALLET_CREATED: { trigger: 'A wallet is created (REST API or admin API).', data: wallet },
-  WALLET_UPDATED: { trigger: 'A wallet is renamed (admin API `PATCH …/wallets/{wallet_id}`).', data: wallet },
+  WALLET_UPDATED: {
+    trigger:
+      'A wallet is renamed (admin API `PATCH …/wallets/{wallet_id}`), archived or unarchived (admin API ' +
+      '`POST …/wallets/{wallet_id}/archive|unarchive`, `archived` true/false). An archived wallet takes no new ' +
+      'transfers or addresses; its deposits are still watched and credited.',
+    data: wallet,
+  },
   WALLET_DELETED: {
-    trigger: 'Reserved: wallets cannot be deleted yet (funds safety); no trigger today.',
+    trigger:
+      'An Admin deletes a wallet (admin API `DELETE …/wallets/{wallet_id}`), allowed only when every balance is zero ' +
+      'and no transfer of it is unfinished. Soft delete: the wallet is gone from lists and GETs; its addresses stay ' +
+      'reserved and watched.',
     data: wallet,
   },
   POLICY_CREATED: { trigger: 'A policy is created. Emitted by the policy module.', data: policy },
@@ -241,9 +263,16 @@ export const WEBHOOK_EVENT_DOCS: Record<WebhookEventType, { trigger: string; dat
     trigger: 'A deposit address is derived: the first ones at wallet creation and every additional one.',
     data: address,
   },
-  ADDRESS_UPDATED: { trigger: 'Reserved: addresses are immutable today; no trigger.', data: address },
+  ADDRESS_UPDATED: {
+    trigger:
+      "An address's label is set or cleared, or the address is unarchived (admin API `PATCH …/addresses/{address_id}`).",
+    data: address,
+  },
   ADDRESS_DELETED: {
-    trigger: 'Reserved: addresses are never deleted (deposits may still arrive); no trigger.',
+    trigger:
+      'An address is archived (admin API `PATCH …/addresses/{address_id}` with `archived: true`): no longer listed ' +
+      'as a deposit address, but still watched and its coins spendable, since money may still arrive. An ' +
+      "account-based blockchain's only address cannot be archived.",
     data: address,
   },
   WALLET_GROUP_CREATED: { trigger: 'A wallet group is created (admin API).', data: walletGroup },
@@ -332,8 +361,21 @@ export const WEBHOOK_EVENT_DOCS: Record<WebhookEventType, { trigger: string; dat
   },
   GEO_ANOMALY_DETECTED: {
     trigger:
-      'Reserved: needs a GeoIP source the instance does not ship; the login path will emit it when one is configured. No trigger today. Instance event.',
-    data: obj({ user_id: uuid, ip: str }),
+      'A dashboard session is opened (password + second factor succeeded) from a network the user has not logged in ' +
+      'from before: the IPv4 /24 or IPv6 /48 of the client address (req.ip: socket peer, or X-Forwarded-For of a ' +
+      'trusted proxy; an IPv4-mapped IPv6 address counts as IPv4). The first login ever records its network without ' +
+      'an alert. No GeoIP database ships: the rule is by IP range (users/geo-anomaly.ts). Instance event.',
+    data: obj({
+      user_id: uuid,
+      email: str,
+      ip: { type: 'string', description: 'the client address of the login' },
+      network: { type: 'string', description: 'its network, e.g. 203.0.113.0/24 or 2001:db8:1::/48' },
+      previous_networks: {
+        type: 'integer',
+        minimum: 1,
+        description: 'how many other networks the user had logged in from before',
+      },
+    }),
   },
   SIGNER_MISBEHAVIOUR: {
     trigger:
