@@ -138,5 +138,25 @@ describe('SIGN with per-digest keys', () => {
       [a, c],
     );
     for (const r of bad) expect(r.outcome).toBe(Outcome.REFUSED);
+    const pooledMixed = await runAt(
+      runCeremony,
+      start(CeremonyKind.SIGN, [a, c], {
+        keyId,
+        sign: {
+          keyId,
+          algorithm: KeyAlgorithm.SECP256K1_ECDSA,
+          derivationPath: A,
+          digests: digests.map((d) => d.digest),
+          presignatureId: 'any',
+          digestKeys: [
+            { algorithm: KeyAlgorithm.SECP256K1_ECDSA, derivationPath: A },
+            { algorithm: KeyAlgorithm.SECP256K1_TAPROOT, derivationPath: B },
+          ],
+        },
+      }),
+      [a, c],
+    );
+    for (const r of pooledMixed)
+      expect([r.outcome, r.error]).toEqual([Outcome.REFUSED, expect.stringMatching(/presignatureId/)]);
   });
 });

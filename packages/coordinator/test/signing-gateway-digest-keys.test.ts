@@ -8,8 +8,18 @@
  * control-protocol boundary: each answer is the CeremonyResult a signer sends).
  */
 import { ControlClient } from '@custodian/signer-client';
-import { type CeremonyResult, KeyAlgorithm, Outcome, type StartCeremony, type TransferIntent } from '@custodian/wire';
+import {
+  type CeremonyResult,
+  CONTROL_VERSION,
+  KeyAlgorithm,
+  Outcome,
+  openControlRequest,
+  type StartCeremony,
+  signControlRequest,
+  type TransferIntent,
+} from '@custodian/wire';
 import { generateKeyPair } from '@libp2p/crypto/keys';
+import { ed25519 } from '@noble/curves/ed25519.js';
 import { schnorr, secp256k1 } from '@noble/curves/secp256k1.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -96,6 +106,14 @@ describe('signer gateway: per-digest keys', () => {
       { algorithm: KeyAlgorithm.SECP256K1_TAPROOT, derivationPath: B },
     ]);
     expect(seen[0]?.sign?.algorithm).toBe(KeyAlgorithm.SECP256K1_ECDSA);
+    // what a server signer receives: the signed control request, decoded by reflection (control.proto)
+    const sk = ed25519.utils.randomSecretKey();
+    const opened = openControlRequest(
+      signControlRequest({ version: CONTROL_VERSION, issuedUnixMs: Date.now(), start: seen[0] as StartCeremony }, sk),
+      ed25519.getPublicKey(sk),
+    );
+    if (!opened.ok) throw new Error(opened.rejection.reason);
+    expect(opened.value.start?.sign?.digestKeys).toEqual(seen[0]?.sign?.digestKeys);
     expect(seen[0]?.sign?.derivationPath).toEqual(A);
     if (!r.ok) throw new Error(`expected ok, got ${JSON.stringify(r)}`);
     const ec = secp256k1.sign(d0, ecSk, { prehash: false, format: 'recovered' });

@@ -101,6 +101,8 @@ async function signDigestKeys(
   if (keys.length !== digests.length)
     throw new Refused(`digestKeys: ${keys.length} keys for ${digests.length} digests (one per digest)`);
   // every check before any part starts: a refusal never leaves another part's sessions running
+  if ((req.presignatureId ?? '') !== '' && digests.length !== 1)
+    throw new Refused('presignatureId: signs exactly one digest');
   for (const [i, p] of parties.entries())
     if (!rec.parties.includes(p.peerId)) throw new Refused(`parties[${i}]: not a party of key ${req.keyId}`);
   const groups = new Map<number, { entry: KeyRecord['keys'][number]; items: DigestItem[] }>();

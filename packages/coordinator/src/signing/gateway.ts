@@ -32,6 +32,9 @@
  * `PRESIGNATURE_UNAVAILABLE`: a refresh dropped it, or its store lost it), the other parties are
  * aborted at once and the request is signed cold (presign + sign) in a new ceremony, so a stale
  * pool never fails a transfer.
+ *
+ * Over 400 lines: the request shape, its validation and the one `sign` flow (attempt record, pool,
+ * fast path, stale-presignature retry) are kept together so the order of those steps reads in one place.
  */
 import { type ControlClient, EcdsaShareCombiner } from '@custodian/signer-client';
 import {
@@ -50,7 +53,9 @@ import type { SigningMetrics } from '../metrics/registry.js';
 import { assessBlames, type BlameRecord } from './blame.js';
 import { type DeviceCeremonyPort, dispatchCeremony, newCeremonyId, type PartyDirectory } from './dispatch.js';
 import {
+  algorithmOf,
   type GatewaySignResult,
+  hasOtherDigestKeys,
   mapSignResults,
   type PartyDispatch,
   type PartyResult,
@@ -58,13 +63,16 @@ import {
   type SignParty,
   type UnavailableParty,
   unavailableResult,
+  validateDigestKeys,
 } from './sign-results.js';
 
 export type { DeviceCeremonyPort, DispatchInit, PartyDirectory } from './dispatch.js';
 export { dispatchCeremony, newCeremonyId, presignCeremony } from './dispatch.js';
 export type { GatewaySignResult, PartyDispatch, PartyResult, SignParty, UnavailableParty } from './sign-results.js';
 export {
+  algorithmOf,
   ecdsaRecovery,
+  hasOtherDigestKeys,
   mapSignResults,
   partyName,
   refusalOfResult,
@@ -206,27 +214,6 @@ export function evidenceWire(e: SignEvidence): Partial<SignRequest> {
   };
 }
 
-const nonHardened = (path: readonly unknown[]): boolean =>
-  path.every((x) => Number.isSafeInteger(x) && (x as number) >= 0 && (x as number) < 0x8000_0000);
-
-/** The algorithm digest `i` is signed with: its `digestKeys` entry's, else the request's. */
-export function algorithmOf(req: Pick<GatewaySignRequest, 'algorithm' | 'digestKeys'>, i: number) {
-  return req.digestKeys?.[i]?.algorithm ?? req.algorithm;
-}
-
-/**
- * Whether `digestKeys` names any key other than the request's own (`algorithm` at
- * `derivationPath`): then the ceremony signs with several keys (issue #28).
- */
-export function hasOtherDigestKeys(req: Pick<GatewaySignRequest, 'algorithm' | 'derivationPath' | 'digestKeys'>) {
-  return (req.digestKeys ?? []).some(
-    (k) =>
-      k.algorithm !== req.algorithm ||
-      k.derivationPath.length !== req.derivationPath.length ||
-      k.derivationPath.some((x, j) => x !== req.derivationPath[j]),
-  );
-}
-
 function validate(req: GatewaySignRequest): void {
   if (typeof req.keyId !== 'string' || req.keyId.length === 0) throw new TypeError('keyId: non-empty string');
   if (!(req.algorithm in ALGORITHMS)) throw new RangeError(`algorithm: unknown ${String(req.algorithm)}`);
@@ -241,17 +228,7 @@ function validate(req: GatewaySignRequest): void {
   }
   if (!Array.isArray(req.digests) || req.digests.length < 1 || req.digests.length > 64)
     throw new RangeError('digests: 1..64 expected');
-  if (req.digestKeys !== undefined) {
-    if (!Array.isArray(req.digestKeys)) throw new TypeError('digestKeys: an array');
-    if (req.digestKeys.length > 0 && req.digestKeys.length !== req.digests.length)
-      throw new RangeError(`digestKeys: one per digest (${req.digests.length}), got ${req.digestKeys.length}`);
-    for (const [i, k] of req.digestKeys.entries()) {
-      if (typeof k !== 'object' || k === null || !(k.algorithm in ALGORITHMS))
-        throw new RangeError(`digestKeys[${i}].algorithm: unknown ${String(k?.algorithm)}`);
-      if (!Array.isArray(k.derivationPath) || !nonHardened(k.derivationPath))
-        throw new RangeError(`digestKeys[${i}].derivationPath: non-hardened indices (< 2^31)`);
-    }
-  }
+  validateDigestKeys(req, ALGORITHMS);
   for (const [i, d] of req.digests.entries()) {
     if (!(d instanceof Uint8Array)) throw new TypeError(`digests[${i}]: Uint8Array`);
     if (algorithmOf(req, i) !== 'ED25519' && d.length !== 32) throw new RangeError(`digests[${i}]: 32 bytes`);

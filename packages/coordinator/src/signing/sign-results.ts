@@ -135,6 +135,57 @@ export function ecdsaRecovery(signature: Uint8Array, digest: Uint8Array, publicK
   throw new Error('ECDSA signature: no recovery id recovers the public key');
 }
 
+/** Key algorithm names of the gateway (`GatewaySignRequest.algorithm`). */
+export type KeyAlgorithmName = 'SECP256K1_ECDSA' | 'SECP256K1_TAPROOT' | 'ED25519';
+
+/** The request fields naming the keys of its digests (gateway.ts `GatewaySignRequest`). */
+export interface DigestKeysOf {
+  readonly algorithm: KeyAlgorithmName;
+  readonly digestKeys?: readonly { readonly algorithm: KeyAlgorithmName; readonly derivationPath: readonly number[] }[];
+}
+
+const nonHardened = (path: readonly unknown[]): boolean =>
+  path.every((x) => Number.isSafeInteger(x) && (x as number) >= 0 && (x as number) < 0x8000_0000);
+
+/** The algorithm digest `i` is signed with: its `digestKeys` entry's, else the request's. */
+export function algorithmOf(req: DigestKeysOf, i: number): KeyAlgorithmName {
+  return req.digestKeys?.[i]?.algorithm ?? req.algorithm;
+}
+
+/**
+ * Whether `digestKeys` names any key other than the request's own (`algorithm` at
+ * `derivationPath`): then the ceremony signs with several keys (issue #28).
+ */
+export function hasOtherDigestKeys(req: DigestKeysOf & { readonly derivationPath: readonly number[] }): boolean {
+  return (req.digestKeys ?? []).some(
+    (k) =>
+      k.algorithm !== req.algorithm ||
+      k.derivationPath.length !== req.derivationPath.length ||
+      k.derivationPath.some((x, j) => x !== req.derivationPath[j]),
+  );
+}
+
+/**
+ * Check `digestKeys` of a gateway request (issue #28): absent or empty, or an array of exactly one
+ * entry per digest, each a known algorithm and a non-hardened path (indices < 2^31).
+ * @throws TypeError / RangeError naming the entry (a caller bug: the request shape)
+ */
+export function validateDigestKeys(
+  req: DigestKeysOf & { readonly digests: readonly unknown[] },
+  algorithms: Readonly<Record<string, number>>,
+): void {
+  if (req.digestKeys === undefined) return;
+  if (!Array.isArray(req.digestKeys)) throw new TypeError('digestKeys: an array');
+  if (req.digestKeys.length > 0 && req.digestKeys.length !== req.digests.length)
+    throw new RangeError(`digestKeys: one per digest (${req.digests.length}), got ${req.digestKeys.length}`);
+  for (const [i, k] of req.digestKeys.entries()) {
+    if (typeof k !== 'object' || k === null || !Object.hasOwn(algorithms, k.algorithm))
+      throw new RangeError(`digestKeys[${i}].algorithm: unknown ${String(k?.algorithm)}`);
+    if (!Array.isArray(k.derivationPath) || !nonHardened(k.derivationPath))
+      throw new RangeError(`digestKeys[${i}].derivationPath: non-hardened indices (< 2^31)`);
+  }
+}
+
 /** Whether a 64-byte BIP340 signature verifies over a 32-byte digest under a 32-byte x-only key. */
 function taprootValid(signature: Uint8Array, digest: Uint8Array, publicKey: Uint8Array): boolean {
   try {
@@ -212,19 +263,19 @@ export function mapSignResults(
   if (!agree || first.length !== req.digests.length)
     return { ok: false, reason: 'ABORTED', culprits: [], message: 'parties returned different signatures' };
   const perDigest = (req.digestKeys ?? []).length > 0;
-  const algorithmOf = (i: number) => (perDigest ? req.digestKeys?.[i]?.algorithm : undefined) ?? req.algorithm;
+  const algorithmAt = (i: number) => (perDigest ? req.digestKeys?.[i]?.algorithm : undefined) ?? req.algorithm;
   try {
     return {
       ok: true,
       signatures: first.map((s, i) => {
         const digest = req.digests[i] as Uint8Array;
         // per-digest keys: each signature is checked under its own algorithm and returned key
-        if (perDigest && algorithmOf(i) === 'SECP256K1_TAPROOT' && !taprootValid(s.signature, digest, s.publicKey))
+        if (perDigest && algorithmAt(i) === 'SECP256K1_TAPROOT' && !taprootValid(s.signature, digest, s.publicKey))
           throw new Error(`signatures[${i}]: not a valid BIP340 signature under its public key`);
         return {
           signature: Uint8Array.from(s.signature),
           publicKey: Uint8Array.from(s.publicKey),
-          ...(algorithmOf(i) === 'SECP256K1_ECDSA'
+          ...(algorithmAt(i) === 'SECP256K1_ECDSA'
             ? { recovery: ecdsaRecovery(s.signature, digest, s.publicKey, s.recoveryId ?? 0) }
             : {}),
         };
