@@ -74,9 +74,9 @@ describe('cpfpChildFee', () => {
     const fee = cpfpChildFee({ parentVsize: 141, parentFee: 2820n, childVsize: 110, targetRate: 40, minRate: 10 });
     expect(fee).toBe(7220n);
     expect(Number(2820n + fee) / (141 + 110)).toBeGreaterThanOrEqual(40);
-    // fractional sizes round the package fee up
+    // estimated (fractional) sizes count as whole vbytes, as the node's vsize = ⌈weight / 4⌉
     expect(cpfpChildFee({ parentVsize: 140.5, parentFee: 0n, childVsize: 109.5, targetRate: 3, minRate: 1 })).toBe(
-      750n,
+      753n,
     );
   });
 

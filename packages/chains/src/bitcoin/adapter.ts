@@ -312,7 +312,7 @@ export function dustThreshold(network: UtxoNetwork, address: string): bigint {
 /**
  * CPFP (child pays for parent): the fee (base units) a child spending one output of an
  * unconfirmed parent must pay so that the package (parent + child) reaches `targetRate`
- * (base units per vbyte): ceil(targetRate × (parentVsize + childVsize)) − parentFee, and never
+ * (base units per vbyte): ceil(targetRate × (⌈parentVsize⌉ + ⌈childVsize⌉)) − parentFee, and never
  * less than the child alone needs at `minRate` (the node's relay fee): ceil(minRate × childVsize).
  * @throws RangeError for a negative or non-finite size or rate
  */
@@ -326,7 +326,8 @@ export function cpfpChildFee(o: {
   for (const [k, v] of Object.entries(o))
     if (typeof v === 'number' && (!Number.isFinite(v) || v < 0))
       throw new RangeError(`${k}: expected a finite number ≥ 0`);
-  const packageFee = ceil(o.targetRate * (o.parentVsize + o.childVsize)) - o.parentFee;
+  // sizes rounded up to whole vbytes as the node counts them (vsize = ⌈weight / 4⌉)
+  const packageFee = ceil(o.targetRate * (Math.ceil(o.parentVsize) + Math.ceil(o.childVsize))) - o.parentFee;
   const alone = ceil(o.minRate * o.childVsize);
   if (packageFee < alone) return alone;
   return packageFee;

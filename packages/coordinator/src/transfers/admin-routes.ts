@@ -328,7 +328,7 @@ export async function transferAdminRoutes(
                 enum: ['RBF', 'CPFP'],
                 description:
                   'Bitcoin family: RBF (a replacement) or CPFP (a child self-spend of the change output, a transfer of its ' +
-                  "own with its own approvals: `fee_bump.child_transfer_id`). Default: RBF, and CPFP when the change cannot pay the replacement's fee.",
+                  "own with its own approvals: `fee_bump.child_transfer_id`; the transaction must be in the node's mempool). Default: RBF.",
               },
             },
           },

@@ -71,9 +71,6 @@ export async function requestFeeBump(
   } catch (e) {
     const code = (e as { code?: string }).code;
     if (code === 'NODE_RPC_ERROR') throw new ApiError('CHAIN_UNAVAILABLE', 'the blockchain node did not answer');
-    // the change cannot pay the replacement's fee: a child of the change output pays for both
-    if (code === 'INSUFFICIENT_FUNDS' && utxo && method === undefined)
-      return requestCpfp(s, actor, profileId, before, priority, check);
     if (typeof code === 'string')
       throw new ApiError('TRANSFER_STATE_CONFLICT', `no replacement: ${(e as Error).message}`);
     throw e;
@@ -129,13 +126,15 @@ export async function requestFeeBump(
 }
 
 /**
- * CPFP bump of a SENT Bitcoin-family transfer: a self-spend child (self-spend.ts) of the stuck
+ * CPFP bump of a SENT Bitcoin-family transfer (on request, `method: 'CPFP'`: e.g. the node refused
+ * a replacement, or the transaction must keep its txid; never automatic — change too small for an
+ * RBF bump is too small for a child too, which adds its own size): a self-spend child (self-spend.ts) of the stuck
  * transaction's change output (its output 1: the destination is output 0) whose fee lifts the
  * package (parent + child) to the target rate max(`priority` rate, parent rate + incremental relay
  * fee) — `cpfpChildFee`. The child is a transfer of its own (policy, approvals, signing); this
  * bump is recorded DONE at once with `method: 'CPFP'` and `child_transfer_id`.
- * @throws ApiError TRANSFER_STATE_CONFLICT (no change output, or it cannot pay the child's fee
- *   above dust), CHAIN_UNAVAILABLE, VALIDATION_FAILED (the child refused at creation)
+ * @throws ApiError TRANSFER_STATE_CONFLICT (no change output, the transaction is not in the
+ *   node's mempool, or the change cannot pay the child's fee above dust), CHAIN_UNAVAILABLE
  */
 async function requestCpfp(
   s: RequestContext,
@@ -172,6 +171,18 @@ async function requestCpfp(
       throw new ApiError('CHAIN_UNAVAILABLE', 'the blockchain node did not answer');
     throw e;
   }
+  // the child spends an output of the transaction the node holds (not one it refused)
+  let state: string;
+  try {
+    state = (await s.chains.lookup(before.intent.blockchain, before.tx_hash)).state;
+  } catch {
+    throw new ApiError('CHAIN_UNAVAILABLE', 'the blockchain node did not answer');
+  }
+  if (state !== 'pending')
+    throw new ApiError(
+      'TRANSFER_STATE_CONFLICT',
+      `no CPFP: the transaction is ${state} on the node, not in its mempool`,
+    );
   const change = parent.change;
   const spend: SelfSpend = {
     kind: 'CPFP',
