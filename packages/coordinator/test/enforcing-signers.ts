@@ -19,10 +19,16 @@ import { evidenceSignFields } from '../src/transfers/evidence.js';
 
 /**
  * The blockchains the test signers sign for (config `chains`): the directory's chain ids / networks
- * and default fee caps, and the directory's tokens the tests move (TRC-20 USDT on Nile).
+ * and default fee caps, and the directory's tokens the tests move (TRC-20 USDT on Nile, ERC-20 TST on anvil).
  */
 export const TEST_CHAINS = {
-  'ethereum-local': { family: 'ethereum', chainId: 31337, maxFee: '10000000000000000' },
+  'ethereum-local': {
+    family: 'ethereum',
+    chainId: 31337,
+    maxFee: '10000000000000000',
+    // the TestToken erc20-e2e.slow.test.ts deploys (the directory's TST)
+    assets: { TST: { contract: '0x5FbDB2315678afecb367f032d93F642f64180aa3', decimals: 6 } },
+  },
   'litecoin-regtest': { family: 'bitcoin', network: 'litecoin-regtest', maxFee: '1000000' },
   'bitcoin-regtest': { family: 'bitcoin', network: 'bitcoin-regtest', maxFee: '100000' },
   'tron-nile': {

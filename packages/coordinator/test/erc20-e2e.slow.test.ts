@@ -18,7 +18,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ControlClient } from '@custodian/signer-client';
 import { p256 } from '@noble/curves/nist.js';
-import { decodeFunctionData, encodeDeployData, encodeFunctionData, getAddress, type Hex } from 'viem';
+import { decodeFunctionData, encodeDeployData, encodeFunctionData, formatUnits, getAddress, type Hex } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import token from '../../chains/test/fixtures/TestToken.json' with { type: 'json' };
 import { type AnvilNode, startAnvil } from '../../chains/test/helpers/anvil.js';
@@ -72,6 +72,28 @@ const tokenBalance = async (who: string): Promise<bigint> =>
       'latest',
     ]),
   );
+
+/** The wallet's balance of `asset` as the API shows it, in base units (`decimals`). */
+async function apiBalance(asset: string, decimals: number): Promise<bigint> {
+  const b = await req('GET', `/api/v1/profiles/${profileId}/wallets/${walletId}/balances/${asset}`, { key: apiKey });
+  const [whole = '0', frac = ''] = String(b.body.amount ?? '0').split('.');
+  return BigInt(whole) * 10n ** BigInt(decimals) + BigInt(frac.padEnd(decimals, '0') || '0');
+}
+
+/**
+ * Funds the wallet: `eth` wei from anvil's account 0, then `tst` TST base units by a token
+ * `transfer` call; waits until the API shows both; returns the token transaction's hash.
+ */
+async function fund(tst: bigint, eth: bigint): Promise<string> {
+  const tstBefore = await apiBalance(tstAsset, 6);
+  const ethBefore = await apiBalance(ethAsset, 18);
+  await rpc('eth_sendTransaction', [{ from: FUNDER, to: source, value: `0x${eth.toString(16)}` }]);
+  const data = encodeFunctionData({ abi, functionName: 'transfer', args: [source, tst] });
+  const hash = await rpc('eth_sendTransaction', [{ from: FUNDER, to: tokenAddress, data }]);
+  await api.waitBalance(walletId, tstAsset, formatUnits(tstBefore + tst, 6), 60_000, 'TST balance');
+  await api.waitBalance(walletId, ethAsset, formatUnits(ethBefore + eth, 18), 60_000, 'ETH balance');
+  return hash;
+}
 
 async function createTransfer(amount: string): Promise<Json> {
   const r = await req('POST', `/api/v1/profiles/${profileId}/transfers`, {
@@ -157,11 +179,8 @@ afterAll(async () => {
 
 describe('ERC-20 end to end (signer processes, anvil, a deployed standard token)', () => {
   it('a token deposit is detected into the wallet token balance (TRANSACTION_DETECTED, BALANCE_UPDATED)', async () => {
-    await rpc('eth_sendTransaction', [{ from: FUNDER, to: source, value: `0x${ETH.toString(16)}` }]);
-    const data = encodeFunctionData({ abi, functionName: 'transfer', args: [source, 1000n * UNIT] });
-    const hash = await rpc('eth_sendTransaction', [{ from: FUNDER, to: tokenAddress, data }]);
-    await api.waitBalance(walletId, tstAsset, '1000', 60_000, 'TST balance');
-    await api.waitBalance(walletId, ethAsset, '1', 60_000, 'ETH balance');
+    const before = await apiBalance(tstAsset, 6);
+    const hash = await fund(1000n * UNIT, ETH / 10n);
     const ev = await coord.db.query<{ event_type: string; body: string }>(
       `SELECT event_type, body FROM webhook_events WHERE event_type IN ('TRANSACTION_DETECTED','BALANCE_UPDATED')
          AND body::jsonb->'data'->>'asset_id' = $1 ORDER BY occurred_at`,
@@ -172,15 +191,17 @@ describe('ERC-20 end to end (signer processes, anvil, a deployed standard token)
     expect(detected.at(-1)).toMatchObject({
       wallet_id: walletId,
       tx_hash: hash,
-      direction: 'INCOMING',
+      direction: 'incoming',
       amount: '1000',
       amount_base_units: (1000n * UNIT).toString(),
     });
     const updated = ev.filter((e) => e.event_type === 'BALANCE_UPDATED').map((e) => JSON.parse(e.body).data);
-    expect(updated.at(-1)).toMatchObject({ wallet_id: walletId, balance: '1000' });
+    expect(updated.at(-1)).toMatchObject({ wallet_id: walletId, balance: formatUnits(before + 1000n * UNIT, 6) });
   }, 120_000);
 
   it('a token transfer: two approvals, MPC signature, SENT, delivered; the recipient gets exactly the amount, ETH pays the gas', async () => {
+    await fund(100n * UNIT, ETH / 10n);
+    const apiBefore = await apiBalance(tstAsset, 6);
     const destBefore = await tokenBalance(DEST);
     const srcBefore = await tokenBalance(source);
     const ethBefore = BigInt(await rpc('eth_getBalance', [source, 'latest']));
@@ -213,10 +234,11 @@ describe('ERC-20 end to end (signer processes, anvil, a deployed standard token)
     expect(list[0]).toBe('TRANSFER_CREATED');
     expect(list.at(-1)).toBe('TRANSFER_DELIVERED');
     // the coordinator's token balance follows the chain
-    await api.waitBalance(walletId, tstAsset, '987.5', 60_000, 'TST balance after the transfer');
+    await api.waitBalance(walletId, tstAsset, formatUnits(apiBefore - amount, 6), 60_000, 'TST after the transfer');
   }, 300_000);
 
   it('fee replacement of a stuck token transfer: fresh approvals, same nonce, the replacement is mined and the original is not', async () => {
+    await fund(100n * UNIT, ETH / 10n);
     const destBefore = await tokenBalance(DEST);
     await rpc('evm_setAutomine', [false]);
     try {

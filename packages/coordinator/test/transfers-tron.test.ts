@@ -336,6 +336,18 @@ describe('TRON transfers through the pipeline (signer processes, TRON-shaped mod
   }, 60_000);
 
   it('expiry: a SENT transaction the node lost, past its expiration with the confirmations → FAILED / EXPIRED_ON_CHAIN, also after a restart', async () => {
+    // its own funds: 5 TRX, confirmed
+    const trxBalance = async (): Promise<bigint> => {
+      const b = await req('GET', `/api/v1/profiles/${profileId}/wallets/${walletId}/balances/${trxAsset}`, {
+        key: apiKey,
+      });
+      const [whole = '0', frac = ''] = String(b.body.amount ?? '0').split('.');
+      return BigInt(whole) * TRX + BigInt(frac.padEnd(6, '0') || '0');
+    };
+    const funded = (await trxBalance()) + 5n * TRX;
+    model.mine([model.tx('trx', FUNDER, source, 5n * TRX)]);
+    model.mine();
+    await waitFor('the TRX deposit', async () => ((await trxBalance()) === funded ? true : undefined));
     const sourceBefore = model.trxAt(source);
     const c = await req('POST', `/api/v1/profiles/${profileId}/transfers`, {
       key: apiKey,
