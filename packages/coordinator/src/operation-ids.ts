@@ -54,6 +54,7 @@ export const OPERATION_IDS: Readonly<Record<string, string>> = {
   'DELETE /admin/v1/profiles/:profile_id/wallets/:wallet_id': 'adminDeleteWallet',
   'POST /admin/v1/profiles/:profile_id/wallets/:wallet_id/archive': 'adminArchiveWallet',
   'POST /admin/v1/profiles/:profile_id/wallets/:wallet_id/unarchive': 'adminUnarchiveWallet',
+  'GET /admin/v1/profiles/:profile_id/wallets/:wallet_id/addresses': 'adminListAddresses',
   'PATCH /admin/v1/profiles/:profile_id/wallets/:wallet_id/addresses/:address_id': 'adminUpdateAddress',
   'GET /admin/v1/profiles/:profile_id/wallets/:wallet_id/balances': 'adminListBalances',
   'GET /admin/v1/api-keys': 'adminListApiKeys',

@@ -226,6 +226,12 @@ describe('address label and archival', () => {
         (a: Json) => a.address_id,
       ),
     ).toEqual([eth.address_id]);
+    // The admin listing shows it, archived, with its label state.
+    const all = await h.req('GET', `${P(h)}/wallets/${w.wallet_id}/addresses`, { token: h.adminToken });
+    expect(all.body.data.map((a: Json) => [a.address_id, a.archived_at !== null, a.label])).toEqual([
+      [eth.address_id, false, null],
+      [btc.address_id, true, null],
+    ]);
     // …but still watched (money may still arrive), and its index is never reused.
     expect(await new WatchList({ db: h.c.db }).addresses('bitcoin-mainnet')).toContain(btc.address);
     const next = await h.req('POST', `${A(h)}/wallets/${w.wallet_id}/addresses`, {

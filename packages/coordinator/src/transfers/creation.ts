@@ -54,11 +54,13 @@ export async function prepare(
   const w = (
     await q.query<{ master_key_id: string; ceremony_id: string | null; parties: unknown; archived_at: Date | null }>(
       `SELECT w.master_key_id, m.ceremony_id, m.parties, w.archived_at FROM wallets w JOIN master_keys m USING (master_key_id)
-       WHERE w.profile_id = $1 AND w.wallet_id = $2 AND w.deleted_at IS NULL`,
+       WHERE w.profile_id = $1 AND w.wallet_id = $2 AND w.deleted_at IS NULL FOR SHARE OF w`,
       [profileId, walletId],
     )
   )[0];
   if (w === undefined) throw field('body.wallet_id', 'no such wallet in this profile');
+  // FOR SHARE: a concurrent archive or delete (wallets/archive.ts, FOR UPDATE) waits for this
+  // transaction, or this one sees its result; an archived wallet takes no transfer.
   refuseArchived({ wallet_id: walletId, archived_at: w.archived_at });
   const a = (
     await q.query<{

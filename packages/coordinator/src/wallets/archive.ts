@@ -24,6 +24,7 @@ import type { AuditLog } from '../audit/service.js';
 import type { Db, Queryable } from '../db/db.js';
 import { blockchainByKey } from '../directory.js';
 import { ApiError } from '../errors.js';
+import { type Page, type PageRequest, pageOffset } from '../store.js';
 import { type Clock, iso } from '../util.js';
 import { emitEvent } from '../webhooks/outbox.js';
 
@@ -90,6 +91,39 @@ export function refuseArchived(w: { wallet_id: string; archived_at: Date | null 
 /** Wallet archival and deletion, address labels and archival (see the module comment). */
 export class WalletArchive {
   constructor(private readonly c: WalletArchiveComponents) {}
+
+  /**
+   * Every address of a live wallet, archived ones included, with `label` and `archived_at`, in
+   * blockchain order then branch and address index (admin API; the REST listing shows only the
+   * addresses not archived).
+   * @throws ApiError WALLET_NOT_FOUND (404)
+   */
+  async listAddresses(profileId: string, walletId: string, p: PageRequest): Promise<Page<LabelledAddressView>> {
+    const live = await this.c.db.query(
+      'SELECT 1 FROM wallets WHERE profile_id = $1 AND wallet_id = $2 AND deleted_at IS NULL',
+      [profileId, walletId],
+    );
+    if (live.length === 0) throw new ApiError('WALLET_NOT_FOUND', `no wallet ${walletId} in this profile`);
+    const rows = await this.c.db.query<Omit<LabelledAddressView, 'archived_at'> & { archived_at: Date | null }>(
+      `SELECT a.address_id, a.wallet_id, a.blockchain_id, a.address, a.address_type, a.address_index,
+         a.derivation_path, a.label, a.archived_at
+       FROM addresses a JOIN blockchains b USING (blockchain_id) WHERE a.wallet_id = $1
+       ORDER BY b.sort, a.branch, a.address_index LIMIT $2 OFFSET $3`,
+      [walletId, p.page_size, pageOffset(p)],
+    );
+    const total =
+      (
+        await this.c.db.query<{ n: number }>('SELECT count(*)::int AS n FROM addresses WHERE wallet_id = $1', [
+          walletId,
+        ])
+      )[0]?.n ?? 0;
+    return {
+      data: rows.map((r) => ({ ...r, archived_at: iso(r.archived_at) ?? null })),
+      page: p.page,
+      page_size: p.page_size,
+      total,
+    };
+  }
 
   /**
    * Archive (`archived` true) or unarchive a wallet; WALLET_UPDATED with `archived` when the state

@@ -243,6 +243,24 @@ function walletArchiveRoutes(r: AdminRouter, wallets: WalletService): void {
     },
   );
   r.route(
+    'GET',
+    '/admin/v1/profiles/:profile_id/wallets/:wallet_id/addresses',
+    {
+      roles: ALL,
+      tags: ['Admin: wallets'],
+      summary: 'Every address of a wallet, archived ones included, with label and archived_at',
+      params: walletParams,
+      querystring: pageQuery,
+      status: 200,
+      response: pageEnvelope('Addresses'),
+      errors: ['WALLET_NOT_FOUND'],
+    },
+    async (req) => {
+      const p = P<{ profile_id: string; wallet_id: string }>(req);
+      return wallets.archive.listAddresses(p.profile_id, p.wallet_id, req.query as PageRequest);
+    },
+  );
+  r.route(
     'PATCH',
     '/admin/v1/profiles/:profile_id/wallets/:wallet_id/addresses/:address_id',
     {
