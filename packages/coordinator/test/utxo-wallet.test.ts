@@ -289,6 +289,21 @@ describe('PgUtxoSource', () => {
     await h.c.db.query(`UPDATE transfers SET fee_bump = '{"status":"DONE"}'::jsonb WHERE tx_hash = $1`, [bumped]);
     expect(await list(2, [c1, c2])).toEqual([`${bumped}:1=6000`]);
   });
+
+  it('a transfer delivered before the watcher saw its block: its inputs are not offered again, its change is', async () => {
+    const w = await createWallet();
+    const deposit = w.addresses[0].address;
+    const c1 = await allocateChange(w.wallet_id);
+    const spent = `${txid()}:0`;
+    await h.c.db.query(
+      `INSERT INTO watcher_utxos (chain, outpoint, address, value, height) VALUES ('bitcoin',$1,$2,9000,5)`,
+      [spent, deposit],
+    );
+    const h1 = txid();
+    await insertTransfer(w, 'SENT', h1, [spent], { address: c1, value: '5000' });
+    await h.c.db.query('UPDATE transfers SET delivered_at = now() WHERE tx_hash = $1', [h1]);
+    expect(await list(0, [deposit, c1])).toEqual([`${h1}:1=5000`]);
+  });
 });
 
 describe('per-digest keys of a signing request', () => {
