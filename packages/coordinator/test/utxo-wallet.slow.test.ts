@@ -140,9 +140,9 @@ async function transfer(walletId: string, dest: string, amount: string): Promise
   return done;
 }
 
-/** The watcher has processed the node's tip. */
+/** The watcher's cursor (its confirmed height: tip − confirmations + 1) reached the node's tip. */
 async function watcherAtTip(): Promise<void> {
-  const tip = await ltc.rpc.call<number>('getblockcount');
+  const tip = (await ltc.rpc.call<number>('getblockcount')) - CONFIRMATIONS + 1;
   for (;;) {
     // litecoin-regtest is the only chain configured: its watcher's cursor is the only one
     const c = await coord.db.query<{ height: number | null }>('SELECT max(height) AS height FROM watcher_cursors');

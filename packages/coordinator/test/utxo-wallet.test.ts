@@ -8,8 +8,15 @@
 import { randomUUID } from 'node:crypto';
 import { UTXO_NETWORKS, utxoAddress } from '@custodian/chains';
 import { deriveSecp256k1 } from '@custodian/crypto';
+import { ControlClient } from '@custodian/signer-client';
+import { type CeremonyResult, KeyAlgorithm, Outcome, type StartCeremony } from '@custodian/wire';
+import { generateKeyPair } from '@libp2p/crypto/keys';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { secp256k1 } from '@noble/curves/secp256k1.js';
+import { randomBytes } from '@noble/hashes/utils.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assetId, BLOCKCHAINS, blockchainId } from '../src/directory.js';
+import { createMasterKeyClient } from '../src/signing/master-key.js';
 import { PgUtxoSource } from '../src/transfers/chains.js';
 import { perDigestKeys } from '../src/transfers/signing-attempt.js';
 import {
@@ -282,6 +289,21 @@ describe('PgUtxoSource', () => {
     await h.c.db.query(`UPDATE transfers SET fee_bump = '{"status":"DONE"}'::jsonb WHERE tx_hash = $1`, [bumped]);
     expect(await list(2, [c1, c2])).toEqual([`${bumped}:1=6000`]);
   });
+
+  it('a transfer delivered before the watcher saw its block: its inputs are not offered again, its change is', async () => {
+    const w = await createWallet();
+    const deposit = w.addresses[0].address;
+    const c1 = await allocateChange(w.wallet_id);
+    const spent = `${txid()}:0`;
+    await h.c.db.query(
+      `INSERT INTO watcher_utxos (chain, outpoint, address, value, height) VALUES ('bitcoin',$1,$2,9000,5)`,
+      [spent, deposit],
+    );
+    const h1 = txid();
+    await insertTransfer(w, 'SENT', h1, [spent], { address: c1, value: '5000' });
+    await h.c.db.query('UPDATE transfers SET delivered_at = now() WHERE tx_hash = $1', [h1]);
+    expect(await list(0, [deposit, c1])).toEqual([`${h1}:1=5000`]);
+  });
 });
 
 describe('per-digest keys of a signing request', () => {
@@ -312,5 +334,60 @@ describe('per-digest keys of a signing request', () => {
     expect(perDigestKeys({ digests: [d('ecdsa', src), d('ecdsa', src)] }, 'SECP256K1_ECDSA', src)).toBeUndefined();
     // the same path under the other scheme is another key
     expect(perDigestKeys({ digests: [d('schnorr', src)] }, 'SECP256K1_ECDSA', src)).toHaveLength(1);
+  });
+});
+
+describe('master key ceremony records the Taproot key', () => {
+  it('takes the FROST/Taproot key (x-only) and chain code from the parties and stores them', async () => {
+    const control = await ControlClient.create(await generateKeyPair('Ed25519'), new Map());
+    try {
+      const ecdsa = secp256k1.getPublicKey(secp256k1.utils.randomSecretKey(), true);
+      const taproot = secp256k1.getPublicKey(secp256k1.utils.randomSecretKey(), true);
+      const edKey = ed25519.getPublicKey(ed25519.utils.randomSecretKey());
+      const [ccE, ccT, ccD, transcript] = [randomBytes(32), randomBytes(32), randomBytes(32), randomBytes(32)];
+      const master = createMasterKeyClient({
+        control,
+        devicePeerId: async (id) => `peer-${id}`,
+        devices: {
+          // every party reports the same keys; the Taproot key x-only, as the FROST signers do
+          async startCeremony(_id, start: StartCeremony): Promise<CeremonyResult> {
+            return {
+              ceremonyId: start.ceremonyId,
+              outcome: Outcome.OK,
+              error: '',
+              publicKeys: [
+                { algorithm: KeyAlgorithm.ED25519, publicKey: edKey, chainCode: ccD },
+                { algorithm: KeyAlgorithm.SECP256K1_TAPROOT, publicKey: taproot.subarray(1), chainCode: ccT },
+                { algorithm: KeyAlgorithm.SECP256K1_ECDSA, publicKey: ecdsa, chainCode: ccE },
+              ],
+              transcriptHash: transcript,
+            } as CeremonyResult;
+          },
+          async abortCeremony() {},
+        },
+      });
+      const out = await master.runDkg({
+        ceremonyId: randomUUID(),
+        threshold: 2,
+        parties: ['d1', 'd2', 'd3'].map((id) => ({ kind: 'device' as const, id, peer: id, address: null })),
+        deadline: new Date(Date.now() + 60_000),
+        signal: new AbortController().signal,
+        onProgress() {},
+      });
+      expect(out.secp256k1.publicKey).toEqual(ecdsa);
+      expect(out.taproot).toEqual({ publicKey: taproot.subarray(1), chainCode: ccT });
+      const mk = await h.c.signers.masterKeys.insertMasterKey({
+        ceremonyId: null,
+        threshold: 2,
+        parties: [],
+        secp256k1: out.secp256k1,
+        ed25519: out.ed25519,
+        ...(out.taproot ? { taproot: out.taproot } : {}),
+      });
+      expect(mk.taproot_public_key).toBe(hex(taproot.subarray(1)));
+      expect(mk.taproot_chain_code).toBe(hex(ccT));
+    } finally {
+      await control.host.node.stop();
+    }
   });
 });

@@ -81,13 +81,15 @@ export const DEFAULT_MAX_UNCONFIRMED_DEPTH = 2;
 /**
  * UTXOs a Bitcoin-family transfer may spend (docs/transfers.md "UTXO wallets"):
  * - the watcher's confirmed outputs (`watcher_utxos`) of the given addresses, and
- * - the UNCONFIRMED change output (vout 1: the destination is output 0) of this coordinator's own
- *   SENT, undelivered transfers whose change went to one of the given addresses, with no fee bump
+ * - the change output (vout 1: the destination is output 0) of this coordinator's own SENT
+ *   transfers — unconfirmed, or delivered in the last day but not yet in the watcher's set (the
+ *   pipeline sees confirmations before the watcher) — paying one of the given addresses, with no fee bump
  *   in progress (a replacement changes the txid), when the transaction's unconfirmed ancestry
  *   (itself plus the chain of such parents) is shorter than `maxDepth` — so a new transaction is at
  *   most `maxDepth` deep in unconfirmed transactions (0: confirmed outputs only);
- * minus the outpoints that an active (not delivered, not failed) transfer already spends, and those
- * that live self-spends (consolidations, CPFP children, self-spend.ts) hold from their creation on.
+ * minus the outpoints that an active transfer, or one delivered in the last day (its block may not
+ * be processed by the watcher yet), already spends, and those that live self-spends
+ * (consolidations, CPFP children, self-spend.ts) hold from their creation on.
  * `storeChain` is the watcher's chain id (`@custodian/chains` network id), `directoryKey` the
  * blockchain key.
  */
@@ -102,34 +104,40 @@ export class PgUtxoSource implements UtxoSource {
   async listUnspent(addresses: readonly string[]): Promise<Utxo[]> {
     const rows = await this.db.query<{ outpoint: string; address: string; value: string }>(
       `WITH RECURSIVE sent AS (
-         SELECT t.tx_hash, t.unsigned->'context' AS ctx FROM transfers t JOIN blockchains b ON b.blockchain_id = t.blockchain_id
-         WHERE b.key = $3 AND t.status = 'SENT' AND t.delivered_at IS NULL AND t.tx_hash IS NOT NULL
-           AND t.unsigned IS NOT NULL AND (t.fee_bump IS NULL OR t.fee_bump->>'status' IN ('DONE', 'REJECTED', 'FAILED'))),
-       -- depth of each unconfirmed own transaction: 1 + the depth of its deepest unconfirmed own parent
+         SELECT t.tx_hash, t.unsigned->'context' AS ctx, t.delivered_at IS NOT NULL AS delivered
+         FROM transfers t JOIN blockchains b ON b.blockchain_id = t.blockchain_id
+         WHERE b.key = $3 AND t.status = 'SENT' AND t.tx_hash IS NOT NULL AND t.unsigned IS NOT NULL
+           AND (t.delivered_at IS NULL OR t.delivered_at > now() - interval '1 day')
+           AND (t.fee_bump IS NULL OR t.fee_bump->>'status' IN ('DONE', 'REJECTED', 'FAILED'))),
+       -- unconfirmed depth of each own transaction: 0 delivered (confirmed), else 1 + its deepest
+       -- unconfirmed own parent
        depth (tx_hash, d) AS (
-         SELECT s.tx_hash, 1 FROM sent s
+         SELECT s.tx_hash, CASE WHEN s.delivered THEN 0 ELSE 1 END FROM sent s
          UNION ALL
          SELECT c.tx_hash, p.d + 1 FROM depth p JOIN sent c
-           ON EXISTS (SELECT 1 FROM jsonb_array_elements(COALESCE(c.ctx->'inputs', '[]'::jsonb)) i
+           ON NOT c.delivered AND EXISTS (SELECT 1 FROM jsonb_array_elements(COALESCE(c.ctx->'inputs', '[]'::jsonb)) i
                       WHERE i->>'txid' = p.tx_hash)
-         WHERE p.d < $4 + 1),
-       unconfirmed AS (
+         WHERE p.d >= 1 AND p.d < $4 + 1),
+       own AS (
          SELECT s.tx_hash || ':1' AS outpoint, s.ctx->'change'->>'address' AS address,
                 s.ctx->'change'->>'value' AS value
          FROM sent s JOIN (SELECT tx_hash, max(d) AS d FROM depth GROUP BY tx_hash) dd USING (tx_hash)
-         WHERE jsonb_typeof(s.ctx->'change') = 'object' AND dd.d < $4),
+         WHERE jsonb_typeof(s.ctx->'change') = 'object' AND (dd.d = 0 OR dd.d < $4)),
        candidates AS (
          SELECT u.outpoint, u.address, u.value::text AS value FROM watcher_utxos u
          WHERE u.chain = $1 AND u.address = ANY($2::text[])
          UNION
-         SELECT c.outpoint, c.address, c.value FROM unconfirmed c
+         SELECT c.outpoint, c.address, c.value FROM own c
          WHERE c.address = ANY($2::text[])
            AND NOT EXISTS (SELECT 1 FROM watcher_utxos w WHERE w.chain = $1 AND w.outpoint = c.outpoint))
+       -- minus what an active transfer spends, and what a transfer delivered lately spent (the
+       -- watcher may not have processed its block yet)
        SELECT c.outpoint, c.address, c.value FROM candidates c
        WHERE NOT EXISTS (
          SELECT 1 FROM transfers t JOIN blockchains b ON b.blockchain_id = t.blockchain_id,
            jsonb_array_elements(COALESCE(t.unsigned->'context'->'inputs', '[]'::jsonb)) i
-         WHERE b.key = $3 AND t.status IN ('PENDING_SIGNATURE', 'READY_TO_SEND', 'SENT') AND t.delivered_at IS NULL
+         WHERE b.key = $3 AND t.status IN ('PENDING_SIGNATURE', 'READY_TO_SEND', 'SENT')
+           AND (t.delivered_at IS NULL OR t.delivered_at > now() - interval '1 day')
            AND (i->>'txid') || ':' || (i->>'vout') = c.outpoint)
          -- self-spends (self-spend.ts) hold their fixed inputs from creation on
          AND NOT EXISTS (

@@ -113,12 +113,11 @@ export class WalletStore {
    * Derive and insert the next address of a wallet on one blockchain and branch (0 external =
    * deposit addresses, 1 internal = change; the index counts per branch), from the master key
    * that can spend its type ({@link masterKeyFor}: P2TR ← Taproot key), skipping the (probability
-   * < 2^-127) indices BIP32 declares invalid. Deposit addresses: the caller holds the wallet row
-   * lock; change addresses: a concurrent insert of the same index fails on the UNIQUE
-   * (wallet_id, blockchain_id, branch, address_index) constraint (the caller retries).
+   * < 2^-127) indices BIP32 declares invalid. Caller holds the wallet row lock (change addresses
+   * are the pipeline's, transfers/utxo-sources.ts).
    * @throws ApiError VALIDATION_FAILED (422) for P2TR without a Taproot master key
    */
-  async insertNextAddress(
+  private async insertNextAddress(
     q: Queryable,
     w: { wallet_id: string; wallet_index: number } & MasterKeyHex,
     blockchainId: string,
