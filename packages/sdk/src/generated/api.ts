@@ -206,7 +206,7 @@ export interface paths {
         put?: never;
         /**
          * Create a transfer (idempotent)
-         * @description Creates a transfer and evaluates the policy at once (seed §1: default deny). 201 with the transfer: PENDING_APPROVAL (approval requests are pushed to the key's mobile signer devices), or a terminal REJECTED_BY_POLICY / NO_POLICY_FOUND with `sub_status`. Daily limits count every transfer of the wallet and asset on the UTC day that is not failed, rejected or expired, checked atomically per wallet, asset and day.
+         * @description Creates a transfer and evaluates the policy at once (seed §1: default deny). 201 with the transfer: PENDING_APPROVAL (approval requests are pushed to the key's mobile signer devices), or a terminal REJECTED_BY_POLICY / NO_POLICY_FOUND with `sub_status`. Daily limits count every transfer of the wallet and asset on the UTC day that is not failed, rejected or expired, checked atomically per wallet, asset and day. An archived wallet (admin API) takes no transfer: 409 WALLET_ARCHIVED.
          */
         post: operations["createTransfer"];
         delete?: never;
@@ -524,6 +524,26 @@ export interface paths {
         patch: operations["adminUpdateUser"];
         trace?: never;
     };
+    "/admin/v1/users/{user_id}/login-networks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Networks (IPv4 /24, IPv6 /48) the user has logged in from, oldest first
+         * @description A successful login from a network not in this list, by a user who has logged in before, emits GEO_ANOMALY_DETECTED to the instance-level webhooks. Roles: ADMIN.
+         */
+        get: operations["adminListUserLoginNetworks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/profiles": {
         parameters: {
             query?: never;
@@ -666,7 +686,11 @@ export interface paths {
         get: operations["adminGetWallet"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete an empty wallet (emits WALLET_DELETED)
+         * @description Refused while any balance of the wallet is above zero (409 WALLET_NOT_EMPTY) or a transfer of it is not finished (409 WALLET_TRANSFERS_PENDING). Soft delete: the wallet is gone from lists and GETs (404), its addresses stay reserved (no index is reused) and watched. Roles: ADMIN. Needs a fresh step-up (POST /admin/v1/session/step-up, valid 5 min), else 403 `STEP_UP_REQUIRED`.
+         */
+        delete: operations["adminDeleteWallet"];
         options?: never;
         head?: never;
         /**
@@ -694,6 +718,86 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/profiles/{profile_id}/wallets/{wallet_id}/archive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Archive a wallet: it takes no new transfers or addresses (409 WALLET_ARCHIVED); deposits are still watched and credited (emits WALLET_UPDATED)
+         * @description Roles: ADMIN. Needs a fresh step-up (POST /admin/v1/session/step-up, valid 5 min), else 403 `STEP_UP_REQUIRED`.
+         */
+        post: operations["adminArchiveWallet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/profiles/{profile_id}/wallets/{wallet_id}/unarchive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Unarchive a wallet (emits WALLET_UPDATED)
+         * @description Roles: ADMIN.
+         */
+        post: operations["adminUnarchiveWallet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/profiles/{profile_id}/wallets/{wallet_id}/addresses": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every address of a wallet, archived ones included, with label and archived_at
+         * @description Roles: ADMIN, FINANCE_MANAGER, VIEWER.
+         */
+        get: operations["adminListAddresses"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/profiles/{profile_id}/wallets/{wallet_id}/addresses/{address_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Set or clear an address label (ADDRESS_UPDATED), archive (ADDRESS_DELETED) or unarchive it
+         * @description An archived address is no longer listed as a deposit address but stays watched and its coins stay spendable (a payer may still use it). An account-based blockchain's only address cannot be archived (409 ADDRESS_NOT_ARCHIVABLE). Archiving is sensitive. Roles: ADMIN. The sensitive changes named above need a fresh step-up (POST /admin/v1/session/step-up, valid 5 min), else 403 `STEP_UP_REQUIRED`.
+         */
+        patch: operations["adminUpdateAddress"];
         trace?: never;
     };
     "/admin/v1/api-keys": {
@@ -1620,6 +1724,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/profiles/{profile_id}/wallets/{wallet_id}/consolidations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * UTXO consolidation (Bitcoin family): the wallet's smallest UTXOs (below `below`, at most `max_inputs`) spent to its own source address in one output, no change; fee at `priority`, which is also the intent's `max_fee`. The result is a transfer (201, its view) under the same policy and device approvals as any transfer to that address. 422 when fewer than 2 UTXOs qualify or the result is below dust.
+         * @description Roles: ADMIN, FINANCE_MANAGER.
+         */
+        post: operations["adminConsolidateUtxos"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/.well-known/jwks.json": {
         parameters: {
             query?: never;
@@ -1793,7 +1917,7 @@ export interface webhooks {
         put?: never;
         /**
          * WALLET_UPDATED
-         * @description Trigger: A wallet is renamed (admin API `PATCH …/wallets/{wallet_id}`). Delivered with HTTPS POST to every webhook of the profile subscribed to WALLET_UPDATED; answer 2xx within 30 s, otherwise retried 30 s, 2 min, 10 min and 30 min after the previous attempt, then FAILED. At-least-once: deduplicate on X-Webhook-Event-ID.
+         * @description Trigger: A wallet is renamed (admin API `PATCH …/wallets/{wallet_id}`), archived or unarchived (admin API `POST …/wallets/{wallet_id}/archive|unarchive`, `archived` true/false). An archived wallet takes no new transfers or addresses; its deposits are still watched and credited. Delivered with HTTPS POST to every webhook of the profile subscribed to WALLET_UPDATED; answer 2xx within 30 s, otherwise retried 30 s, 2 min, 10 min and 30 min after the previous attempt, then FAILED. At-least-once: deduplicate on X-Webhook-Event-ID.
          */
         post: operations["walletUpdatedEvent"];
         delete?: never;
@@ -1813,7 +1937,7 @@ export interface webhooks {
         put?: never;
         /**
          * WALLET_DELETED
-         * @description Trigger: Reserved: wallets cannot be deleted yet (funds safety); no trigger today. Delivered with HTTPS POST to every webhook of the profile subscribed to WALLET_DELETED; answer 2xx within 30 s, otherwise retried 30 s, 2 min, 10 min and 30 min after the previous attempt, then FAILED. At-least-once: deduplicate on X-Webhook-Event-ID.
+         * @description Trigger: An Admin deletes a wallet (admin API `DELETE …/wallets/{wallet_id}`), allowed only when every balance is zero and no transfer of it is unfinished. Soft delete: the wallet is gone from lists and GETs; its addresses stay reserved and watched. Delivered with HTTPS POST to every webhook of the profile subscribed to WALLET_DELETED; answer 2xx within 30 s, otherwise retried 30 s, 2 min, 10 min and 30 min after the previous attempt, then FAILED. At-least-once: deduplicate on X-Webhook-Event-ID.
          */
         post: operations["walletDeletedEvent"];
         delete?: never;
@@ -1913,7 +2037,7 @@ export interface webhooks {
         put?: never;
         /**
          * ADDRESS_UPDATED
-         * @description Trigger: Reserved: addresses are immutable today; no trigger. Delivered with HTTPS POST to every webhook of the profile subscribed to ADDRESS_UPDATED; answer 2xx within 30 s, otherwise retried 30 s, 2 min, 10 min and 30 min after the previous attempt, then FAILED. At-least-once: deduplicate on X-Webhook-Event-ID.
+         * @description Trigger: An address's label is set or cleared, or the address is unarchived (admin API `PATCH …/addresses/{address_id}`). Delivered with HTTPS POST to every webhook of the profile subscribed to ADDRESS_UPDATED; answer 2xx within 30 s, otherwise retried 30 s, 2 min, 10 min and 30 min after the previous attempt, then FAILED. At-least-once: deduplicate on X-Webhook-Event-ID.
          */
         post: operations["addressUpdatedEvent"];
         delete?: never;
@@ -1933,7 +2057,7 @@ export interface webhooks {
         put?: never;
         /**
          * ADDRESS_DELETED
-         * @description Trigger: Reserved: addresses are never deleted (deposits may still arrive); no trigger. Delivered with HTTPS POST to every webhook of the profile subscribed to ADDRESS_DELETED; answer 2xx within 30 s, otherwise retried 30 s, 2 min, 10 min and 30 min after the previous attempt, then FAILED. At-least-once: deduplicate on X-Webhook-Event-ID.
+         * @description Trigger: An address is archived (admin API `PATCH …/addresses/{address_id}` with `archived: true`): no longer listed as a deposit address, but still watched and its coins spendable, since money may still arrive. An account-based blockchain's only address cannot be archived. Delivered with HTTPS POST to every webhook of the profile subscribed to ADDRESS_DELETED; answer 2xx within 30 s, otherwise retried 30 s, 2 min, 10 min and 30 min after the previous attempt, then FAILED. At-least-once: deduplicate on X-Webhook-Event-ID.
          */
         post: operations["addressDeletedEvent"];
         delete?: never;
@@ -2373,7 +2497,7 @@ export interface webhooks {
         put?: never;
         /**
          * GEO_ANOMALY_DETECTED
-         * @description Trigger: Reserved: needs a GeoIP source the instance does not ship; the login path will emit it when one is configured. No trigger today. Instance event. Delivered with HTTPS POST to every instance-level webhook (admin API /admin/v1/webhooks) subscribed to GEO_ANOMALY_DETECTED — never to a profile's webhooks; body profile_id is the nil UUID unless the event concerns one profile; answer 2xx within 30 s, otherwise retried 30 s, 2 min, 10 min and 30 min after the previous attempt, then FAILED. At-least-once: deduplicate on X-Webhook-Event-ID.
+         * @description Trigger: A dashboard session is opened (password + second factor succeeded) from a network the user has not logged in from before: the IPv4 /24 or IPv6 /48 of the client address (req.ip: socket peer, or X-Forwarded-For of a trusted proxy; an IPv4-mapped IPv6 address counts as IPv4). The first login ever records its network without an alert. No GeoIP database ships: the rule is by IP range (users/geo-anomaly.ts). Instance event. Delivered with HTTPS POST to every instance-level webhook (admin API /admin/v1/webhooks) subscribed to GEO_ANOMALY_DETECTED — never to a profile's webhooks; body profile_id is the nil UUID unless the event concerns one profile; answer 2xx within 30 s, otherwise retried 30 s, 2 min, 10 min and 30 min after the previous attempt, then FAILED. At-least-once: deduplicate on X-Webhook-Event-ID.
          */
         post: operations["geoAnomalyDetectedEvent"];
         delete?: never;
@@ -2412,7 +2536,7 @@ export interface components {
             title: string;
             status: number;
             /** @enum {string} */
-            code: "BAD_REQUEST" | "MALFORMED_JSON" | "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "API_KEY_MISSING" | "API_KEY_INVALID" | "SESSION_REQUIRED" | "INVALID_CREDENTIALS" | "INVALID_SECOND_FACTOR" | "BOOTSTRAP_TOKEN_INVALID" | "PROFILE_FORBIDDEN" | "ROLE_FORBIDDEN" | "STEP_UP_REQUIRED" | "API_KEY_ADDRESS_NOT_ALLOWED" | "ROUTE_NOT_FOUND" | "WALLET_NOT_FOUND" | "ASSET_NOT_FOUND" | "RESOURCE_NOT_FOUND" | "TRANSFER_NOT_FOUND" | "POLICY_NOT_FOUND" | "REQUEST_TIMEOUT" | "IDEMPOTENCY_REQUEST_IN_PROGRESS" | "ALREADY_INITIALISED" | "CONFLICT" | "NO_MASTER_KEY" | "TRANSFER_STATE_CONFLICT" | "PAYLOAD_TOO_LARGE" | "URI_TOO_LONG" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "IDEMPOTENCY_KEY_REUSED" | "UNKNOWN_BLOCKCHAIN" | "BLOCKCHAIN_NOT_IN_WALLET" | "ADDRESS_LIMIT_REACHED" | "RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL_ERROR" | "MAIL_UNAVAILABLE" | "SIGNERS_UNAVAILABLE" | "CHAIN_UNAVAILABLE" | "SHUTTING_DOWN";
+            code: "BAD_REQUEST" | "MALFORMED_JSON" | "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "API_KEY_MISSING" | "API_KEY_INVALID" | "SESSION_REQUIRED" | "INVALID_CREDENTIALS" | "INVALID_SECOND_FACTOR" | "BOOTSTRAP_TOKEN_INVALID" | "PROFILE_FORBIDDEN" | "ROLE_FORBIDDEN" | "STEP_UP_REQUIRED" | "API_KEY_ADDRESS_NOT_ALLOWED" | "ROUTE_NOT_FOUND" | "WALLET_NOT_FOUND" | "ASSET_NOT_FOUND" | "RESOURCE_NOT_FOUND" | "TRANSFER_NOT_FOUND" | "POLICY_NOT_FOUND" | "REQUEST_TIMEOUT" | "IDEMPOTENCY_REQUEST_IN_PROGRESS" | "ALREADY_INITIALISED" | "CONFLICT" | "NO_MASTER_KEY" | "TRANSFER_STATE_CONFLICT" | "WALLET_ARCHIVED" | "WALLET_NOT_EMPTY" | "WALLET_TRANSFERS_PENDING" | "ADDRESS_NOT_ARCHIVABLE" | "PAYLOAD_TOO_LARGE" | "URI_TOO_LONG" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "IDEMPOTENCY_KEY_REUSED" | "UNKNOWN_BLOCKCHAIN" | "BLOCKCHAIN_NOT_IN_WALLET" | "ADDRESS_LIMIT_REACHED" | "RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL_ERROR" | "MAIL_UNAVAILABLE" | "SIGNERS_UNAVAILABLE" | "CHAIN_UNAVAILABLE" | "SHUTTING_DOWN";
             detail?: string;
             instance?: string;
             errors?: {
@@ -2501,7 +2625,7 @@ export interface components {
             /** Format: uuid */
             native_asset_id: string | null;
         };
-        /** @description A transfer. `status` is one of the seed §3 statuses; `sub_status` gives the reason on terminal ones: REJECTED_BY_POLICY: DESTINATION_NOT_WHITELISTED | TRANSACTION_LIMIT_EXCEEDED | DAILY_LIMIT_EXCEEDED; NO_POLICY_FOUND: NO_POLICY_FOUND; REJECTED: REJECTED_BY_APPROVER | CANCELLED_BY_USER | a signer refusal code (the definitive codes of the refusal catalogue, control.proto RefusalCode: POLICY_SIGNATURE_VERIFICATION_FAILED, POLICY_DELETED, NO_POLICY_FOUND, POLICY_OUT_OF_SCOPE, DESTINATION_NOT_WHITELISTED, TRANSACTION_LIMIT_EXCEEDED, DAILY_LIMIT_EXCEEDED, INSUFFICIENT_APPROVALS, REJECTED_BY_APPROVER, APPROVAL_SIGNATURE_INVALID, DIGEST_MISMATCH, EVIDENCE_MISSING, ENFORCEMENT_NOT_CONFIGURED, TRANSFER_ALREADY_SIGNED, POLICY_VERSION_SUPERSEDED, CHAIN_NOT_CONFIGURED, CHAIN_MISMATCH, FEE_ABOVE_CAP, FEE_ABOVE_CEILING, SENDER_MISMATCH, INPUT_KEY_MISMATCH, CHANGE_MISMATCH, ASSET_MISMATCH, WALLET_MISMATCH, INTENT_TIME_INVALID, STORE_ROLLED_BACK, REQUEST_INVALID, KEY_UNKNOWN, PRESIGNATURE_UNAVAILABLE, PRIME_POOL_NOT_CONFIGURED, CONTROL_REQUEST_REJECTED, DEVICE_NOT_APPROVED, KEY_CHANGE_NOT_AUTHORIZED, RESHARE_NOT_PENDING; UNKNOWN for a signer that sends no code or one this coordinator does not know); EXPIRED: APPROVAL_EXPIRED; FAILED: SIGNING_FAILED (the build failed, or an MPC abort blamed a party) | SIGNING_WINDOW_EXPIRED (no signature within the signing window, default 1 h after the transfer entered PENDING_SIGNATURE, while signers stayed unavailable) | BROADCAST_FAILED | FEE_CAP_EXCEEDED (no transaction could be built within `max_fee`: nothing was sent to the signers). A PENDING_SIGNATURE transfer has `sub_status` WAITING_FOR_SIGNERS while a server signer or phone of its signing set is unreachable, offline or timed out: it is retried with backoff (another signing set of the key is picked when one is available) and signed as soon as the parties are back; only a refusal, a blamed party or the end of the window ends it. `max_fee` is the fee cap the approvers signed (part of the transfer intent): the most the transaction may pay in fees, a decimal string in units of the blockchain's native asset `fee_currency` (ETH, BTC, LTC, TRX; `max_fee_base_units` the integer in its base units). It is the operator's cap for the blockchain when the transfer was created. The coordinator never builds a transaction above it (Ethereum: gas × maxFeePerGas, lowered to floor(max_fee / gas) when that still covers the base and priority fee; TRON: fee_limit; Bitcoin family: inputs − outputs), and the signers refuse one (FEE_ABOVE_CAP). A PENDING_SIGNATURE or READY_TO_SEND transfer has `sub_status` CHAIN_UNAVAILABLE while no node is configured for its blockchain (it waits, and can still be cancelled before signing). SENT is terminal success; `delivered_at` is set (and TRANSFER_DELIVERED sent) once the transaction has the chain's confirmations. `fee_bump` shows the latest fee bump requested in the admin API, with the fee cap its approval round signs (`max_fee`, `max_fee_base_units`, `fee_currency`; `cap_raised` when it is above the cap of the transaction it replaces); its `sub_status` is WAITING_FOR_SIGNERS or SIGNING_WINDOW_EXPIRED under the same rules, or ALREADY_CONFIRMED (FAILED) when the transfer's transaction was confirmed before the replacement was signed. */
+        /** @description A transfer. `status` is one of the seed §3 statuses; `sub_status` gives the reason on terminal ones: REJECTED_BY_POLICY: DESTINATION_NOT_WHITELISTED | TRANSACTION_LIMIT_EXCEEDED | DAILY_LIMIT_EXCEEDED; NO_POLICY_FOUND: NO_POLICY_FOUND; REJECTED: REJECTED_BY_APPROVER | CANCELLED_BY_USER | a signer refusal code (the definitive codes of the refusal catalogue, control.proto RefusalCode: POLICY_SIGNATURE_VERIFICATION_FAILED, POLICY_DELETED, NO_POLICY_FOUND, POLICY_OUT_OF_SCOPE, DESTINATION_NOT_WHITELISTED, TRANSACTION_LIMIT_EXCEEDED, DAILY_LIMIT_EXCEEDED, INSUFFICIENT_APPROVALS, REJECTED_BY_APPROVER, APPROVAL_SIGNATURE_INVALID, DIGEST_MISMATCH, EVIDENCE_MISSING, ENFORCEMENT_NOT_CONFIGURED, TRANSFER_ALREADY_SIGNED, POLICY_VERSION_SUPERSEDED, CHAIN_NOT_CONFIGURED, CHAIN_MISMATCH, FEE_ABOVE_CAP, FEE_ABOVE_CEILING, SENDER_MISMATCH, INPUT_KEY_MISMATCH, CHANGE_MISMATCH, ASSET_MISMATCH, WALLET_MISMATCH, INTENT_TIME_INVALID, STORE_ROLLED_BACK, REQUEST_INVALID, KEY_UNKNOWN, PRESIGNATURE_UNAVAILABLE, PRIME_POOL_NOT_CONFIGURED, CONTROL_REQUEST_REJECTED, DEVICE_NOT_APPROVED, KEY_CHANGE_NOT_AUTHORIZED, RESHARE_NOT_PENDING; UNKNOWN for a signer that sends no code or one this coordinator does not know); EXPIRED: APPROVAL_EXPIRED; FAILED: SIGNING_FAILED (the build failed, or an MPC abort blamed a party) | SIGNING_WINDOW_EXPIRED (no signature within the signing window, default 1 h after the transfer entered PENDING_SIGNATURE, while signers stayed unavailable) | BROADCAST_FAILED | FEE_CAP_EXCEEDED (no transaction could be built within `max_fee`: nothing was sent to the signers) | EXPIRED_ON_CHAIN (TRON, after SENT: a block past the transaction's expiration has the chain's confirmations and the transaction was neither mined nor pending, so it can never be mined; the funds never left; create a new transfer). A PENDING_SIGNATURE transfer has `sub_status` WAITING_FOR_SIGNERS while a server signer or phone of its signing set is unreachable, offline or timed out: it is retried with backoff (another signing set of the key is picked when one is available) and signed as soon as the parties are back; only a refusal, a blamed party or the end of the window ends it. `max_fee` is the fee cap the approvers signed (part of the transfer intent): the most the transaction may pay in fees, a decimal string in units of the blockchain's native asset `fee_currency` (ETH, BTC, LTC, TRX; `max_fee_base_units` the integer in its base units). It is the operator's cap for the blockchain when the transfer was created. The coordinator never builds a transaction above it (Ethereum: gas × maxFeePerGas, lowered to floor(max_fee / gas) when that still covers the base and priority fee; TRON: fee_limit; Bitcoin family: inputs − outputs), and the signers refuse one (FEE_ABOVE_CAP). A PENDING_SIGNATURE or READY_TO_SEND transfer has `sub_status` CHAIN_UNAVAILABLE while no node is configured for its blockchain (it waits, and can still be cancelled before signing). SENT is terminal success; `delivered_at` is set (and TRANSFER_DELIVERED sent) once the transaction has the chain's confirmations. `fee_bump` shows the latest fee bump requested in the admin API, with the fee cap its approval round signs (`max_fee`, `max_fee_base_units`, `fee_currency`; `cap_raised` when it is above the cap of the transaction it replaces); its `sub_status` is WAITING_FOR_SIGNERS or SIGNING_WINDOW_EXPIRED under the same rules, or ALREADY_CONFIRMED (FAILED) when the transfer's transaction was confirmed before the replacement was signed. */
         Transfer: {
             /** Format: uuid */
             transfer_id: string;
@@ -2979,7 +3103,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `IDEMPOTENCY_REQUEST_IN_PROGRESS`: A request with this idempotency key is still being processed */
+            /** @description `IDEMPOTENCY_REQUEST_IN_PROGRESS`: A request with this idempotency key is still being processed; `WALLET_ARCHIVED`: The wallet is archived: no new transfers or addresses */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3936,7 +4060,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `IDEMPOTENCY_REQUEST_IN_PROGRESS`: A request with this idempotency key is still being processed */
+            /** @description `IDEMPOTENCY_REQUEST_IN_PROGRESS`: A request with this idempotency key is still being processed; `WALLET_ARCHIVED`: The wallet is archived: no new transfers or addresses */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4148,6 +4272,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `WALLET_ARCHIVED`: The wallet is archived: no new transfers or addresses */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `PAYLOAD_TOO_LARGE`: Request body is too large */
             413: {
                 headers: {
@@ -4281,7 +4414,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `IDEMPOTENCY_REQUEST_IN_PROGRESS`: A request with this idempotency key is still being processed */
+            /** @description `IDEMPOTENCY_REQUEST_IN_PROGRESS`: A request with this idempotency key is still being processed; `WALLET_ARCHIVED`: The wallet is archived: no new transfers or addresses */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5748,6 +5881,84 @@ export interface operations {
             };
         };
     };
+    adminListUserLoginNetworks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Login networks: network, first_seen_at, last_seen_at */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    }[];
+                };
+            };
+            /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RESOURCE_NOT_FOUND`: Resource not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     adminListProfiles: {
         parameters: {
             query?: never;
@@ -6575,6 +6786,90 @@ export interface operations {
             };
         };
     };
+    adminDeleteWallet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                profile_id: string;
+                wallet_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `WALLET_NOT_FOUND`: Wallet not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `WALLET_NOT_EMPTY`: The wallet holds a balance and cannot be deleted; `WALLET_TRANSFERS_PENDING`: The wallet has unfinished transfers and cannot be deleted */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     adminRenameWallet: {
         parameters: {
             query?: never;
@@ -6740,6 +7035,376 @@ export interface operations {
             };
             /** @description `WALLET_NOT_FOUND`: Wallet not found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    adminArchiveWallet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                profile_id: string;
+                wallet_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description wallet_id, name, archived_at (ISO 8601 UTC or null) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `WALLET_NOT_FOUND`: Wallet not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    adminUnarchiveWallet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                profile_id: string;
+                wallet_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description wallet_id, name, archived_at (ISO 8601 UTC or null) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `WALLET_NOT_FOUND`: Wallet not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    adminListAddresses: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1. Out of range → 422. A page past the end returns an empty `data`. */
+                page?: number;
+                /** @description Items per page, default 50, maximum 200. Out of range → 422. */
+                page_size?: number;
+            };
+            header?: never;
+            path: {
+                profile_id: string;
+                wallet_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Addresses */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            [key: string]: unknown;
+                        }[];
+                        page: number;
+                        page_size: number;
+                        total: number;
+                    };
+                };
+            };
+            /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `WALLET_NOT_FOUND`: Wallet not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    adminUpdateAddress: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                profile_id: string;
+                wallet_id: string;
+                address_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    label?: string | null;
+                    archived?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The address with label and archived_at */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description `MALFORMED_JSON`: Request body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `WALLET_NOT_FOUND`: Wallet not found; `RESOURCE_NOT_FOUND`: Resource not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ADDRESS_NOT_ARCHIVABLE`: The wallet's only address on an account-based blockchain cannot be archived */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PAYLOAD_TOO_LARGE`: Request body is too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UNSUPPORTED_MEDIA_TYPE`: Content-Type must be application/json */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12404,6 +13069,11 @@ export interface operations {
                 "application/json": {
                     /** @enum {string} */
                     priority?: "SLOW" | "STANDARD" | "FAST";
+                    /**
+                     * @description Bitcoin family: RBF (a replacement) or CPFP (a child self-spend of the change output, a transfer of its own with its own approvals: `fee_bump.child_transfer_id`; the transaction must be in the node's mempool). Default: RBF.
+                     * @enum {string}
+                     */
+                    method?: "RBF" | "CPFP";
                 };
             };
         };
@@ -12438,6 +13108,115 @@ export interface operations {
                 };
             };
             /** @description `TRANSFER_NOT_FOUND`: Transfer not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `TRANSFER_STATE_CONFLICT`: The transfer is not in a state that allows this action */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `CHAIN_UNAVAILABLE`: No node is configured or reachable for this blockchain */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    adminConsolidateUtxos: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                profile_id: string;
+                wallet_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description blockchain id or key */
+                    blockchain_id: string;
+                    max_inputs?: number;
+                    /** @description only UTXOs below this value, base units */
+                    below?: string;
+                    /** @enum {string} */
+                    priority?: "SLOW" | "STANDARD" | "FAST";
+                };
+            };
+        };
+        responses: {
+            /** @description UTXO consolidation (Bitcoin family): the wallet's smallest UTXOs (below `below`, at most `max_inputs`) spent to its own source address in one output, no change; fee at `priority`, which is also the intent's `max_fee`. The result is a transfer (201, its view) under the same policy and device approvals as any transfer to that address. 422 when fewer than 2 UTXOs qualify or the result is below dust. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `WALLET_NOT_FOUND`: Wallet not found */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -12996,6 +13775,8 @@ export interface operations {
                         wallet_id: string;
                         name?: string | null;
                         blockchain_ids?: string[];
+                        /** @description WALLET_UPDATED of an archive (true) or unarchive (false) */
+                        archived?: boolean;
                         /** @description Per resource (this transfer / wallet / address), strictly increasing across its events in commit order; survives restarts. Keep the highest applied per resource and ignore a delivery with a lower one. */
                         sequence: number;
                         /**
@@ -13059,6 +13840,8 @@ export interface operations {
                         wallet_id: string;
                         name?: string | null;
                         blockchain_ids?: string[];
+                        /** @description WALLET_UPDATED of an archive (true) or unarchive (false) */
+                        archived?: boolean;
                         /** @description Per resource (this transfer / wallet / address), strictly increasing across its events in commit order; survives restarts. Keep the highest applied per resource and ignore a delivery with a lower one. */
                         sequence: number;
                         /**
@@ -13122,6 +13905,8 @@ export interface operations {
                         wallet_id: string;
                         name?: string | null;
                         blockchain_ids?: string[];
+                        /** @description WALLET_UPDATED of an archive (true) or unarchive (false) */
+                        archived?: boolean;
                         /** @description Per resource (this transfer / wallet / address), strictly increasing across its events in commit order; survives restarts. Keep the highest applied per resource and ignore a delivery with a lower one. */
                         sequence: number;
                         /**
@@ -13358,6 +14143,10 @@ export interface operations {
                         address: string;
                         address_type?: string;
                         derivation_path?: string;
+                        /** @description ADDRESS_UPDATED / ADDRESS_DELETED: the label (admin API) */
+                        label?: string | null;
+                        /** @description ADDRESS_UPDATED / ADDRESS_DELETED: whether the address is archived */
+                        archived?: boolean;
                         /** @description Per resource (this transfer / wallet / address), strictly increasing across its events in commit order; survives restarts. Keep the highest applied per resource and ignore a delivery with a lower one. */
                         sequence: number;
                         /**
@@ -13426,6 +14215,10 @@ export interface operations {
                         address: string;
                         address_type?: string;
                         derivation_path?: string;
+                        /** @description ADDRESS_UPDATED / ADDRESS_DELETED: the label (admin API) */
+                        label?: string | null;
+                        /** @description ADDRESS_UPDATED / ADDRESS_DELETED: whether the address is archived */
+                        archived?: boolean;
                         /** @description Per resource (this transfer / wallet / address), strictly increasing across its events in commit order; survives restarts. Keep the highest applied per resource and ignore a delivery with a lower one. */
                         sequence: number;
                         /**
@@ -13494,6 +14287,10 @@ export interface operations {
                         address: string;
                         address_type?: string;
                         derivation_path?: string;
+                        /** @description ADDRESS_UPDATED / ADDRESS_DELETED: the label (admin API) */
+                        label?: string | null;
+                        /** @description ADDRESS_UPDATED / ADDRESS_DELETED: whether the address is archived */
+                        archived?: boolean;
                         /** @description Per resource (this transfer / wallet / address), strictly increasing across its events in commit order; survives restarts. Keep the highest applied per resource and ignore a delivery with a lower one. */
                         sequence: number;
                         /**
@@ -14771,7 +15568,13 @@ export interface operations {
                     data: {
                         /** Format: uuid */
                         user_id: string;
+                        email: string;
+                        /** @description the client address of the login */
                         ip: string;
+                        /** @description its network, e.g. 203.0.113.0/24 or 2001:db8:1::/48 */
+                        network: string;
+                        /** @description how many other networks the user had logged in from before */
+                        previous_networks: number;
                     } & {
                         [key: string]: unknown;
                     };
