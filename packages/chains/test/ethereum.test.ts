@@ -243,6 +243,30 @@ function ethereumSuite(name: string, makeHolder: () => KeyHolder) {
       expect(nodeTok).toBe(3_750_000n);
     });
 
+    it('a configured token with no code at its address (not deployed on this chain) never stops the native balances', async () => {
+      // an address nothing was deployed to: eth_call answers 0x, which decodes to no balance
+      const undeployed = getAddress('0x00000000000000000000000000000000c0ffee01');
+      expect(await rpc<string>('eth_getCode', [undeployed, 'latest'])).toBe('0x');
+      const w = new EthereumWatcher({
+        chain: 'anvil-undeployed',
+        rpcUrl: node.url,
+        store: new JsonFileWatcherStore(join(dir, 'undeployed.json')),
+        tokens: [undeployed],
+        confirmations: 1,
+        startHeight: Number(BigInt(await rpc<string>('eth_blockNumber'))) + 1,
+      });
+      w.watch(other.address);
+      await w.poll();
+      const deposit = await rpc<string>('eth_sendTransaction', [
+        { from: funder, to: other.address, value: '0x2386f26fc10000' }, // 0.01 ETH
+      ]);
+      await mined(deposit);
+      const events = await w.poll();
+      expect(events.filter((e) => e.type === 'balance_updated').map((e) => [e.asset, e.balance])).toEqual([
+        ['native', (10n ** 16n).toString()],
+      ]);
+    });
+
     it('estimates SLOW ≤ STANDARD ≤ FAST fees with USD values', async () => {
       const req = {
         fields: { asset: { kind: 'native' as const }, destination: other.address, amount: 1n },

@@ -164,6 +164,9 @@ export class EthereumWatcher extends PollingWatcher {
     if (asset === 'native') return BigInt(await this.#req<string>('eth_getBalance', [address, at]));
     const data = encodeFunctionData({ abi: erc20Abi, functionName: 'balanceOf', args: [address as Address] });
     const result = await this.#req<Hex>('eth_call', [{ to: asset, data }, at]);
+    // no code at the token's address on this chain (e.g. a local chain before the token is
+    // deployed): nobody holds any of it — a configured token never stops the native balances
+    if (result === '0x') return 0n;
     return decodeFunctionResult({ abi: erc20Abi, functionName: 'balanceOf', data: result });
   }
 
