@@ -7,7 +7,8 @@ import { BitcoinAdapter, UTXO_NETWORKS } from '@custodian/chains';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assetId, BLOCKCHAINS, blockchainId } from '../src/directory.js';
 import { PgUtxoSource } from '../src/transfers/chains.js';
-import { nextChangeAddress, recordChangeAddress, walletKeys } from '../src/transfers/utxo-sources.js';
+import { storeUnsigned } from '../src/transfers/unsigned.js';
+import { nextChangeAddress, recordChangeAddress, walletKeys, walletSources } from '../src/transfers/utxo-sources.js';
 import { type Harness, type Json, startHarness } from './helpers.js';
 
 const BTC = blockchainId('bitcoin-mainnet');
@@ -52,6 +53,7 @@ async function insertTransfer(
     inputs: { txid: string; vout: number; value: string; address: string }[];
     change: { address: string; value: string } | null;
     feeBump?: unknown;
+    unsigned?: unknown;
   },
 ): Promise<string> {
   const mk = (
@@ -96,7 +98,7 @@ async function insertTransfer(
       o.status,
       now.toISOString().slice(0, 10),
       JSON.stringify(intent),
-      JSON.stringify({ context }),
+      JSON.stringify(o.unsigned ?? { context }),
       o.txHash,
       JSON.stringify(o.txHashes ?? [o.txHash]),
       o.feeBump === undefined ? null : JSON.stringify(o.feeBump),
@@ -184,6 +186,74 @@ describe('review: CPFP of a transfer whose change a later transfer already spend
     } finally {
       chains.adapter = origAdapter;
       chains.lookup = origLookup;
+    }
+  });
+});
+
+describe('review: RBF of a transfer whose change a later transfer already spends', () => {
+  it('refuses the replacement: it would evict the live child transfer, which then stays SENT forever', async () => {
+    const w = await createWallet();
+    const deposit = w.addresses[0].address;
+    const funding = txid();
+    const sources = await walletSources(h.c.db, w.wallet_id, BTC);
+    const change = await h.c.db.tx(async (q) => {
+      const c = await nextChangeAddress(q, await walletKeys(q, w.wallet_id), BTC, BTC_DEF);
+      await recordChangeAddress(q, w.wallet_id, BTC, c, new Date());
+      return c;
+    });
+    const rpc = {
+      call: async (m: string) => {
+        if (m === 'getnetworkinfo') return { relayfee: 0.00001, incrementalfee: 0.00001 };
+        if (m === 'estimatesmartfee') return { feerate: 0.0002 };
+        throw new Error(`unexpected rpc ${m}`);
+      },
+    };
+    const adapter = new BitcoinAdapter({
+      network: BITCOIN,
+      rpc: rpc as never,
+      utxos: { listUnspent: async () => [{ txid: funding, vout: 0, value: 1_000_000n, address: deposit }] },
+    });
+    // A: the real unsigned transaction the pipeline would have built and sent (change to `change`)
+    const built = await adapter.buildTransfer({
+      fields: { asset: { kind: 'native' }, destination: deposit, amount: 10_000n },
+      sources,
+      change,
+      feeLevel: 'STANDARD',
+    });
+    const a = txid();
+    const ctx = built.context as unknown as { change: { value: string; address: string } };
+    const parent = await insertTransfer(w, {
+      status: 'SENT',
+      txHash: a,
+      inputs: [],
+      change: null,
+      unsigned: storeUnsigned(built, '100000'),
+    });
+    // B: a later transfer, offered A's unconfirmed change by PgUtxoSource, built and SENT on it
+    expect(await list([change.address])).toContain(`${a}:1`);
+    await insertTransfer(w, {
+      status: 'SENT',
+      txHash: txid(),
+      inputs: [{ txid: a, vout: 1, value: ctx.change.value, address: ctx.change.address }],
+      change: null,
+    });
+    const chains = h.c.transfers.chains as unknown as Record<string, unknown>;
+    const origAdapter = chains.adapter as (k: string) => unknown;
+    chains.adapter = (k: string) => (k === 'bitcoin-mainnet' ? adapter : origAdapter.call(h.c.transfers.chains, k));
+    try {
+      const actor = (await h.c.db.query<{ user_id: string }>('SELECT user_id FROM users LIMIT 1'))[0]!.user_id;
+      let outcome: string;
+      try {
+        const v = await h.c.transfers.service.requestFeeBump(actor, h.profileId, parent, 'FAST', 'RBF');
+        outcome = `bump requested ${JSON.stringify((v as unknown as Json).fee_bump)}`;
+      } catch (e) {
+        outcome = (e as { code?: string }).code ?? String(e);
+      }
+      // a replacement of A (new txid) evicts B from every mempool: B's input a:1 never exists
+      // again, B (a customer withdrawal) stays SENT forever and its coins are re-offered
+      expect(outcome).toBe('TRANSFER_STATE_CONFLICT');
+    } finally {
+      chains.adapter = origAdapter;
     }
   });
 });
