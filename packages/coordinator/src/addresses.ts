@@ -7,8 +7,9 @@
  * `m/44/{coin_type}/{wallet_index}/{branch}/{address_index}` (branch 0 external = deposit
  * addresses, 1 internal = change) of a master public key and chain code (BIP32 CKDpub,
  * `deriveSecp256k1` of @custodian/crypto): the ECDSA master key for every address type but P2TR,
- * the FROST/Taproot master key (x-only, read as even Y `02‖x`) for P2TR — the key that can spend
- * it. Levels 2 and 3 are NOT hardened (unlike BIP44) because the coordinator holds only public
+ * the FROST/Taproot master key for P2TR — the key that can spend it, taken as the signers hold
+ * it: the 33-byte compressed group key with its real Y parity (`02‖x` or `03‖x`; CKDpub hashes
+ * the parity byte, so reading an odd key as `02‖x` would derive keys the signers cannot sign for). Levels 2 and 3 are NOT hardened (unlike BIP44) because the coordinator holds only public
  * keys; the signers apply the tweak.
  */
 
@@ -86,27 +87,28 @@ export interface MasterKeyHex {
   /** 33-byte compressed ECDSA master key, hex 66. */
   secp256k1_public_key: string;
   secp256k1_chain_code: string;
-  /** FROST/Taproot master key, x-only hex 64 (read as even Y), or null when none was recorded. */
+  /** FROST/Taproot master key, 33-byte compressed hex 66 (`02…`/`03…`, its real Y parity), or null when none was recorded. */
   taproot_public_key?: string | null;
   taproot_chain_code?: string | null;
 }
 
 /**
  * The master public key and chain code an address type derives from: the Taproot master key for
- * `p2tr` (32-byte x-only → `02‖x`), else the ECDSA master key (33 bytes). Both 32-byte chain codes.
+ * `p2tr` (33 bytes, exactly as recorded, parity included), else the ECDSA master key (33 bytes).
+ * Both with 32-byte chain codes.
  * @throws ApiError VALIDATION_FAILED (422, field `body.address_type`) for `p2tr` when the master key
- *   has no Taproot key (recorded before #28)
+ *   has no Taproot key (recorded before #28) or not a compressed one (hex 66 `02…`/`03…`)
  */
 export function masterKeyFor(mk: MasterKeyHex, type: AddressType): { publicKey: Uint8Array; chainCode: Uint8Array } {
   if (type === 'p2tr') {
-    if (!mk.taproot_public_key || !mk.taproot_chain_code || !/^[0-9a-f]{64}$/i.test(mk.taproot_public_key))
+    if (!mk.taproot_public_key || !mk.taproot_chain_code || !/^0[23][0-9a-f]{64}$/i.test(mk.taproot_public_key))
       throw new ApiError(
         'VALIDATION_FAILED',
         'address_type p2tr: the master key has no recorded Taproot key (created before #28): P2TR addresses cannot be derived',
         [{ field: 'body.address_type', message: 'p2tr needs a master key with a Taproot key; use p2wpkh' }],
       );
     return {
-      publicKey: Uint8Array.from(Buffer.from(`02${mk.taproot_public_key}`, 'hex')),
+      publicKey: Uint8Array.from(Buffer.from(mk.taproot_public_key, 'hex')),
       chainCode: Uint8Array.from(Buffer.from(mk.taproot_chain_code, 'hex')),
     };
   }

@@ -54,8 +54,10 @@ export interface DkgOutcome {
   /** 32-byte RFC 8032 public key and 32-byte chain code. */
   ed25519: { publicKey: Uint8Array; chainCode: Uint8Array };
   /**
-   * The FROST/Taproot (BIP340) master key: 32-byte x-only public key (read as even Y, `02‖x`) and
-   * 32-byte chain code; P2TR addresses derive from it. Absent when the signers did not create one.
+   * The FROST/Taproot (BIP340) master key as the signers hold it: 33-byte SEC1-compressed public key
+   * of either Y parity (the FROST group key is not normalised to even Y) and 32-byte chain code;
+   * P2TR addresses derive from exactly this point (BIP32 CKDpub hashes the parity byte). Absent
+   * when the signers did not create one.
    */
   taproot?: { publicKey: Uint8Array; chainCode: Uint8Array };
   /** Hex hash binding the ceremony transcript (for the audit record). */

@@ -130,10 +130,8 @@ export async function createEcdsaMasterKey(
     ed25519: { publicKey: ed25519.getPublicKey(ed25519.utils.randomSecretKey()), chainCode: new Uint8Array(32) },
     ...(tr
       ? {
-          taproot: {
-            publicKey: tr.publicKey.length === 33 ? tr.publicKey.slice(1) : tr.publicKey,
-            chainCode: tr.chainCode,
-          },
+          // the Taproot key as the signers report it: 33-byte compressed, with its Y parity
+          taproot: { publicKey: tr.publicKey, chainCode: tr.chainCode },
         }
       : {}),
   });

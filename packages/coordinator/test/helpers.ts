@@ -63,9 +63,9 @@ export function testMasterKey() {
       chainCode: randomBytes(32),
     },
     ed25519: { publicKey: ed25519.getPublicKey(ed25519.utils.randomSecretKey()), chainCode: randomBytes(32) },
-    // FROST/Taproot master key: x-only (32 bytes), as the signers report it
+    // FROST/Taproot master key: 33-byte compressed of either Y parity, as the signers hold and report it
     taproot: {
-      publicKey: secp256k1.getPublicKey(secp256k1.utils.randomSecretKey(), true).subarray(1),
+      publicKey: secp256k1.getPublicKey(secp256k1.utils.randomSecretKey(), true),
       chainCode: randomBytes(32),
     },
   };

@@ -88,9 +88,10 @@ describe('P2TR addresses (Taproot master key)', () => {
         [w.wallet_id],
       )
     )[0]!;
-    expect(mk.taproot_public_key).toMatch(/^[0-9a-f]{64}$/);
+    // the Taproot key as the signers hold it: 33-byte compressed, with its Y parity
+    expect(mk.taproot_public_key).toMatch(/^0[23][0-9a-f]{64}$/);
     const fromTaproot = deriveSecp256k1(
-      unhex(`02${mk.taproot_public_key}`),
+      unhex(mk.taproot_public_key!),
       unhex(mk.taproot_chain_code!),
       tr.body.derivation_path,
     );
@@ -128,14 +129,17 @@ describe('P2TR addresses (Taproot master key)', () => {
     }
   });
 
-  it('refuses to record a Taproot key that is not an x-only curve point', async () => {
+  it('refuses to record a Taproot key that is not a 33-byte compressed curve point (x-only loses the parity)', async () => {
     const mk = testMasterKey();
     await expect(
-      h.c.signers.masterKeys.insertMasterKey({ ...mk, taproot: { ...mk.taproot, publicKey: new Uint8Array(32) } }),
-    ).rejects.toThrow();
+      h.c.signers.masterKeys.insertMasterKey({
+        ...mk,
+        taproot: { ...mk.taproot, publicKey: mk.taproot.publicKey.subarray(1) },
+      }),
+    ).rejects.toThrow(/33 bytes/);
     await expect(
       h.c.signers.masterKeys.insertMasterKey({ ...mk, taproot: { ...mk.taproot, publicKey: new Uint8Array(33) } }),
-    ).rejects.toThrow(/32 bytes/);
+    ).rejects.toThrow(/taproot\.publicKey/);
   });
 });
 
@@ -337,46 +341,91 @@ describe('per-digest keys of a signing request', () => {
   });
 });
 
-describe('master key ceremony records the Taproot key', () => {
-  it('takes the FROST/Taproot key (x-only) and chain code from the parties and stores them', async () => {
-    const control = await ControlClient.create(await generateKeyPair('Ed25519'), new Map());
-    try {
-      const ecdsa = secp256k1.getPublicKey(secp256k1.utils.randomSecretKey(), true);
-      const taproot = secp256k1.getPublicKey(secp256k1.utils.randomSecretKey(), true);
-      const edKey = ed25519.getPublicKey(ed25519.utils.randomSecretKey());
-      const [ccE, ccT, ccD, transcript] = [randomBytes(32), randomBytes(32), randomBytes(32), randomBytes(32)];
-      const master = createMasterKeyClient({
-        control,
-        devicePeerId: async (id) => `peer-${id}`,
-        devices: {
-          // every party reports the same keys; the Taproot key x-only, as the FROST signers do
-          async startCeremony(_id, start: StartCeremony): Promise<CeremonyResult> {
-            return {
-              ceremonyId: start.ceremonyId,
-              outcome: Outcome.OK,
-              error: '',
-              publicKeys: [
-                { algorithm: KeyAlgorithm.ED25519, publicKey: edKey, chainCode: ccD },
-                { algorithm: KeyAlgorithm.SECP256K1_TAPROOT, publicKey: taproot.subarray(1), chainCode: ccT },
-                { algorithm: KeyAlgorithm.SECP256K1_ECDSA, publicKey: ecdsa, chainCode: ccE },
-              ],
-              transcriptHash: transcript,
-            } as CeremonyResult;
-          },
-          async abortCeremony() {},
+/** A Taproot group key as the FROST signers hold and report it (33-byte compressed) of the given Y parity. */
+function taprootKeyOfParity(prefix: 2 | 3): Uint8Array {
+  for (;;) {
+    const publicKey = secp256k1.getPublicKey(secp256k1.utils.randomSecretKey(), true);
+    if (publicKey[0] === prefix) return publicKey;
+  }
+}
+
+/**
+ * Run the coordinator's master key ceremony client against device parties that all report the
+ * given Taproot key (as its bytes come over the wire) next to fresh ECDSA and Ed25519 keys.
+ */
+async function ceremonyReporting(taproot: Uint8Array, ccT: Uint8Array) {
+  const control = await ControlClient.create(await generateKeyPair('Ed25519'), new Map());
+  try {
+    const ecdsa = secp256k1.getPublicKey(secp256k1.utils.randomSecretKey(), true);
+    const edKey = ed25519.getPublicKey(ed25519.utils.randomSecretKey());
+    const [ccE, ccD, transcript] = [randomBytes(32), randomBytes(32), randomBytes(32)];
+    const master = createMasterKeyClient({
+      control,
+      devicePeerId: async (id) => `peer-${id}`,
+      devices: {
+        async startCeremony(_id, start: StartCeremony): Promise<CeremonyResult> {
+          return {
+            ceremonyId: start.ceremonyId,
+            outcome: Outcome.OK,
+            error: '',
+            publicKeys: [
+              { algorithm: KeyAlgorithm.ED25519, publicKey: edKey, chainCode: ccD },
+              { algorithm: KeyAlgorithm.SECP256K1_TAPROOT, publicKey: taproot, chainCode: ccT },
+              { algorithm: KeyAlgorithm.SECP256K1_ECDSA, publicKey: ecdsa, chainCode: ccE },
+            ],
+            transcriptHash: transcript,
+          } as CeremonyResult;
         },
-      });
-      const out = await master.runDkg({
-        ceremonyId: randomUUID(),
-        threshold: 2,
-        parties: ['d1', 'd2', 'd3'].map((id) => ({ kind: 'device' as const, id, peer: id, address: null })),
-        deadline: new Date(Date.now() + 60_000),
-        signal: new AbortController().signal,
-        onProgress() {},
-      });
-      expect(out.secp256k1.publicKey).toEqual(ecdsa);
-      expect(out.taproot).toEqual({ publicKey: taproot.subarray(1), chainCode: ccT });
-      const mk = await h.c.signers.masterKeys.insertMasterKey({
+        async abortCeremony() {},
+      },
+    });
+    const out = await master.runDkg({
+      ceremonyId: randomUUID(),
+      threshold: 2,
+      parties: ['d1', 'd2', 'd3'].map((id) => ({ kind: 'device' as const, id, peer: id, address: null })),
+      deadline: new Date(Date.now() + 60_000),
+      signal: new AbortController().signal,
+      onProgress() {},
+    });
+    return { out, ecdsa };
+  } finally {
+    await control.host.node.stop();
+  }
+}
+
+describe('master key ceremony records the Taproot key', () => {
+  it('takes the FROST/Taproot key (33-byte compressed, with its parity) and chain code from the parties and stores them', async () => {
+    // FROST keys (master-key.ts on the signers) are 33-byte points; every party reports the same
+    const taproot = taprootKeyOfParity(3);
+    const ccT = randomBytes(32);
+    const { out, ecdsa } = await ceremonyReporting(taproot, ccT);
+    expect(out.secp256k1.publicKey).toEqual(ecdsa);
+    expect(out.taproot).toEqual({ publicKey: taproot, chainCode: ccT });
+    const mk = await h.c.signers.masterKeys.insertMasterKey({
+      ceremonyId: null,
+      threshold: 2,
+      parties: [],
+      secp256k1: out.secp256k1,
+      ed25519: out.ed25519,
+      ...(out.taproot ? { taproot: out.taproot } : {}),
+    });
+    expect(mk.taproot_public_key).toBe(hex(taproot));
+    expect(mk.taproot_chain_code).toBe(hex(ccT));
+  });
+
+  it('refuses a ceremony whose parties report the Taproot key x-only (its Y parity unknown)', async () => {
+    const taproot = taprootKeyOfParity(3);
+    await expect(ceremonyReporting(taproot.subarray(1), randomBytes(32))).rejects.toThrow(/Taproot key/);
+  });
+
+  it('odd-Y Taproot master key: the P2TR address handed out is the one the signers derive and sign for', async () => {
+    const h2 = await startHarness({ masterKey: false });
+    try {
+      // the key as the signers hold it (their key record: the FROST group key, 03‖x)
+      const signerRecordKey = taprootKeyOfParity(3);
+      const chainCode = randomBytes(32);
+      const { out } = await ceremonyReporting(signerRecordKey, chainCode);
+      await h2.c.signers.masterKeys.insertMasterKey({
         ceremonyId: null,
         threshold: 2,
         parties: [],
@@ -384,10 +433,16 @@ describe('master key ceremony records the Taproot key', () => {
         ed25519: out.ed25519,
         ...(out.taproot ? { taproot: out.taproot } : {}),
       });
-      expect(mk.taproot_public_key).toBe(hex(taproot.subarray(1)));
-      expect(mk.taproot_chain_code).toBe(hex(ccT));
+      const w = await createWallet(h2);
+      for (let k = 0; k < 2; k++) {
+        const tr = await addAddress(w.wallet_id, 'p2tr', h2);
+        expect(tr.status).toBe(201);
+        const signers = deriveSecp256k1(signerRecordKey, chainCode, tr.body.derivation_path).publicKey;
+        expect(tr.body.public_key).toBe(hex(signers));
+        expect(tr.body.address).toBe(utxoAddress(BITCOIN, signers, 'p2tr'));
+      }
     } finally {
-      await control.host.node.stop();
+      await h2.close();
     }
   });
 });

@@ -52,8 +52,10 @@ const derivedKeys = new Map<string, string>();
 
 /**
  * The child public key (33 bytes, hex) of a master key at a non-hardened path (BIP32 CKDpub,
- * `deriveSecp256k1`), memoised (public data). An x-only master key (32 bytes) is taken with even Y,
- * as the coordinator does. @throws EvidenceRefused SENDER_MISMATCH when the key record has no such key
+ * `deriveSecp256k1`), memoised (public data). The master key is taken exactly as the key record
+ * holds it — 33-byte compressed with its Y parity (the FROST group key is not normalised to even
+ * Y), the point FROST signing derives from and the coordinator records and derives addresses from.
+ * @throws EvidenceRefused SENDER_MISMATCH when the key record has no such key, or not a 33-byte one
  */
 function derivedKey(keys: readonly MasterPublicKey[] | undefined, suite: string, path: readonly number[]): string {
   const k = keys?.find((x) => x.suite === suite);
@@ -61,7 +63,9 @@ function derivedKey(keys: readonly MasterPublicKey[] | undefined, suite: string,
   const id = `${k.publicKey}/${k.chainCode}/${path.join('/')}`;
   const hit = derivedKeys.get(id);
   if (hit !== undefined) return hit;
-  const pub = hexToBytes(k.publicKey.length === 64 ? `02${k.publicKey}` : k.publicKey);
+  if (k.publicKey.length !== 66)
+    throw new EvidenceRefused('SENDER_MISMATCH', `the key record's ${suite} key is not a 33-byte compressed point`);
+  const pub = hexToBytes(k.publicKey);
   const child = bytesToHex(deriveSecp256k1(pub, hexToBytes(k.chainCode), path).publicKey);
   if (derivedKeys.size >= DERIVED_LIMIT) derivedKeys.delete(derivedKeys.keys().next().value as string);
   derivedKeys.set(id, child);

@@ -87,7 +87,7 @@ const dec = new TextDecoder();
 /** A master public key of the signer's key record (KeyRecord.keys): hex public key and chain code. */
 export interface MasterPublicKey {
   readonly suite: string;
-  /** SEC1-compressed (33 bytes) or x-only (32 bytes, even Y) secp256k1 key, hex. */
+  /** Hex public key: secp256k1 keys (`cggmp`, `secp256k1-tr`) SEC1-compressed, 33 bytes with their Y parity; Ed25519 32 bytes. */
   readonly publicKey: string;
   /** 32 bytes, hex. */
   readonly chainCode: string;

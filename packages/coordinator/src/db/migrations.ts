@@ -397,10 +397,11 @@ CREATE TABLE revocation_acks (
   {
     version: 14,
     name: 'utxo_wallets',
-    // #28. master_keys.taproot_*: the FROST/Taproot master key (x-only public key, hex 64, read as
-    // even Y) and its chain code, from which P2TR addresses derive (NULL: a key recorded before
-    // this migration; its P2TR addresses cannot be created). addresses.branch: BIP44 change level,
-    // 0 external (deposit addresses) / 1 internal (change); label and archived_at: the admin
+    // #28. master_keys.taproot_*: the FROST/Taproot master key as the signers hold it (33-byte
+    // compressed public key with its Y parity, hex 66) and its chain code, from which P2TR
+    // addresses derive (NULL: a key recorded before this migration; its P2TR addresses cannot be
+    // created). addresses.branch: BIP44 change level, 0 external (deposit addresses) / 1 internal
+    // (change); label and archived_at: the admin
     // API's address labels and archival (ADDRESS_UPDATED / ADDRESS_DELETED). wallets.archived_at /
     // deleted_at: wallet archival and deletion (WALLET_DELETED). login_networks: the networks a
     // user has logged in from (GEO_ANOMALY_DETECTED). transfers.self_spend: a transfer to the

@@ -25,7 +25,10 @@ export interface MasterKeyView {
   secp256k1_chain_code: string;
   ed25519_public_key: string;
   ed25519_chain_code: string;
-  /** FROST/Taproot master key: x-only public key (hex 64, read as even Y) and chain code (hex 64); null when none was recorded. */
+  /**
+   * FROST/Taproot master key as the signers hold it: 33-byte compressed public key with its Y parity
+   * (hex 66, `02…` or `03…`) and chain code (hex 64); null when none was recorded.
+   */
   taproot_public_key: string | null;
   taproot_chain_code: string | null;
   /** Refreshes and committed reshares so far (0 after the master key ceremony; issue #22). */
@@ -42,7 +45,7 @@ export interface MasterKeyInput {
   parties: unknown;
   secp256k1: { publicKey: Uint8Array; chainCode: Uint8Array };
   ed25519: { publicKey: Uint8Array; chainCode: Uint8Array };
-  /** Taproot master key: 32-byte x-only public key and 32-byte chain code (optional). */
+  /** Taproot master key: 33-byte SEC1-compressed public key (either Y parity, as the signers report it) and 32-byte chain code (optional). */
   taproot?: { publicKey: Uint8Array; chainCode: Uint8Array };
 }
 
@@ -67,8 +70,10 @@ export class MasterKeyStore {
     secp256k1Group.decodePoint(input.secp256k1.publicKey, 'secp256k1.publicKey');
     ed25519Group.decodePoint(input.ed25519.publicKey, 'ed25519.publicKey');
     if (input.taproot !== undefined) {
-      if (input.taproot.publicKey.length !== 32) throw new RangeError('taproot.publicKey must be 32 bytes (x-only)');
-      secp256k1Group.decodePoint(Uint8Array.of(0x02, ...input.taproot.publicKey), 'taproot.publicKey');
+      // x-only (32 bytes) is refused: P2TR children derive from the point with its parity
+      if (input.taproot.publicKey.length !== 33)
+        throw new RangeError('taproot.publicKey must be 33 bytes (compressed, with its Y parity)');
+      secp256k1Group.decodePoint(input.taproot.publicKey, 'taproot.publicKey');
     }
     for (const [n, c] of [
       ['secp256k1.chainCode', input.secp256k1.chainCode],

@@ -167,15 +167,21 @@ function outcomeOf(
   const ed = pk(KeyAlgorithm.ED25519);
   if (!secp || !ed)
     throw new Error('master key ceremony: the signers did not create both a secp256k1 and an Ed25519 key');
-  const secpKey = secp.publicKey.length === 32 ? Uint8Array.of(0x02, ...secp.publicKey) : secp.publicKey;
+  if (secp.publicKey.length !== 33)
+    throw new Error('master key ceremony: the secp256k1 key is not a 33-byte compressed point');
   const tr = pk(KeyAlgorithm.SECP256K1_TAPROOT);
-  // the Taproot key as x-only (32 bytes): the signers report x-only or a compressed point
-  const trKey = tr === undefined ? undefined : tr.publicKey.length === 33 ? tr.publicKey.slice(1) : tr.publicKey;
+  // The Taproot key exactly as the signers hold it (the FROST group key, 33-byte compressed, of
+  // either Y parity): P2TR addresses derive from it by BIP32 CKDpub, whose HMAC input includes the
+  // parity byte — an x-only key (read as 02‖x) would derive other children than the signers do.
+  if (tr !== undefined && tr.publicKey.length !== 33)
+    throw new Error(
+      `master key ceremony: the Taproot key is not a 33-byte compressed point (${tr.publicKey.length} bytes; its Y parity is needed to derive P2TR addresses)`,
+    );
   return {
-    secp256k1: { publicKey: Uint8Array.from(secpKey), chainCode: Uint8Array.from(secp.chainCode) },
+    secp256k1: { publicKey: Uint8Array.from(secp.publicKey), chainCode: Uint8Array.from(secp.chainCode) },
     ed25519: { publicKey: Uint8Array.from(ed.publicKey), chainCode: Uint8Array.from(ed.chainCode) },
-    ...(tr !== undefined && trKey !== undefined
-      ? { taproot: { publicKey: Uint8Array.from(trKey), chainCode: Uint8Array.from(tr.chainCode) } }
+    ...(tr !== undefined
+      ? { taproot: { publicKey: Uint8Array.from(tr.publicKey), chainCode: Uint8Array.from(tr.chainCode) } }
       : {}),
     transcriptHash: bytesToHex(first.transcriptHash ?? new Uint8Array(0)),
   };
