@@ -1,6 +1,9 @@
 /**
- * Hostile review of issue #28 [utxo] (branch `review`): reproductions of defects found in the
- * merged work. Each test FAILS on `integrate` while the defect is present.
+ * Attacks on UTXO fee bumps (hostile review of issue #28 [utxo], branch `review`), kept as
+ * regression tests: each failed on `integrate` (the attack succeeded) before branch `fix-bump` —
+ * a refused replacement's change offered as spendable (sent-step.ts / PgUtxoSource), a CPFP child
+ * double-spending change a later transfer spends, an RBF evicting a live descendant
+ * (fee-bump-request.ts `liveSpenders`).
  */
 import { randomUUID } from 'node:crypto';
 import { BitcoinAdapter, UTXO_NETWORKS } from '@custodian/chains';
