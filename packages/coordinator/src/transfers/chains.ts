@@ -112,8 +112,7 @@ export class PgUtxoSource implements UtxoSource {
            -- only a transaction that was broadcast: a refused replacement is restored to the one
            -- broadcast (sent-step.ts, refused_tx_hash); a row refused before that restore existed
            -- still points at the refused replacement, whose outputs never existed
-           AND NOT (t.fee_bump IS NOT NULL AND t.fee_bump->>'sub_status' = 'BROADCAST_FAILED'
-                    AND NOT t.fee_bump ? 'refused_tx_hash')),
+           AND NOT COALESCE(t.fee_bump->>'sub_status' = 'BROADCAST_FAILED' AND NOT t.fee_bump ? 'refused_tx_hash', false)),
        -- unconfirmed depth of each own transaction: 0 delivered (confirmed), else 1 + its deepest
        -- unconfirmed own parent
        depth (tx_hash, d) AS (

@@ -36,8 +36,10 @@ import {
  * intent; above it, the round's intent is that intent with `max_fee` raised to exactly the
  * replacement's maximum fee (`fee_bump.cap_raised`) — approvers see and sign the raised cap, and
  * the signers get that intent with the round's approvals.
- * @throws ApiError TRANSFER_NOT_FOUND, TRANSFER_STATE_CONFLICT (not SENT, a bump under way, or the
- *   chain cannot replace: e.g. TRON, or the change cannot pay the higher fee), CHAIN_UNAVAILABLE (503)
+ * @throws ApiError TRANSFER_NOT_FOUND, TRANSFER_STATE_CONFLICT (not SENT, a bump under way, the
+ *   chain cannot replace: e.g. TRON, or the change cannot pay the higher fee; Bitcoin family RBF: a
+ *   live transfer or self-spend spends an output of one of the transfer's transactions — a
+ *   replacement would evict it: bump that descendant instead), CHAIN_UNAVAILABLE (503)
  */
 export async function requestFeeBump(
   s: RequestContext,
@@ -143,9 +145,12 @@ export async function requestFeeBump(
  * transaction's change output (its output 1: the destination is output 0) whose fee lifts the
  * package (parent + child) to the target rate max(`priority` rate, parent rate + incremental relay
  * fee) — `cpfpChildFee`. The child is a transfer of its own (policy, approvals, signing); this
- * bump is recorded DONE at once with `method: 'CPFP'` and `child_transfer_id`.
- * @throws ApiError TRANSFER_STATE_CONFLICT (no change output, the transaction is not in the
- *   node's mempool, or the change cannot pay the child's fee above dust), CHAIN_UNAVAILABLE
+ * bump is recorded DONE at once with `method: 'CPFP'` and `child_transfer_id` — DONE meaning only
+ * that the child was created: it may still end REJECTED / EXPIRED / FAILED without the fee being
+ * raised (follow the child transfer).
+ * @throws ApiError TRANSFER_STATE_CONFLICT (no change output, the change output is already spent
+ *   by a live transfer or self-spend ({@link liveSpenders}), the transaction is not in the node's
+ *   mempool, or the change cannot pay the child's fee above dust), CHAIN_UNAVAILABLE
  */
 async function requestCpfp(
   s: RequestContext,

@@ -1,8 +1,8 @@
 /**
  * Self-spends (docs/transfers.md "Consolidation", "Cancel and fee bump"): Bitcoin-family transfers
- * to the wallet's OWN source address that spend exactly the outpoints fixed at creation, with no
- * change output — amount = Σ inputs − fee, and the intent's `max_fee` is exactly that fee. They
- * are ordinary transfers otherwise: policy, device approvals and signing as for any transfer (no
+ * to the wallet's OWN first live deposit address (also its transfers' source address) that spend
+ * exactly the outpoints fixed at creation, with no change output — amount = Σ inputs − fee, and
+ * the intent's `max_fee` is exactly that fee. They are ordinary transfers otherwise: policy, device approvals and signing as for any transfer (no
  * bypass); the signers check the intent's destination and amount and the context's inputs as
  * always. Two uses: UTXO consolidation (admin operation, {@link consolidate}) and the CPFP child
  * of a fee bump ({@link createSelfSpend} from fee-bump-request.ts). The pipeline builds them with
@@ -49,8 +49,8 @@ export function bitcoinAdapterOf(s: Pick<RequestContext, 'chains'>, blockchain: 
 
 /**
  * Create a self-spend transfer (in its own database transaction; approvals pushed after commit):
- * `inputs` to the wallet's source address, amount Σ inputs − `fee`. Same validation, policy and
- * daily-limit step as {@link createIn}; no balance reservation (it spends only these outpoints).
+ * `inputs` to the wallet's first live deposit address (branch 0, not archived), amount
+ * Σ inputs − `fee`. Same validation, policy and daily-limit step as {@link createIn}; no balance reservation (it spends only these outpoints).
  * @throws ApiError 422 (VALIDATION_FAILED) when the result is below dust, or as creation
  */
 export async function createSelfSpend(

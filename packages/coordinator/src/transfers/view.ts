@@ -44,7 +44,9 @@ export interface FeeBump {
   /**
    * How the fee is raised: `RBF` (a replacement of this transaction; absent on bumps stored before
    * CPFP) or `CPFP` (a child self-spend of this transaction's change output, `child_transfer_id`,
-   * which goes through its own policy and approvals; this bump is then DONE at once).
+   * which goes through its own policy and approvals; this bump is then DONE at once — DONE
+   * meaning only that the child was created: it may still end REJECTED / EXPIRED / FAILED, the fee
+   * then not raised; follow the child).
    */
   method?: 'RBF' | 'CPFP';
   /** CPFP: the child transfer (self-spend.ts). */
