@@ -68,6 +68,8 @@ export async function requestFeeBump(
   if (method === 'CPFP' && !utxo)
     throw new ApiError('TRANSFER_STATE_CONFLICT', 'CPFP applies to Bitcoin-family transactions only');
   if (method === 'CPFP') return requestCpfp(s, actor, profileId, before, priority, check);
+  // checked again with the transfer locked, below; here so that the refusal names the cause
+  if (utxo) await refuseDescendants(s.db, before);
   let replacement: Awaited<ReturnType<typeof adapter.buildReplacement>>;
   try {
     replacement = await adapter.buildReplacement(loadUnsigned(current, fieldsOf(before.intent)), priority);
@@ -89,16 +91,7 @@ export async function requestFeeBump(
     const t = check(await loadTransfer(q, transferId, true, profileId));
     if (t.tx_hash !== before.tx_hash)
       throw new ApiError('TRANSFER_STATE_CONFLICT', 'the transaction changed meanwhile');
-    if (utxo) {
-      // a replacement (new txid) evicts every descendant from the mempools: their inputs never
-      // exist again and they would stay SENT forever
-      const spender = (await liveSpenders(q, t.blockchain_id, t.transfer_id, t.tx_hashes))[0];
-      if (spender !== undefined)
-        throw new ApiError(
-          'TRANSFER_STATE_CONFLICT',
-          `no replacement: output ${spender.outpoint} of this transfer's transaction is spent by live transfer ${spender.transfer_id}, which a replacement would evict — fee-bump that descendant instead (its fee lifts the whole package: CPFP in effect)`,
-        );
-    }
+    if (utxo) await refuseDescendants(q, t);
     const round = t.approval_round + 1;
     const now = s.clock();
     const bump: FeeBump = {
@@ -253,6 +246,21 @@ async function requestCpfp(
   });
   out.afterCommit();
   return out.v;
+}
+
+/**
+ * RBF of a Bitcoin-family transfer: a replacement (new txid) evicts every descendant from the
+ * mempools — their inputs never exist again and they would stay SENT forever.
+ * @throws ApiError TRANSFER_STATE_CONFLICT when a live transfer or self-spend spends an output of
+ *   one of `t.tx_hashes` ({@link liveSpenders})
+ */
+async function refuseDescendants(q: Queryable, t: TransferRow): Promise<void> {
+  const spender = (await liveSpenders(q, t.blockchain_id, t.transfer_id, t.tx_hashes))[0];
+  if (spender !== undefined)
+    throw new ApiError(
+      'TRANSFER_STATE_CONFLICT',
+      `no replacement: output ${spender.outpoint} of this transfer's transaction is spent by live transfer ${spender.transfer_id}, which a replacement would evict — fee-bump that descendant instead (its fee lifts the whole package: CPFP in effect)`,
+    );
 }
 
 /**
