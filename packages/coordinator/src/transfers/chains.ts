@@ -84,7 +84,7 @@ export const DEFAULT_MAX_UNCONFIRMED_DEPTH = 2;
  * - the change output (vout 1: the destination is output 0) of this coordinator's own SENT
  *   transfers — unconfirmed, or delivered in the last day but not yet in the watcher's set (the
  *   pipeline sees confirmations before the watcher) — paying one of the given addresses, with no fee bump
- *   in progress (a replacement changes the txid), when the transaction's unconfirmed ancestry
+ *   in progress (a replacement changes the txid) and never of a replacement the node refused, when the transaction's unconfirmed ancestry
  *   (itself plus the chain of such parents) is shorter than `maxDepth` — so a new transaction is at
  *   most `maxDepth` deep in unconfirmed transactions (0: confirmed outputs only);
  * minus the outpoints that an active transfer, or one delivered in the last day (its block may not
@@ -108,7 +108,11 @@ export class PgUtxoSource implements UtxoSource {
          FROM transfers t JOIN blockchains b ON b.blockchain_id = t.blockchain_id
          WHERE b.key = $3 AND t.status = 'SENT' AND t.tx_hash IS NOT NULL AND t.unsigned IS NOT NULL
            AND (t.delivered_at IS NULL OR t.delivered_at > now() - interval '1 day')
-           AND (t.fee_bump IS NULL OR t.fee_bump->>'status' IN ('DONE', 'REJECTED', 'FAILED'))),
+           AND (t.fee_bump IS NULL OR t.fee_bump->>'status' IN ('DONE', 'REJECTED', 'FAILED'))
+           -- only a transaction that was broadcast: a refused replacement is restored to the one
+           -- broadcast (sent-step.ts, refused_tx_hash); a row refused before that restore existed
+           -- still points at the refused replacement, whose outputs never existed
+           AND NOT COALESCE(t.fee_bump->>'sub_status' = 'BROADCAST_FAILED' AND NOT t.fee_bump ? 'refused_tx_hash', false)),
        -- unconfirmed depth of each own transaction: 0 delivered (confirmed), else 1 + its deepest
        -- unconfirmed own parent
        depth (tx_hash, d) AS (

@@ -109,8 +109,10 @@ export async function prepare(
   }
   const src = (
     await q.query<{ address: string; derivation_path: string; address_type: string }>(
+      // the wallet's first live deposit address (an archived one only when all are archived): the
+      // address self-spends pay (self-spend.ts)
       `SELECT address, derivation_path, address_type FROM addresses WHERE wallet_id = $1 AND blockchain_id = $2
-       ORDER BY branch, address_index LIMIT 1`,
+       ORDER BY branch, archived_at IS NOT NULL, address_index LIMIT 1`,
       [walletId, a.blockchain_id],
     )
   )[0];

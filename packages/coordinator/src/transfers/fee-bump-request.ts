@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { type BitcoinContext, cpfpChildFee, estimateVsize, type FeeLevel } from '@custodian/chains';
 import { type TransferIntent, transferIntentDigest } from '@custodian/wire';
 import { bytesToHex } from '@noble/hashes/utils.js';
+import type { Queryable } from '../db/db.js';
 import { ApiError } from '../errors.js';
 import { notify } from './approvals.js';
 import { transition } from './machine.js';
@@ -35,8 +36,10 @@ import {
  * intent; above it, the round's intent is that intent with `max_fee` raised to exactly the
  * replacement's maximum fee (`fee_bump.cap_raised`) — approvers see and sign the raised cap, and
  * the signers get that intent with the round's approvals.
- * @throws ApiError TRANSFER_NOT_FOUND, TRANSFER_STATE_CONFLICT (not SENT, a bump under way, or the
- *   chain cannot replace: e.g. TRON, or the change cannot pay the higher fee), CHAIN_UNAVAILABLE (503)
+ * @throws ApiError TRANSFER_NOT_FOUND, TRANSFER_STATE_CONFLICT (not SENT, a bump under way, the
+ *   chain cannot replace: e.g. TRON, or the change cannot pay the higher fee; Bitcoin family RBF: a
+ *   live transfer or self-spend spends an output of one of the transfer's transactions — a
+ *   replacement would evict it: bump that descendant instead), CHAIN_UNAVAILABLE (503)
  */
 export async function requestFeeBump(
   s: RequestContext,
@@ -65,6 +68,8 @@ export async function requestFeeBump(
   if (method === 'CPFP' && !utxo)
     throw new ApiError('TRANSFER_STATE_CONFLICT', 'CPFP applies to Bitcoin-family transactions only');
   if (method === 'CPFP') return requestCpfp(s, actor, profileId, before, priority, check);
+  // checked again with the transfer locked, below; here so that the refusal names the cause
+  if (utxo) await refuseDescendants(s.db, before);
   let replacement: Awaited<ReturnType<typeof adapter.buildReplacement>>;
   try {
     replacement = await adapter.buildReplacement(loadUnsigned(current, fieldsOf(before.intent)), priority);
@@ -86,6 +91,7 @@ export async function requestFeeBump(
     const t = check(await loadTransfer(q, transferId, true, profileId));
     if (t.tx_hash !== before.tx_hash)
       throw new ApiError('TRANSFER_STATE_CONFLICT', 'the transaction changed meanwhile');
+    if (utxo) await refuseDescendants(q, t);
     const round = t.approval_round + 1;
     const now = s.clock();
     const bump: FeeBump = {
@@ -132,9 +138,12 @@ export async function requestFeeBump(
  * transaction's change output (its output 1: the destination is output 0) whose fee lifts the
  * package (parent + child) to the target rate max(`priority` rate, parent rate + incremental relay
  * fee) — `cpfpChildFee`. The child is a transfer of its own (policy, approvals, signing); this
- * bump is recorded DONE at once with `method: 'CPFP'` and `child_transfer_id`.
- * @throws ApiError TRANSFER_STATE_CONFLICT (no change output, the transaction is not in the
- *   node's mempool, or the change cannot pay the child's fee above dust), CHAIN_UNAVAILABLE
+ * bump is recorded DONE at once with `method: 'CPFP'` and `child_transfer_id` — DONE meaning only
+ * that the child was created: it may still end REJECTED / EXPIRED / FAILED without the fee being
+ * raised (follow the child transfer).
+ * @throws ApiError TRANSFER_STATE_CONFLICT (no change output, the change output is already spent
+ *   by a live transfer or self-spend ({@link liveSpenders}), the transaction is not in the node's
+ *   mempool, or the change cannot pay the child's fee above dust), CHAIN_UNAVAILABLE
  */
 async function requestCpfp(
   s: RequestContext,
@@ -194,6 +203,14 @@ async function requestCpfp(
     const t = check(await loadTransfer(q, before.transfer_id, true, profileId));
     if (t.tx_hash !== before.tx_hash)
       throw new ApiError('TRANSFER_STATE_CONFLICT', 'the transaction changed meanwhile');
+    // the change output may already be the input of a later transfer (PgUtxoSource offers
+    // unconfirmed own change): a second spend of it is a double spend, one of the two never mined
+    const spender = (await liveSpenders(q, t.blockchain_id, t.transfer_id, [t.tx_hash as string], 1))[0];
+    if (spender !== undefined)
+      throw new ApiError(
+        'TRANSFER_STATE_CONFLICT',
+        `no CPFP: the change output ${spender.outpoint} is already spent by live transfer ${spender.transfer_id} — that transfer is a child of this one: fee-bump it instead`,
+      );
     let child: Awaited<ReturnType<typeof createSelfSpend>>;
     try {
       child = await createSelfSpend(s, q, profileId, t.wallet_id, t.blockchain_id, spend);
@@ -229,4 +246,46 @@ async function requestCpfp(
   });
   out.afterCommit();
   return out.v;
+}
+
+/**
+ * RBF of a Bitcoin-family transfer: a replacement (new txid) evicts every descendant from the
+ * mempools — their inputs never exist again and they would stay SENT forever.
+ * @throws ApiError TRANSFER_STATE_CONFLICT when a live transfer or self-spend spends an output of
+ *   one of `t.tx_hashes` ({@link liveSpenders})
+ */
+async function refuseDescendants(q: Queryable, t: TransferRow): Promise<void> {
+  const spender = (await liveSpenders(q, t.blockchain_id, t.transfer_id, t.tx_hashes))[0];
+  if (spender !== undefined)
+    throw new ApiError(
+      'TRANSFER_STATE_CONFLICT',
+      `no replacement: output ${spender.outpoint} of this transfer's transaction is spent by live transfer ${spender.transfer_id}, which a replacement would evict — fee-bump that descendant instead (its fee lifts the whole package: CPFP in effect)`,
+    );
+}
+
+/**
+ * Live transfers of chain `blockchainId` other than `exceptId` that spend an output of one of
+ * `txids` (only output `vout` when given): through their transaction's inputs (`unsigned`, and an
+ * open fee bump's replacement) while PENDING…SENT and not delivered, or a self-spend's fixed
+ * inputs (held from creation on). `outpoint` is `txid:vout`.
+ */
+export async function liveSpenders(
+  q: Queryable,
+  blockchainId: string,
+  exceptId: string,
+  txids: readonly string[],
+  vout?: number,
+): Promise<{ transfer_id: string; outpoint: string }[]> {
+  return q.query<{ transfer_id: string; outpoint: string }>(
+    `SELECT t.transfer_id, (i->>'txid') || ':' || (i->>'vout') AS outpoint
+     FROM transfers t, jsonb_array_elements(
+       COALESCE(t.unsigned->'context'->'inputs', '[]'::jsonb) || COALESCE(t.self_spend->'inputs', '[]'::jsonb)
+       || CASE WHEN t.fee_bump->>'status' IN ('PENDING_APPROVAL', 'PENDING_SIGNATURE', 'SIGNED')
+            THEN COALESCE(t.fee_bump->'unsigned'->'context'->'inputs', '[]'::jsonb) ELSE '[]'::jsonb END) i
+     WHERE t.blockchain_id = $1 AND t.transfer_id <> $2 AND t.delivered_at IS NULL
+       AND t.status IN ('PENDING', 'PENDING_APPROVAL', 'PENDING_SIGNATURE', 'READY_TO_SEND', 'SENT')
+       AND i->>'txid' = ANY($3::text[]) AND ($4::int IS NULL OR (i->>'vout')::int = $4::int)
+     ORDER BY t.created_at, t.transfer_id`,
+    [blockchainId, exceptId, [...txids], vout ?? null],
+  );
 }

@@ -1,8 +1,8 @@
 /**
  * Self-spends (docs/transfers.md "Consolidation", "Cancel and fee bump"): Bitcoin-family transfers
- * to the wallet's OWN source address that spend exactly the outpoints fixed at creation, with no
- * change output — amount = Σ inputs − fee, and the intent's `max_fee` is exactly that fee. They
- * are ordinary transfers otherwise: policy, device approvals and signing as for any transfer (no
+ * to the wallet's OWN first live deposit address (also its transfers' source address) that spend
+ * exactly the outpoints fixed at creation, with no change output — amount = Σ inputs − fee, and
+ * the intent's `max_fee` is exactly that fee. They are ordinary transfers otherwise: policy, device approvals and signing as for any transfer (no
  * bypass); the signers check the intent's destination and amount and the context's inputs as
  * always. Two uses: UTXO consolidation (admin operation, {@link consolidate}) and the CPFP child
  * of a fee bump ({@link createSelfSpend} from fee-bump-request.ts). The pipeline builds them with
@@ -49,8 +49,8 @@ export function bitcoinAdapterOf(s: Pick<RequestContext, 'chains'>, blockchain: 
 
 /**
  * Create a self-spend transfer (in its own database transaction; approvals pushed after commit):
- * `inputs` to the wallet's source address, amount Σ inputs − `fee`. Same validation, policy and
- * daily-limit step as {@link createIn}; no balance reservation (it spends only these outpoints).
+ * `inputs` to the wallet's first live deposit address (branch 0, not archived), amount
+ * Σ inputs − `fee`. Same validation, policy and daily-limit step as {@link createIn}; no balance reservation (it spends only these outpoints).
  * @throws ApiError 422 (VALIDATION_FAILED) when the result is below dust, or as creation
  */
 export async function createSelfSpend(
@@ -64,13 +64,15 @@ export async function createSelfSpend(
   const a = (
     await q.query<{ asset_id: string; decimals: number; key: string; address: string }>(
       `SELECT a.asset_id, a.decimals, b.key,
-         (SELECT address FROM addresses WHERE wallet_id = $1 AND blockchain_id = b.blockchain_id ORDER BY address_index LIMIT 1) AS address
+         (SELECT address FROM addresses WHERE wallet_id = $1 AND blockchain_id = b.blockchain_id
+            AND branch = 0 AND archived_at IS NULL ORDER BY address_index LIMIT 1) AS address
        FROM assets a JOIN blockchains b ON b.blockchain_id = a.blockchain_id
        WHERE b.blockchain_id = $2 AND a.contract_address IS NULL`,
       [walletId, blockchainId],
     )
   )[0];
-  if (a === undefined || a.address === null) throw field('body.blockchain_id', 'the wallet has no address on it');
+  if (a === undefined || a.address === null)
+    throw field('body.blockchain_id', 'the wallet has no live (not archived) deposit address on it');
   const adapter = bitcoinAdapterOf(s, a.key);
   const total = spend.inputs.reduce((x, i) => x + BigInt(i.value), 0n);
   const amount = total - BigInt(spend.fee);
@@ -102,8 +104,10 @@ export interface ConsolidationInput {
 }
 
 /**
- * UTXO consolidation (admin): the wallet's smallest spendable outputs (below `below`, at most
- * `max_inputs`, none already spent by a live transfer) → one output to its own source address,
+ * UTXO consolidation (admin): the smallest spendable outputs of every address of the wallet on
+ * the chain (deposit and change, archived included) (below `below`, at most
+ * `max_inputs`, none already spent by a live transfer) → one output to its first live deposit
+ * address (branch 0, not archived, lowest index),
  * fee at `priority` × estimated vsize. A transfer like any other from there (policy, approvals).
  * @throws ApiError 422 when fewer than 2 UTXOs qualify or the result is dust; 404 no such wallet;
  *   503 CHAIN_UNAVAILABLE
@@ -118,20 +122,29 @@ export async function consolidate(
   const chain = (
     await s.db.query<{ blockchain_id: string; key: string; address: string | null }>(
       `SELECT b.blockchain_id, b.key,
-         (SELECT address FROM addresses WHERE wallet_id = w.wallet_id AND blockchain_id = b.blockchain_id ORDER BY address_index LIMIT 1) AS address
+         (SELECT address FROM addresses WHERE wallet_id = w.wallet_id AND blockchain_id = b.blockchain_id
+            AND branch = 0 AND archived_at IS NULL ORDER BY address_index LIMIT 1) AS address
        FROM wallets w JOIN wallet_blockchains wb ON wb.wallet_id = w.wallet_id JOIN blockchains b ON b.blockchain_id = wb.blockchain_id
        WHERE w.profile_id = $1 AND w.wallet_id = $2 AND (b.blockchain_id::text = $3 OR b.key = $3)`,
       [profileId, walletId, input.blockchain_id],
     )
   )[0];
   if (chain === undefined) throw new ApiError('WALLET_NOT_FOUND', `no wallet ${walletId} on ${input.blockchain_id}`);
-  if (chain.address === null) throw field('body.blockchain_id', 'the wallet has no address on it');
+  if (chain.address === null)
+    throw field('body.blockchain_id', 'the wallet has no live (not archived) deposit address on it');
   const adapter = bitcoinAdapterOf(s, chain.key);
   const below = input.below === undefined ? undefined : BigInt(input.below);
   const max = input.max_inputs ?? 50;
+  // every address of the wallet on the chain: deposit and change, archived ones included (they
+  // may still hold coins; utxo-sources.ts `walletSources`), each input sized by its kind
+  const owned = await s.db.query<{ address: string; address_type: string }>(
+    'SELECT address, address_type FROM addresses WHERE wallet_id = $1 AND blockchain_id = $2 ORDER BY branch, address_index',
+    [walletId, chain.blockchain_id],
+  );
+  const kinds = new Map(owned.map((r) => [r.address, r.address_type]));
   let utxos: Utxo[];
   try {
-    utxos = await adapter.unspent([chain.address]);
+    utxos = await adapter.unspent(owned.map((r) => r.address));
   } catch (e) {
     if ((e as { code?: string }).code === 'NODE_RPC_ERROR')
       throw new ApiError('CHAIN_UNAVAILABLE', 'the blockchain node did not answer');
@@ -145,7 +158,8 @@ export async function consolidate(
     maxInputs: max,
     reserved,
     rate,
-    vsizeOf: (kinds) => estimateVsize(adapter.network, kinds, address),
+    kindOf: (u) => utxoKind(kinds.get(u.address), u.address),
+    vsizeOf: (k) => estimateVsize(adapter.network, k, address),
     dust: dustThreshold(adapter.network, address),
   });
   const spend: SelfSpend = {
@@ -172,10 +186,17 @@ export async function consolidate(
   return out.view;
 }
 
+/** The spend kind of a wallet address from its stored `address_type`. @throws Error for any other type (never: wallets hold P2WPKH and P2TR only) */
+function utxoKind(type: string | undefined, address: string): UtxoAddressKind {
+  if (type === 'p2wpkh' || type === 'p2tr') return type;
+  throw new Error(`address ${address} has no spendable kind (${type ?? 'not a wallet address'})`);
+}
+
 /**
  * Which UTXOs a consolidation spends and its fee (pure): those strictly below `below` and not in
  * `reserved` (`txid:vout`), smallest first, at most `maxInputs`; fee = ceil(`rate` × vsize)
- * (base units, `rate` in base units per vbyte). All inputs are P2WPKH (one-address wallets).
+ * (base units, `rate` in base units per vbyte), each input sized by its address kind (`kindOf`:
+ * a P2TR input is smaller than a P2WPKH one).
  * @throws ApiError 422 VALIDATION_FAILED when fewer than 2 qualify, or Σ − fee is below `dust`
  */
 export function planConsolidation(
@@ -185,6 +206,7 @@ export function planConsolidation(
     maxInputs: number;
     reserved: ReadonlySet<string>;
     rate: number;
+    kindOf: (u: Utxo) => UtxoAddressKind;
     vsizeOf: (kinds: readonly UtxoAddressKind[]) => number;
     dust: bigint;
   },
@@ -194,7 +216,7 @@ export function planConsolidation(
     .sort((x, y) => (x.value < y.value ? -1 : x.value > y.value ? 1 : 0))
     .slice(0, o.maxInputs);
   if (chosen.length < 2) throw field('body', `${chosen.length} UTXO(s) qualify: a consolidation needs at least 2`);
-  const fee = BigInt(Math.ceil(o.rate * o.vsizeOf(chosen.map(() => 'p2wpkh'))));
+  const fee = BigInt(Math.ceil(o.rate * o.vsizeOf(chosen.map(o.kindOf))));
   const amount = chosen.reduce((a, u) => a + u.value, 0n) - fee;
   if (amount < o.dust)
     throw field('body', `the ${chosen.length} UTXOs minus the fee ${fee} are below dust (${o.dust} base units)`);

@@ -168,9 +168,12 @@ export async function bumpSignStep(x: StepContext, t: TransferRow, signal: Abort
   const row = await x.owned(t.transfer_id, async (q, cur) => {
     if (cur.fee_bump?.status !== 'PENDING_SIGNATURE') return cur;
     const { sub_status: _s, error: _e, ...base } = cur.fee_bump;
-    // the replacement becomes the transfer's transaction; the previous hashes stay watched
+    // the replacement becomes the transfer's transaction; the previous hashes stay watched. The
+    // transaction it replaces is kept with the bump: a refused broadcast restores it
+    // (bumpBroadcastStep), so nothing ever points at a transaction no node holds
+    const previous = { tx_hash: cur.tx_hash, signed_tx: cur.signed_tx, unsigned: cur.unsigned };
     await transition(q, x, t.transfer_id, 'SENT', 'SENT', cur.sub_status, {
-      fee_bump: JSON.stringify({ ...base, status: 'SIGNED' }),
+      fee_bump: JSON.stringify({ ...base, status: 'SIGNED', previous }),
       // the cap it was approved under goes with it: the next bump starts from that intent
       unsigned: JSON.stringify({ ...stored, approvedMaxFee: intent.max_fee }),
       signed_tx: hex(signed.rawTx),
@@ -182,19 +185,47 @@ export async function bumpSignStep(x: StepContext, t: TransferRow, signal: Abort
   return { row };
 }
 
+/**
+ * Broadcast a SIGNED fee bump's replacement (the transfer's `tx_hash` / `signed_tx` since
+ * {@link bumpSignStep}). Accepted (or already known to the node): the bump is DONE. Refused: the
+ * bump ends FAILED / BROADCAST_FAILED and, in the same database transaction, the transfer's
+ * `tx_hash`, `signed_tx`, `unsigned` and `tx_hashes` return to the transaction actually broadcast
+ * (`fee_bump.previous`, stored at signing; `fee_bump.refused_tx_hash` names the refused one) — so
+ * PgUtxoSource never offers the change of a transaction that does not exist, and CPFP / a new
+ * bump start from the broadcast transaction. Restart-safe: both states are durable, and a
+ * replacement already known to the node is never broadcast again (`send`).
+ */
 export async function bumpBroadcastStep(x: StepContext, t: TransferRow): Promise<TransferRow | undefined> {
   if (t.signed_tx === null || t.tx_hash === null) throw new Error('fee bump SIGNED without a transaction');
   const r = await send(x, t, t.signed_tx, t.tx_hash);
   return x.owned(t.transfer_id, async (q, cur) => {
     if (cur.fee_bump?.status !== 'SIGNED') return cur;
-    const base = cur.fee_bump;
-    await transition(q, x, t.transfer_id, 'SENT', 'SENT', cur.sub_status, {
-      fee_bump: JSON.stringify(
-        r.ok
-          ? { ...base, status: 'DONE' }
-          : { ...base, status: 'FAILED', sub_status: 'BROADCAST_FAILED', error: r.error },
-      ),
-    });
+    const { previous, ...base } = cur.fee_bump;
+    if (r.ok) {
+      await transition(q, x, t.transfer_id, 'SENT', 'SENT', cur.sub_status, {
+        fee_bump: JSON.stringify({ ...base, status: 'DONE' }),
+      });
+      return loadTransfer(q, t.transfer_id);
+    }
+    const failed = { ...base, status: 'FAILED', sub_status: 'BROADCAST_FAILED', error: r.error };
+    const refused = cur.tx_hash;
+    await transition(
+      q,
+      x,
+      t.transfer_id,
+      'SENT',
+      'SENT',
+      cur.sub_status,
+      previous?.tx_hash
+        ? {
+            fee_bump: JSON.stringify({ ...failed, refused_tx_hash: refused }),
+            tx_hash: previous.tx_hash,
+            signed_tx: previous.signed_tx,
+            unsigned: JSON.stringify(previous.unsigned),
+            tx_hashes: JSON.stringify(cur.tx_hashes.filter((h) => h !== refused || h === previous.tx_hash)),
+          }
+        : { fee_bump: JSON.stringify(failed) },
+    );
     return loadTransfer(q, t.transfer_id);
   });
 }

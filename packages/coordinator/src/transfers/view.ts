@@ -44,11 +44,21 @@ export interface FeeBump {
   /**
    * How the fee is raised: `RBF` (a replacement of this transaction; absent on bumps stored before
    * CPFP) or `CPFP` (a child self-spend of this transaction's change output, `child_transfer_id`,
-   * which goes through its own policy and approvals; this bump is then DONE at once).
+   * which goes through its own policy and approvals; this bump is then DONE at once — DONE
+   * meaning only that the child was created: it may still end REJECTED / EXPIRED / FAILED, the fee
+   * then not raised; follow the child).
    */
   method?: 'RBF' | 'CPFP';
   /** CPFP: the child transfer (self-spend.ts). */
   child_transfer_id?: string;
+  /**
+   * SIGNED: the transaction the replacement replaces (the transfer's `tx_hash`, `signed_tx`,
+   * `unsigned` before signing), restored when the node refuses the replacement (sent-step.ts
+   * `bumpBroadcastStep`; never shown in the API).
+   */
+  previous?: { tx_hash: string | null; signed_tx: string | null; unsigned: unknown };
+  /** FAILED / BROADCAST_FAILED: the txid of the replacement the node refused (never shown in the API). */
+  refused_tx_hash?: string;
 }
 
 /** Fee bump of the API's transfer object (the stored {@link FeeBump} without its transaction and intent). */
@@ -191,7 +201,16 @@ export function summaryFee(i: TransferIntent): { max_fee: string; fee_currency: 
 
 /** The API form of a stored fee bump: no transaction, no intent; the round's fee cap in native units. */
 export function feeBumpView(b: FeeBump, blockchain: string): FeeBumpView {
-  const { unsigned: _u, intent, intent_digest: _d, cap_raised, signing_since: _s, ...rest } = b;
+  const {
+    unsigned: _u,
+    intent,
+    intent_digest: _d,
+    cap_raised,
+    signing_since: _s,
+    previous: _p,
+    refused_tx_hash: _r,
+    ...rest
+  } = b;
   return {
     ...rest,
     ...(intent !== undefined ? { ...feeFields(blockchain, intentCap(intent)), cap_raised: cap_raised === true } : {}),

@@ -1,14 +1,20 @@
 /**
- * Hostile review of issue #28 [utxo] (branch `review`): reproductions of defects found in the
- * merged work. Each test FAILS on `integrate` while the defect is present.
+ * Attacks on UTXO fee bumps (hostile review of issue #28 [utxo], branch `review`), kept as
+ * regression tests: each failed on `integrate` (the attack succeeded) before branch `fix-bump` —
+ * a refused replacement's change offered as spendable (sent-step.ts / PgUtxoSource), a CPFP child
+ * double-spending change a later transfer spends, an RBF evicting a live descendant
+ * (fee-bump-request.ts `liveSpenders`).
  */
 import { randomUUID } from 'node:crypto';
 import { BitcoinAdapter, UTXO_NETWORKS } from '@custodian/chains';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assetId, BLOCKCHAINS, blockchainId } from '../src/directory.js';
 import { PgUtxoSource } from '../src/transfers/chains.js';
+import type { StepContext } from '../src/transfers/pipeline-context.js';
+import { bumpBroadcastStep } from '../src/transfers/sent-step.js';
 import { storeUnsigned } from '../src/transfers/unsigned.js';
 import { nextChangeAddress, recordChangeAddress, walletKeys, walletSources } from '../src/transfers/utxo-sources.js';
+import { loadTransfer } from '../src/transfers/view.js';
 import { type Harness, type Json, startHarness } from './helpers.js';
 
 const BTC = blockchainId('bitcoin-mainnet');
@@ -132,6 +138,78 @@ describe('review: PgUtxoSource after a refused RBF replacement', () => {
     // the outpoint replacement:1 does not exist on chain or in any mempool: a transfer built on it
     // is refused at broadcast (missing inputs)
     expect(await list([c1])).not.toContain(`${replacement}:1`);
+  });
+});
+
+describe('review: the pipeline after the node refuses a replacement', () => {
+  it('restores the transaction actually broadcast (tx_hash, unsigned, signed_tx, tx_hashes)', async () => {
+    const w = await createWallet();
+    const c1 = await allocateChange(w.wallet_id);
+    const original = txid();
+    const replacement = txid();
+    const input = { txid: txid(), vout: 0, value: '20000', address: w.addresses[0].address };
+    const ctxOf = (changeValue: string) => ({
+      network: 'bitcoin',
+      inputs: [{ ...input, kind: 'p2wpkh', path: [44, 0, 0, 0, 0], publicKey: w.addresses[0].public_key }],
+      change: { address: c1, value: changeValue, kind: 'p2wpkh', path: [44, 0, 0, 1, 0] },
+      fee: '1000',
+      feeRate: '5',
+    });
+    const originalUnsigned = { context: ctxOf('9000') };
+    // as bumpSignStep leaves a signed replacement: it is the transfer's transaction, the one it
+    // replaces kept with the bump
+    const id = await insertTransfer(w, {
+      status: 'SENT',
+      txHash: replacement,
+      txHashes: [original, replacement],
+      inputs: [],
+      change: null,
+      unsigned: { context: ctxOf('8000') },
+      feeBump: {
+        status: 'SIGNED',
+        method: 'RBF',
+        round: 1,
+        priority: 'FAST',
+        requested_by: null,
+        requested_at: new Date().toISOString(),
+        deadline: new Date().toISOString(),
+        previous: { tx_hash: original, signed_tx: 'aa', unsigned: originalUnsigned },
+      },
+    });
+    await h.c.db.query("UPDATE transfers SET signed_tx = 'bb' WHERE transfer_id = $1", [id]);
+    const rpc = {
+      call: async (m: string) => {
+        throw new Error(m === 'sendrawtransaction' ? 'insufficient fee, rejecting replacement' : `unexpected rpc ${m}`);
+      },
+    };
+    const adapter = new BitcoinAdapter({ network: BITCOIN, rpc: rpc as never });
+    const x = {
+      db: h.c.db,
+      clock: () => new Date(),
+      metrics: undefined,
+      chains: { adapter: () => adapter, lookup: async () => ({ state: 'unknown' }) },
+      opts: { log: () => {} },
+      owned: <T>(tid: string, f: (q: never, cur: never) => Promise<T>) =>
+        h.c.db.tx(async (q) => f(q as never, (await loadTransfer(q, tid, true)) as never)),
+    } as unknown as StepContext;
+    const row = (await h.c.db.tx((q) => loadTransfer(q, id)))!;
+    const after = await bumpBroadcastStep(x, row);
+    expect(after?.fee_bump).toMatchObject({
+      status: 'FAILED',
+      sub_status: 'BROADCAST_FAILED',
+      refused_tx_hash: replacement,
+    });
+    expect(after?.fee_bump?.previous).toBeUndefined();
+    expect({ tx_hash: after?.tx_hash, tx_hashes: after?.tx_hashes, signed_tx: after?.signed_tx }).toEqual({
+      tx_hash: original,
+      tx_hashes: [original],
+      signed_tx: 'aa',
+    });
+    expect(after?.unsigned).toEqual(originalUnsigned);
+    // the change offered is the broadcast transaction's, never the refused replacement's
+    const offered = await list([c1]);
+    expect(offered).toContain(`${original}:1`);
+    expect(offered).not.toContain(`${replacement}:1`);
   });
 });
 
