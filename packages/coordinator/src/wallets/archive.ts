@@ -27,6 +27,7 @@ import { ApiError } from '../errors.js';
 import { type Page, type PageRequest, pageOffset } from '../store.js';
 import { type Clock, iso } from '../util.js';
 import { emitEvent } from '../webhooks/outbox.js';
+import type { AddressView } from './store.js';
 
 /** Dependencies of {@link WalletArchive}. */
 export interface WalletArchiveComponents {
@@ -42,18 +43,11 @@ export interface WalletArchiveView {
   archived_at: string | null;
 }
 
-/** An address with its label and archive state (admin API). */
-export interface LabelledAddressView {
-  address_id: string;
-  wallet_id: string;
-  blockchain_id: string;
-  address: string;
-  address_type: string;
-  address_index: number;
-  derivation_path: string;
+/** An address with its label and archive state (admin API): the address object without its key and creation time. */
+export type LabelledAddressView = Omit<AddressView, 'public_key' | 'created_at'> & {
   label: string | null;
   archived_at: string | null;
-}
+};
 
 interface WalletRow {
   wallet_id: string;
