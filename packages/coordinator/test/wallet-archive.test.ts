@@ -144,6 +144,12 @@ describe('wallet archive and delete', () => {
     expect((await h.req('GET', `${A(h)}/wallets`, { key: h.apiKey })).body.total).toBe(0);
     expect((await h.req('GET', `${P(h)}/wallets`, { token: h.adminToken })).body.total).toBe(0);
     expect((await del()).status).toBe(404);
+    // A deleted wallet cannot be put in a wallet group (it would scope users to a wallet nobody sees).
+    const g = await h.req('POST', `${P(h)}/wallet-groups`, {
+      token: h.adminToken,
+      body: { name: 'after-delete', wallet_ids: [w.wallet_id] },
+    });
+    expect(g.status, JSON.stringify(g.body)).toBe(422);
     // Its addresses stay reserved (still in the table, still watched) and the next wallet is new.
     const kept = await h.c.db.query<{ n: number }>('SELECT count(*)::int AS n FROM addresses WHERE wallet_id = $1', [
       w.wallet_id,

@@ -121,7 +121,7 @@ const WALLET_GROUPS: GroupKind<WalletGroupView, string[]> = {
   async setMembers(q, profileId, id, walletIds) {
     const ids = [...new Set(walletIds.map((w) => w.toLowerCase()))];
     const found = await q.query<{ wallet_id: string }>(
-      'SELECT wallet_id FROM wallets WHERE profile_id = $1 AND wallet_id = ANY($2::uuid[])',
+      'SELECT wallet_id FROM wallets WHERE profile_id = $1 AND wallet_id = ANY($2::uuid[]) AND deleted_at IS NULL',
       [profileId, ids],
     );
     const known = new Set(found.map((f) => f.wallet_id));
