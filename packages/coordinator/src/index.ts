@@ -69,6 +69,7 @@ export type { TotpService } from './users/totp.js';
 
 // Wallets room: profiles and directory settings, wallets, addresses, balances, groups, and their views
 
+export type { LabelledAddressView, WalletArchiveView } from './wallets/archive.js';
 export type { BalanceStore, BalanceView } from './wallets/balances.js';
 export type { AddressGroupEntry, AddressGroupView, GroupService, WalletGroupView } from './wallets/groups.js';
 export type { AssetView, BlockchainView, ProfileStore } from './wallets/profiles.js';

@@ -15,6 +15,7 @@ import { AdminHttp, type AdminHttpOptions } from './http.js';
 import type {
   AddressGroup,
   AddressGroupInput,
+  AddressUpdateInput,
   AddSignerInput,
   ApiKey,
   Asset,
@@ -22,6 +23,7 @@ import type {
   Balance,
   Blockchain,
   Ceremony,
+  ConsolidationInput,
   CreateApiKeyInput,
   CreatedApiKey,
   CreateMasterKeyInput,
@@ -36,6 +38,7 @@ import type {
   KeyChange,
   KeyChangeInput,
   KeyChangeSignatureInput,
+  LabelledAddress,
   LoginChallenge,
   LoginSession,
   MasterKey,
@@ -60,6 +63,7 @@ import type {
   UpdateWebhookInput,
   User,
   Wallet,
+  WalletArchive,
   WalletGroup,
   WalletGroupInput,
   WalletSummary,
@@ -206,6 +210,40 @@ export class AdminClient {
   renameWallet(profileId: string, walletId: string, name: string | null): Promise<WalletSummary> {
     const path = { profile_id: profileId, wallet_id: walletId };
     return this.http.request('PATCH', '/admin/v1/profiles/{profile_id}/wallets/{wallet_id}', { path, body: { name } });
+  }
+  /** Archive (step-up) or unarchive a wallet: an archived one takes no new transfers or addresses. */
+  setWalletArchived(profileId: string, walletId: string, archived: boolean): Promise<WalletArchive> {
+    const path = { profile_id: profileId, wallet_id: walletId };
+    const route = archived
+      ? '/admin/v1/profiles/{profile_id}/wallets/{wallet_id}/archive'
+      : '/admin/v1/profiles/{profile_id}/wallets/{wallet_id}/unarchive';
+    return this.http.request('POST', route, { path });
+  }
+  /** Delete an empty wallet (step-up; 409 WALLET_NOT_EMPTY / WALLET_TRANSFERS_PENDING otherwise). */
+  deleteWallet(profileId: string, walletId: string): Promise<void> {
+    const path = { profile_id: profileId, wallet_id: walletId };
+    return this.http.request('DELETE', '/admin/v1/profiles/{profile_id}/wallets/{wallet_id}', { path });
+  }
+  /** Every address of a wallet, archived ones included, with label and archived_at. */
+  listWalletAddresses(profileId: string, walletId: string, q?: PageQuery): Promise<Page<LabelledAddress>> {
+    const path = { profile_id: profileId, wallet_id: walletId };
+    return this.http.request('GET', '/admin/v1/profiles/{profile_id}/wallets/{wallet_id}/addresses', {
+      path,
+      query: page(q),
+    });
+  }
+  /** Label an address (null clears) and/or archive it (step-up) or unarchive it. */
+  updateAddress(
+    profileId: string,
+    walletId: string,
+    addressId: string,
+    body: AddressUpdateInput,
+  ): Promise<LabelledAddress> {
+    const path = { profile_id: profileId, wallet_id: walletId, address_id: addressId };
+    return this.http.request('PATCH', '/admin/v1/profiles/{profile_id}/wallets/{wallet_id}/addresses/{address_id}', {
+      path,
+      body,
+    });
   }
   listBalances(profileId: string, walletId: string, q?: PageQuery): Promise<Page<Balance>> {
     const path = { profile_id: profileId, wallet_id: walletId };
@@ -510,12 +548,28 @@ export class AdminClient {
     const path = { profile_id: profileId, transfer_id: transferId };
     return this.http.request('POST', '/admin/v1/profiles/{profile_id}/transfers/{transfer_id}/cancel', { path });
   }
-  /** Replace a stuck SENT transaction with a higher fee (new device approvals). */
-  feeBumpTransfer(profileId: string, transferId: string, priority: FeePriority | string): Promise<Transfer> {
+  /**
+   * Bump the fee of a stuck SENT transaction (new device approvals): `RBF` replaces it (same nonce /
+   * outpoints), `CPFP` (Bitcoin family) creates a child transfer spending its change output.
+   */
+  feeBumpTransfer(
+    profileId: string,
+    transferId: string,
+    priority: FeePriority | string,
+    method?: 'RBF' | 'CPFP',
+  ): Promise<Transfer> {
     const path = { profile_id: profileId, transfer_id: transferId };
     return this.http.request('POST', '/admin/v1/profiles/{profile_id}/transfers/{transfer_id}/fee-bump', {
       path,
-      body: { priority },
+      body: { priority, ...(method ? { method } : {}) },
+    });
+  }
+  /** UTXO consolidation: a transfer of the wallet's smallest UTXOs to its own address (policy and approvals as any transfer). */
+  consolidate(profileId: string, walletId: string, body: ConsolidationInput): Promise<Transfer> {
+    const path = { profile_id: profileId, wallet_id: walletId };
+    return this.http.request('POST', '/admin/v1/profiles/{profile_id}/wallets/{wallet_id}/consolidations', {
+      path,
+      body,
     });
   }
 }

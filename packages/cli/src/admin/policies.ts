@@ -129,9 +129,12 @@ export function registerPolicyCommands(ctx: AdminContext): void {
   tr.command('fee-bump <profile_id> <transfer_id>')
     .description('replace a stuck SENT transaction with a higher fee (needs new device approvals)')
     .option('--priority <level>', 'SLOW, STANDARD or FAST', 'FAST')
+    .option('--method <method>', 'RBF (replace) or CPFP (Bitcoin family: a child spending the change output)', 'RBF')
     .action(
-      ctx.run(async (p: string, id: string, o: { priority: string }) =>
-        ctx.print(await (await ctx.client()).feeBumpTransfer(p, id, o.priority)),
-      ),
+      ctx.run(async (p: string, id: string, o: { priority: string; method: string }) => {
+        const method = o.method.toUpperCase();
+        if (method !== 'RBF' && method !== 'CPFP') ctx.fail('--method: RBF or CPFP');
+        ctx.print(await (await ctx.client()).feeBumpTransfer(p, id, o.priority, method));
+      }),
     );
 }

@@ -29,6 +29,7 @@ export type {
   BalanceView as Balance,
   BlockchainView as Blockchain,
   CeremonyProgress,
+  LabelledAddressView as LabelledAddress,
   MasterKeyView as MasterKey,
   NotificationView as Notification,
   Page,
@@ -40,6 +41,7 @@ export type {
   TransferStatus,
   TransferView as Transfer,
   UserView as User,
+  WalletArchiveView as WalletArchive,
   WalletGroupView as WalletGroup,
   WalletView as Wallet,
   WebhookView as Webhook,
@@ -56,6 +58,23 @@ export type SigningCeremony = SigningCeremonyView;
 
 /** One blame as the coordinator checked it (verified: `culprit` proven; else a dispute: `culprit` null, nobody named). */
 export type Blame = BlameView;
+
+/** `POST …/wallets/{wallet_id}/consolidations` body: the UTXOs to spend to the wallet's own address. */
+export interface ConsolidationInput {
+  /** Blockchain id or key (Bitcoin family). */
+  blockchain_id: string;
+  /** At most this many inputs (2..200). */
+  max_inputs?: number;
+  /** Only UTXOs below this value, base units (decimal string). */
+  below?: string;
+  priority?: 'SLOW' | 'STANDARD' | 'FAST';
+}
+
+/** `PATCH …/addresses/{address_id}` body: a label (null clears it) and/or the archive state. */
+export interface AddressUpdateInput {
+  label?: string | null;
+  archived?: boolean;
+}
 
 /** Page selection; values are sent as given (the CLI passes its option strings). */
 export interface PageQuery {

@@ -1,6 +1,8 @@
 /**
  * `custodian admin profiles …` (profiles and the blockchains and assets enabled for each) and
- * `custodian admin wallets …` (list, create with addresses derived at once, show, balances, rename).
+ * `custodian admin wallets …` (list, create with addresses derived at once, show, balances, rename,
+ * archive / unarchive / delete; addresses with labels and archival; UTXO consolidation). Archive,
+ * delete and archiving an address need a fresh step-up (`custodian admin step-up`).
  */
 import { blockchainIds } from './chains.js';
 import { type AdminContext, formatTable, type PageFlags, pageOpts, pageQuery } from './context.js';
@@ -102,6 +104,102 @@ export function registerWalletCommands(ctx: AdminContext): void {
       ]),
     ),
   );
+  for (const archived of [true, false])
+    wallets
+      .command(`${archived ? 'archive' : 'unarchive'} <profile_id> <wallet_id>`)
+      .description(
+        archived
+          ? 'archive a wallet: no new transfers or addresses; deposits still watched and credited (Admin, step-up)'
+          : 'unarchive a wallet (Admin)',
+      )
+      .action(
+        ctx.run(async (p: string, id: string) =>
+          ctx.print(await (await ctx.client()).setWalletArchived(p, id, archived)),
+        ),
+      );
+  wallets
+    .command('delete <profile_id> <wallet_id>')
+    .description('delete an empty wallet with no unfinished transfer (Admin, step-up; emits WALLET_DELETED)')
+    .action(
+      ctx.run(async (p: string, id: string) => {
+        await (await ctx.client()).deleteWallet(p, id);
+        if (ctx.json) return ctx.print({ wallet_id: id, deleted: true });
+        io.out(`wallet ${id} deleted`);
+      }),
+    );
+  pageOpts(
+    wallets
+      .command('addresses <profile_id> <wallet_id>')
+      .description('every address of a wallet, archived ones included, with its label'),
+  ).action(
+    ctx.run(async (p: string, w: string, o: PageFlags) =>
+      ctx.print(await (await ctx.client()).listWalletAddresses(p, w, pageQuery(o)), [
+        'address_id',
+        'address',
+        'address_type',
+        'label',
+        'archived_at',
+      ]),
+    ),
+  );
+  wallets
+    .command('address <profile_id> <wallet_id> <address_id>')
+    .description('label an address (ADDRESS_UPDATED), archive it (step-up; ADDRESS_DELETED) or unarchive it')
+    .option('--label <label>', 'set the label')
+    .option('--clear-label', 'remove the label')
+    .option('--archive', 'archive: no longer listed as a deposit address, still watched and spendable')
+    .option('--unarchive', 'list it again')
+    .action(
+      ctx.run(
+        async (
+          p: string,
+          w: string,
+          a: string,
+          o: { label?: string; clearLabel?: boolean; archive?: boolean; unarchive?: boolean },
+        ) => {
+          if (o.archive && o.unarchive) ctx.fail('--archive and --unarchive exclude each other');
+          if (o.label !== undefined && o.clearLabel) ctx.fail('--label and --clear-label exclude each other');
+          const body = {
+            ...(o.label !== undefined ? { label: o.label } : o.clearLabel ? { label: null } : {}),
+            ...(o.archive ? { archived: true } : o.unarchive ? { archived: false } : {}),
+          };
+          if (Object.keys(body).length === 0)
+            ctx.fail('nothing to change: give --label, --clear-label, --archive or --unarchive');
+          ctx.print(await (await ctx.client()).updateAddress(p, w, a, body));
+        },
+      ),
+    );
+  wallets
+    .command('consolidate <profile_id> <wallet_id>')
+    .description(
+      "UTXO consolidation: the wallet's smallest UTXOs in one output to its own address, under policy and approvals",
+    )
+    .requiredOption('--blockchain <key>', 'Bitcoin-family blockchain key or id (e.g. litecoin-regtest)')
+    .option('--max-inputs <n>', 'at most this many inputs (2..200)')
+    .option('--below <base_units>', 'only UTXOs below this value, base units')
+    .option('--priority <level>', 'SLOW, STANDARD or FAST', 'STANDARD')
+    .action(
+      ctx.run(
+        async (
+          p: string,
+          w: string,
+          o: { blockchain: string; maxInputs?: string; below?: string; priority: string },
+        ) => {
+          const api = await ctx.client();
+          const [blockchainId] = await blockchainIds(api, p, [o.blockchain]);
+          const maxInputs = o.maxInputs === undefined ? undefined : Number(o.maxInputs);
+          if (maxInputs !== undefined && !Number.isInteger(maxInputs)) ctx.fail('--max-inputs: an integer is expected');
+          ctx.print(
+            await api.consolidate(p, w, {
+              blockchain_id: blockchainId as string,
+              priority: o.priority as 'SLOW' | 'STANDARD' | 'FAST',
+              ...(maxInputs !== undefined ? { max_inputs: maxInputs } : {}),
+              ...(o.below !== undefined ? { below: o.below } : {}),
+            }),
+          );
+        },
+      ),
+    );
   wallets
     .command('rename <profile_id> <wallet_id>')
     .description('rename a wallet (emits WALLET_UPDATED)')
