@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -255,10 +256,12 @@ function ethereumSuite(name: string, makeHolder: () => KeyHolder) {
         confirmations: 1,
         startHeight: Number(BigInt(await rpc<string>('eth_blockNumber'))) + 1,
       });
-      w.watch(other.address);
+      // an address of its own (no other test pays it): its balance is this test's deposit alone
+      const payee = getAddress(toHex(randomBytes(20)));
+      w.watch(payee);
       await w.poll();
       const deposit = await rpc<string>('eth_sendTransaction', [
-        { from: funder, to: other.address, value: '0x2386f26fc10000' }, // 0.01 ETH
+        { from: funder, to: payee, value: '0x2386f26fc10000' }, // 0.01 ETH
       ]);
       await mined(deposit);
       const events = await w.poll();
