@@ -6,11 +6,10 @@
  * problem code with exit code 1.
  */
 import { randomUUID } from 'node:crypto';
-import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { blockchainId } from '../../coordinator/src/directory.js';
 import { type Harness, type Json, startHarness } from '../../coordinator/test/helpers.js';
-import { type CliIo, registerAdminCommands } from '../src/admin/index.js';
+import { runAdmin } from './admin-cli.js';
 
 const ETH = blockchainId('ethereum-sepolia');
 const LTC = blockchainId('litecoin-regtest');
@@ -26,28 +25,8 @@ async function wallet(chains: string[]): Promise<Json> {
   return r.body;
 }
 
-async function cli(...args: string[]): Promise<{ out: string; err: string; code: number }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const io: CliIo = { out: (x) => out.push(x), err: (x) => err.push(x), env: { HOME: h.dir } };
-  const program = new Command('custodian').exitOverride();
-  registerAdminCommands(program, io);
-  process.exitCode = 0;
-  await program.parseAsync([
-    'node',
-    'custodian',
-    'admin',
-    '--coordinator-url',
-    h.url,
-    '--token',
-    h.adminToken,
-    '--json',
-    ...args,
-  ]);
-  const code = Number(process.exitCode ?? 0);
-  process.exitCode = 0;
-  return { out: out.join('\n'), err: err.join('\n'), code };
-}
+const cli = (...args: string[]) =>
+  runAdmin(h.dir, ['--coordinator-url', h.url, '--token', h.adminToken, '--json'], args);
 
 beforeAll(async () => {
   h = await startHarness({ coordinator: { transfers: { runPipeline: false } } });
