@@ -14,6 +14,7 @@
  */
 
 import { ethereumAddress, tronAddress, UTXO_NETWORKS, type UtxoNetwork, utxoAddress } from '@custodian/chains';
+import { Bip32InvalidChildError, deriveSecp256k1 } from '@custodian/crypto';
 import type { BlockchainDef } from './directory.js';
 import { ApiError } from './errors.js';
 
@@ -116,4 +117,33 @@ export function masterKeyFor(mk: MasterKeyHex, type: AddressType): { publicKey: 
     publicKey: Uint8Array.from(Buffer.from(mk.secp256k1_public_key, 'hex')),
     chainCode: Uint8Array.from(Buffer.from(mk.secp256k1_chain_code, 'hex')),
   };
+}
+
+/**
+ * The first address of `type` at or after `fromIndex` on `branch` of wallet `walletIndex`
+ * (`m/44/{coin}/{wallet}/{branch}/{index}`, BIP32 CKDpub from the master key of the type,
+ * {@link masterKeyFor}); an index whose child key is invalid (BIP32, probability < 2⁻¹²⁷) is
+ * skipped, as the signers skip it.
+ * @returns the index, the path text, the 33-byte compressed child key and the address
+ * @throws ApiError VALIDATION_FAILED (P2TR without a recorded Taproot key); Bip32InvalidChildError
+ *   when a level above the address is invalid (no index helps)
+ */
+export function nextDerivedAddress(
+  mk: MasterKeyHex,
+  chain: BlockchainDef,
+  walletIndex: number,
+  type: AddressType,
+  branch: 0 | 1,
+  fromIndex: number,
+): { index: number; derivationPath: string; publicKey: Uint8Array; address: string } {
+  const master = masterKeyFor(mk, type);
+  for (let index = fromIndex; ; index++) {
+    const derivationPath = addressPath(chain.coinType, walletIndex, index, branch);
+    try {
+      const { publicKey } = deriveSecp256k1(master.publicKey, master.chainCode, derivationPath);
+      return { index, derivationPath, publicKey, address: ADDRESS_CODECS[chain.family].encode(publicKey, type, chain) };
+    } catch (e) {
+      if (!(e instanceof Bip32InvalidChildError && e.depth === 5)) throw e;
+    }
+  }
 }

@@ -14,8 +14,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { SourceAddress } from '@custodian/chains';
-import { Bip32InvalidChildError, deriveSecp256k1 } from '@custodian/crypto';
-import { ADDRESS_CODECS, addressPath, type MasterKeyHex, masterKeyFor } from '../addresses.js';
+import { type MasterKeyHex, nextDerivedAddress } from '../addresses.js';
 import type { Queryable } from '../db/db.js';
 import type { BlockchainDef } from '../directory.js';
 import { parsePath } from './view.js';
@@ -61,22 +60,14 @@ export async function nextChangeAddress(
      WHERE wallet_id = $1 AND blockchain_id = $2 AND branch = 1`,
     [w.wallet_id, blockchainId],
   );
-  const master = masterKeyFor(w, 'p2wpkh');
-  for (let index = r[0]?.next ?? 0; ; index++) {
-    const derivationPath = addressPath(chain.coinType, w.wallet_index, index, 1);
-    try {
-      const child = deriveSecp256k1(master.publicKey, master.chainCode, derivationPath);
-      return {
-        address: ADDRESS_CODECS[chain.family].encode(child.publicKey, 'p2wpkh', chain),
-        publicKey: child.publicKey,
-        path: parsePath(derivationPath),
-        index,
-        derivationPath,
-      };
-    } catch (e) {
-      if (!(e instanceof Bip32InvalidChildError)) throw e;
-    }
-  }
+  const d = nextDerivedAddress(w, chain, w.wallet_index, 'p2wpkh', 1, r[0]?.next ?? 0);
+  return {
+    address: d.address,
+    publicKey: d.publicKey,
+    path: parsePath(d.derivationPath),
+    index: d.index,
+    derivationPath: d.derivationPath,
+  };
 }
 
 /** Raised by {@link recordChangeAddress} when another build took the index first (rebuild). */

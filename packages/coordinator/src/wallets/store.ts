@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { Bip32InvalidChildError, deriveSecp256k1 } from '@custodian/crypto';
 import { walletIdOf } from '@custodian/wire';
-import { ADDRESS_CODECS, type AddressType, addressPath, type MasterKeyHex, masterKeyFor } from '../addresses.js';
+import { ADDRESS_CODECS, type AddressType, type MasterKeyHex, masterKeyFor, nextDerivedAddress } from '../addresses.js';
 import type { Db, Queryable } from '../db/db.js';
 import { BLOCKCHAINS, type BlockchainDef } from '../directory.js';
 import { ApiError } from '../errors.js';
@@ -125,55 +125,40 @@ export class WalletStore {
     type: AddressType,
     branch: 0 | 1 = 0,
   ): Promise<AddressView> {
-    const master = masterKeyFor(w, type);
     const r = await q.query<{ next: number }>(
       `SELECT COALESCE(max(address_index) + 1, 0)::int AS next FROM addresses
        WHERE wallet_id = $1 AND blockchain_id = $2 AND branch = $3`,
       [w.wallet_id, blockchainId, branch],
     );
-    let index = r[0]?.next ?? 0;
-    const codec = ADDRESS_CODECS[chain.family];
-    for (;;) {
-      const path = addressPath(chain.coinType, w.wallet_index, index, branch);
-      let child: { publicKey: Uint8Array };
-      try {
-        child = deriveSecp256k1(master.publicKey, master.chainCode, path);
-      } catch (e) {
-        if (e instanceof Bip32InvalidChildError && e.depth === 5) {
-          index++;
-          continue;
-        }
-        throw e;
-      }
-      const row: AddressRow = {
-        address_id: randomUUID(),
-        wallet_id: w.wallet_id,
-        blockchain_id: blockchainId,
-        address: codec.encode(child.publicKey, type, chain),
-        address_type: type,
-        address_index: index,
-        derivation_path: path,
-        public_key: hex(child.publicKey),
-        created_at: this.c.clock(),
-      };
-      await q.query(
-        `INSERT INTO addresses (address_id, wallet_id, blockchain_id, address_index, address, address_type, public_key,
+    const d = nextDerivedAddress(w, chain, w.wallet_index, type, branch, r[0]?.next ?? 0);
+    const row: AddressRow = {
+      address_id: randomUUID(),
+      wallet_id: w.wallet_id,
+      blockchain_id: blockchainId,
+      address: d.address,
+      address_type: type,
+      address_index: d.index,
+      derivation_path: d.derivationPath,
+      public_key: hex(d.publicKey),
+      created_at: this.c.clock(),
+    };
+    await q.query(
+      `INSERT INTO addresses (address_id, wallet_id, blockchain_id, address_index, address, address_type, public_key,
            derivation_path, created_at, branch) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)`,
-        [
-          row.address_id,
-          row.wallet_id,
-          row.blockchain_id,
-          row.address_index,
-          row.address,
-          row.address_type,
-          row.public_key,
-          row.derivation_path,
-          row.created_at,
-          branch,
-        ],
-      );
-      return addressView(row);
-    }
+      [
+        row.address_id,
+        row.wallet_id,
+        row.blockchain_id,
+        row.address_index,
+        row.address,
+        row.address_type,
+        row.public_key,
+        row.derivation_path,
+        row.created_at,
+        branch,
+      ],
+    );
+    return addressView(row);
   }
 
   /**
