@@ -17,7 +17,12 @@ export default defineConfig({
         ssr: { resolve: { conditions: resolve.conditions, externalConditions: ['@custodian/source'] } },
         test: {
           name: 'unit',
-          include: ['packages/*/test/**/*.test.ts', 'bench/test/**/*.test.ts', 'test/**/*.test.ts'],
+          include: [
+            'packages/*/test/**/*.test.ts',
+            'packages/*/test/**/*.test.tsx',
+            'bench/test/**/*.test.ts',
+            'test/**/*.test.ts',
+          ],
           exclude: ['**/*.slow.test.ts', '**/node_modules/**'],
           testTimeout: 120_000,
           hookTimeout: 120_000,

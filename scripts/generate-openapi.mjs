@@ -43,10 +43,15 @@ async function generateSdkTypes(docText) {
   const { default: openapiTS, astToString } = await import('openapi-typescript');
   const doc = JSON.parse(docText);
   const keyed = [];
+  const roles = [];
   for (const [path, item] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(item)) {
       if ((op.parameters ?? []).some((p) => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key')) {
         keyed.push(`  '${method.toUpperCase()} ${path}', // ${op.operationId}`);
+      }
+      if (Array.isArray(op['x-roles'])) {
+        const stepUp = op['x-step-up'] === undefined ? '' : `, stepUp: '${op['x-step-up']}'`;
+        roles.push(`  ${op.operationId}: { roles: [${op['x-roles'].map((r) => `'${r}'`).join(', ')}]${stepUp} },`);
       }
     }
   }
@@ -55,7 +60,13 @@ async function generateSdkTypes(docText) {
     '// Over 400 lines: one type per operation and schema of the API.\n' +
     astToString(await openapiTS(doc, { alphabetize: false })) +
     '\n/** `<METHOD> <path template>` of the operations that accept (and require) an `Idempotency-Key` header. */\n' +
-    `export const IDEMPOTENCY_KEYED_OPERATIONS: readonly string[] = [\n${keyed.join('\n')}\n];\n`
+    `export const IDEMPOTENCY_KEYED_OPERATIONS: readonly string[] = [\n${keyed.join('\n')}\n];\n` +
+    '\n/**\n * Who may call each admin operation (`x-roles` of the document: the roles the server checks) and\n' +
+    " * whether it needs a fresh step-up (`x-step-up`: 'always', or 'conditional' on the request). The\n" +
+    ' * dashboard hides what the signed-in role cannot do; the server enforces it again.\n */\n' +
+    'export const ADMIN_OPERATION_RULES: Readonly<\n' +
+    "  Record<string, { readonly roles: readonly ('ADMIN' | 'FINANCE_MANAGER' | 'VIEWER')[]; readonly stepUp?: 'always' | 'conditional' }>\n" +
+    `> = {\n${roles.join('\n')}\n};\n`
   );
 }
 

@@ -27,7 +27,7 @@ function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
     const p = join(dir, name);
     if (statSync(p).isDirectory()) return sources(p);
-    return /\.(ts|js)$/.test(name) && !name.endsWith('.d.ts') ? [p] : [];
+    return /\.(ts|tsx|js)$/.test(name) && !name.endsWith('.d.ts') ? [p] : [];
   });
 }
 

@@ -7,6 +7,7 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import type { Device, KeyChange, ServerSigner } from '@custodian/coordinator/admin-api-types';
 import { bytesToHex } from '@custodian/crypto';
 import { type KeyChangeDocument, keyChangeDigest } from '@custodian/wire';
 import { Command } from 'commander';
@@ -14,7 +15,6 @@ import { describe, expect, it } from 'vitest';
 import type { AdminCliError } from '../src/admin/http.js';
 import { registerAdminCommands } from '../src/admin/index.js';
 import { checkKeyChange, drillPassed, type ExpectedChange, resolveParty } from '../src/admin/keys-check.js';
-import type { Device, KeyChange, ServerSigner } from '../src/admin/types.js';
 
 const hex = (n: number) => randomBytes(n).toString('hex');
 

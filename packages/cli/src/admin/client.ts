@@ -11,7 +11,7 @@
  * Over 400 lines on purpose: it is the one client, one short method per route (86 routes);
  * tests/admin-client.test.ts checks each route against docs/api/openapi.json.
  */
-import { AdminHttp, type AdminHttpOptions } from './http.js';
+
 import type {
   AddressGroup,
   AddressGroupInput,
@@ -68,7 +68,8 @@ import type {
   WalletGroupInput,
   WalletSummary,
   Webhook,
-} from './types.js';
+} from '@custodian/coordinator/admin-api-types';
+import { AdminHttp, type AdminHttpOptions } from './http.js';
 
 const page = (q: PageQuery = {}) => ({ page: q.page, page_size: q.page_size });
 const notifications = (q: NotificationQuery = {}) => ({ ...page(q), status: q.status });

@@ -4,9 +4,10 @@
  * Both kinds have the same verbs; only the members differ (`--wallet` ids or `--entry`
  * `blockchain_id:address[:label]`), and only wallet groups have `assign`.
  */
+
+import type { AddressGroupInput, WalletGroupInput } from '@custodian/coordinator/admin-api-types';
 import type { AdminClient } from './client.js';
 import type { AdminContext } from './context.js';
-import type { AddressGroupInput, WalletGroupInput } from './types.js';
 
 type GroupKind = 'wallet' | 'address';
 type GroupInput = WalletGroupInput & AddressGroupInput;

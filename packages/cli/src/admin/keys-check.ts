@@ -5,10 +5,19 @@
  * of a key change, and whether a drill passed. Refusals are {@link AdminCliError}s with stable
  * codes: `UNKNOWN_PARTY`, `AMBIGUOUS_PARTY`, `KEY_CHANGE_DIGEST_MISMATCH`, `KEY_CHANGE_MISMATCH`.
  */
+
+import type {
+  Device,
+  DrillResult,
+  KeyChange,
+  KeyChangeInput,
+  MasterKey,
+  PartyRef,
+  ServerSigner,
+} from '@custodian/coordinator/admin-api-types';
 import { bytesToHex } from '@custodian/crypto';
 import { type KeyChangeDocument, keyChangeDigest } from '@custodian/wire';
 import { AdminCliError } from './http.js';
-import type { Device, DrillResult, KeyChange, KeyChangeInput, MasterKey, PartyRef, ServerSigner } from './types.js';
 
 /**
  * A refusal of the CLI itself, with a stable code (printed as a problem with `--json`).

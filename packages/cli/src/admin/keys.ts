@@ -24,12 +24,21 @@
  * value is looked up among the server signers' and devices' ids, then names, and refused when it
  * names none or more than one (`UNKNOWN_PARTY`, `AMBIGUOUS_PARTY`).
  */
+
+import type {
+  Device,
+  DrillResult,
+  KeyCeremony,
+  KeyChange,
+  KeyChangeInput,
+  MasterKey,
+  ServerSigner,
+} from '@custodian/coordinator/admin-api-types';
 import { signKeyChange } from '@custodian/wire';
 import type { AdminClient } from './client.js';
 import { type AdminContext, formatTable } from './context.js';
 import { checkKeyChange, describeKeyChange, drillPassed, refuse, resolveParty } from './keys-check.js';
 import { readDeviceKeyFile } from './policies.js';
-import type { Device, DrillResult, KeyCeremony, KeyChange, KeyChangeInput, MasterKey, ServerSigner } from './types.js';
 
 /** How often `--wait` asks for the ceremony / key change: 1 s. */
 const POLL_MS = 1000;

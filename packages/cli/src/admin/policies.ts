@@ -10,9 +10,9 @@
  * shows the policy, asks for the PIN and posts the signature (the key never leaves the vault).
  */
 import { readFile } from 'node:fs/promises';
+import type { PolicyInput } from '@custodian/coordinator/admin-api-types';
 import { signPolicy } from '@custodian/wire';
 import { type AdminContext, type PageFlags, pageOpts, pageQuery } from './context.js';
-import type { PolicyInput } from './types.js';
 
 /**
  * Read a raw P-256 secret key file (64 hex digits).

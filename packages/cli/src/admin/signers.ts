@@ -2,8 +2,9 @@
  * `custodian admin signers …` (server signers), `custodian admin master-keys …` (the k-of-n key
  * generation ceremony among exactly the selected signers) and `custodian admin ceremonies …`.
  */
+
+import type { Blame } from '@custodian/coordinator/admin-api-types';
 import { type AdminContext, formatTable } from './context.js';
-import type { Blame } from './types.js';
 
 /** Register `signers` on `admin`. */
 export function registerSignerCommands(ctx: AdminContext): void {

@@ -1,7 +1,8 @@
 /** `custodian admin users …`: dashboard users and their roles (ADMIN, FINANCE_MANAGER, VIEWER). */
+
+import type { Role, UpdateUserInput } from '@custodian/coordinator/admin-api-types';
 import { Option } from 'commander';
 import { type AdminContext, type PageFlags, pageOpts, pageQuery } from './context.js';
-import type { Role, UpdateUserInput } from './types.js';
 
 const ROLES = ['ADMIN', 'FINANCE_MANAGER', 'VIEWER'];
 

@@ -3,8 +3,9 @@
  * redelivery, the webhook signing keys and their rotation) and `custodian admin instance-webhooks …`
  * (instance-level webhooks: user, device, server signer and security events).
  */
+
+import type { UpdateWebhookInput } from '@custodian/coordinator/admin-api-types';
 import { type AdminContext, eventTypes, type PageFlags, pageOpts, pageQuery } from './context.js';
-import type { UpdateWebhookInput } from './types.js';
 
 const NOTIFICATION_COLUMNS = [
   'notification_id',

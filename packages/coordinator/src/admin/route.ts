@@ -156,6 +156,9 @@ export function createAdminRouter(c: AdminRouterComponents): AdminRouter {
         summary: spec.summary,
         description: `${spec.description ? `${spec.description} ` : ''}${roleText}`,
         security: spec.roles === null ? [] : [{ AdminSession: [] }],
+        // machine-readable role and step-up rules: clients (the dashboard) hide what a role cannot do
+        ...(spec.roles === null ? {} : { 'x-roles': [...spec.roles] }),
+        ...(stepUp === undefined ? {} : { 'x-step-up': stepUp === true ? 'always' : 'conditional' }),
         ...(spec.params ? { params: spec.params } : {}),
         ...(spec.querystring ? { querystring: spec.querystring } : {}),
         ...(spec.body ? { body: spec.body } : {}),

@@ -1,15 +1,18 @@
 /**
- * Request and response shapes of the admin API routes `custodian admin` uses. The JSON views the
+ * Request and response shapes of the admin API, as its clients (`custodian admin`, the dashboard)
+ * read them; imported through the type-only subpath `@custodian/coordinator/admin-api-types`. The JSON views the
  * coordinator declares (users, the directory, wallets, addresses, balances, master keys,
  * ceremonies, webhooks, notifications, signing keys, groups, policies, transfers, the page
  * envelope) are the coordinator's own types from `@custodian/coordinator`, under the names the
  * commands use; the rest — request bodies, and answers the coordinator builds from its rows
  * without a named type (API keys, server signers, devices, audit entries, login steps) — are
  * written here by hand to match docs/api/openapi.json. Where the document gives an answer only as
- * an object, the fields are the ones the coordinator returns today; commands read no other field.
+ * an object, the fields are the ones the coordinator returns today; clients read no other field.
  * Times are ISO 8601 strings; amounts are decimal strings (`amount`) or integer strings in base
  * units (`*_base_units`).
  */
+
+import type { KeyChangeDocument } from '@custodian/wire';
 import type {
   BlameView,
   CeremonyProgress,
@@ -18,8 +21,7 @@ import type {
   SigningCeremonyView,
   UserView,
   WalletView,
-} from '@custodian/coordinator';
-import type { KeyChangeDocument } from '@custodian/wire';
+} from '../index.js';
 
 export type {
   AddressGroupEntry,
@@ -45,7 +47,7 @@ export type {
   WalletGroupView as WalletGroup,
   WalletView as Wallet,
   WebhookView as Webhook,
-} from '@custodian/coordinator';
+} from '../index.js';
 
 /**
  * A ceremony record. The coordinator's view types `progress` as `unknown` (the JSON of the last

@@ -1,0 +1,4 @@
+// PLACEHOLDER: replaced by the screen's implementation.
+export function LoginPage() {
+  return <p>LoginPage</p>;
+}

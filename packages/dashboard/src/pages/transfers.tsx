@@ -1,0 +1,4 @@
+// PLACEHOLDER: replaced by the screen's implementation.
+export function TransfersPage() {
+  return <p>TransfersPage</p>;
+}
