@@ -1,6 +1,7 @@
 // @vitest-environment jsdom
 import { cleanup, screen } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
+import axe from 'axe-core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SessionProvider } from '../src/auth/session';
 import { LoginPage, safeNext } from '../src/pages/login';
@@ -40,6 +41,12 @@ vi.hoisted(() => {
   current.fetch = delegate;
 });
 
+/** axe-core's serious and critical violations in the document (colour contrast needs layout jsdom lacks). */
+async function axeViolations(): Promise<string[]> {
+  const r = await axe.run(document.body, { rules: { 'color-contrast': { enabled: false } } });
+  return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id);
+}
+
 afterEach(cleanup);
 
 describe('login', () => {
@@ -63,6 +70,7 @@ describe('login', () => {
     await user.click(screen.getByRole('button', { name: 'Log in' }));
 
     const code = await screen.findByRole('textbox', { name: /^Code/ });
+    expect(await axeViolations()).toEqual([]);
     expect(screen.getByText(/The code is printed in its terminal/)).toBeTruthy();
     await user.type(code, '123456');
     await user.click(screen.getByRole('button', { name: 'Verify' }));

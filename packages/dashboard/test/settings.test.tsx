@@ -1,6 +1,7 @@
 // @vitest-environment jsdom
 import { cleanup, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
+import axe from 'axe-core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SessionProvider } from '../src/auth/session';
 import { StepUpProvider } from '../src/auth/step-up';
@@ -43,6 +44,12 @@ function renderSettings() {
   );
 }
 
+/** axe-core's serious and critical violations in the document (colour contrast needs layout jsdom lacks). */
+async function axeViolations(): Promise<string[]> {
+  const r = await axe.run(document.body, { rules: { 'color-contrast': { enabled: false } } });
+  return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id);
+}
+
 afterEach(cleanup);
 
 describe('settings', () => {
@@ -80,6 +87,7 @@ describe('settings', () => {
     expect(await screen.findByRole('img', { name: 'Authenticator QR code' })).toBeTruthy();
     expect(screen.getByText(ENROLLMENT.secret)).toBeTruthy();
     expect(screen.getByRole('button', { name: 'Copy secret' })).toBeTruthy();
+    expect(await axeViolations()).toEqual([]);
     await user.type(screen.getByRole('textbox', { name: /^Authenticator code/ }), '654321');
     await user.click(screen.getByRole('button', { name: 'Confirm authenticator' }));
 

@@ -1,6 +1,7 @@
 // @vitest-environment jsdom
 import { cleanup, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
+import axe from 'axe-core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SessionProvider } from '../src/auth/session';
 import { StepUpProvider } from '../src/auth/step-up';
@@ -53,6 +54,12 @@ async function pick(ue: ReturnType<typeof userEvent.setup>, label: string, optio
 // jsdom has no scrollIntoView; Mantine's combobox scrolls the selected option into view.
 Element.prototype.scrollIntoView ??= () => {};
 
+/** axe-core's serious and critical violations in the document (colour contrast needs layout jsdom lacks). */
+async function axeViolations(): Promise<string[]> {
+  const r = await axe.run(document.body, { rules: { 'color-contrast': { enabled: false } } });
+  return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id);
+}
+
 afterEach(cleanup);
 
 describe('users', () => {
@@ -80,6 +87,7 @@ describe('users', () => {
     expect(within(carol).getByText('On')).toBeTruthy();
     expect(screen.getByRole('button', { name: 'Unblock u3@example.com' })).toBeTruthy();
     expect(screen.getByText('21–40 of 43')).toBeTruthy();
+    expect(await axeViolations()).toEqual([]);
     const list = seen.find((r) => path(r) === 'GET /admin/v1/users');
     const q = new URL(list?.url ?? '').searchParams;
     expect([q.get('page'), q.get('page_size')]).toEqual(['2', '20']);
@@ -133,6 +141,7 @@ describe('users', () => {
     renderUsers();
     await ue.click(await screen.findByRole('button', { name: 'Invite user' }));
     const dialog = await screen.findByRole('dialog', { name: 'Invite user' });
+    expect(await axeViolations()).toEqual([]);
     await ue.type(within(dialog).getByLabelText(/^Email/, { selector: 'input' }), 'u4@example.com');
     await ue.type(within(dialog).getByLabelText(/^Name/, { selector: 'input' }), 'User 4');
     await pick(ue, 'Role', 'Finance Manager');
@@ -140,6 +149,7 @@ describe('users', () => {
     await ue.click(within(dialog).getByRole('button', { name: 'Invite' }));
 
     const stepUp = await screen.findByRole('dialog', { name: 'Confirm it is you' });
+    expect(await axeViolations()).toEqual([]);
     await ue.type(within(stepUp).getByLabelText(/^Password/, { selector: 'input' }), 'admin password');
     await ue.click(within(stepUp).getByRole('button', { name: 'Confirm' }));
     expect(await screen.findByText('User invited')).toBeTruthy();

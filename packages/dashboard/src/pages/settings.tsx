@@ -198,7 +198,12 @@ function Authenticator({ enabled }: { enabled: boolean }) {
         )}
         <ProblemAlert error={action.error} />
       </Stack>
-      <Modal opened={disabling} onClose={() => setDisabling(false)} title="Disable the authenticator?">
+      <Modal
+        closeButtonProps={{ 'aria-label': 'Close' }}
+        opened={disabling}
+        onClose={() => setDisabling(false)}
+        title="Disable the authenticator?"
+      >
         <form
           onSubmit={(ev) => {
             ev.preventDefault();
