@@ -69,7 +69,9 @@ describe('users', () => {
   ])('%s sees no Invite button and no user list', async (role) => {
     const seen = mockFetch([['GET /admin/v1/me', () => ({ body: { ...ADMIN, role } })]]);
     renderUsers();
+    // shown once GET /me answered (a loading page shows a spinner, not this)
     expect(await screen.findByText('Your role does not give access to this screen.')).toBeTruthy();
+    expect(seen.some((r) => path(r) === 'GET /admin/v1/me')).toBe(true);
     expect(screen.queryByRole('button', { name: 'Invite user' })).toBeNull();
     expect(seen.some((r) => path(r) === 'GET /admin/v1/users')).toBe(false);
   });

@@ -16,7 +16,7 @@ import { ROLE_LABELS } from '../api/roles';
 import { useSession } from '../auth/session';
 import { useStepUp } from '../auth/step-up';
 import { PAGE_SIZE, Pager, usePageParam } from '../components/pager';
-import { Empty, ProblemAlert, QueryState } from '../components/states';
+import { Empty, Loading, ProblemAlert, QueryState } from '../components/states';
 import {
   ConfirmUserModal,
   InviteUserModal,
@@ -46,6 +46,7 @@ export function UsersPage() {
     queryFn: () => call<Page<User>>(api.GET('/admin/v1/users', { params: { query: { page, page_size: PAGE_SIZE } } })),
   });
 
+  if (me === undefined) return <Loading />;
   if (!allowed) return <Empty>Your role does not give access to this screen.</Empty>;
 
   const done = async (title: string, message: string) => {
