@@ -1,11 +1,10 @@
 // @vitest-environment jsdom
 import { cleanup, screen } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
-import axe from 'axe-core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SessionProvider } from '../src/auth/session';
 import { LoginPage, safeNext } from '../src/pages/login';
-import { mockFetch, renderAt } from './render';
+import { axeViolations, mockFetch, renderAt } from './render';
 
 const ME = {
   user_id: '00000000-0000-4000-8000-000000000001',
@@ -31,20 +30,6 @@ function renderLogin(path: string) {
       { path: '/wallets', element: <p>Wallets landing</p> },
     ],
   );
-}
-
-// The openapi-fetch client keeps the `fetch` it saw at import; route it through the current
-// `globalThis.fetch` so `mockFetch` (installed per test) answers its requests.
-vi.hoisted(() => {
-  const current = globalThis as { fetch: typeof fetch };
-  const delegate = ((...a: Parameters<typeof fetch>) => current.fetch(...a)) as typeof fetch;
-  current.fetch = delegate;
-});
-
-/** axe-core's serious and critical violations in the document (colour contrast needs layout jsdom lacks). */
-async function axeViolations(): Promise<string[]> {
-  const r = await axe.run(document.body, { rules: { 'color-contrast': { enabled: false } } });
-  return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id);
 }
 
 afterEach(cleanup);

@@ -1,20 +1,11 @@
 // @vitest-environment jsdom
 import { cleanup, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
-import axe from 'axe-core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SessionProvider } from '../src/auth/session';
 import { StepUpProvider } from '../src/auth/step-up';
 import { SettingsPage } from '../src/pages/settings';
-import { mockFetch, renderAt } from './render';
-
-// The openapi-fetch client keeps the `fetch` it saw at import; route it through the current
-// `globalThis.fetch` so `mockFetch` (installed per test) answers its requests.
-vi.hoisted(() => {
-  const current = globalThis as { fetch: typeof fetch };
-  const delegate = ((...a: Parameters<typeof fetch>) => current.fetch(...a)) as typeof fetch;
-  current.fetch = delegate;
-});
+import { axeViolations, mockFetch, renderAt } from './render';
 
 const ME = {
   user_id: '00000000-0000-4000-8000-000000000002',
@@ -42,12 +33,6 @@ function renderSettings() {
     </SessionProvider>,
     '/settings',
   );
-}
-
-/** axe-core's serious and critical violations in the document (colour contrast needs layout jsdom lacks). */
-async function axeViolations(): Promise<string[]> {
-  const r = await axe.run(document.body, { rules: { 'color-contrast': { enabled: false } } });
-  return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id);
 }
 
 afterEach(cleanup);

@@ -1,20 +1,11 @@
 // @vitest-environment jsdom
 import { cleanup, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
-import axe from 'axe-core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SessionProvider } from '../src/auth/session';
 import { StepUpProvider } from '../src/auth/step-up';
 import { UsersPage } from '../src/pages/users';
-import { mockFetch, renderAt } from './render';
-
-// The openapi-fetch client keeps the `fetch` it saw at import; route it through the current
-// `globalThis.fetch` so `mockFetch` (installed per test) answers its requests.
-vi.hoisted(() => {
-  const current = globalThis as { fetch: typeof fetch };
-  const delegate = ((...a: Parameters<typeof fetch>) => current.fetch(...a)) as typeof fetch;
-  current.fetch = delegate;
-});
+import { axeViolations, mockFetch, renderAt } from './render';
 
 const user = (n: number, role: string, extra: object = {}) => ({
   user_id: `00000000-0000-4000-8000-00000000000${n}`,
@@ -49,15 +40,6 @@ async function pick(ue: ReturnType<typeof userEvent.setup>, label: string, optio
   // the dropdown's transition leaves it styled hidden in jsdom, so look past visibility
   const list = await screen.findByRole('listbox', { name: label, hidden: true });
   await ue.click(within(list).getByRole('option', { name: option, hidden: true }));
-}
-
-// jsdom has no scrollIntoView; Mantine's combobox scrolls the selected option into view.
-Element.prototype.scrollIntoView ??= () => {};
-
-/** axe-core's serious and critical violations in the document (colour contrast needs layout jsdom lacks). */
-async function axeViolations(): Promise<string[]> {
-  const r = await axe.run(document.body, { rules: { 'color-contrast': { enabled: false } } });
-  return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id);
 }
 
 afterEach(cleanup);
