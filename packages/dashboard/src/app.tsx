@@ -4,7 +4,7 @@
  * every screen of {@link SCREENS} inside it behind {@link RequireSession}, with a route-level
  * check of the role (`can(screen.requires)`).
  */
-import { createTheme, MantineProvider } from '@mantine/core';
+import { createTheme, Drawer, MantineProvider, Modal } from '@mantine/core';
 import { Notifications } from '@mantine/notifications';
 import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
 import type { ReactNode } from 'react';
@@ -17,7 +17,15 @@ import { Shell } from './layout/shell';
 import { LoginPage } from './pages/login';
 import { SCREENS } from './routes';
 
-const theme = createTheme({ primaryColor: 'indigo', defaultRadius: 'sm' });
+const theme = createTheme({
+  primaryColor: 'indigo',
+  defaultRadius: 'sm',
+  // Mantine's close buttons carry no text: give every dialog's and drawer's one an accessible name
+  components: {
+    Modal: Modal.extend({ defaultProps: { closeButtonProps: { 'aria-label': 'Close' } } }),
+    Drawer: Drawer.extend({ defaultProps: { closeButtonProps: { 'aria-label': 'Close' } } }),
+  },
+});
 
 /** A fresh query client: no retries of 4xx answers (a problem is shown, not retried). */
 export function createQueryClient(): QueryClient {
