@@ -131,6 +131,8 @@ function routes() {
 
 // jsdom renders Mantine slowly; the default 1 s is tight on a loaded machine
 configure({ asyncUtilTimeout: 8000 });
+// Mantine's combobox scrolls the selected option into view; jsdom has no scrollIntoView
+Element.prototype.scrollIntoView ??= () => {};
 
 afterEach(() => {
   cleanup();

@@ -104,6 +104,8 @@ function routes(role: string, extra: [string | RegExp, (req: Request) => Reply |
 
 // jsdom renders Mantine slowly; the default 1 s is tight on a loaded machine
 configure({ asyncUtilTimeout: 8000 });
+// Mantine's combobox scrolls the selected option into view; jsdom has no scrollIntoView
+Element.prototype.scrollIntoView ??= () => {};
 
 afterEach(() => {
   cleanup();

@@ -35,7 +35,7 @@ import { useProfile, useSession } from '../auth/session';
 import { useStepUp } from '../auth/step-up';
 import { CopyValue } from '../components/copy';
 import { ProblemAlert, QueryState } from '../components/states';
-import { explorerUrl, isFinal, mayBumpFee, mayCancel, statusColor } from './transfers/status';
+import { canOrDocumented, explorerUrl, isFinal, mayBumpFee, mayCancel, statusColor } from './transfers/status';
 import { byId, type DirectoryBlockchain, useAssets, useBlockchains, useWalletsById, walletName } from './wallets/data';
 
 /** One entry of a transfer's history as a server may send it (`status_history`, optional). */
@@ -45,6 +45,9 @@ interface HistoryEntry {
   at: string;
 }
 type TransferWithHistory = Transfer & { status_history?: HistoryEntry[] };
+
+/** Roles of cancel and fee bump (coordinator transfers/admin-routes.ts). */
+const MANAGE = ['ADMIN', 'FINANCE_MANAGER'] as const;
 
 /** Query key of one transfer. */
 const transferKey = (profileId: string | undefined, id: string) => ['transfer', profileId, id];
@@ -91,7 +94,8 @@ function Field({ label, children }: { label: string; children: ReactNode }) {
 }
 
 function TransferView({ profileId, transfer: t }: { profileId: string; transfer: TransferWithHistory }) {
-  const { can } = useSession();
+  const session = useSession();
+  const manage = canOrDocumented.bind(null, session);
   const chain = byId(useBlockchains(profileId).data?.data, (b) => b.blockchain_id).get(t.blockchain_id);
   const asset = byId(useAssets(profileId).data?.data, (a) => a.asset_id).get(t.asset_id);
   const wallet = useWalletsById(profileId, [t.wallet_id]).get(t.wallet_id);
@@ -106,8 +110,8 @@ function TransferView({ profileId, transfer: t }: { profileId: string; transfer:
         {t.status === 'SENT' && <Text c="dimmed">{t.delivered_at ? 'delivered' : 'awaiting confirmations'}</Text>}
       </Group>
       <Group gap="xs">
-        {can('adminCancelTransfer') && mayCancel(t) && <CancelButton profileId={profileId} transfer={t} />}
-        {can('adminBumpTransferFee') && mayBumpFee(t) && (
+        {manage('adminCancelTransfer', MANAGE) && mayCancel(t) && <CancelButton profileId={profileId} transfer={t} />}
+        {manage('adminBumpTransferFee', MANAGE) && mayBumpFee(t) && (
           <FeeBumpButton profileId={profileId} transfer={t} chain={chain} />
         )}
       </Group>

@@ -5,7 +5,7 @@
  * `TransferService.cancel` / `requestFeeBump`; the server decides again). Also block-explorer
  * links of a transaction hash per blockchain key.
  */
-import type { Transfer, TransferStatus } from '@custodian/coordinator/admin-api-types';
+import type { Role, Transfer, TransferStatus } from '@custodian/coordinator/admin-api-types';
 
 /** The seed's transfer statuses, in the seed's order. */
 export const TRANSFER_STATUSES: readonly TransferStatus[] = [
@@ -64,3 +64,21 @@ export function explorerUrl(key: string | undefined, hash: string): string | und
 
 /** `0x1234…abcd`: the first 8 and last 6 characters of a long value. */
 export const shorten = (s: string): string => (s.length > 18 ? `${s.slice(0, 8)}…${s.slice(-6)}` : s);
+
+/**
+ * `can(operationId)`, falling back to the roles the coordinator's route documents
+ * (transfers/admin-routes.ts) when the generated rules do not name the operation: the transfer
+ * routes are registered outside the admin router, so `ADMIN_OPERATION_RULES` lacks their `x-roles`
+ * and `can` throws for them. The server enforces the roles either way.
+ */
+export function canOrDocumented(
+  session: { can(op: string): boolean; me: { role: Role } | null | undefined },
+  operationId: string,
+  documented: readonly Role[],
+): boolean {
+  try {
+    return session.can(operationId);
+  } catch {
+    return session.me?.role !== undefined && documented.includes(session.me.role);
+  }
+}
