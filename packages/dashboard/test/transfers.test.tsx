@@ -8,17 +8,6 @@ import { StepUpProvider } from '../src/auth/step-up';
 import { TransfersPage } from '../src/pages/transfers';
 import { mockFetch, renderAt } from './render';
 
-// openapi-fetch keeps the `fetch` it saw when src/api/client.ts was imported: give it one that
-// calls whatever `globalThis.fetch` is at request time, so mockFetch (installed per test) answers.
-vi.hoisted(() => {
-  const delegate = (input: RequestInfo | URL, init?: RequestInit) => {
-    const f = globalThis.fetch;
-    if (f === delegate) throw new Error('no mockFetch installed');
-    return f(input, init);
-  };
-  globalThis.fetch = delegate as typeof fetch;
-});
-
 const P = '11111111-1111-4111-8111-111111111111';
 const W1 = '22222222-2222-4222-8222-222222222222';
 const ETH = '44444444-4444-4444-8444-444444444444';
@@ -131,8 +120,6 @@ function routes() {
 
 // jsdom renders Mantine slowly; the default 1 s is tight on a loaded machine
 configure({ asyncUtilTimeout: 8000 });
-// Mantine's combobox scrolls the selected option into view; jsdom has no scrollIntoView
-Element.prototype.scrollIntoView ??= () => {};
 
 afterEach(() => {
   cleanup();

@@ -9,17 +9,6 @@ import { StepUpProvider } from '../src/auth/step-up';
 import { WalletsPage } from '../src/pages/wallets';
 import { mockFetch, type Reply, renderAt } from './render';
 
-// openapi-fetch keeps the `fetch` it saw when src/api/client.ts was imported: give it one that
-// calls whatever `globalThis.fetch` is at request time, so mockFetch (installed per test) answers.
-vi.hoisted(() => {
-  const delegate = (input: RequestInfo | URL, init?: RequestInit) => {
-    const f = globalThis.fetch;
-    if (f === delegate) throw new Error('no mockFetch installed');
-    return f(input, init);
-  };
-  globalThis.fetch = delegate as typeof fetch;
-});
-
 const P = '11111111-1111-4111-8111-111111111111';
 const W1 = '22222222-2222-4222-8222-222222222222';
 const W2 = '33333333-3333-4333-8333-333333333333';
@@ -104,8 +93,6 @@ function routes(role: string, extra: [string | RegExp, (req: Request) => Reply |
 
 // jsdom renders Mantine slowly; the default 1 s is tight on a loaded machine
 configure({ asyncUtilTimeout: 8000 });
-// Mantine's combobox scrolls the selected option into view; jsdom has no scrollIntoView
-Element.prototype.scrollIntoView ??= () => {};
 
 afterEach(() => {
   cleanup();
