@@ -1,6 +1,7 @@
 // @vitest-environment jsdom
 import { cleanup, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
+import axe from 'axe-core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ProfileProvider, SessionProvider } from '../src/auth/session';
 import { StepUpProvider } from '../src/auth/step-up';
@@ -54,6 +55,13 @@ function page() {
   );
 }
 
+/** axe-core over the rendered document: no serious or critical violation (colour contrast needs layout jsdom lacks). */
+async function expectNoSeriousAxeViolations() {
+  const r = await axe.run(document.body, { rules: { 'color-contrast': { enabled: false } } });
+  const bad = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  expect(bad.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)).toEqual([]);
+}
+
 afterEach(() => {
   cleanup();
   localStorage.clear();
@@ -78,6 +86,7 @@ describe('API keys', () => {
     expect(within(shown).getByText('Copy it now: it is shown only once')).toBeTruthy();
     expect(within(shown).getByText(SECRET)).toBeTruthy();
     expect(within(shown).getByRole('button', { name: 'Copy API key' })).toBeTruthy();
+    await expectNoSeriousAxeViolations();
     const post = seen.find((r) => r.method === 'POST');
     expect(await post?.json()).toEqual({
       profile_id: PROFILE,

@@ -2,6 +2,7 @@
 import { notifications } from '@mantine/notifications';
 import { cleanup, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
+import axe from 'axe-core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ProfileProvider, SessionProvider } from '../src/auth/session';
 import { StepUpProvider } from '../src/auth/step-up';
@@ -96,6 +97,13 @@ function page() {
   );
 }
 
+/** axe-core over the rendered document: no serious or critical violation (colour contrast needs layout jsdom lacks). */
+async function expectNoSeriousAxeViolations() {
+  const r = await axe.run(document.body, { rules: { 'color-contrast': { enabled: false } } });
+  const bad = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  expect(bad.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)).toEqual([]);
+}
+
 afterEach(() => {
   cleanup();
   notifications.clean();
@@ -136,6 +144,7 @@ describe('Policies', () => {
     await screen.findByText(/No policies/);
     await user.click(screen.getByRole('button', { name: 'New policy' }));
     await user.type(screen.getByRole('textbox', { name: /^Name/ }), 'Treasury');
+    await expectNoSeriousAxeViolations();
     await user.click(screen.getByRole('textbox', { name: 'Whitelist (one address per line)' }));
     await user.paste('0xAbC0000000000000000000000000000000000001\n\n0xAbC0000000000000000000000000000000000002');
     await user.type(screen.getByRole('textbox', { name: 'Per-transaction limit' }), '1.5');

@@ -2,6 +2,7 @@
 import { notifications } from '@mantine/notifications';
 import { cleanup, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
+import axe from 'axe-core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ProfileProvider, SessionProvider } from '../src/auth/session';
 import { StepUpProvider } from '../src/auth/step-up';
@@ -74,6 +75,13 @@ function page() {
   );
 }
 
+/** axe-core over the rendered document: no serious or critical violation (colour contrast needs layout jsdom lacks). */
+async function expectNoSeriousAxeViolations() {
+  const r = await axe.run(document.body, { rules: { 'color-contrast': { enabled: false } } });
+  const bad = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  expect(bad.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)).toEqual([]);
+}
+
 afterEach(() => {
   cleanup();
   notifications.clean();
@@ -129,6 +137,7 @@ describe('Webhooks', () => {
     const table = await screen.findByRole('table', { name: `Notifications of ${hook.url}` });
     expect(within(table).getByText('FAILED')).toBeTruthy();
     expect(within(table).getByText('HTTP 500')).toBeTruthy();
+    await expectNoSeriousAxeViolations();
     await user.click(screen.getByRole('radio', { name: 'Delivered' }));
     await waitFor(() => expect(seen.some((r) => new URL(r.url).searchParams.get('status') === 'DELIVERED')).toBe(true));
     const list = seen.find((r) => r.url.includes('/notifications?'));
