@@ -8,14 +8,6 @@ import { StepUpProvider } from '../src/auth/step-up';
 import { ApiKeysPage } from '../src/pages/api-keys';
 import { mockFetch, type Reply, renderAt } from './render';
 
-// openapi-fetch keeps the `fetch` it saw when the client module was created: hand it one that
-// calls whatever `globalThis.fetch` is now (the test's mockFetch).
-vi.hoisted(() => {
-  const real = globalThis.fetch;
-  const late: typeof fetch = (...a) => (globalThis.fetch === late ? real : globalThis.fetch)(...a);
-  globalThis.fetch = late;
-});
-
 const PROFILE = '11111111-1111-4111-8111-111111111111';
 const me = (role: string): Reply => ({
   body: {

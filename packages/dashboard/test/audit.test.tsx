@@ -7,14 +7,6 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AuditPage, csvField, toCsv } from '../src/pages/audit';
 import { mockFetch, renderAt } from './render';
 
-// openapi-fetch keeps the `fetch` it saw when the client module was created: hand it one that
-// calls whatever `globalThis.fetch` is now (the test's mockFetch).
-vi.hoisted(() => {
-  const real = globalThis.fetch;
-  const late: typeof fetch = (...a) => (globalThis.fetch === late ? real : globalThis.fetch)(...a);
-  globalThis.fetch = late;
-});
-
 const entry = (i: number, over: Record<string, unknown> = {}) => ({
   audit_id: `a${i}`,
   at: '2026-01-01T00:00:00Z',

@@ -11,14 +11,6 @@ import { PoliciesPage } from '../src/pages/policies';
 import { formatBaseUnits } from '../src/pages/policies/editor';
 import { mockFetch, type Reply, renderAt } from './render';
 
-// openapi-fetch keeps the `fetch` it saw when the client module was created: hand it one that
-// calls whatever `globalThis.fetch` is now (the test's mockFetch).
-vi.hoisted(() => {
-  const real = globalThis.fetch;
-  const late: typeof fetch = (...a) => (globalThis.fetch === late ? real : globalThis.fetch)(...a);
-  globalThis.fetch = late;
-});
-
 // The policy and transfer routes (coordinator transfers/admin-routes.ts) carry no x-roles in the
 // document yet, so ADMIN_OPERATION_RULES lacks them and `can()` throws for them; until the document
 // has them, supply the coordinator's rules for the missing entries only.

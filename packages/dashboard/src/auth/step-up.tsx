@@ -87,7 +87,7 @@ export function StepUpProvider({ children }: { children: ReactNode }) {
   return (
     <StepUpContext.Provider value={value}>
       {children}
-      <Modal closeButtonProps={{ 'aria-label': 'Close' }} opened={open} onClose={cancel} title="Confirm it is you">
+      <Modal opened={open} onClose={cancel} title="Confirm it is you">
         <form
           onSubmit={(ev) => {
             ev.preventDefault();

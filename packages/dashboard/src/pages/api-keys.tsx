@@ -165,12 +165,7 @@ export function ApiKeysPage() {
         )}
       </QueryState>
 
-      <Modal
-        closeButtonProps={{ 'aria-label': 'Close' }}
-        opened={createOpen}
-        onClose={() => setCreateOpen(false)}
-        title="Create API key"
-      >
+      <Modal opened={createOpen} onClose={() => setCreateOpen(false)} title="Create API key">
         <form
           onSubmit={(e) => {
             e.preventDefault();
@@ -206,13 +201,7 @@ export function ApiKeysPage() {
         </form>
       </Modal>
 
-      <Modal
-        closeButtonProps={{ 'aria-label': 'Close' }}
-        opened={created !== null}
-        onClose={forget}
-        title="Your new API key"
-        closeOnClickOutside={false}
-      >
+      <Modal opened={created !== null} onClose={forget} title="Your new API key" closeOnClickOutside={false}>
         {created !== null && (
           <Stack>
             <Alert color="yellow" title="Copy it now: it is shown only once">
@@ -230,12 +219,7 @@ export function ApiKeysPage() {
         )}
       </Modal>
 
-      <Modal
-        closeButtonProps={{ 'aria-label': 'Close' }}
-        opened={revoking !== null}
-        onClose={() => setRevoking(null)}
-        title="Revoke API key?"
-      >
+      <Modal opened={revoking !== null} onClose={() => setRevoking(null)} title="Revoke API key?">
         {revoking !== null && (
           <Stack>
             <Text size="sm">

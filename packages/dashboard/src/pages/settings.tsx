@@ -198,12 +198,7 @@ function Authenticator({ enabled }: { enabled: boolean }) {
         )}
         <ProblemAlert error={action.error} />
       </Stack>
-      <Modal
-        closeButtonProps={{ 'aria-label': 'Close' }}
-        opened={disabling}
-        onClose={() => setDisabling(false)}
-        title="Disable the authenticator?"
-      >
+      <Modal opened={disabling} onClose={() => setDisabling(false)} title="Disable the authenticator?">
         <form
           onSubmit={(ev) => {
             ev.preventDefault();

@@ -221,7 +221,6 @@ export function WebhooksPage() {
       )}
 
       <Modal
-        closeButtonProps={{ 'aria-label': 'Close' }}
         opened={editing !== undefined}
         onClose={() => setEditing(undefined)}
         title={editing ? 'Edit webhook' : 'Register webhook'}
@@ -281,12 +280,7 @@ export function WebhooksPage() {
         </form>
       </Modal>
 
-      <Modal
-        closeButtonProps={{ 'aria-label': 'Close' }}
-        opened={deleting !== null}
-        onClose={() => setDeleting(null)}
-        title="Delete webhook?"
-      >
+      <Modal opened={deleting !== null} onClose={() => setDeleting(null)} title="Delete webhook?">
         {deleting !== null && (
           <Stack>
             <Text size="sm">

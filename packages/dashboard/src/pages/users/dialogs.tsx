@@ -61,7 +61,7 @@ export function InviteUserModal({
   };
   const s = useSubmit(close);
   return (
-    <Modal closeButtonProps={{ 'aria-label': 'Close' }} opened={opened} onClose={close} title="Invite user">
+    <Modal opened={opened} onClose={close} title="Invite user">
       <form
         onSubmit={(ev) => {
           ev.preventDefault();
@@ -130,7 +130,7 @@ export function ConfirmUserModal({
     onClose();
   };
   return (
-    <Modal closeButtonProps={{ 'aria-label': 'Close' }} opened={user !== null} onClose={close} title={title}>
+    <Modal opened={user !== null} onClose={close} title={title}>
       <Stack>
         <Text size="sm">
           <strong>{user?.email}</strong>: {explanation}
@@ -167,7 +167,7 @@ export function ResetPasswordModal({
   };
   const s = useSubmit(close);
   return (
-    <Modal closeButtonProps={{ 'aria-label': 'Close' }} opened={user !== null} onClose={close} title="Reset password">
+    <Modal opened={user !== null} onClose={close} title="Reset password">
       <form
         onSubmit={(ev) => {
           ev.preventDefault();
@@ -220,13 +220,7 @@ export function LoginNetworksDrawer({ user, onClose }: { user: User | null; onCl
       ),
   });
   return (
-    <Drawer
-      closeButtonProps={{ 'aria-label': 'Close' }}
-      opened={user !== null}
-      onClose={onClose}
-      position="right"
-      title={`Login networks of ${user?.email ?? ''}`}
-    >
+    <Drawer opened={user !== null} onClose={onClose} position="right" title={`Login networks of ${user?.email ?? ''}`}>
       <QueryState query={query} isEmpty={(d) => d.length === 0} empty="This user has not logged in yet.">
         {(rows) => (
           <Table.ScrollContainer minWidth={360}>
