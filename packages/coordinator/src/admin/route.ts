@@ -1,6 +1,6 @@
 /**
  * The admin API's shared route plumbing, used by every room's routes: the session authentication
- * hook (bearer token → `req.adminUser`), the role check, the step-up guard, the per-address rate
+ * hook (bearer token or session cookie with CSRF check → `req.adminUser`), the role check, the step-up guard, the per-address rate
  * limit of unauthenticated routes, and {@link AdminRouter.route}, which turns a {@link RouteSpec}
  * into a fastify route with its OpenAPI schema and error responses (problem+json, `errors.ts`).
  */
@@ -10,6 +10,7 @@ import { ApiError, type ErrorCode } from '../errors.js';
 import { clientAddressKey } from '../server.js';
 import type { SessionUser } from '../users/store.js';
 import type { Clock } from '../util.js';
+import { checkCsrf, cookieSessionToken } from './cookies.js';
 import type { AdminOptions, Role } from './options.js';
 
 declare module 'fastify' {
@@ -21,6 +22,7 @@ declare module 'fastify' {
 
 const COMMON: ErrorCode[] = [
   'SESSION_REQUIRED',
+  'CSRF_TOKEN_INVALID',
   'ROLE_FORBIDDEN',
   'VALIDATION_FAILED',
   'RATE_LIMITED',
@@ -94,8 +96,15 @@ export function createAdminRouter(c: AdminRouterComponents): AdminRouter {
   const sessionHook = async <T>(req: FastifyRequest, _reply: unknown, payload: T): Promise<T> => {
     const h = req.headers.authorization;
     const m = typeof h === 'string' ? /^Bearer ([A-Za-z0-9_-]{1,200})$/.exec(h) : null;
-    const user = m?.[1] !== undefined ? await sessions.sessionUser(m[1]) : null;
-    if (user === null) throw new ApiError('SESSION_REQUIRED', 'log in and send Authorization: Bearer <token>');
+    // Bearer first (CLI, SDK); otherwise the dashboard's HttpOnly session cookie, whose unsafe
+    // requests must also prove the page's origin (CSRF token, Origin) — see cookies.ts.
+    const cookie = m === null ? cookieSessionToken(req) : undefined;
+    const token = m?.[1] ?? cookie;
+    const user = token !== undefined ? await sessions.sessionUser(token) : null;
+    if (user === null) {
+      throw new ApiError('SESSION_REQUIRED', 'log in and send Authorization: Bearer <token> (or the session cookie)');
+    }
+    if (cookie !== undefined) checkCsrf(req, cookie);
     req.adminUser = user;
     return payload;
   };

@@ -323,7 +323,7 @@ export interface paths {
         put?: never;
         /**
          * Login step 2: the second-factor code (a TOTP code is accepted once, RFC 6238 §5.2); returns a session token (shown once)
-         * @description No session required.
+         * @description `transport` (default `bearer`): `bearer` returns the session token in the body (CLI, SDK: send it as `Authorization: Bearer`); `cookie` (the dashboard) returns no token but sets `custodian_session` (HttpOnly, SameSite=Strict, Path=/admin) and `custodian_csrf` (readable, SameSite=Strict, Path=/), both `Secure` unless the request is plain http to a loopback host; then every POST/PUT/PATCH/DELETE must send the `custodian_csrf` value in `X-CSRF-Token` and no foreign `Origin`, else 403 `CSRF_TOKEN_INVALID`. No session required.
          */
         post: operations["adminVerifyLogin"];
         delete?: never;
@@ -343,7 +343,7 @@ export interface paths {
         put?: never;
         /**
          * Revoke the current session
-         * @description Roles: ADMIN, FINANCE_MANAGER, VIEWER.
+         * @description Also clears the session cookies (`Max-Age=0`). Roles: ADMIN, FINANCE_MANAGER, VIEWER.
          */
         post: operations["adminLogout"];
         delete?: never;
@@ -2536,7 +2536,7 @@ export interface components {
             title: string;
             status: number;
             /** @enum {string} */
-            code: "BAD_REQUEST" | "MALFORMED_JSON" | "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "API_KEY_MISSING" | "API_KEY_INVALID" | "SESSION_REQUIRED" | "INVALID_CREDENTIALS" | "INVALID_SECOND_FACTOR" | "BOOTSTRAP_TOKEN_INVALID" | "PROFILE_FORBIDDEN" | "ROLE_FORBIDDEN" | "STEP_UP_REQUIRED" | "API_KEY_ADDRESS_NOT_ALLOWED" | "ROUTE_NOT_FOUND" | "WALLET_NOT_FOUND" | "ASSET_NOT_FOUND" | "RESOURCE_NOT_FOUND" | "TRANSFER_NOT_FOUND" | "POLICY_NOT_FOUND" | "REQUEST_TIMEOUT" | "IDEMPOTENCY_REQUEST_IN_PROGRESS" | "ALREADY_INITIALISED" | "CONFLICT" | "NO_MASTER_KEY" | "TRANSFER_STATE_CONFLICT" | "WALLET_ARCHIVED" | "WALLET_NOT_EMPTY" | "WALLET_TRANSFERS_PENDING" | "ADDRESS_NOT_ARCHIVABLE" | "PAYLOAD_TOO_LARGE" | "URI_TOO_LONG" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "IDEMPOTENCY_KEY_REUSED" | "UNKNOWN_BLOCKCHAIN" | "BLOCKCHAIN_NOT_IN_WALLET" | "ADDRESS_LIMIT_REACHED" | "RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL_ERROR" | "MAIL_UNAVAILABLE" | "SIGNERS_UNAVAILABLE" | "CHAIN_UNAVAILABLE" | "SHUTTING_DOWN";
+            code: "BAD_REQUEST" | "MALFORMED_JSON" | "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "API_KEY_MISSING" | "API_KEY_INVALID" | "SESSION_REQUIRED" | "INVALID_CREDENTIALS" | "INVALID_SECOND_FACTOR" | "BOOTSTRAP_TOKEN_INVALID" | "PROFILE_FORBIDDEN" | "ROLE_FORBIDDEN" | "STEP_UP_REQUIRED" | "CSRF_TOKEN_INVALID" | "API_KEY_ADDRESS_NOT_ALLOWED" | "ROUTE_NOT_FOUND" | "WALLET_NOT_FOUND" | "ASSET_NOT_FOUND" | "RESOURCE_NOT_FOUND" | "TRANSFER_NOT_FOUND" | "POLICY_NOT_FOUND" | "REQUEST_TIMEOUT" | "IDEMPOTENCY_REQUEST_IN_PROGRESS" | "ALREADY_INITIALISED" | "CONFLICT" | "NO_MASTER_KEY" | "TRANSFER_STATE_CONFLICT" | "WALLET_ARCHIVED" | "WALLET_NOT_EMPTY" | "WALLET_TRANSFERS_PENDING" | "ADDRESS_NOT_ARCHIVABLE" | "PAYLOAD_TOO_LARGE" | "URI_TOO_LONG" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "IDEMPOTENCY_KEY_REUSED" | "UNKNOWN_BLOCKCHAIN" | "BLOCKCHAIN_NOT_IN_WALLET" | "ADDRESS_LIMIT_REACHED" | "RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL_ERROR" | "MAIL_UNAVAILABLE" | "SIGNERS_UNAVAILABLE" | "CHAIN_UNAVAILABLE" | "SHUTTING_DOWN";
             detail?: string;
             instance?: string;
             errors?: {
@@ -4700,11 +4700,16 @@ export interface operations {
                     /** Format: uuid */
                     challenge_id: string;
                     code: string;
+                    /**
+                     * @default bearer
+                     * @enum {string}
+                     */
+                    transport?: "bearer" | "cookie";
                 };
             };
         };
         responses: {
-            /** @description token, expires_at, user */
+            /** @description token (bearer transport only), expires_at, user */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4805,7 +4810,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4872,7 +4877,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4955,7 +4960,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5040,7 +5045,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5122,7 +5127,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5231,7 +5236,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5338,7 +5343,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5442,7 +5447,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5530,7 +5535,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5626,7 +5631,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5700,7 +5705,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5807,7 +5812,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5912,7 +5917,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5988,7 +5993,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6070,7 +6075,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6169,7 +6174,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6259,7 +6264,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6365,7 +6370,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6446,7 +6451,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6552,7 +6557,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6635,7 +6640,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6739,7 +6744,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6814,7 +6819,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6917,7 +6922,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7024,7 +7029,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7103,7 +7108,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7182,7 +7187,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7271,7 +7276,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7367,7 +7372,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7481,7 +7486,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7566,7 +7571,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7658,7 +7663,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7734,7 +7739,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7821,7 +7826,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7913,7 +7918,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7991,7 +7996,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8060,7 +8065,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8138,7 +8143,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8242,7 +8247,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8347,7 +8352,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8432,7 +8437,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8521,7 +8526,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8624,7 +8629,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8693,7 +8698,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8771,7 +8776,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8862,7 +8867,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8976,7 +8981,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9090,7 +9095,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9205,7 +9210,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9301,7 +9306,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9428,7 +9433,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9542,7 +9547,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9629,7 +9634,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9726,7 +9731,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9801,7 +9806,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9898,7 +9903,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10006,7 +10011,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10086,7 +10091,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10171,7 +10176,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10256,7 +10261,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10343,7 +10348,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10417,7 +10422,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10513,7 +10518,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10620,7 +10625,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10699,7 +10704,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10784,7 +10789,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10866,7 +10871,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10962,7 +10967,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11048,7 +11053,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11154,7 +11159,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11229,7 +11234,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11325,7 +11330,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11430,7 +11435,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11521,7 +11526,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11627,7 +11632,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11702,7 +11707,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11803,7 +11808,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11910,7 +11915,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11990,7 +11995,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12076,7 +12081,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
