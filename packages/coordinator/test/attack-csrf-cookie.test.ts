@@ -139,7 +139,7 @@ describe('attack: cross-site request forgery with the dashboard cookie', () => {
     const users = await userCount();
     const keyBody = { profile_id: h.profileId, name: 'forged' };
     const userBody = { email: 'forged@example.com', name: 'x', role: 'ADMIN', password: 'a long enough password' };
-    for (const headers of [
+    for (const headers of <Record<string, string>[]>[
       { cookie: s.cookie },
       { cookie: s.cookie, 'x-csrf-token': 'wrong' },
       { cookie: s.cookie, 'x-csrf-token': `${s.csrf.slice(0, -1)}${s.csrf.endsWith('A') ? 'B' : 'A'}` },

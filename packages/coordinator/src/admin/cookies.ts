@@ -12,6 +12,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.js';
 import { isLoopbackHostname } from '../http-headers.js';
+import type { SessionUser } from '../users/store.js';
 
 /** The HttpOnly cookie holding the session token. */
 export const SESSION_COOKIE = 'custodian_session';
@@ -74,4 +75,25 @@ export function checkCsrf(req: FastifyRequest, sessionToken: string): void {
   if (sent.length !== want.length || !timingSafeEqual(sent, want)) {
     throw new ApiError('CSRF_TOKEN_INVALID', 'send the value of the custodian_csrf cookie in the X-CSRF-Token header');
   }
+}
+
+/**
+ * The admin session of a request: `Authorization: Bearer <token>` (CLI, SDK), else the
+ * `custodian_session` cookie, whose unsafe requests must pass {@link checkCsrf}.
+ * @throws ApiError SESSION_REQUIRED (401) without a live session; CSRF_TOKEN_INVALID (403)
+ */
+export async function authenticateSession(
+  req: FastifyRequest,
+  sessions: { sessionUser(token: string): Promise<SessionUser | null> },
+): Promise<SessionUser> {
+  const h = req.headers.authorization;
+  const m = typeof h === 'string' ? /^Bearer ([A-Za-z0-9_-]{1,200})$/.exec(h) : null;
+  const cookie = m === null ? cookieSessionToken(req) : undefined;
+  const token = m?.[1] ?? cookie;
+  const user = token !== undefined ? await sessions.sessionUser(token) : null;
+  if (user === null) {
+    throw new ApiError('SESSION_REQUIRED', 'log in and send Authorization: Bearer <token> (or the session cookie)');
+  }
+  if (cookie !== undefined) checkCsrf(req, cookie);
+  return user;
 }

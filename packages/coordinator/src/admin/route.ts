@@ -10,7 +10,8 @@ import { ApiError, type ErrorCode } from '../errors.js';
 import { clientAddressKey } from '../server.js';
 import type { SessionUser } from '../users/store.js';
 import type { Clock } from '../util.js';
-import { checkCsrf, cookieSessionToken } from './cookies.js';
+import { authenticateSession } from './cookies.js';
+import type { LiveStreams } from './live.js';
 import type { AdminOptions, Role } from './options.js';
 
 declare module 'fastify' {
@@ -68,6 +69,8 @@ export interface AdminRouterComponents {
   readonly sessions: { sessionUser(token: string): Promise<SessionUser | null> };
   readonly clock: Clock;
   readonly options: Pick<AdminOptions, 'stepUpTtlMs' | 'loginRateLimit'>;
+  /** Live streams (SSE) of the admin API. */
+  readonly live: LiveStreams;
 }
 
 /** What each room's routes register through. */
@@ -78,6 +81,8 @@ export interface AdminRouter {
   readonly loginLimit: RouteRateLimit;
   /** Step-up window in whole minutes (for route descriptions). */
   readonly stepUpMinutes: number;
+  /** Live streams (SSE): a handler returns `live.stream(…)`. */
+  readonly live: LiveStreams;
   /** Whether the session of `req` has a step-up window open now. */
   stepUpFresh(req: FastifyRequest): boolean;
 }
@@ -94,17 +99,8 @@ export function createAdminRouter(c: AdminRouterComponents): AdminRouter {
   const { app, sessions, clock, options } = c;
   // Both run as preParsing hooks: after the rate limit (onRequest), before body parsing and validation.
   const sessionHook = async <T>(req: FastifyRequest, _reply: unknown, payload: T): Promise<T> => {
-    const h = req.headers.authorization;
-    const m = typeof h === 'string' ? /^Bearer ([A-Za-z0-9_-]{1,200})$/.exec(h) : null;
-    // Bearer first (CLI, SDK); otherwise the dashboard's HttpOnly session cookie, whose unsafe
-    // requests must also prove the page's origin (CSRF token, Origin) — see cookies.ts.
-    const cookie = m === null ? cookieSessionToken(req) : undefined;
-    const token = m?.[1] ?? cookie;
-    const user = token !== undefined ? await sessions.sessionUser(token) : null;
-    if (user === null) {
-      throw new ApiError('SESSION_REQUIRED', 'log in and send Authorization: Bearer <token> (or the session cookie)');
-    }
-    if (cookie !== undefined) checkCsrf(req, cookie);
+    // Bearer (CLI, SDK) or the dashboard's cookie with its CSRF checks (cookies.ts).
+    const user = await authenticateSession(req, sessions);
     req.adminUser = user;
     return payload;
   };
@@ -180,6 +176,7 @@ export function createAdminRouter(c: AdminRouterComponents): AdminRouter {
       ...opts,
       handler: async (req, reply) => {
         const out = await handler(req, reply);
+        if (reply.sent) return reply; // a live stream took the reply over (live.ts)
         reply.code(spec.status);
         return spec.status === 204 ? reply.send() : out;
       },
@@ -192,5 +189,5 @@ export function createAdminRouter(c: AdminRouterComponents): AdminRouter {
     timeWindow: options.loginRateLimit.windowMs,
     keyGenerator: clientAddressKey,
   };
-  return { route, loginLimit, stepUpMinutes, stepUpFresh: fresh };
+  return { route, loginLimit, stepUpMinutes, stepUpFresh: fresh, live: c.live };
 }

@@ -1036,6 +1036,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/ceremonies/{ceremony_id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Live view of a ceremony (Server-Sent Events)
+         * @description The ceremony as GET /admin/v1/ceremonies/{ceremony_id} returns it, at once and on every change, until its status is final (not RUNNING); at most 8 streams per session (else 429). Roles: ADMIN, FINANCE_MANAGER, VIEWER.
+         */
+        get: operations["adminStreamCeremony"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/signing-ceremonies/{ceremony_id}": {
         parameters: {
             query?: never;
@@ -1676,6 +1696,26 @@ export interface paths {
          * @description Roles: ADMIN, FINANCE_MANAGER, VIEWER.
          */
         get: operations["adminGetTransfer"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/profiles/{profile_id}/transfers/{transfer_id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Live view of one transfer (Server-Sent Events)
+         * @description Roles: ADMIN, FINANCE_MANAGER, VIEWER. The transfer as GET …/transfers/{transfer_id} returns it, at once and on every change, until it is final (a failure status, or SENT with `delivered_at`); at most 8 streams per session (else 429).
+         */
+        get: operations["adminStreamTransfer"];
         put?: never;
         post?: never;
         delete?: never;
@@ -8745,6 +8785,82 @@ export interface operations {
             };
         };
     };
+    adminStreamCeremony: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                ceremony_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server-Sent Events: each event's `data` is the ceremony as JSON (the GET route's body), sent at once and whenever it changes; `: keep-alive` comments every 15 s; the stream ends when it is final, after 10 minutes, or when the client closes it. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RESOURCE_NOT_FOUND`: Resource not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     adminGetSigningCeremony: {
         parameters: {
             query?: never;
@@ -12971,6 +13087,83 @@ export interface operations {
             };
         };
     };
+    adminStreamTransfer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                profile_id: string;
+                transfer_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server-Sent Events: each event's `data` is the transfer as JSON (the GET route's body), sent at once and whenever it changes; `: keep-alive` comments every 15 s; the stream ends when it is final, after 10 minutes, or when the client closes it. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `TRANSFER_NOT_FOUND`: Transfer not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     adminCancelTransfer: {
         parameters: {
             query?: never;
@@ -15724,6 +15917,7 @@ export const ADMIN_OPERATION_RULES: Readonly<
   adminStartMasterKeyCeremony: { roles: ['ADMIN'] },
   adminListCeremonies: { roles: ['ADMIN', 'FINANCE_MANAGER', 'VIEWER'] },
   adminGetCeremony: { roles: ['ADMIN', 'FINANCE_MANAGER', 'VIEWER'] },
+  adminStreamCeremony: { roles: ['ADMIN', 'FINANCE_MANAGER', 'VIEWER'] },
   adminGetSigningCeremony: { roles: ['ADMIN', 'FINANCE_MANAGER', 'VIEWER'] },
   adminRefreshMasterKey: { roles: ['ADMIN'], stepUp: 'always' },
   adminCreateKeyChange: { roles: ['ADMIN'], stepUp: 'always' },
