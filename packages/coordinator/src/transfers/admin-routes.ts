@@ -119,6 +119,8 @@ export async function transferAdminRoutes(
     summary,
     description: `Roles: ${roles.join(', ')}.`,
     security: [{ AdminSession: [] }],
+    // machine-readable roles, as the admin router writes them (admin/route.ts)
+    'x-roles': [...roles],
     ...extra,
     response: { [status]: any(summary), ...errorResponses([...new Set([...COMMON, ...errors])]) },
   });
