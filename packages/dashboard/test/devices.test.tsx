@@ -100,7 +100,7 @@ describe('Devices screen', () => {
   it('shows a pending fingerprint grouped for reading aloud and approves with {fingerprint, user_id} only after the match checkbox', async () => {
     const bodies: unknown[] = [];
     const seen = routes('ADMIN', (b) => bodies.push(b));
-    const user = userEvent.setup();
+    const user = userEvent.setup({ delay: null });
     renderAt(
       <Harness>
         <DevicesPage />
@@ -132,7 +132,7 @@ describe('Devices screen', () => {
 
   it('lists every device with status, platform and owner, and explains the key consequences before removing', async () => {
     routes('ADMIN');
-    const user = userEvent.setup();
+    const user = userEvent.setup({ delay: null });
     renderAt(
       <Harness>
         <DevicesPage />
