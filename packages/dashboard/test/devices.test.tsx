@@ -1,6 +1,7 @@
 // @vitest-environment jsdom
 import { cleanup, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
+import axe from 'axe-core';
 import type { ReactNode } from 'react';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SessionProvider, useSession } from '../src/auth/session';
@@ -18,6 +19,14 @@ vi.hoisted(() => {
 });
 
 afterEach(cleanup);
+
+/** axe-core's serious and critical violations in `root` (colour contrast needs layout: off in jsdom). */
+async function seriousViolations(root: Element): Promise<string[]> {
+  const r = await axe.run(root, { rules: { 'color-contrast': { enabled: false } } });
+  return r.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id}: ${v.nodes.map((n) => n.html).join(' | ')}`);
+}
 
 /** Shows the loaded role, so a test can wait for the session before looking for what it hides. */
 function RoleProbe() {
@@ -148,6 +157,22 @@ describe('Devices screen', () => {
     const dialog = await screen.findByRole('dialog');
     expect(dialog.textContent).toContain('still holds its key share');
     expect(dialog.textContent).toContain('replace the signer');
+  });
+
+  it('has no serious or critical axe violations, with the approve dialog open too', async () => {
+    routes('ADMIN');
+    const user = userEvent.setup({ delay: null });
+    const { container } = renderAt(
+      <Harness>
+        <DevicesPage />
+      </Harness>,
+      '/devices',
+    );
+    await screen.findByRole('table', { name: 'All devices' });
+    await screen.findByText('signed in as ADMIN');
+    expect(await seriousViolations(container)).toEqual([]);
+    await user.click(await screen.findByRole('button', { name: 'Approve Pixel of Bob' }));
+    expect(await seriousViolations(await screen.findByRole('dialog'))).toEqual([]);
   });
 
   it('shows a Viewer no Approve, Reject or Remove', async () => {

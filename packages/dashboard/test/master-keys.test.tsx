@@ -1,6 +1,7 @@
 // @vitest-environment jsdom
 import { cleanup, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
+import axe from 'axe-core';
 import type { ReactNode } from 'react';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SessionProvider, useSession } from '../src/auth/session';
@@ -18,6 +19,14 @@ vi.hoisted(() => {
 });
 
 afterEach(cleanup);
+
+/** axe-core's serious and critical violations in `root` (colour contrast needs layout: off in jsdom). */
+async function seriousViolations(root: Element): Promise<string[]> {
+  const r = await axe.run(root, { rules: { 'color-contrast': { enabled: false } } });
+  return r.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id}: ${v.nodes.map((n) => n.html).join(' | ')}`);
+}
 
 function RoleProbe() {
   const { me } = useSession();
@@ -98,6 +107,51 @@ const ceremony = (over: Record<string, unknown>) => ({
   key_change_id: null,
   ...over,
 });
+
+const KEY_ID = '66666666-6666-4666-8666-666666666666';
+const masterKey = {
+  master_key_id: KEY_ID,
+  ceremony_id: CEREMONY_ID,
+  threshold: 2,
+  parties: ceremony({}).parties,
+  secp256k1_public_key: `02${'a'.repeat(64)}`,
+  secp256k1_chain_code: 'c'.repeat(64),
+  ed25519_public_key: 'e'.repeat(64),
+  ed25519_chain_code: 'c'.repeat(64),
+  taproot_public_key: null,
+  taproot_chain_code: null,
+  epoch: 0,
+  refreshed_at: null,
+  created_at: '2026-11-01T10:00:00Z',
+};
+const keyChange = {
+  change_id: '77777777-7777-4777-8777-777777777777',
+  master_key_id: KEY_ID,
+  reason: 'replace-signer',
+  status: 'AWAITING_SIGNATURE',
+  document: {},
+  digest: 'd'.repeat(64),
+  ceremony_id: null,
+  error: null,
+  created_by: null,
+  created_at: '2026-11-02T10:00:00Z',
+  updated_at: '2026-11-02T10:00:00Z',
+};
+const verifiedBlame = {
+  culprit: '12D3KooWserver',
+  culprit_name: 'Server one',
+  claimed_culprit: '12D3KooWserver',
+  claimed_culprit_name: 'Server one',
+  accuser: '12D3KooWphoneA',
+  accuser_name: 'Phone A',
+  check: 'echo.equivocation',
+  round: 2,
+  protocol: 'cggmp-keygen',
+  verified: true,
+  detail: 'two different round-2 messages',
+  summary: 'Server one (12D3KooWserver) failed echo.equivocation',
+  created_at: null,
+};
 
 describe('Master key screen', () => {
   it('refuses one mobile signer in the form, then starts the ceremony with the chosen parties and threshold', async () => {
@@ -271,55 +325,44 @@ describe('Master key screen', () => {
     expect(screen.queryByRole('button', { name: 'Create master key' })).toBeNull();
   });
 
-  it('shows an Admin the key lifecycle and a key change waiting for a phone signature', async () => {
-    const keyId = '66666666-6666-4666-8666-666666666666';
+  it('has no serious or critical axe violations: key card, ceremony panel with blame, create dialog', async () => {
     mockFetch([
       ['GET /admin/v1/me', () => ({ body: me('ADMIN') })],
-      [
-        'GET /admin/v1/master-keys',
-        () => ({
-          body: [
-            {
-              master_key_id: keyId,
-              ceremony_id: CEREMONY_ID,
-              threshold: 2,
-              parties: ceremony({}).parties,
-              secp256k1_public_key: `02${'a'.repeat(64)}`,
-              secp256k1_chain_code: 'c'.repeat(64),
-              ed25519_public_key: 'e'.repeat(64),
-              ed25519_chain_code: 'c'.repeat(64),
-              taproot_public_key: null,
-              taproot_chain_code: null,
-              epoch: 0,
-              refreshed_at: null,
-              created_at: '2026-11-01T10:00:00Z',
-            },
-          ],
-        }),
-      ],
+      ['GET /admin/v1/master-keys', () => ({ body: [masterKey] })],
       ['GET /admin/v1/ceremonies', () => ({ body: [ceremony({ status: 'SUCCEEDED', outcome: 'OK' })] })],
       ['GET /admin/v1/devices', () => ({ body: [phoneA, phoneB] })],
       ['GET /admin/v1/signers', () => ({ body: [server] })],
+      [`GET /admin/v1/master-keys/${KEY_ID}/key-changes`, () => ({ body: [keyChange] })],
       [
-        `GET /admin/v1/master-keys/${keyId}/key-changes`,
-        () => ({
-          body: [
-            {
-              change_id: '77777777-7777-4777-8777-777777777777',
-              master_key_id: keyId,
-              reason: 'replace-signer',
-              status: 'AWAITING_SIGNATURE',
-              document: {},
-              digest: 'd'.repeat(64),
-              ceremony_id: null,
-              error: null,
-              created_by: null,
-              created_at: '2026-11-02T10:00:00Z',
-              updated_at: '2026-11-02T10:00:00Z',
-            },
-          ],
-        }),
+        `GET /admin/v1/ceremonies/${CEREMONY_ID}`,
+        () => ({ body: ceremony({ status: 'FAILED', outcome: 'ABORTED', blame: [verifiedBlame] }) }),
       ],
+    ]);
+    const user = userEvent.setup({ delay: null });
+    const { container } = renderAt(
+      <Harness>
+        <MasterKeysPage />
+      </Harness>,
+      `/master-keys?ceremony=${CEREMONY_ID}`,
+    );
+    await screen.findByRole('table', { name: 'Culprits and evidence' });
+    await screen.findByRole('table', { name: 'Key changes' });
+    await screen.findByRole('table', { name: 'Recent ceremonies' });
+    expect(await seriousViolations(container)).toEqual([]);
+    await user.click(await screen.findByRole('button', { name: 'Create master key' }));
+    const dialog = await screen.findByRole('dialog');
+    await within(dialog).findByRole('checkbox', { name: 'Phone A' });
+    expect(await seriousViolations(dialog)).toEqual([]);
+  });
+
+  it('shows an Admin the key lifecycle and a key change waiting for a phone signature', async () => {
+    mockFetch([
+      ['GET /admin/v1/me', () => ({ body: me('ADMIN') })],
+      ['GET /admin/v1/master-keys', () => ({ body: [masterKey] })],
+      ['GET /admin/v1/ceremonies', () => ({ body: [ceremony({ status: 'SUCCEEDED', outcome: 'OK' })] })],
+      ['GET /admin/v1/devices', () => ({ body: [phoneA, phoneB] })],
+      ['GET /admin/v1/signers', () => ({ body: [server] })],
+      [`GET /admin/v1/master-keys/${KEY_ID}/key-changes`, () => ({ body: [keyChange] })],
     ]);
     renderAt(
       <Harness>

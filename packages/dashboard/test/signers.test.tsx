@@ -1,6 +1,7 @@
 // @vitest-environment jsdom
 import { cleanup, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
+import axe from 'axe-core';
 import type { ReactNode } from 'react';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SessionProvider, useSession } from '../src/auth/session';
@@ -18,6 +19,14 @@ vi.hoisted(() => {
 });
 
 afterEach(cleanup);
+
+/** axe-core's serious and critical violations in `root` (colour contrast needs layout: off in jsdom). */
+async function seriousViolations(root: Element): Promise<string[]> {
+  const r = await axe.run(root, { rules: { 'color-contrast': { enabled: false } } });
+  return r.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id}: ${v.nodes.map((n) => n.html).join(' | ')}`);
+}
 
 function RoleProbe() {
   const { me } = useSession();
@@ -155,6 +164,25 @@ describe('Server signers screen', () => {
     const alert = await within(dialog).findByRole('alert');
     expect(alert.textContent).toContain('the peer id is already registered');
     expect(posts).toBe(1);
+  });
+
+  it('has no serious or critical axe violations, with the register dialog open too', async () => {
+    mockFetch([
+      ['GET /admin/v1/me', () => ({ body: me('ADMIN') })],
+      ['GET /admin/v1/signers', () => ({ body: [signer] })],
+    ]);
+    const user = userEvent.setup({ delay: null });
+    const { container } = renderAt(
+      <Harness>
+        <SignersPage />
+      </Harness>,
+      '/signers',
+    );
+    await screen.findByRole('table', { name: 'Server signers' });
+    await screen.findByText('signed in as ADMIN');
+    expect(await seriousViolations(container)).toEqual([]);
+    await user.click(await screen.findByRole('button', { name: 'Register signer' }));
+    expect(await seriousViolations(await screen.findByRole('dialog'))).toEqual([]);
   });
 
   it('confirms before removing, and a Viewer sees neither Register nor Remove', async () => {

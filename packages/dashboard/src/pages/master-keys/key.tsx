@@ -115,7 +115,7 @@ function ActionModal({
   });
   const t = ACTION_TEXT[action];
   return (
-    <Modal opened onClose={onClose} title={t.title}>
+    <Modal opened onClose={onClose} closeButtonProps={{ 'aria-label': 'Close' }} title={t.title}>
       <Stack>
         <Text size="sm">{t.body}</Text>
         <ProblemAlert error={run.error} />
@@ -184,7 +184,13 @@ function KeyChangeModal({
   });
   const option = (c: PartyRef) => ({ value: partyKey(c), label: partyName(choices, c) });
   return (
-    <Modal opened onClose={onClose} title="Replace a signer or reshare" size="xl">
+    <Modal
+      opened
+      onClose={onClose}
+      closeButtonProps={{ 'aria-label': 'Close' }}
+      title="Replace a signer or reshare"
+      size="xl"
+    >
       <form
         onSubmit={(ev) => {
           ev.preventDefault();
