@@ -355,6 +355,43 @@ describe('Master key screen', () => {
     expect(await seriousViolations(dialog)).toEqual([]);
   });
 
+  it("shows a finished recovery drill's verified signatures and backup state", async () => {
+    mockFetch([
+      ['GET /admin/v1/me', () => ({ body: me('VIEWER') })],
+      ['GET /admin/v1/master-keys', () => ({ body: [] })],
+      ['GET /admin/v1/ceremonies', () => ({ body: [] })],
+      [
+        `GET /admin/v1/ceremonies/${CEREMONY_ID}`,
+        () => ({
+          body: ceremony({
+            kind: 'drill',
+            status: 'SUCCEEDED',
+            outcome: 'OK',
+            result: {
+              signatures: [
+                { algorithm: 'ecdsa-secp256k1', public_key: '02aa', digest: 'dd', signature: 'ss', verified: true },
+                { algorithm: 'eddsa-ed25519', public_key: 'ee', digest: 'dd', signature: 'ss', verified: false },
+              ],
+              signers: [
+                { kind: 'server', id: 'srv', epoch: 1, backup_epoch: 0, backup_at: null, backup_current: false },
+              ],
+            },
+          }),
+        }),
+      ],
+    ]);
+    renderAt(
+      <Harness>
+        <MasterKeysPage />
+      </Harness>,
+      `/master-keys?ceremony=${CEREMONY_ID}`,
+    );
+    const panel = await screen.findByRole('region', { name: 'Ceremony progress' });
+    expect(await within(panel).findByText('ecdsa-secp256k1: signature verified')).toBeTruthy();
+    expect(within(panel).getByText('eddsa-ed25519: signature NOT verified')).toBeTruthy();
+    expect(within(panel).getByText(/server:srv — backup NOT current/)).toBeTruthy();
+  });
+
   it('shows an Admin the key lifecycle and a key change waiting for a phone signature', async () => {
     mockFetch([
       ['GET /admin/v1/me', () => ({ body: me('ADMIN') })],

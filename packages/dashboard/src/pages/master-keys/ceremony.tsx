@@ -6,7 +6,7 @@
  * (5 minutes after the start), and, when it failed, each blame the coordinator checked — culprit
  * name, the failed check (reason code), and whether the evidence was verified or is a dispute.
  */
-import type { Blame, KeyCeremony } from '@custodian/coordinator/admin-api-types';
+import type { Blame, DrillResult, KeyCeremony } from '@custodian/coordinator/admin-api-types';
 import { Alert, Badge, Card, Group, Progress, Stack, Table, Text, Title } from '@mantine/core';
 import { useEffect, useState } from 'react';
 import { api, call } from '../../api/client';
@@ -96,6 +96,30 @@ export function BlameTable({ blame }: { blame: readonly Blame[] }) {
   );
 }
 
+/** A finished recovery drill's outcome: each test signature verified or not, each party's backup state. */
+function DrillOutcome({ result }: { result: unknown }) {
+  const r = result as Partial<DrillResult> | null;
+  if (!r || !Array.isArray(r.signatures)) return null;
+  return (
+    <Stack gap={4}>
+      <Text size="sm" fw={600}>
+        Recovery drill result
+      </Text>
+      {r.signatures.map((s) => (
+        <Text size="sm" key={`${s.algorithm}:${s.public_key}`}>
+          {s.algorithm}: {s.verified ? 'signature verified' : 'signature NOT verified'}
+        </Text>
+      ))}
+      {(r.signers ?? []).map((p) => (
+        <Text size="sm" key={`${p.kind}:${p.id}`}>
+          {p.kind}:{p.id} — backup {p.backup_current ? 'current' : 'NOT current'}
+          {p.backup_at ? ` (${new Date(p.backup_at).toLocaleString()})` : ''}
+        </Text>
+      ))}
+    </Stack>
+  );
+}
+
 /** The live panel of ceremony `ceremonyId` (a UUID). */
 export function CeremonyPanel({ ceremonyId }: { ceremonyId: string }) {
   const query = useLiveQuery<KeyCeremony>({
@@ -174,6 +198,7 @@ export function CeremonyPanel({ ceremonyId }: { ceremonyId: string }) {
                     ` Parties whose accusations could not be verified: ${c.unverified_accusers.join(', ')}.`}
                 </Alert>
               )}
+              {c.kind === 'drill' && <DrillOutcome result={c.result} />}
               <BlameTable blame={c.blame ?? []} />
             </Stack>
           )}
