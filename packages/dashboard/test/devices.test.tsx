@@ -9,15 +9,6 @@ import { StepUpProvider } from '../src/auth/step-up';
 import { DevicesPage } from '../src/pages/devices';
 import { mockFetch, renderAt } from './render';
 
-// openapi-fetch keeps the `fetch` it saw when src/api/client.ts created the client; route it to
-// whatever `globalThis.fetch` is at call time, so mockFetch (installed per test) answers.
-vi.hoisted(() => {
-  const real = globalThis.fetch;
-  const late: typeof fetch = (input, init) =>
-    globalThis.fetch === late ? real(input, init) : globalThis.fetch(input, init);
-  globalThis.fetch = late;
-});
-
 afterEach(cleanup);
 
 /** axe-core's serious and critical violations in `root` (colour contrast needs layout: off in jsdom). */

@@ -100,13 +100,7 @@ function ApproveModal({ device, users, onClose }: { device: Device; users: User[
     },
   });
   return (
-    <Modal
-      opened
-      onClose={onClose}
-      closeButtonProps={{ 'aria-label': 'Close' }}
-      title={`Approve device “${device.name}”`}
-      size="lg"
-    >
+    <Modal opened onClose={onClose} title={`Approve device “${device.name}”`} size="lg">
       <Stack>
         <Text size="sm">
           Read the fingerprint shown on the phone aloud (or side by side) and compare every group with this one. Approve
@@ -170,7 +164,6 @@ function DecisionModal({ decision, onClose }: { decision: Decision; onClose: () 
   return (
     <Modal
       opened
-      closeButtonProps={{ 'aria-label': 'Close' }}
       onClose={onClose}
       title={kind === 'reject' ? `Reject enrollment of “${device.name}”?` : `Remove device “${device.name}”?`}
     >
@@ -339,12 +332,7 @@ export function DevicesPage() {
         (users.data ? (
           <ApproveModal device={approving} users={users.data.data} onClose={() => setApproving(null)} />
         ) : (
-          <Modal
-            opened
-            onClose={() => setApproving(null)}
-            closeButtonProps={{ 'aria-label': 'Close' }}
-            title="Approve device"
-          >
+          <Modal opened onClose={() => setApproving(null)} title="Approve device">
             <Empty>Loading the users…</Empty>
           </Modal>
         ))}

@@ -65,13 +65,7 @@ function RegisterModal({ onClose }: { onClose: () => void }) {
     },
   });
   return (
-    <Modal
-      opened
-      onClose={onClose}
-      closeButtonProps={{ 'aria-label': 'Close' }}
-      title="Register a server signer"
-      size="lg"
-    >
+    <Modal opened onClose={onClose} title="Register a server signer" size="lg">
       <form onSubmit={form.onSubmit((v) => register.mutate(v))}>
         <Stack>
           <Text size="sm">
@@ -118,12 +112,7 @@ function RemoveModal({ signer, onClose }: { signer: ServerSigner; onClose: () =>
     },
   });
   return (
-    <Modal
-      opened
-      onClose={onClose}
-      closeButtonProps={{ 'aria-label': 'Close' }}
-      title={`Remove server signer “${signer.name}”?`}
-    >
+    <Modal opened onClose={onClose} title={`Remove server signer “${signer.name}”?`}>
       <Stack>
         <Text size="sm">
           The coordinator stops using this signer for new ceremonies. It does not delete the signer's key share: if it

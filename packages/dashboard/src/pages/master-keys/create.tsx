@@ -33,7 +33,7 @@ export function CreateMasterKeyModal({ onClose, onStarted }: { onClose: () => vo
     },
   });
   return (
-    <Modal opened onClose={onClose} closeButtonProps={{ 'aria-label': 'Close' }} title="Create master key" size="xl">
+    <Modal opened onClose={onClose} title="Create master key" size="xl">
       <form
         onSubmit={(ev) => {
           ev.preventDefault();

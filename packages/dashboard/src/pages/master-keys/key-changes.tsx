@@ -97,13 +97,7 @@ export function KeyChangeModal({
   });
   const option = (c: PartyRef) => ({ value: partyKey(c), label: partyName(choices, c) });
   return (
-    <Modal
-      opened
-      onClose={onClose}
-      closeButtonProps={{ 'aria-label': 'Close' }}
-      title="Replace a signer or reshare"
-      size="xl"
-    >
+    <Modal opened onClose={onClose} title="Replace a signer or reshare" size="xl">
       <form
         onSubmit={(ev) => {
           ev.preventDefault();

@@ -82,7 +82,7 @@ function ActionModal({
   });
   const t = ACTION_TEXT[action];
   return (
-    <Modal opened onClose={onClose} closeButtonProps={{ 'aria-label': 'Close' }} title={t.title}>
+    <Modal opened onClose={onClose} title={t.title}>
       <Stack>
         <Text size="sm">{t.body}</Text>
         <ProblemAlert error={run.error} />
