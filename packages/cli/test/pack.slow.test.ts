@@ -154,7 +154,7 @@ describe('the packed custodian command, installed from its tarball into a clean 
       '@mantine/form',
       '@mantine/notifications',
       '@tanstack/react-query',
-      'openapi-fetch',
+      // (openapi-fetch stays: @custodian/sdk's client uses it at run time)
       'qrcode',
       'vite',
     ];
