@@ -3,7 +3,7 @@
 # other subcommand (entrypoint `custodian`). docs/deployment.md shows how to run it.
 #
 # Stage 1 builds the one-package tarball of the command (scripts/pack-cli.mjs: every dependency
-# bundled, the lockfile's versions); stage 2 installs only that tarball, offline, as CI's test does
+# bundled, the lockfile's versions, the built dashboard); stage 2 installs only that tarball, offline, as CI's test does
 # (packages/cli/test/pack.slow.test.ts), on a clean Node.js image.
 #
 # Runs as the unprivileged user `custodian` (uid/gid 10001) and works with a read-only root file
@@ -19,6 +19,9 @@ RUN npm install -g pnpm@10.34.9
 COPY . .
 RUN pnpm install --frozen-lockfile
 RUN pnpm exec tsc -b packages/cli
+# the dashboard's static files (Vite): the coordinator serves them at /; its React/Mantine/… are
+# devDependencies bundled into dist/, so the tarball carries dist/ only
+RUN node scripts/build-dashboard.mjs --force
 RUN node scripts/pack-cli.mjs --no-build \
  && mv dist-pack/custodian-*.tgz /custodian.tgz
 

@@ -5,11 +5,14 @@
  *
  *   node scripts/pack-cli.mjs [--no-build] [--out <dir>]
  *
- * Steps: `tsc -b` (skipped with --no-build); `pnpm deploy --prod` of @custodian/cli (the versions of
+ * Steps: `tsc -b` and `node scripts/build-dashboard.mjs` (both skipped with --no-build; the built
+ * dashboard, packages/dashboard/dist, must exist either way); `pnpm deploy --prod` of @custodian/cli (the versions of
  * pnpm-lock.yaml) into a staging folder with a hoisted (npm-style, no symlinks) node_modules; the staged workspace packages get
  * their `workspace:` ranges replaced by their versions and lose tests, tsconfig files and dev
  * dependencies; the repository's `proto/` goes into @custodian/wire (its schema loader looks there
- * first); every dependency is listed in `bundleDependencies`, except `@foundry-rs/anvil`, whose
+ * first); @custodian/dashboard travels as its built static files only (`files: ["dist"]`; React,
+ * Mantine and the rest are its devDependencies, bundled by Vite into dist/, so none of them is in the
+ * tarball); every dependency is listed in `bundleDependencies`, except `@foundry-rs/anvil`, whose
  * launcher picks a per-platform binary: it becomes an optional dependency fetched at install time
  * (needed only by `custodian dev`), so the tarball is the same for every platform. Native and wasm
  * parts travel inside the bundle: classic-level (LevelDB) ships prebuilds for every platform,
@@ -72,9 +75,14 @@ function pnpm() {
 const cli = readJson(join(ROOT, 'packages/cli/package.json'));
 const version = cli.version;
 
-if (build) run('npx', ['tsc', '-b']);
+if (build) {
+  run('npx', ['tsc', '-b']);
+  run(process.execPath, [join(ROOT, 'scripts/build-dashboard.mjs')]);
+}
 if (!existsSync(join(ROOT, 'packages/cli/dist/bin.js')))
   throw new Error('packages/cli/dist/bin.js missing: run tsc -b');
+if (!existsSync(join(ROOT, 'packages/dashboard/dist/index.html')))
+  throw new Error('packages/dashboard/dist/index.html missing: run node scripts/build-dashboard.mjs');
 
 rmSync(STAGE, { recursive: true, force: true });
 mkdirSync(OUT, { recursive: true });
@@ -155,6 +163,9 @@ function cleanManifest(pkgDir) {
 }
 for (const d of readdirSync(wsDir)) cleanManifest(join(wsDir, d));
 cpSync(join(ROOT, 'proto'), join(wsDir, 'wire', 'proto'), { recursive: true });
+// the coordinator serves the dashboard from the installed @custodian/dashboard's dist/
+if (!existsSync(join(wsDir, 'dashboard', 'dist', 'index.html')))
+  throw new Error('the staged @custodian/dashboard has no dist/index.html');
 
 const manifest = cleanManifest(STAGE);
 const optional = {};

@@ -8,6 +8,7 @@
  * child key (Ed25519), and a BIP341 key-path signature (Taproot); every signature is checked with
  * an independent verifier (noble's `ed25519.verify` / `schnorr.verify`).
  */
+import { readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { readMailbox } from '@custodian/coordinator';
@@ -114,24 +115,26 @@ export function runDevDemo(): boolean {
   return ok;
 }
 
-/** Print where the instance is and how to call it. */
 /**
  * Print each login code that lands in the development mailbox from now on ("login code for
  * <email>: NNNNNN (development mailbox)"), so a dashboard user sees it in the terminal; the code
- * only, never the rest of the mail. Polls the folder every second; returns the stop function.
+ * only, never the rest of the mail. The mails already in `mailbox` when it is called are never
+ * printed (read synchronously, so a mail written right after the call counts as new); polls the
+ * folder every `everyMs` milliseconds (default 1000); returns the stop function.
  */
 export function printLoginCodes(mailbox: string, say: (l: string) => void, everyMs = 1000): () => void {
-  let seen: Set<string> | undefined;
+  let seen: Set<string>;
+  try {
+    seen = new Set(readdirSync(mailbox).filter((f) => f.endsWith('.eml')));
+  } catch {
+    seen = new Set();
+  }
   let busy = false;
   const tick = async () => {
     if (busy) return;
     busy = true;
     try {
       const mails = await readMailbox(mailbox).catch(() => []);
-      if (seen === undefined) {
-        seen = new Set(mails.map((m) => m.file));
-        return;
-      }
       for (const m of mails) {
         if (seen.has(m.file)) continue;
         seen.add(m.file);
@@ -142,12 +145,12 @@ export function printLoginCodes(mailbox: string, say: (l: string) => void, every
       busy = false;
     }
   };
-  void tick();
   const t = setInterval(() => void tick(), everyMs);
   t.unref();
   return () => clearInterval(t);
 }
 
+/** Print where the instance is and how to call it. */
 function printSummary(inst: Instance, say: (l: string) => void): void {
   const p = inst.state.profile_id as string;
   const k = inst.state.api_key as string;

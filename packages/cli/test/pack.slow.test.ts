@@ -4,11 +4,13 @@
  * empty npm cache — so every dependency must come from inside the tarball — and its bin must:
  * print the CLI's version; show `coordinator start --help`; run a coordinator on the embedded
  * PGlite store (wasm) that answers HTTP; run a signer daemon on its LevelDB store (classic-level's
- * native prebuild) that pins that coordinator. Needs a built workspace (`tsc -b`, as `pnpm
- * test:slow` does first); packing and installing take a few minutes on a loaded machine.
+ * native prebuild) that pins that coordinator; serve the built dashboard (issue #24) at `/` — and
+ * the dashboard's build-time dependencies (React, Mantine, Vite, …) are not in the tarball. Needs a
+ * built workspace (`tsc -b` and `node scripts/build-dashboard.mjs`, as `pnpm test:slow` does
+ * first); packing and installing take a few minutes on a loaded machine.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,6 +25,27 @@ const VERSION = (JSON.parse(readFileSync(join(ROOT, 'packages/cli/package.json')
 
 let dir = '';
 let bin = '';
+let app = '';
+
+/** Every installed package folder (`…/node_modules/<name>` or `…/node_modules/@scope/<name>`) under `root`, by name. */
+function installedPackages(root: string): Map<string, string[]> {
+  const found = new Map<string, string[]>();
+  const add = (name: string, p: string) => found.set(name, [...(found.get(name) ?? []), p]);
+  const walk = (nm: string) => {
+    if (!existsSync(nm)) return;
+    for (const e of readdirSync(nm, { withFileTypes: true })) {
+      if (!e.isDirectory() || e.name.startsWith('.')) continue;
+      const scoped = e.name.startsWith('@');
+      for (const name of scoped ? readdirSync(join(nm, e.name)) : [e.name]) {
+        const p = scoped ? join(nm, e.name, name) : join(nm, name);
+        add(scoped ? `${e.name}/${name}` : name, p);
+        walk(join(p, 'node_modules'));
+      }
+    }
+  };
+  walk(join(root, 'node_modules'));
+  return found;
+}
 const children: ChildProcess[] = [];
 
 /** The environment of a user's shell: no test runner or workspace settings leak into the packed command. */
@@ -76,7 +99,7 @@ beforeAll(async () => {
   expect(tarball).toBe(join(dir, 'pack', `custodian-${VERSION}.tgz`));
   await rm(join(dir, 'pack', 'stage'), { recursive: true, force: true });
 
-  const app = join(dir, 'app');
+  app = join(dir, 'app');
   await mkdir(app);
   await writeFile(join(app, 'package.json'), JSON.stringify({ name: 'packed-custodian-check', private: true }));
   await run(
@@ -110,6 +133,34 @@ describe('the packed custodian command, installed from its tarball into a clean 
     expect(stdout).toContain('--mode <mode>');
   });
 
+  it('carries the built dashboard and none of its build-time dependencies', () => {
+    const installed = installedPackages(app);
+    const dashboards = installed.get('@custodian/dashboard') ?? [];
+    expect(dashboards).toHaveLength(1);
+    const [dashboard] = dashboards as [string];
+    expect(readFileSync(join(dashboard, 'dist', 'index.html'), 'utf8')).toBe(
+      readFileSync(join(ROOT, 'packages/dashboard/dist/index.html'), 'utf8'),
+    );
+    // only the built files: no sources, tests or dependencies of its own
+    expect(readdirSync(dashboard).sort()).toEqual(['dist', 'package.json']);
+    const manifest = JSON.parse(readFileSync(join(dashboard, 'package.json'), 'utf8')) as Record<string, unknown>;
+    expect(manifest.dependencies ?? {}).toEqual({});
+    const buildOnly = [
+      'react',
+      'react-dom',
+      'react-router',
+      '@mantine/core',
+      '@mantine/hooks',
+      '@mantine/form',
+      '@mantine/notifications',
+      '@tanstack/react-query',
+      // (openapi-fetch stays: @custodian/sdk's client uses it at run time)
+      'qrcode',
+      'vite',
+    ];
+    expect(buildOnly.filter((n) => installed.has(n))).toEqual([]);
+  });
+
   it('runs a coordinator on the embedded store and a signer daemon pinned to it', async () => {
     const coordinator = start(
       ['coordinator', 'start', '--data-dir', join(dir, 'coordinator'), '--host', '127.0.0.1', '--port', '0'],
@@ -124,6 +175,14 @@ describe('the packed custodian command, installed from its tarball into a clean 
     const res = await fetch(new URL('/.well-known/jwks.json', url));
     expect(res.status).toBe(200);
     expect(Array.isArray(((await res.json()) as { keys: unknown }).keys)).toBe(true);
+
+    // the dashboard at / (the installed @custodian/dashboard's dist/index.html)
+    const page = await fetch(new URL('/', url));
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    const html = await page.text();
+    expect(html).toBe(readFileSync(join(ROOT, 'packages/dashboard/dist/index.html'), 'utf8'));
+    expect(html.match(/<div id="root">/g)).toHaveLength(1);
 
     const passphrase = { CUSTODIAN_SIGNER_PASSPHRASE: 'packed signer test passphrase' };
     const { stdout } = await run(
