@@ -118,6 +118,7 @@ export const OPERATION_IDS: Readonly<Record<string, string>> = {
   'PUT /admin/v1/profiles/:profile_id/policies/:policy_id': 'adminUpdatePolicy',
   'DELETE /admin/v1/profiles/:profile_id/policies/:policy_id': 'adminDeletePolicy',
   'POST /admin/v1/profiles/:profile_id/policies/:policy_id/versions/:version/signature': 'adminSignPolicyVersion',
+  'POST /admin/v1/profiles/:profile_id/policies/:policy_id/versions/:version/dry-run': 'adminDryRunPolicyVersion',
   'GET /admin/v1/profiles/:profile_id/transfers': 'adminListTransfers',
   'GET /admin/v1/profiles/:profile_id/transfers/:transfer_id': 'adminGetTransfer',
   'GET /admin/v1/profiles/:profile_id/transfers/:transfer_id/events': 'adminStreamTransfer',

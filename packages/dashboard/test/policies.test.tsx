@@ -233,3 +233,85 @@ describe('Policies', () => {
     expect(within(nav).queryByRole('link', { name: 'Audit log' })).toBeNull();
   });
 });
+
+describe('Dry-run a transfer', () => {
+  const WALLET = '22222222-2222-4222-8222-222222222222';
+  const ASSET = '33333333-3333-4333-8333-333333333333';
+  const listed = { body: { data: [policy(['PENDING_SIGNATURE', 'ACTIVE'], 1)], page: 1, page_size: 20, total: 1 } };
+
+  it('posts the draft version and shows the decision; a refusal of the server shows its problem', async () => {
+    let calls = 0;
+    const seen = mockFetch([
+      ...base('FINANCE_MANAGER'),
+      [`GET /admin/v1/profiles/${PROFILE}/policies`, () => listed],
+      [
+        /^POST \/admin\/v1\/profiles\/[^/]+\/policies\/[^/]+\/versions\/\d+\/dry-run$/,
+        () =>
+          ++calls === 1
+            ? {
+                body: {
+                  decision: 'DENY',
+                  status: 'REJECTED_BY_POLICY',
+                  sub_status: 'DAILY_LIMIT_EXCEEDED',
+                  approvals_required: 0,
+                  in_scope: true,
+                  spent_today_base_units: '900',
+                  available_base_units: '5000',
+                  sufficient_balance: true,
+                  policy: { policy_id: POLICY, version: 2 },
+                },
+              }
+            : {
+                status: 422,
+                body: {
+                  title: 'Validation failed',
+                  status: 422,
+                  code: 'VALIDATION_FAILED',
+                  detail: 'body.wallet_id: no such wallet in this profile',
+                },
+              },
+      ],
+    ]);
+    renderAt(page());
+    const user = userEvent.setup();
+    const form = await screen.findByRole('form', { name: 'Dry-run a transfer' });
+    await user.type(within(form).getByRole('textbox', { name: /^Wallet/ }), WALLET);
+    await user.type(within(form).getByRole('textbox', { name: /^Asset/ }), ASSET);
+    await user.type(within(form).getByRole('textbox', { name: /^Amount/ }), '1.5');
+    await user.type(within(form).getByRole('textbox', { name: /^Destination address/ }), '0xAbC1');
+    await expectNoSeriousAxeViolations();
+    await user.click(within(form).getByRole('button', { name: 'Run dry-run' }));
+    await screen.findByText('Rejected: DAILY_LIMIT_EXCEEDED');
+    const req = seen.find((r) => r.method === 'POST')!;
+    // the draft (v2), not the active v1
+    expect(new URL(req.url).pathname).toBe(`/admin/v1/profiles/${PROFILE}/policies/${POLICY}/versions/2/dry-run`);
+    expect(await req.json()).toEqual({
+      wallet_id: WALLET,
+      asset_id: ASSET,
+      amount: '1.5',
+      destination_address: '0xAbC1',
+    });
+    await user.click(within(form).getByRole('button', { name: 'Run dry-run' }));
+    const alert = (await screen.findByText('body.wallet_id: no such wallet in this profile')).closest('[role="alert"]');
+    expect(alert?.textContent).toContain('Validation failed');
+  });
+
+  it('validates the amount before sending anything', async () => {
+    const seen = mockFetch([...base('ADMIN'), [`GET /admin/v1/profiles/${PROFILE}/policies`, () => listed]]);
+    renderAt(page());
+    const user = userEvent.setup();
+    const form = await screen.findByRole('form', { name: 'Dry-run a transfer' });
+    await user.type(within(form).getByRole('textbox', { name: /^Amount/ }), '-1');
+    await user.click(within(form).getByRole('button', { name: 'Run dry-run' }));
+    await screen.findByText('A positive decimal amount, e.g. 1.5');
+    expect(seen.some((r) => r.method === 'POST')).toBe(false);
+  });
+
+  it('gives a Viewer no dry-run form', async () => {
+    mockFetch([...base('VIEWER'), [`GET /admin/v1/profiles/${PROFILE}/policies`, () => listed]]);
+    renderAt(page());
+    await screen.findByText('Treasury');
+    expect(screen.queryByRole('form', { name: 'Dry-run a transfer' })).toBeNull();
+    expect(screen.queryByRole('button', { name: 'Run dry-run' })).toBeNull();
+  });
+});

@@ -36,14 +36,51 @@ export class AuditLog {
     );
   };
 
-  /** Audit entries, newest first. */
-  async list(p: PageRequest): Promise<Page<Record<string, unknown>>> {
+  /**
+   * Audit entries matching `f`, newest first; `total` counts the matches. Filters combine with AND:
+   * `action` exact, or a prefix when it ends in `*` or `.` (`policy.` and `policy.*` both match
+   * `policy.created`); `actor_user_id`, `target_type`, `target_id` exact; `from` inclusive and `to`
+   * exclusive (ISO date-times).
+   */
+  async list(p: PageRequest, f: AuditFilter = {}): Promise<Page<Record<string, unknown>>> {
+    const where: string[] = [];
+    const args: unknown[] = [];
+    const add = (sql: string, v: unknown) => {
+      args.push(v);
+      where.push(sql.replace('?', `$${args.length}`));
+    };
+    if (f.action !== undefined) {
+      const prefix = f.action.endsWith('*') ? f.action.slice(0, -1) : f.action.endsWith('.') ? f.action : null;
+      if (prefix === null) add('action = ?', f.action);
+      // LIKE with the prefix's own wildcards escaped
+      else add("action LIKE ? ESCAPE '\\'", `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+    }
+    if (f.actor_user_id !== undefined) add('actor_user_id = ?', f.actor_user_id.toLowerCase());
+    if (f.target_type !== undefined) add('target_type = ?', f.target_type);
+    if (f.target_id !== undefined) add('target_id = ?', f.target_id);
+    if (f.from !== undefined) add('at >= ?', new Date(f.from));
+    if (f.to !== undefined) add('at < ?', new Date(f.to));
+    const cond = where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`;
     const rows = await this.c.db.query<Record<string, unknown> & { at: Date }>(
-      `SELECT audit_id, at, actor_user_id, action, target_type, target_id, details FROM audit_log
-       ORDER BY seq DESC LIMIT $1 OFFSET $2`,
-      [p.page_size, pageOffset(p)],
+      `SELECT audit_id, at, actor_user_id, action, target_type, target_id, details FROM audit_log ${cond}
+       ORDER BY seq DESC LIMIT $${args.length + 1} OFFSET $${args.length + 2}`,
+      [...args, p.page_size, pageOffset(p)],
     );
-    const total = (await this.c.db.query<{ n: number }>('SELECT count(*)::int AS n FROM audit_log'))[0]?.n ?? 0;
+    const total =
+      (await this.c.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM audit_log ${cond}`, args))[0]?.n ?? 0;
     return { data: rows.map((r) => ({ ...r, at: iso(r.at) })), page: p.page, page_size: p.page_size, total };
   }
+}
+
+/** Filters of {@link AuditLog.list} (the query parameters of `GET /admin/v1/audit`). */
+export interface AuditFilter {
+  /** Exact action, or a prefix ending in `*` or `.`. */
+  action?: string;
+  actor_user_id?: string;
+  target_type?: string;
+  target_id?: string;
+  /** ISO date-time, inclusive. */
+  from?: string;
+  /** ISO date-time, exclusive. */
+  to?: string;
 }

@@ -7,6 +7,7 @@
  * | GET policies, GET policies/{id} | ADMIN, FINANCE_MANAGER, VIEWER |
  * | POST policies, PUT policies/{id}, DELETE policies/{id} (a tombstone version: deletion once signed) | ADMIN, FINANCE_MANAGER |
  * | POST policies/{id}/versions/{v}/signature (the Admin device's signature) | ADMIN |
+ * | POST policies/{id}/versions/{v}/dry-run (evaluate a would-be transfer against that version; writes nothing) | ADMIN, FINANCE_MANAGER |
  * | GET transfers, GET transfers/{id} | ADMIN, FINANCE_MANAGER, VIEWER |
  * | POST transfers/{id}/cancel | ADMIN, FINANCE_MANAGER |
  * | POST transfers/{id}/fee-bump (then needs the policy's device approvals) | ADMIN, FINANCE_MANAGER |
@@ -20,7 +21,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { authenticateSession } from '../admin/cookies.js';
 import { eventStreamResponse, type LiveStreams } from '../admin/live.js';
 import { ROLES, type Role } from '../admin/options.js';
-import { scopeFilter, visiblePolicyIds, walletScopeHook } from '../admin/scope.js';
+import { inScope, scopeFilter, visiblePolicyIds, walletScopeHook } from '../admin/scope.js';
 import { errorResponses, PAGE_QUERY, UUID } from '../api/schemas.js';
 import type { Db } from '../db/db.js';
 import { ApiError, type ErrorCode } from '../errors.js';
@@ -28,8 +29,10 @@ import type { PageRequest } from '../store.js';
 import type { SessionService } from '../users/sessions.js';
 import { FAILURE_STATUSES } from './machine.js';
 import type { PolicyInput, PolicyService } from './policies.js';
+import { policyVersionDocument } from './policy-documents.js';
+import { TRANSFER_BODY_PROPS } from './routes.js';
 import type { ConsolidationInput } from './self-spend.js';
-import { TRANSFER_STATUSES, type TransferService, type TransferStatus } from './service.js';
+import { TRANSFER_STATUSES, type TransferInput, type TransferService, type TransferStatus } from './service.js';
 
 const ALL: readonly Role[] = ROLES;
 const MANAGE: readonly Role[] = ['ADMIN', 'FINANCE_MANAGER'];
@@ -255,6 +258,49 @@ export async function transferAdminRoutes(
         req.body as { device_id: string; signature: string },
         actor(req),
       );
+    },
+  );
+
+  app.post(
+    `${base}/policies/:policy_id/versions/:version/dry-run`,
+    {
+      preParsing: auth(MANAGE),
+      schema: schema(
+        MANAGE,
+        'Dry-run a transfer against one version of a policy (a draft awaiting signature or the active one): the ' +
+          'evaluation the transfer pipeline runs (whitelist, per-transaction limit, daily limit with the amount already ' +
+          'counted today, approval quorum above an amount), by the same function, against THAT version whether or not ' +
+          'it is in force. Same body and validation as the custody dry run (422 naming the field). Writes nothing (no ' +
+          'transfer, no day lock, no event, no audit entry). Answers `decision` (ALLOW, DENY), `status` and `sub_status` ' +
+          '(DESTINATION_NOT_WHITELISTED, TRANSACTION_LIMIT_EXCEEDED, DAILY_LIMIT_EXCEEDED) the transfer would get under ' +
+          'that version, `approvals_required`, `in_scope` (whether the version scope covers the transfer at all; when ' +
+          "false another policy would govern it), and the day's spent and available amounts (base-unit integer strings).",
+        200,
+        {
+          params: params({ policy_id: UUID, version: { type: 'integer', minimum: 1 } }),
+          body: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['wallet_id', 'destination_address', 'asset_id', 'amount'],
+            properties: {
+              wallet_id: TRANSFER_BODY_PROPS.wallet_id,
+              destination_address: TRANSFER_BODY_PROPS.destination_address,
+              asset_id: TRANSFER_BODY_PROPS.asset_id,
+              amount: TRANSFER_BODY_PROPS.amount,
+            },
+          },
+        },
+        ['POLICY_NOT_FOUND', 'WALLET_NOT_FOUND', 'WALLET_ARCHIVED', 'CONFLICT'],
+      ),
+    },
+    async (req) => {
+      const p = req.params as { policy_id: string; version: number };
+      const body = req.body as TransferInput;
+      // wallet-group scoping: a wallet outside the user's groups does not exist for them
+      if (!inScope(req.walletScope, body.wallet_id.toLowerCase()))
+        throw new ApiError('WALLET_NOT_FOUND', `no wallet ${body.wallet_id} in this profile`);
+      const doc = await policyVersionDocument(db, pid(req), p.policy_id.toLowerCase(), p.version);
+      return transfers.dryRun(pid(req), body, doc);
     },
   );
 

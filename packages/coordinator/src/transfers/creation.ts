@@ -7,7 +7,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { type FeeLevel, InvalidAddressError, InvalidTransferError, parseUnits } from '@custodian/chains';
-import { evaluatePolicy, type TransferIntent, transferIntentDigest } from '@custodian/wire';
+import {
+  evaluatePolicy,
+  type PolicyDocument,
+  policyCovers,
+  type TransferIntent,
+  transferIntentDigest,
+} from '@custodian/wire';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import type { Queryable } from '../db/db.js';
 import { type BlockchainDef, blockchainByKey } from '../directory.js';
@@ -271,22 +277,28 @@ export async function createIn(
 
 /**
  * Evaluate a would-be transfer without creating anything (our extension): the matching policy,
- * the decision and the approvals needed. Validation as for creation (422 naming the field).
+ * the decision and the approvals needed. Validation as for creation (422 naming the field). With
+ * `against` (a policy version's document, draft or active: the admin dry-run of a version), that
+ * document is evaluated instead of the matching ACTIVE policy — by the same `evaluatePolicy` the
+ * pipeline runs, with today's spent sum — and `in_scope` says whether its scope covers the
+ * transfer at all. Reads only: no transfer, no day lock, no event. Amounts in the answer are
+ * base-unit integer strings.
  */
-export async function dryRun(s: RequestContext, profileId: string, input: TransferInput) {
+export async function dryRun(s: RequestContext, profileId: string, input: TransferInput, against?: PolicyDocument) {
   const p = await prepare(s, s.db, profileId, input);
   const now = s.clock();
   const intent: TransferIntent = { ...p.intentBase, transfer_id: randomUUID(), created_at: now.toISOString() };
   const spent = await spentToday(s.db, intent.wallet_id, intent.asset_id, utcDay(now));
   const available = await availableBalance(s.db, intent.wallet_id, intent.asset_id);
-  const policy = await s.policies.match(s.db, intent);
+  const document = against ?? (await s.policies.match(s.db, intent))?.document ?? null;
   const base = {
     amount_base_units: intent.amount,
     spent_today_base_units: spent.toString(),
     available_base_units: available.toString(),
     sufficient_balance: p.amount <= available,
+    ...(against === undefined ? {} : { in_scope: policyCovers(against, intent) }),
   };
-  if (policy === null) {
+  if (document === null) {
     return {
       ...base,
       policy: null,
@@ -296,10 +308,10 @@ export async function dryRun(s: RequestContext, profileId: string, input: Transf
       approvals_required: 0,
     };
   }
-  const v = evaluatePolicy(policy.document, intent, spent);
+  const v = evaluatePolicy(document, intent, spent);
   return {
     ...base,
-    policy: { policy_id: policy.document.policy_id, version: policy.document.version, scope: policy.document.scope },
+    policy: { policy_id: document.policy_id, version: document.version, scope: document.scope },
     decision: v.ok ? 'ALLOW' : 'DENY',
     status: v.ok ? 'PENDING_APPROVAL' : 'REJECTED_BY_POLICY',
     sub_status: v.ok ? null : v.refusal,

@@ -141,3 +141,28 @@ export function normalisePublicKey(stored: string): string {
   // base64 / base64url forms
   return Buffer.from(s, s.includes('-') || s.includes('_') ? 'base64url' : 'base64').toString('hex');
 }
+
+/**
+ * The document of one version of a live policy of `profileId`, whatever its status (a draft in
+ * PENDING_SIGNATURE, ACTIVE, SUPERSEDED): what the admin dry-run of a version evaluates. Reads only.
+ * @throws ApiError POLICY_NOT_FOUND (no such live policy in this profile, or no such version),
+ *   CONFLICT (the version is a tombstone: a deletion governs no transfer)
+ */
+export async function policyVersionDocument(
+  q: Queryable,
+  profileId: string,
+  policyId: string,
+  version: number,
+): Promise<PolicyDocument> {
+  const r = (
+    await q.query<{ document: PolicyDocument }>(
+      `SELECT v.document FROM policy_versions v JOIN policies p USING (policy_id)
+       WHERE p.profile_id = $1 AND p.policy_id = $2 AND p.deleted_at IS NULL AND v.version = $3`,
+      [profileId, policyId, version],
+    )
+  )[0];
+  if (r === undefined)
+    throw new ApiError('POLICY_NOT_FOUND', `no version ${version} of policy ${policyId} in this profile`);
+  if (r.document.deleted === true) throw new ApiError('CONFLICT', `version ${version} is a deletion (tombstone)`);
+  return r.document;
+}

@@ -26,7 +26,7 @@ const security = [{ ApiKey: [] }];
 const errors = (...extra: ErrorCode[]) => errorResponses([...API_COMMON_ERRORS, ...extra]);
 const PROFILE_PARAMS = { type: 'object', required: ['profile_id'], properties: { profile_id: UUID } } as const;
 
-const TRANSFER_BODY_PROPS = {
+export const TRANSFER_BODY_PROPS = {
   wallet_id: { ...UUID, description: 'Source wallet' },
   destination_address: {
     type: 'string',

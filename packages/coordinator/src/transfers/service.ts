@@ -12,7 +12,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { FeeLevel } from '@custodian/chains';
-import type { Approval, SignedPolicy } from '@custodian/wire';
+import type { Approval, PolicyDocument, SignedPolicy } from '@custodian/wire';
 import type { Db, Queryable } from '../db/db.js';
 import { ApiError } from '../errors.js';
 import type { TransferMetrics } from '../metrics/registry.js';
@@ -130,8 +130,8 @@ export class TransferService {
   }
 
   /** Evaluate a would-be transfer without creating anything (creation.ts {@link dryRun}). */
-  dryRun(profileId: string, input: TransferInput): ReturnType<typeof dryRun> {
-    return dryRun(this.ctx, profileId, input);
+  dryRun(profileId: string, input: TransferInput, against?: PolicyDocument): ReturnType<typeof dryRun> {
+    return dryRun(this.ctx, profileId, input, against);
   }
 
   /** Fee estimate (seed §4) through the chain adapter (creation.ts {@link feeEstimate}). @throws ApiError CHAIN_UNAVAILABLE (503), 422 as creation */

@@ -1,36 +1,42 @@
 /**
  * The audit log (`/audit`, Admin; `GET /admin/v1/audit`, newest first): a table paginated
- * server-side (time, actor, action, target, details JSON collapsed). The route takes only `page`
- * and `page_size`, so the filters (action, actor, target text) apply on the client to the rows of
- * the current page — the screen says so. "Export CSV" / "Export JSON" read every page of the log
- * (page_size 200), apply the same filter, and download a file (Blob + object URL); CSV fields are
- * escaped by {@link csvField} (quoted when needed, spreadsheet formulas neutralised).
+ * server-side (time, actor, action, target, details JSON collapsed). Filters are applied by the
+ * server (query params `action` — exact, or a prefix ending in `.` or `*` —, `actor_user_id`,
+ * `target_type`, `target_id`, `from`, `to` as ISO date-times) and kept in the URL (same names), so
+ * a filtered view can be shared and survives reload; `total` counts the matches. "Export CSV" /
+ * "Export JSON" page through the filtered result (page_size 200) and download a file (Blob + object
+ * URL); CSV fields are escaped by {@link csvField} (quoted when needed, spreadsheet formulas neutralised).
  */
 import type { AuditEntry, Page } from '@custodian/coordinator/admin-api-types';
-import { Alert, Button, Code, Group, SimpleGrid, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import { Button, Code, Group, SimpleGrid, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import { useForm } from '@mantine/form';
 import { notifications } from '@mantine/notifications';
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
+import { useSearchParams } from 'react-router';
 import { api, call } from '../api/client';
 import { PAGE_SIZE, Pager, usePageParam } from '../components/pager';
 import { ProblemAlert, QueryState } from '../components/states';
 
-/** Client-side filter of audit entries (case-insensitive substrings; empty: any). */
+/** Server-side filters of `GET /admin/v1/audit`, as kept in the URL (empty string: not set). */
 export interface AuditFilter {
   action: string;
-  actor: string;
-  target: string;
+  actor_user_id: string;
+  target_type: string;
+  target_id: string;
+  /** ISO date-time, inclusive. */
+  from: string;
+  /** ISO date-time, exclusive. */
+  to: string;
 }
 
-/** Whether `e` matches `f`. */
-export function matches(e: AuditEntry, f: AuditFilter): boolean {
-  const has = (v: string | null, q: string) =>
-    q.trim() === '' || (v ?? '').toLowerCase().includes(q.trim().toLowerCase());
-  return (
-    has(e.action, f.action) &&
-    has(e.actor_user_id, f.actor) &&
-    has(`${e.target_type ?? ''} ${e.target_id ?? ''}`, f.target)
-  );
+const FILTER_KEYS = ['action', 'actor_user_id', 'target_type', 'target_id', 'from', 'to'] as const;
+
+/** The filter as query params: only the set ones, trimmed. */
+export function filterQuery(f: AuditFilter): Partial<AuditFilter> {
+  const q: Partial<AuditFilter> = {};
+  for (const k of FILTER_KEYS) if (f[k].trim() !== '') q[k] = f[k].trim();
+  return q;
 }
 
 /**
@@ -52,12 +58,14 @@ export function toCsv(entries: readonly AuditEntry[]): string {
   return `${[COLUMNS.join(','), ...rows].join('\r\n')}\r\n`;
 }
 
-/** Every entry of the log (pages of 200, until `total` is read) that matches `f`. */
+/** Every entry matching `f` (the server filters; pages of 200 until `total` is read). */
 async function fetchAll(f: AuditFilter): Promise<AuditEntry[]> {
   const out: AuditEntry[] = [];
   for (let page = 1; ; page++) {
-    const p = await call<Page<AuditEntry>>(api.GET('/admin/v1/audit', { params: { query: { page, page_size: 200 } } }));
-    out.push(...p.data.filter((e) => matches(e, f)));
+    const p = await call<Page<AuditEntry>>(
+      api.GET('/admin/v1/audit', { params: { query: { ...filterQuery(f), page, page_size: 200 } } }),
+    );
+    out.push(...p.data);
     if (p.data.length === 0 || page * 200 >= p.total) return out;
   }
 }
@@ -76,15 +84,26 @@ function download(text: string, type: string, name: string): void {
 /** The audit log screen. */
 export function AuditPage() {
   const [page, setPage] = usePageParam();
-  const [filter, setFilter] = useState<AuditFilter>({ action: '', actor: '', target: '' });
+  const [params, setParams] = useSearchParams();
+  const filter = Object.fromEntries(FILTER_KEYS.map((k) => [k, params.get(k) ?? ''])) as unknown as AuditFilter;
+  const form = useForm<AuditFilter>({ initialValues: filter });
   const [exporting, setExporting] = useState<'csv' | 'json' | null>(null);
   const [exportError, setExportError] = useState<unknown>(null);
   const list = useQuery({
-    queryKey: ['audit', page],
+    queryKey: ['audit', page, filterQuery(filter)],
     queryFn: () =>
-      call<Page<AuditEntry>>(api.GET('/admin/v1/audit', { params: { query: { page, page_size: PAGE_SIZE } } })),
+      call<Page<AuditEntry>>(
+        api.GET('/admin/v1/audit', { params: { query: { ...filterQuery(filter), page, page_size: PAGE_SIZE } } }),
+      ),
   });
-  const filtered = filter.action !== '' || filter.actor !== '' || filter.target !== '';
+  const filtered = Object.keys(filterQuery(filter)).length > 0;
+  /** Put `f` in the URL (back to page 1). */
+  const apply = (f: AuditFilter) =>
+    setParams(() => {
+      const next = new URLSearchParams();
+      for (const [k, v] of Object.entries(filterQuery(f))) next.set(k, v);
+      return next;
+    });
 
   const exportAs = async (kind: 'csv' | 'json') => {
     setExporting(kind);
@@ -102,15 +121,8 @@ export function AuditPage() {
     }
   };
 
-  const field = (k: keyof AuditFilter, label: string) => (
-    <TextInput
-      label={label}
-      value={filter[k]}
-      onChange={(e) => {
-        const v = e.currentTarget.value;
-        setFilter((f) => ({ ...f, [k]: v }));
-      }}
-    />
+  const field = (k: keyof AuditFilter, label: string, description?: string) => (
+    <TextInput label={label} description={description} {...form.getInputProps(k)} />
   );
 
   return (
@@ -136,24 +148,43 @@ export function AuditPage() {
           </Button>
         </Group>
       </Group>
-      <SimpleGrid cols={{ base: 1, sm: 3 }}>
-        {field('action', 'Filter by action')}
-        {field('actor', 'Filter by actor')}
-        {field('target', 'Filter by target')}
-      </SimpleGrid>
-      <Text size="sm" c="dimmed">
-        The audit API filters nothing itself: these filters apply to the entries of the current page; the exports read
-        the whole log and apply them to every entry.
-      </Text>
+      <form onSubmit={form.onSubmit(apply)} aria-label="Audit filters">
+        <Stack gap="xs">
+          <SimpleGrid cols={{ base: 1, sm: 2, lg: 3 }}>
+            {field('action', 'Action', 'Exact, or a prefix ending in . or * (policy.)')}
+            {field('actor_user_id', 'Actor user ID')}
+            {field('target_type', 'Target type', 'e.g. policy, user, wallet')}
+            {field('target_id', 'Target ID')}
+            {field('from', 'From', 'ISO time, e.g. 2026-01-01T00:00:00Z (inclusive)')}
+            {field('to', 'To', 'ISO time (exclusive)')}
+          </SimpleGrid>
+          <Group gap="xs">
+            <Button type="submit">Apply filters</Button>
+            <Button
+              variant="default"
+              disabled={!filtered}
+              onClick={() => {
+                const empty = Object.fromEntries(FILTER_KEYS.map((k) => [k, ''])) as unknown as AuditFilter;
+                form.setValues(empty);
+                apply(empty);
+              }}
+            >
+              Clear filters
+            </Button>
+          </Group>
+        </Stack>
+      </form>
       <ProblemAlert error={exportError} title="Export failed" />
-      <QueryState query={list} isEmpty={(d) => d.total === 0} empty="The audit log is empty.">
+      <QueryState
+        query={list}
+        isEmpty={(d) => d.total === 0}
+        empty={filtered ? 'No audit entry matches the filters.' : 'The audit log is empty.'}
+      >
         {(d) => {
-          const rows = d.data.filter((e) => matches(e, filter));
+          const rows = d.data;
           return (
             <>
-              {filtered && rows.length === 0 ? (
-                <Alert color="gray">No entry of this page matches the filters.</Alert>
-              ) : (
+              {
                 <Table.ScrollContainer minWidth={820}>
                   <Table striped aria-label="Audit log">
                     <Table.Thead>
@@ -195,7 +226,7 @@ export function AuditPage() {
                     </Table.Tbody>
                   </Table>
                 </Table.ScrollContainer>
-              )}
+              }
               <Pager page={page} total={d.total} onChange={setPage} label="Audit log" />
             </>
           );

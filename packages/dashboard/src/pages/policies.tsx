@@ -3,10 +3,9 @@
  * the list (paginated server-side) with each policy's active version and whether a newer draft
  * awaits signature; the editor (pages/policies/editor.tsx) whose "Save draft" creates a version
  * that is NOT in force until an Admin's enrolled phone signs it — the screen then waits, polling
- * the policy, until that version is ACTIVE ("Active v<N>" and a notification). Dry-run of a
- * transfer: the coordinator offers it only on the custody API with an API key
- * (`POST /api/v1/profiles/{p}/transfers/dry-run`), not to an admin session, so the screen explains
- * where to find it instead of calling it.
+ * the policy, until that version is ACTIVE ("Active v<N>" and a notification). "Dry-run a transfer"
+ * (pages/policies/dry-run.tsx, Admin and Finance Manager): a form evaluating a would-be transfer
+ * against one version — the draft being edited, or the chosen version — through the admin dry-run.
  */
 import type { Page, Policy, PolicyVersion } from '@custodian/coordinator/admin-api-types';
 import { Alert, Badge, Button, Code, Group, Loader, Paper, Stack, Table, Text, Title } from '@mantine/core';
@@ -17,6 +16,7 @@ import { api, call } from '../api/client';
 import { useProfile, useSession } from '../auth/session';
 import { PAGE_SIZE, Pager, usePageParam } from '../components/pager';
 import { ProblemAlert, QueryState } from '../components/states';
+import { DryRunPanel } from './policies/dry-run';
 import { PolicyEditor } from './policies/editor';
 
 /** How often the screen re-reads a policy while waiting for the phone's signature (ms). */
@@ -56,6 +56,14 @@ function useMayEdit(): boolean {
 export function PoliciesPage() {
   const { profileId } = useProfile();
   const mayEdit = useMayEdit();
+  const { can } = useSession();
+  const mayDryRun = (() => {
+    try {
+      return can('adminDryRunPolicyVersion');
+    } catch {
+      return mayEdit; // same roles (transfers/admin-routes.ts) when the document lacks its x-roles
+    }
+  })();
   const [page, setPage] = usePageParam();
   // undefined: no editor; null: a new policy; a policy: editing it
   const [editing, setEditing] = useState<Policy | null | undefined>(undefined);
@@ -166,17 +174,14 @@ export function PoliciesPage() {
         )}
       </QueryState>
 
-      <Paper withBorder p="md">
-        <Stack gap="xs">
-          <Title order={3}>Dry-run a transfer</Title>
-          <Text size="sm">
-            The coordinator evaluates a would-be transfer (matching policy, decision allowed or rejected with its
-            sub-status, approvals needed) only through the custody API with an API key:{' '}
-            <Code>POST /api/v1/profiles/{'{profile_id}'}/transfers/dry-run</Code>. It is not offered to a dashboard
-            session.
-          </Text>
-        </Stack>
-      </Paper>
+      {mayDryRun && profileId !== undefined && list.data !== undefined && list.data.data.length > 0 && (
+        <DryRunPanel
+          key={editing?.policy_id ?? ''}
+          profileId={profileId}
+          policies={list.data.data}
+          initialPolicyId={editing?.policy_id}
+        />
+      )}
     </Stack>
   );
 }

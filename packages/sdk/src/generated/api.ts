@@ -1540,7 +1540,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Append-only audit log of admin actions, newest first
+         * Append-only audit log of admin actions, newest first, filtered on the server
          * @description Roles: ADMIN.
          */
         get: operations["adminListAuditLog"];
@@ -1658,6 +1658,26 @@ export interface paths {
          * @description Roles: ADMIN.
          */
         post: operations["adminSignPolicyVersion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/profiles/{profile_id}/policies/{policy_id}/versions/{version}/dry-run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Dry-run a transfer against one version of a policy (a draft awaiting signature or the active one): the evaluation the transfer pipeline runs (whitelist, per-transaction limit, daily limit with the amount already counted today, approval quorum above an amount), by the same function, against THAT version whether or not it is in force. Same body and validation as the custody dry run (422 naming the field). Writes nothing (no transfer, no day lock, no event, no audit entry). Answers `decision` (ALLOW, DENY), `status` and `sub_status` (DESTINATION_NOT_WHITELISTED, TRANSACTION_LIMIT_EXCEEDED, DAILY_LIMIT_EXCEEDED) the transfer would get under that version, `approvals_required`, `in_scope` (whether the version scope covers the transfer at all; when false another policy would govern it), and the day's spent and available amounts (base-unit integer strings).
+         * @description Roles: ADMIN, FINANCE_MANAGER.
+         */
+        post: operations["adminDryRunPolicyVersion"];
         delete?: never;
         options?: never;
         head?: never;
@@ -12165,6 +12185,18 @@ export interface operations {
                 page?: number;
                 /** @description Items per page, default 50, maximum 200. Out of range → 422. */
                 page_size?: number;
+                /** @description Exact action (`policy.created`), or a prefix ending in `.` or `*` (`policy.`, `policy.*`, `user*`). */
+                action?: string;
+                /** @description The acting user */
+                actor_user_id?: string;
+                /** @description Exact target type, e.g. `policy` */
+                target_type?: string;
+                /** @description Exact target id */
+                target_id?: string;
+                /** @description Entries at or after this ISO date-time */
+                from?: string;
+                /** @description Entries before this ISO date-time */
+                to?: string;
             };
             header?: never;
             path?: never;
@@ -12895,6 +12927,114 @@ export interface operations {
                 };
             };
             /** @description `CONFLICT`: The request conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    adminDryRunPolicyVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                profile_id: string;
+                policy_id: string;
+                version: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uuid
+                     * @description Source wallet
+                     */
+                    wallet_id: string;
+                    /** @description Validated by the blockchain's adapter (format, checksum, network); must pass the whitelist policy */
+                    destination_address: string;
+                    /**
+                     * Format: uuid
+                     * @description Asset to send (enabled for the profile, on one of the wallet blockchains)
+                     */
+                    asset_id: string;
+                    /** @description Decimal string in asset units ("1.5"). More decimals than the asset has, zero, negative, or more than the wallet's available balance (confirmed balance minus its transfers not yet sent) → 422 naming `body.amount`; never rounded. */
+                    amount: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Dry-run a transfer against one version of a policy (a draft awaiting signature or the active one): the evaluation the transfer pipeline runs (whitelist, per-transaction limit, daily limit with the amount already counted today, approval quorum above an amount), by the same function, against THAT version whether or not it is in force. Same body and validation as the custody dry run (422 naming the field). Writes nothing (no transfer, no day lock, no event, no audit entry). Answers `decision` (ALLOW, DENY), `status` and `sub_status` (DESTINATION_NOT_WHITELISTED, TRANSACTION_LIMIT_EXCEEDED, DAILY_LIMIT_EXCEEDED) the transfer would get under that version, `approvals_required`, `in_scope` (whether the version scope covers the transfer at all; when false another policy would govern it), and the day's spent and available amounts (base-unit integer strings). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `POLICY_NOT_FOUND`: Policy not found; `WALLET_NOT_FOUND`: Wallet not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `WALLET_ARCHIVED`: The wallet is archived: no new transfers or addresses; `CONFLICT`: The request conflicts with the current state */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15960,6 +16100,7 @@ export const ADMIN_OPERATION_RULES: Readonly<
   adminUpdatePolicy: { roles: ['ADMIN', 'FINANCE_MANAGER'] },
   adminDeletePolicy: { roles: ['ADMIN', 'FINANCE_MANAGER'] },
   adminSignPolicyVersion: { roles: ['ADMIN'] },
+  adminDryRunPolicyVersion: { roles: ['ADMIN', 'FINANCE_MANAGER'] },
   adminListTransfers: { roles: ['ADMIN', 'FINANCE_MANAGER', 'VIEWER'] },
   adminGetTransfer: { roles: ['ADMIN', 'FINANCE_MANAGER', 'VIEWER'] },
   adminStreamTransfer: { roles: ['ADMIN', 'FINANCE_MANAGER', 'VIEWER'] },
