@@ -71,9 +71,10 @@ export type { TotpService } from './users/totp.js';
 
 export type { LabelledAddressView, WalletArchiveView } from './wallets/archive.js';
 export type { BalanceStore, BalanceView } from './wallets/balances.js';
+export type { DepositView } from './wallets/deposits.js';
 export type { AddressGroupEntry, AddressGroupView, GroupService, WalletGroupView } from './wallets/groups.js';
 export type { AssetView, BlockchainView, ProfileStore } from './wallets/profiles.js';
-export type { WalletComponents, WalletService } from './wallets/service.js';
+export type { AdminWalletView, WalletComponents, WalletService } from './wallets/service.js';
 export type { AddressView, WalletStore, WalletView } from './wallets/store.js';
 
 // API keys room
@@ -132,6 +133,13 @@ export type { WebhookWorker, WebhookWorkerOptions } from './webhooks/worker.js';
 
 // Transfers room: policies, transfers and their views, the pipeline, chain adapters
 
+export type {
+  AdminTransferView,
+  SigningParty,
+  TransferApprovalEntry,
+  TransferSigningAttempt,
+  TransferTimelineEntry,
+} from './transfers/admin-view.js';
 export type { ChainNodeConfig, ChainRegistry, TxLookup } from './transfers/chains.js';
 export type { PipelineOptions, TransferPipeline, TransferPipelineComponents } from './transfers/pipeline.js';
 export type {

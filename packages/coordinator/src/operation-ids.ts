@@ -50,6 +50,7 @@ export const OPERATION_IDS: Readonly<Record<string, string>> = {
   'GET /admin/v1/profiles/:profile_id/wallets': 'adminListWallets',
   'POST /admin/v1/profiles/:profile_id/wallets': 'adminCreateWallet',
   'GET /admin/v1/profiles/:profile_id/wallets/:wallet_id': 'adminGetWallet',
+  'GET /admin/v1/profiles/:profile_id/wallets/:wallet_id/deposits': 'adminListWalletDeposits',
   'PATCH /admin/v1/profiles/:profile_id/wallets/:wallet_id': 'adminRenameWallet',
   'DELETE /admin/v1/profiles/:profile_id/wallets/:wallet_id': 'adminDeleteWallet',
   'POST /admin/v1/profiles/:profile_id/wallets/:wallet_id/archive': 'adminArchiveWallet',

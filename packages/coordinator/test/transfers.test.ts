@@ -15,6 +15,7 @@ import { p256 } from '@noble/curves/nist.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCoordinator } from '../src/coordinator.js';
+import { PgWatcherStore } from '../src/transfers/watcher-store.js';
 import { enrollmentBody, phoneKeys, userIdOf } from './device-fixtures.js';
 import { ADMIN_EMAIL, type Harness, type Json, startHarness } from './helpers.js';
 
@@ -390,5 +391,126 @@ describe('transfers', () => {
     expect((await h.req('GET', `${A()}/transfers/${t.transfer_id}`, { key: h.apiKey })).body.status).toBe(
       'PENDING_APPROVAL',
     );
+  });
+});
+
+describe('admin views (issue #24 dashboard): transfer history, wallet archive state and deposits', () => {
+  it('the admin transfer has timeline, approvals (device, owner) and signing attempts; the REST object does not', async () => {
+    const t = (await transfer('11', DEST, { external_id: 'views' })).body;
+    expect(t.approvals_required).toBe(2);
+    await approve(t, dev1, dev1Id);
+    await approve(t, dev2, dev2Id, 'REJECT');
+    // a SIGN ceremony as the signing gateway records it (the pipeline is not started in this suite)
+    const server = crypto.randomUUID();
+    await h.c.db.query(
+      `INSERT INTO signing_attempts (ceremony_id, key_id, algorithm, signing_set, transfer_id, started_at, finished_at, outcome)
+       VALUES ($1, 'k', 'cggmp21', $2, $3, now(), now(), 'ABORTED')`,
+      ['ab'.repeat(24), `device:${dev1Id},server:${server}`, t.transfer_id],
+    );
+    const r = await h.req('GET', `${P()}/transfers/${t.transfer_id}`, { token: viewerToken });
+    expect(r.status).toBe(200);
+    const final = r.body.status;
+    expect(r.body.timeline.map((e: Json) => [e.status, e.sub_status])).toEqual([
+      ['PENDING', null],
+      ['PENDING_APPROVAL', null],
+      [final, r.body.sub_status],
+    ]);
+    expect(final).toBe('REJECTED');
+    for (const e of r.body.timeline) expect(Number.isNaN(Date.parse(e.at))).toBe(false);
+    expect(r.body.approvals).toEqual([
+      expect.objectContaining({ device_id: dev1Id, device_name: 'approver 1', decision: 'APPROVE', round: 0 }),
+      expect.objectContaining({ device_id: dev2Id, device_name: 'approver 2', decision: 'REJECT', round: 0 }),
+    ]);
+    expect(r.body.approvals[0].user_email).toBe(ADMIN_EMAIL);
+    expect(r.body.signing).toEqual([
+      expect.objectContaining({
+        attempt: 1,
+        ceremony_id: 'ab'.repeat(24),
+        outcome: 'ABORTED',
+        signers: [
+          { kind: 'device', id: dev1Id, name: 'approver 1' },
+          { kind: 'server', id: server, name: null },
+        ],
+      }),
+    ]);
+    const rest = await h.req('GET', `${A()}/transfers/${t.transfer_id}`, { key: h.apiKey });
+    expect(rest.body.status).toBe(final);
+    expect(rest.body).not.toHaveProperty('timeline');
+    expect(rest.body).not.toHaveProperty('approvals');
+    expect(rest.body).not.toHaveProperty('signing');
+  });
+
+  it('the admin wallet says archived_at; deposits lists detected incoming transactions newest first, paginated', async () => {
+    const w = await h.req('GET', `${P()}/wallets/${walletId}`, { token: viewerToken });
+    expect(w.status).toBe(200);
+    expect(w.body.archived_at).toBeNull();
+    expect(w.body.addresses.length).toBeGreaterThan(0);
+    const address = w.body.addresses[0].address as string;
+    const empty = await h.req('GET', `${P()}/wallets/${walletId}/deposits`, { token: viewerToken });
+    expect(empty.body).toEqual({ data: [], page: 1, page_size: 50, total: 0 });
+
+    const store = new PgWatcherStore(h.c.db, () => new Date());
+    const detected = (txid: string, amount: string, height: number | null, direction = 'incoming' as const) => ({
+      type: 'transaction_detected' as const,
+      chain: 'ethereum-local',
+      txid,
+      address,
+      asset: 'native',
+      direction,
+      amount,
+      block_height: height,
+    });
+    const poll = (height: number, events: ReturnType<typeof detected>[]) =>
+      store.commit('ethereum-local', {
+        cursor: { height, hash: `0x${height}` },
+        seen: [],
+        balances: [],
+        utxosAdded: [],
+        utxosSpent: [],
+        events,
+      });
+    await poll(100, [detected('0xaa', '1500000000000000000', 100)]);
+    await new Promise((res) => setTimeout(res, 5));
+    await poll(105, [
+      detected('0xbb', '2', null),
+      { ...detected('0xcc', '7', 105), direction: 'outgoing' as unknown as 'incoming' },
+    ]);
+
+    const d = await h.req('GET', `${P()}/wallets/${walletId}/deposits`, { token: viewerToken });
+    expect(d.status).toBe(200);
+    expect(d.body.total).toBe(2);
+    expect(d.body.data).toEqual([
+      expect.objectContaining({
+        tx_hash: '0xbb',
+        amount: '0.000000000000000002',
+        amount_base_units: '2',
+        status: 'UNCONFIRMED',
+        confirmations: 0,
+        address,
+        asset_id: assetId,
+        asset_symbol: 'ETH',
+      }),
+      expect.objectContaining({
+        tx_hash: '0xaa',
+        amount: '1.5',
+        status: 'CONFIRMED',
+        block_height: 100,
+        confirmations: 6,
+        blockchain_id: blockchainId,
+      }),
+    ]);
+    const page2 = await h.req('GET', `${P()}/wallets/${walletId}/deposits?page=2&page_size=1`, { token: viewerToken });
+    expect(page2.body.data.map((x: Json) => x.tx_hash)).toEqual(['0xaa']);
+    expect(page2.body.total).toBe(2);
+
+    const other = await h.req('GET', `${P()}/wallets/${crypto.randomUUID()}/deposits`, { token: viewerToken });
+    expect(other.status).toBe(404);
+    expect(other.body.code ?? other.body.title).toBeTruthy();
+
+    await h.req('POST', `${P()}/wallets/${walletId}/archive`, { token: h.adminToken });
+    const archived = await h.req('GET', `${P()}/wallets/${walletId}`, { token: viewerToken });
+    expect(Number.isNaN(Date.parse(archived.body.archived_at))).toBe(false);
+    await h.req('POST', `${P()}/wallets/${walletId}/unarchive`, { token: h.adminToken });
+    expect((await h.req('GET', `${P()}/wallets/${walletId}`, { token: viewerToken })).body.archived_at).toBeNull();
   });
 });

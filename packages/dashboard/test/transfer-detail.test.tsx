@@ -184,6 +184,91 @@ describe('Transfer detail', () => {
     expect(gets()).toBe(after);
   }, 30_000);
 
+  it('shows the server timeline, each device decision with its owner, and signing attempts linked to their ceremony', async () => {
+    const CER = 'ab'.repeat(24);
+    routes('VIEWER', [
+      {
+        ...transfer('PENDING_SIGNATURE', 'SIGNING_RETRY'),
+        approvals_received: 1,
+        timeline: [
+          { status: 'PENDING', sub_status: null, at: '2026-11-20T10:00:00.000Z' },
+          { status: 'PENDING_APPROVAL', sub_status: null, at: '2026-11-20T10:00:01.000Z' },
+          { status: 'PENDING_SIGNATURE', sub_status: 'SIGNING_RETRY', at: '2026-11-20T10:05:00.000Z' },
+        ],
+        approvals: [
+          {
+            round: 0,
+            device_id: 'd1',
+            device_name: 'Ada phone',
+            user_id: 'u1',
+            user_name: 'Ada',
+            user_email: 'a@example.com',
+            decision: 'APPROVE',
+            at: '2026-11-20T10:04:00.000Z',
+          },
+          {
+            round: 0,
+            device_id: 'd2',
+            device_name: 'Bob phone',
+            user_id: null,
+            user_name: null,
+            user_email: null,
+            decision: 'REJECT',
+            at: '2026-11-20T10:04:30.000Z',
+          },
+        ],
+        signing: [
+          {
+            attempt: 1,
+            ceremony_id: CER,
+            signers: [
+              { kind: 'server', id: 's1', name: 'signer-a' },
+              { kind: 'device', id: 'd1', name: 'Ada phone' },
+            ],
+            outcome: 'ABORTED',
+            started_at: '2026-11-20T10:05:00.000Z',
+            finished_at: '2026-11-20T10:05:30.000Z',
+          },
+        ],
+      },
+    ]);
+    open();
+    const timeline = await screen.findByLabelText('Status timeline');
+    // every transition from the server, in order, with its sub-status; no fallback "Created" entry
+    expect(within(timeline).getByText('PENDING')).toBeTruthy();
+    expect(within(timeline).getByText('PENDING_APPROVAL')).toBeTruthy();
+    expect(within(timeline).getByText('PENDING_SIGNATURE')).toBeTruthy();
+    expect(within(timeline).getByText('SIGNING_RETRY')).toBeTruthy();
+    expect(within(timeline).queryByText('Created')).toBeNull();
+    expect(timeline.querySelectorAll('time').length).toBe(3);
+    expect(timeline.querySelectorAll('time')[2]!.getAttribute('datetime')).toBe('2026-11-20T10:05:00.000Z');
+
+    const approvals = screen.getByRole('table', { name: 'Device approvals' });
+    const rows = within(approvals).getAllByRole('row').slice(1);
+    expect(rows.length).toBe(2);
+    expect(within(rows[0]!).getByText('Ada phone')).toBeTruthy();
+    expect(within(rows[0]!).getByText('Ada')).toBeTruthy();
+    expect(within(rows[0]!).getByText('Approved')).toBeTruthy();
+    expect(within(rows[1]!).getByText('Bob phone')).toBeTruthy();
+    expect(within(rows[1]!).getByText('Rejected')).toBeTruthy();
+    expect(within(rows[1]!).getByText('—')).toBeTruthy();
+
+    expect(screen.getByRole('heading', { level: 3, name: 'Signing attempts' })).toBeTruthy();
+    const signing = screen.getByRole('table', { name: 'Signing attempts' });
+    expect(within(signing).getByText('signer-a (server), Ada phone (device)')).toBeTruthy();
+    expect(within(signing).getByText('ABORTED')).toBeTruthy();
+    const link = within(signing).getByRole('link', { name: `Signing ceremony ${CER} of attempt 1` });
+    expect(link.getAttribute('href')).toBe(`/admin/v1/signing-ceremonies/${CER}`);
+  }, 30_000);
+
+  it('says when there is no device decision or signing attempt yet', async () => {
+    routes('VIEWER', [{ ...transfer('PENDING_APPROVAL', null), timeline: [], approvals: [], signing: [] }]);
+    open();
+    expect(await screen.findByText('No device decisions yet.')).toBeTruthy();
+    expect(screen.getByText('No signing attempt yet.')).toBeTruthy();
+    expect(screen.queryByRole('table', { name: 'Signing attempts' })).toBeNull();
+  }, 30_000);
+
   it('cancel sends the POST only after the confirmation', async () => {
     const seen = routes(
       'ADMIN',

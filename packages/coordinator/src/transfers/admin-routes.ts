@@ -335,9 +335,15 @@ export async function transferAdminRoutes(
     `${base}/transfers/:transfer_id`,
     {
       preParsing: auth(ALL),
-      schema: schema(ALL, 'One transfer', 200, { params: params({ transfer_id: UUID }) }, ['TRANSFER_NOT_FOUND']),
+      schema: schema(
+        ALL,
+        'One transfer, with its `timeline` (every status transition: status, sub_status, at; oldest first), `approvals` (device decisions: device, owner, decision, time) and `signing` (SIGN ceremonies: signers, outcome, ceremony_id)',
+        200,
+        { params: params({ transfer_id: UUID }) },
+        ['TRANSFER_NOT_FOUND'],
+      ),
     },
-    async (req) => transfers.get(pid(req), (req.params as { transfer_id: string }).transfer_id.toLowerCase()),
+    async (req) => transfers.adminGet(pid(req), (req.params as { transfer_id: string }).transfer_id.toLowerCase()),
   );
   app.get(
     `${base}/transfers/:transfer_id/events`,
@@ -364,7 +370,7 @@ export async function transferAdminRoutes(
       return live.stream(
         req,
         reply,
-        () => transfers.get(profile, id),
+        () => transfers.adminGet(profile, id),
         (t) => {
           const x = t as { status: TransferStatus; delivered_at?: string | null };
           return FAILURE_STATUSES.includes(x.status) || (x.status === 'SENT' && x.delivered_at != null);

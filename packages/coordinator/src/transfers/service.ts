@@ -18,6 +18,7 @@ import { ApiError } from '../errors.js';
 import type { TransferMetrics } from '../metrics/registry.js';
 import type { Page, PageRequest } from '../store.js';
 import type { Clock } from '../util.js';
+import { type AdminTransferView, adminTransferView } from './admin-view.js';
 import { pendingApprovals, submitApproval, withdrawRequests } from './approvals.js';
 import type { ChainRegistry } from './chains.js';
 import { createIn, dryRun, feeEstimate } from './creation.js';
@@ -144,6 +145,14 @@ export class TransferService {
     const r = await loadTransfer(this.db, transferId, false, profileId);
     if (r === undefined) throw new ApiError('TRANSFER_NOT_FOUND', `no transfer ${transferId} in this profile`);
     return transferView(r);
+  }
+
+  /**
+   * One transfer as the admin API shows it: {@link get} plus `timeline`, `approvals` and `signing`
+   * (admin-view.ts). @throws ApiError TRANSFER_NOT_FOUND
+   */
+  async adminGet(profileId: string, transferId: string): Promise<AdminTransferView> {
+    return adminTransferView(this.db, await this.get(profileId, transferId));
   }
 
   /**

@@ -138,15 +138,48 @@ export function walletAdminRoutes(r: AdminRouter, wallets: WalletService): void 
     {
       roles: ALL,
       tags: ['Admin: wallets'],
-      summary: 'One wallet with its addresses',
+      summary: 'One wallet with its addresses, and `archived_at` (ISO 8601 UTC; null while the wallet is active)',
       params: walletParams,
       status: 200,
-      response: { description: 'The wallet', $ref: 'Wallet#' },
+      response: {
+        description: 'The wallet and its archive state',
+        allOf: [
+          { $ref: 'Wallet#' },
+          {
+            type: 'object',
+            required: ['archived_at'],
+            properties: { archived_at: { type: ['string', 'null'], format: 'date-time' } },
+          },
+        ],
+      },
       errors: ['WALLET_NOT_FOUND'],
     },
     async (req) => {
       const p = P<{ profile_id: string; wallet_id: string }>(req);
-      return wallets.store.getWallet(p.profile_id, p.wallet_id);
+      return wallets.getAdminWallet(p.profile_id, p.wallet_id);
+    },
+  );
+  r.route(
+    'GET',
+    '/admin/v1/profiles/:profile_id/wallets/:wallet_id/deposits',
+    {
+      roles: ALL,
+      tags: ['Admin: wallets'],
+      summary:
+        'Deposit history of a wallet: the incoming transactions the chain watchers detected on its addresses, newest first',
+      description:
+        'Each item: `tx_hash`, `blockchain_id`, `address`, `asset_id`, `asset_symbol`, `amount` (decimal string in asset ' +
+        'units), `amount_base_units` (integer string), `block_height` (null while unconfirmed), `confirmations`, ' +
+        '`status` (UNCONFIRMED or CONFIRMED) and `detected_at` (ISO 8601 UTC).',
+      params: walletParams,
+      querystring: pageQuery,
+      status: 200,
+      response: pageEnvelope('Deposits'),
+      errors: ['WALLET_NOT_FOUND'],
+    },
+    async (req) => {
+      const p = P<{ profile_id: string; wallet_id: string }>(req);
+      return wallets.listDeposits(p.profile_id, p.wallet_id, req.query as PageRequest);
     },
   );
   r.route(

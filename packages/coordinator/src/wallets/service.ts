@@ -9,13 +9,15 @@
 import type { AuditLog } from '../audit/service.js';
 import type { Db } from '../db/db.js';
 import { ApiError } from '../errors.js';
-import type { Clock } from '../util.js';
+import type { Page, PageRequest } from '../store.js';
+import { type Clock, iso } from '../util.js';
 import { emitEvent } from '../webhooks/outbox.js';
 import { WalletArchive } from './archive.js';
 import { BalanceStore } from './balances.js';
+import { type DepositView, listDeposits } from './deposits.js';
 import { GroupService } from './groups.js';
 import { ProfileStore } from './profiles.js';
-import { WalletStore } from './store.js';
+import { WalletStore, type WalletView } from './store.js';
 
 /** Dependencies of {@link WalletService} (and of its stores and groups). */
 export interface WalletComponents {
@@ -23,6 +25,9 @@ export interface WalletComponents {
   readonly clock: Clock;
   readonly audit: AuditLog;
 }
+
+/** The admin API's wallet: the wallet object plus `archived_at` (ISO 8601 UTC, null while active). */
+export type AdminWalletView = WalletView & { archived_at: string | null };
 
 /** Profiles, wallets, balances and groups. */
 export class WalletService {
@@ -105,5 +110,27 @@ export class WalletService {
       });
     });
     return this.store.getWallet(profileId, walletId);
+  }
+
+  /**
+   * One wallet as the admin API shows it: {@link WalletStore.getWallet} plus `archived_at`.
+   * @throws ApiError WALLET_NOT_FOUND
+   */
+  async getAdminWallet(profileId: string, walletId: string): Promise<AdminWalletView> {
+    const w = await this.store.getWallet(profileId, walletId);
+    const r = await this.c.db.query<{ archived_at: Date | null }>(
+      'SELECT archived_at FROM wallets WHERE wallet_id = $1',
+      [walletId],
+    );
+    return { ...w, archived_at: iso(r[0]?.archived_at ?? null) };
+  }
+
+  /**
+   * Newest-first page of a wallet's detected incoming transactions (deposits.ts); amounts as decimal
+   * strings in asset units plus `amount_base_units`.
+   * @throws ApiError WALLET_NOT_FOUND
+   */
+  async listDeposits(profileId: string, walletId: string, p: PageRequest): Promise<Page<DepositView>> {
+    return listDeposits(this.c.db, profileId, walletId, p);
   }
 }

@@ -6,11 +6,16 @@
  * polling, until the status is final. Actions by role and status: "Cancel transfer" (confirmed
  * first; cannot be undone) and "Bump fee" (priority; RBF or CPFP on UTXO chains).
  *
- * The transfer view has no transition history, per-device approvals or signer list: the timeline
- * is built from the view's own times (created, sent, delivered, last update with the current
- * status and sub-status), plus `status_history` entries if the server sends them.
+ * The admin transfer view carries its history (coordinator transfers/admin-view.ts): `timeline`
+ * (every status transition with time and sub-status, oldest first), `approvals` (device decisions:
+ * device, owner, decision, time) and `signing` (SIGN ceremonies: signers, outcome, ceremony id,
+ * linked to `GET /admin/v1/signing-ceremonies/{id}`). A view without a timeline (an older server, or
+ * a cancel / fee-bump answer merged in) falls back to the view's own times.
+ *
+ * Over 400 lines because it is one screen whose parts (history tables, cancel and fee-bump
+ * dialogs) share the transfer's query key and view type; each part is a small component here.
  */
-import type { FeePriority, Transfer } from '@custodian/coordinator/admin-api-types';
+import type { AdminTransfer, FeePriority, Transfer } from '@custodian/coordinator/admin-api-types';
 import {
   Anchor,
   Badge,
@@ -21,6 +26,7 @@ import {
   Select,
   SimpleGrid,
   Stack,
+  Table,
   Text,
   Timeline,
   Title,
@@ -35,16 +41,19 @@ import { useProfile, useSession } from '../auth/session';
 import { useStepUp } from '../auth/step-up';
 import { CopyValue } from '../components/copy';
 import { ProblemAlert, QueryState } from '../components/states';
-import { canOrDocumented, explorerUrl, isFinal, mayBumpFee, mayCancel, statusColor } from './transfers/status';
+import { canOrDocumented, explorerUrl, isFinal, mayBumpFee, mayCancel, shorten, statusColor } from './transfers/status';
 import { byId, type DirectoryBlockchain, useAssets, useBlockchains, useWalletsById, walletName } from './wallets/data';
 
-/** One entry of a transfer's history as a server may send it (`status_history`, optional). */
-interface HistoryEntry {
-  status: string;
-  sub_status?: string | null;
-  at: string;
+/** The admin transfer; history fields optional (absent from cancel / fee-bump answers). */
+type TransferWithHistory = Transfer & Partial<Pick<AdminTransfer, 'timeline' | 'approvals' | 'signing'>>;
+
+/** Keep the history of `old` when `v` (a cancel / fee-bump answer) has none. */
+const merged = (old: TransferWithHistory | undefined, v: Transfer): TransferWithHistory => ({ ...old, ...v });
+
+/** Local date and time of an ISO string, in a `<time>` element. */
+function When({ at }: { at: string }) {
+  return <time dateTime={at}>{new Date(at).toLocaleString()}</time>;
 }
-type TransferWithHistory = Transfer & { status_history?: HistoryEntry[] };
 
 /** Roles of cancel and fee bump (coordinator transfers/admin-routes.ts). */
 const MANAGE = ['ADMIN', 'FINANCE_MANAGER'] as const;
@@ -157,6 +166,7 @@ function TransferView({ profileId, transfer: t }: { profileId: string; transfer:
             <Text>
               {t.approvals_received} of {t.approvals_required} device approvals received
             </Text>
+            <ApprovalsTable approvals={t.approvals ?? []} />
             {t.approval_deadline && (
               <Text size="sm" c="dimmed">
                 Approval deadline {new Date(t.approval_deadline).toLocaleString()}
@@ -184,14 +194,114 @@ function TransferView({ profileId, transfer: t }: { profileId: string; transfer:
           </Card>
         </Stack>
       </SimpleGrid>
+      <Card withBorder>
+        <Title order={3} mb="sm">
+          Signing attempts
+        </Title>
+        <SigningTable attempts={t.signing ?? []} />
+      </Card>
     </Stack>
   );
 }
 
-/** The timeline: `status_history` when sent, else the view's own times. */
+/** Device decisions (`approvals`): device, owner, decision, time; every round (n > 0: fee bump n). */
+function ApprovalsTable({ approvals }: { approvals: NonNullable<TransferWithHistory['approvals']> }) {
+  if (approvals.length === 0)
+    return (
+      <Text size="sm" c="dimmed" mt="xs">
+        No device decisions yet.
+      </Text>
+    );
+  return (
+    <Table.ScrollContainer minWidth={520} mt="xs">
+      <Table striped aria-label="Device approvals">
+        <Table.Thead>
+          <Table.Tr>
+            <Table.Th>Device</Table.Th>
+            <Table.Th>Owner</Table.Th>
+            <Table.Th>Decision</Table.Th>
+            <Table.Th>Time</Table.Th>
+          </Table.Tr>
+        </Table.Thead>
+        <Table.Tbody>
+          {approvals.map((a) => (
+            <Table.Tr key={`${a.round}:${a.device_id}`}>
+              <Table.Td>
+                {a.device_name ?? a.device_id}
+                {a.round > 0 && (
+                  <Text size="xs" c="dimmed">
+                    fee bump round {a.round}
+                  </Text>
+                )}
+              </Table.Td>
+              <Table.Td>{a.user_name ?? a.user_email ?? '—'}</Table.Td>
+              <Table.Td>
+                <Badge color={a.decision === 'APPROVE' ? 'green' : 'red'} variant="light">
+                  {a.decision === 'APPROVE' ? 'Approved' : 'Rejected'}
+                </Badge>
+              </Table.Td>
+              <Table.Td>
+                <When at={a.at} />
+              </Table.Td>
+            </Table.Tr>
+          ))}
+        </Table.Tbody>
+      </Table>
+    </Table.ScrollContainer>
+  );
+}
+
+/** SIGN ceremonies (`signing`): attempt, signers by name, outcome, link to the ceremony's record. */
+function SigningTable({ attempts }: { attempts: NonNullable<TransferWithHistory['signing']> }) {
+  if (attempts.length === 0) return <Text c="dimmed">No signing attempt yet.</Text>;
+  return (
+    <Table.ScrollContainer minWidth={640}>
+      <Table striped aria-label="Signing attempts">
+        <Table.Thead>
+          <Table.Tr>
+            <Table.Th>Attempt</Table.Th>
+            <Table.Th>Signers</Table.Th>
+            <Table.Th>Outcome</Table.Th>
+            <Table.Th>Started</Table.Th>
+            <Table.Th>Ceremony</Table.Th>
+          </Table.Tr>
+        </Table.Thead>
+        <Table.Tbody>
+          {attempts.map((a) => (
+            <Table.Tr key={a.ceremony_id}>
+              <Table.Td>{a.attempt}</Table.Td>
+              <Table.Td>
+                {a.signers
+                  .map((p) => `${p.name ?? shorten(p.id)} (${p.kind === 'server' ? 'server' : p.kind})`)
+                  .join(', ')}
+              </Table.Td>
+              <Table.Td>{a.outcome ?? 'running'}</Table.Td>
+              <Table.Td>
+                <When at={a.started_at} />
+              </Table.Td>
+              <Table.Td>
+                <Anchor
+                  href={`/admin/v1/signing-ceremonies/${encodeURIComponent(a.ceremony_id)}`}
+                  target="_blank"
+                  rel="noopener noreferrer"
+                  aria-label={`Signing ceremony ${a.ceremony_id} of attempt ${a.attempt}`}
+                  ff="monospace"
+                >
+                  {shorten(a.ceremony_id)}
+                </Anchor>
+              </Table.Td>
+            </Table.Tr>
+          ))}
+        </Table.Tbody>
+      </Table>
+    </Table.ScrollContainer>
+  );
+}
+
+/** The timeline: the server's `timeline` (every transition), else the view's own times. */
 function StatusTimeline({ transfer: t }: { transfer: TransferWithHistory }) {
-  const entries: { title: string; detail?: string | null; at: string }[] = t.status_history?.length
-    ? t.status_history.map((h) => ({ title: h.status, detail: h.sub_status, at: h.at }))
+  const entries: { title: string; detail?: string | null; at: string }[] = t.timeline?.length
+    ? t.timeline.map((h) => ({ title: h.status, detail: h.sub_status, at: h.at }))
     : [
         { title: 'Created', at: t.created_at },
         ...(t.sent_at ? [{ title: 'SENT', detail: 'broadcast', at: t.sent_at }] : []),
@@ -211,7 +321,7 @@ function StatusTimeline({ transfer: t }: { transfer: TransferWithHistory }) {
             </Text>
           )}
           <Text size="xs" c="dimmed">
-            <time dateTime={e.at}>{new Date(e.at).toLocaleString()}</time>
+            <When at={e.at} />
           </Text>
         </Timeline.Item>
       ))}
@@ -250,7 +360,7 @@ function CancelButton({ profileId, transfer: t }: { profileId: string; transfer:
         ),
       ),
     onSuccess: (v) => {
-      qc.setQueryData(transferKey(profileId, t.transfer_id), v);
+      qc.setQueryData<TransferWithHistory>(transferKey(profileId, t.transfer_id), (old) => merged(old, v));
       void qc.invalidateQueries({ queryKey: ['transfers', profileId] });
       notifications.show({ color: 'green', message: 'Transfer cancelled' });
       setOpen(false);
@@ -309,7 +419,7 @@ function FeeBumpButton({
         ),
       ),
     onSuccess: (v) => {
-      qc.setQueryData(transferKey(profileId, t.transfer_id), v);
+      qc.setQueryData<TransferWithHistory>(transferKey(profileId, t.transfer_id), (old) => merged(old, v));
       notifications.show({ color: 'green', message: 'Fee bump requested: it now needs device approvals' });
       setOpen(false);
     },

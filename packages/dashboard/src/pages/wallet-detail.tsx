@@ -2,11 +2,23 @@
  * Wallet detail (`/wallets/:walletId`): the wallet's name and networks; its addresses (all of
  * them, archived included, paginated on the server; each copyable and as a QR code); its balances
  * per asset (`amount` a decimal string in asset units, shown exactly as the server gave it — no
- * JS number in between); a note on deposits (the admin API has no deposit list: credited
- * deposits show in the balances, deposit events go to webhooks); and for Admins rename,
- * archive (step-up) and unarchive.
+ * JS number in between); its deposits (`GET …/deposits`: the incoming transactions the chain
+ * watchers detected, newest first, paginated on the server; amount a decimal string shown as
+ * given); the Archived badge from `archived_at`; and for Admins rename, archive (step-up) or
+ * unarchive — only the one that applies.
+ *
+ * Over 400 lines because it is one screen of four server-paginated sections (addresses, balances,
+ * deposits) and the Admin actions, each a small component sharing the wallet's query key.
  */
-import type { Balance, LabelledAddress, Page, Wallet, WalletArchive } from '@custodian/coordinator/admin-api-types';
+import type {
+  AdminWallet,
+  Balance,
+  Deposit,
+  LabelledAddress,
+  Page,
+  Wallet,
+  WalletArchive,
+} from '@custodian/coordinator/admin-api-types';
 import { Anchor, Badge, Button, Group, Modal, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { notifications } from '@mantine/notifications';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
@@ -18,9 +30,10 @@ import { useStepUp } from '../auth/step-up';
 import { CopyValue, QrCode } from '../components/copy';
 import { PAGE_SIZE, Pager, usePageParam } from '../components/pager';
 import { ProblemAlert, QueryState } from '../components/states';
-import { byId, fetchWallet, useBlockchains, walletKey, walletName } from './wallets/data';
+import { explorerUrl } from './transfers/status';
+import { byId, type DirectoryBlockchain, fetchWallet, useBlockchains, walletKey, walletName } from './wallets/data';
 
-type WalletWithState = Wallet & { archived_at?: string | null };
+type WalletWithState = AdminWallet;
 
 /** The wallet page. */
 export function WalletDetailPage() {
@@ -67,13 +80,7 @@ function WalletView({ profileId, wallet }: { profileId: string; wallet: WalletWi
       </Stack>
       <Addresses profileId={profileId} walletId={wallet.wallet_id} chainName={(id) => chains.get(id)?.name ?? id} />
       <Balances profileId={profileId} walletId={wallet.wallet_id} chainName={(id) => chains.get(id)?.name ?? id} />
-      <Stack gap="xs">
-        <Title order={3}>Deposits</Title>
-        <Text size="sm" c="dimmed">
-          The admin API keeps no list of incoming transactions: credited deposits show in the balances above, and each
-          deposit is announced to the profile's webhooks (see Webhooks → deliveries).
-        </Text>
-      </Stack>
+      <Deposits profileId={profileId} walletId={wallet.wallet_id} chain={(id) => chains.get(id)} />
     </Stack>
   );
 }
@@ -85,8 +92,7 @@ function WalletActions({ profileId, wallet }: { profileId: string; wallet: Walle
   const [renaming, setRenaming] = useState(false);
   const [archiving, setArchiving] = useState(false);
   const [name, setName] = useState(wallet.name ?? '');
-  // The wallet GET has no archive state; the last archive/unarchive answer gives it.
-  const [archivedAt, setArchivedAt] = useState<string | null | undefined>(wallet.archived_at);
+  const archivedAt = wallet.archived_at;
   const key = walletKey(profileId, wallet.wallet_id);
   const path = { profile_id: profileId, wallet_id: wallet.wallet_id };
   const rename = useMutation({
@@ -116,7 +122,6 @@ function WalletActions({ profileId, wallet }: { profileId: string; wallet: Walle
         ),
       ),
     onSuccess: (a) => {
-      setArchivedAt(a.archived_at);
       qc.setQueryData<WalletWithState>(key, (old) => (old ? { ...old, archived_at: a.archived_at } : old));
       notifications.show({ color: 'green', message: a.archived_at ? 'Wallet archived' : 'Wallet unarchived' });
       setArchiving(false);
@@ -127,7 +132,7 @@ function WalletActions({ profileId, wallet }: { profileId: string; wallet: Walle
       <Button variant="default" onClick={() => setRenaming(true)}>
         Rename
       </Button>
-      {archivedAt !== null && (
+      {archivedAt && (
         <Button variant="default" loading={archive.isPending && !archiving} onClick={() => archive.mutate(false)}>
           Unarchive wallet
         </Button>
@@ -323,6 +328,107 @@ function Balances({
               </Table>
             </Table.ScrollContainer>
             <Pager page={page} total={d.total} onChange={setPage} label="Balance pages" />
+          </>
+        )}
+      </QueryState>
+    </Stack>
+  );
+}
+
+/**
+ * Detected incoming transactions (`GET …/deposits`, newest first), page in `?deposits=`: tx hash
+ * (copyable, explorer link where the chain has one), address, asset, amount (decimal string in asset
+ * units, shown as given), status with confirmations, time first seen.
+ */
+function Deposits({
+  profileId,
+  walletId,
+  chain,
+}: {
+  profileId: string;
+  walletId: string;
+  chain: (id: string) => DirectoryBlockchain | undefined;
+}) {
+  const [page, setPage] = usePageParam('deposits');
+  const list = useQuery({
+    queryKey: ['deposits', profileId, walletId, page],
+    queryFn: () =>
+      call<Page<Deposit>>(
+        api.GET('/admin/v1/profiles/{profile_id}/wallets/{wallet_id}/deposits', {
+          params: { path: { profile_id: profileId, wallet_id: walletId }, query: { page, page_size: PAGE_SIZE } },
+        }),
+      ),
+  });
+  return (
+    <Stack gap="xs">
+      <Title order={3}>Deposits</Title>
+      <QueryState query={list} isEmpty={(d) => d.total === 0} empty="No deposits detected on this wallet yet.">
+        {(d) => (
+          <>
+            <Table.ScrollContainer minWidth={880}>
+              <Table aria-label="Deposits">
+                <Table.Thead>
+                  <Table.Tr>
+                    <Table.Th>Transaction</Table.Th>
+                    <Table.Th>Address</Table.Th>
+                    <Table.Th>Asset</Table.Th>
+                    <Table.Th ta="right">Amount</Table.Th>
+                    <Table.Th>Status</Table.Th>
+                    <Table.Th>Detected</Table.Th>
+                  </Table.Tr>
+                </Table.Thead>
+                <Table.Tbody>
+                  {d.data.map((x) => {
+                    const c = chain(x.blockchain_id);
+                    const url = explorerUrl(c?.key, x.tx_hash);
+                    return (
+                      <Table.Tr key={`${x.tx_hash}/${x.address}/${x.asset_id}`}>
+                        <Table.Td>
+                          <Stack gap={2}>
+                            <CopyValue value={x.tx_hash} label="transaction hash" />
+                            {url && (
+                              <Anchor
+                                href={url}
+                                target="_blank"
+                                rel="noopener noreferrer"
+                                size="sm"
+                                aria-label={`View deposit ${x.tx_hash} in block explorer`}
+                              >
+                                Block explorer
+                              </Anchor>
+                            )}
+                          </Stack>
+                        </Table.Td>
+                        <Table.Td>
+                          <CopyValue value={x.address} label="deposit address" />
+                        </Table.Td>
+                        <Table.Td>
+                          {x.asset_symbol ?? x.asset_id}
+                          <Text size="xs" c="dimmed">
+                            {c?.name ?? x.blockchain_id}
+                          </Text>
+                        </Table.Td>
+                        <Table.Td ta="right" ff="monospace">
+                          {x.amount}
+                        </Table.Td>
+                        <Table.Td>
+                          <Badge color={x.status === 'CONFIRMED' ? 'green' : 'yellow'} variant="light">
+                            {x.status === 'CONFIRMED' ? 'Confirmed' : 'Unconfirmed'}
+                          </Badge>
+                          <Text size="xs" c="dimmed">
+                            {x.confirmations} confirmation{x.confirmations === 1 ? '' : 's'}
+                          </Text>
+                        </Table.Td>
+                        <Table.Td>
+                          <time dateTime={x.detected_at}>{new Date(x.detected_at).toLocaleString()}</time>
+                        </Table.Td>
+                      </Table.Tr>
+                    );
+                  })}
+                </Table.Tbody>
+              </Table>
+            </Table.ScrollContainer>
+            <Pager page={page} total={d.total} onChange={setPage} label="Deposit pages" />
           </>
         )}
       </QueryState>

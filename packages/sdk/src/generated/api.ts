@@ -680,7 +680,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * One wallet with its addresses
+         * One wallet with its addresses, and `archived_at` (ISO 8601 UTC; null while the wallet is active)
          * @description Roles: ADMIN, FINANCE_MANAGER, VIEWER.
          */
         get: operations["adminGetWallet"];
@@ -698,6 +698,26 @@ export interface paths {
          * @description Roles: ADMIN.
          */
         patch: operations["adminRenameWallet"];
+        trace?: never;
+    };
+    "/admin/v1/profiles/{profile_id}/wallets/{wallet_id}/deposits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Deposit history of a wallet: the incoming transactions the chain watchers detected on its addresses, newest first
+         * @description Each item: `tx_hash`, `blockchain_id`, `address`, `asset_id`, `asset_symbol`, `amount` (decimal string in asset units), `amount_base_units` (integer string), `block_height` (null while unconfirmed), `confirmations`, `status` (UNCONFIRMED or CONFIRMED) and `detected_at` (ISO 8601 UTC). Roles: ADMIN, FINANCE_MANAGER, VIEWER.
+         */
+        get: operations["adminListWalletDeposits"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/admin/v1/profiles/{profile_id}/wallets/{wallet_id}/balances": {
@@ -1712,7 +1732,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * One transfer
+         * One transfer, with its `timeline` (every status transition: status, sub_status, at; oldest first), `approvals` (device decisions: device, owner, decision, time) and `signing` (SIGN ceremonies: signers, outcome, ceremony_id)
          * @description Roles: ADMIN, FINANCE_MANAGER, VIEWER.
          */
         get: operations["adminGetTransfer"];
@@ -6786,13 +6806,16 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The wallet */
+            /** @description The wallet and its archive state */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Wallet"];
+                    "application/json": components["schemas"]["Wallet"] & {
+                        /** Format: date-time */
+                        archived_at: string | null;
+                    };
                 };
             };
             /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
@@ -7011,6 +7034,95 @@ export interface operations {
             };
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Content-Type must be application/json */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    adminListWalletDeposits: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1. Out of range → 422. A page past the end returns an empty `data`. */
+                page?: number;
+                /** @description Items per page, default 50, maximum 200. Out of range → 422. */
+                page_size?: number;
+            };
+            header?: never;
+            path: {
+                profile_id: string;
+                wallet_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deposits */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            [key: string]: unknown;
+                        }[];
+                        page: number;
+                        page_size: number;
+                        total: number;
+                    };
+                };
+            };
+            /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `WALLET_NOT_FOUND`: Wallet not found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13160,7 +13272,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description One transfer */
+            /** @description One transfer, with its `timeline` (every status transition: status, sub_status, at; oldest first), `approvals` (device decisions: device, owner, decision, time) and `signing` (SIGN ceremonies: signers, outcome, ceremony_id) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -16037,6 +16149,7 @@ export const ADMIN_OPERATION_RULES: Readonly<
   adminGetWallet: { roles: ['ADMIN', 'FINANCE_MANAGER', 'VIEWER'] },
   adminRenameWallet: { roles: ['ADMIN'] },
   adminDeleteWallet: { roles: ['ADMIN'], stepUp: 'always' },
+  adminListWalletDeposits: { roles: ['ADMIN', 'FINANCE_MANAGER', 'VIEWER'] },
   adminListBalances: { roles: ['ADMIN', 'FINANCE_MANAGER', 'VIEWER'] },
   adminArchiveWallet: { roles: ['ADMIN'], stepUp: 'always' },
   adminUnarchiveWallet: { roles: ['ADMIN'] },

@@ -3,7 +3,7 @@
  * per id so lists can show names), the blockchain directory of the profile (ids → key and name)
  * and its assets (ids → symbol). All under the current profile.
  */
-import type { Asset, Blockchain, Page, Wallet } from '@custodian/coordinator/admin-api-types';
+import type { AdminWallet, Asset, Blockchain, Page, Wallet } from '@custodian/coordinator/admin-api-types';
 import { useQueries, useQuery } from '@tanstack/react-query';
 import { api, call } from '../../api/client';
 
@@ -14,8 +14,8 @@ export type DirectoryBlockchain = Blockchain & { enabled?: boolean; development?
 export const walletKey = (profileId: string | undefined, walletId: string) => ['wallet', profileId, walletId];
 
 /** `GET …/wallets/{wallet_id}`: the wallet with its listed addresses. */
-export function fetchWallet(profileId: string, walletId: string): Promise<Wallet> {
-  return call<Wallet>(
+export function fetchWallet(profileId: string, walletId: string): Promise<AdminWallet> {
+  return call<AdminWallet>(
     api.GET('/admin/v1/profiles/{profile_id}/wallets/{wallet_id}', {
       params: { path: { profile_id: profileId, wallet_id: walletId } },
     }),
