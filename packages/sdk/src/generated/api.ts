@@ -852,8 +852,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Registered server signers
-         * @description Roles: ADMIN.
+         * Registered server signers, with what the coordinator knows of its link to each
+         * @description Oldest first. `reachable`: this coordinator process has an open libp2p connection to the signer now (the link it keeps to every registered signer and redials with backoff); false when signing is off. `last_seen_at`: ISO time such a connection was last open — the time of this request when reachable, the moment the last connection closed otherwise — or null when none was open since the coordinator process started (kept in memory, not stored: a restart forgets it). Roles: ADMIN.
          */
         get: operations["adminListSigners"];
         put?: never;
@@ -7752,22 +7752,32 @@ export interface operations {
     };
     adminListSigners: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Page number, from 1. Out of range → 422. A page past the end returns an empty `data`. */
+                page?: number;
+                /** @description Items per page, default 50, maximum 200. Out of range → 422. */
+                page_size?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Server signers */
+            /** @description Server signers, with reachable and last_seen_at */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        [key: string]: unknown;
-                    }[];
+                        data: {
+                            [key: string]: unknown;
+                        }[];
+                        page: number;
+                        page_size: number;
+                        total: number;
+                    };
                 };
             };
             /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
@@ -8009,6 +8019,10 @@ export interface operations {
         parameters: {
             query?: {
                 status?: "PENDING" | "APPROVED" | "REJECTED" | "REMOVED";
+                /** @description Page number, from 1. Out of range → 422. A page past the end returns an empty `data`. */
+                page?: number;
+                /** @description Items per page, default 50, maximum 200. Out of range → 422. */
+                page_size?: number;
             };
             header?: never;
             path?: never;
@@ -8016,15 +8030,20 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Devices */
+            /** @description Devices, oldest first */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        [key: string]: unknown;
-                    }[];
+                        data: {
+                            [key: string]: unknown;
+                        }[];
+                        page: number;
+                        page_size: number;
+                        total: number;
+                    };
                 };
             };
             /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
@@ -8450,22 +8469,32 @@ export interface operations {
     };
     adminListMasterKeys: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Page number, from 1. Out of range → 422. A page past the end returns an empty `data`. */
+                page?: number;
+                /** @description Items per page, default 50, maximum 200. Out of range → 422. */
+                page_size?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Master keys */
+            /** @description Master keys, oldest first */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        [key: string]: unknown;
-                    }[];
+                        data: {
+                            [key: string]: unknown;
+                        }[];
+                        page: number;
+                        page_size: number;
+                        total: number;
+                    };
                 };
             };
             /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
@@ -8642,22 +8671,32 @@ export interface operations {
     };
     adminListCeremonies: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Page number, from 1. Out of range → 422. A page past the end returns an empty `data`. */
+                page?: number;
+                /** @description Items per page, default 50, maximum 200. Out of range → 422. */
+                page_size?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Ceremonies */
+            /** @description Ceremonies, newest first */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        [key: string]: unknown;
-                    }[];
+                        data: {
+                            [key: string]: unknown;
+                        }[];
+                        page: number;
+                        page_size: number;
+                        total: number;
+                    };
                 };
             };
             /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
@@ -9068,7 +9107,12 @@ export interface operations {
     };
     adminListKeyChanges: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Page number, from 1. Out of range → 422. A page past the end returns an empty `data`. */
+                page?: number;
+                /** @description Items per page, default 50, maximum 200. Out of range → 422. */
+                page_size?: number;
+            };
             header?: never;
             path: {
                 master_key_id: string;
@@ -9077,15 +9121,20 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Key changes */
+            /** @description Key changes, newest first */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        [key: string]: unknown;
-                    }[];
+                        data: {
+                            [key: string]: unknown;
+                        }[];
+                        page: number;
+                        page_size: number;
+                        total: number;
+                    };
                 };
             };
             /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
@@ -9634,7 +9683,12 @@ export interface operations {
     };
     adminListWebhooks: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Page number, from 1. Out of range → 422. A page past the end returns an empty `data`. */
+                page?: number;
+                /** @description Items per page, default 50, maximum 200. Out of range → 422. */
+                page_size?: number;
+            };
             header?: never;
             path: {
                 profile_id: string;
@@ -9643,15 +9697,20 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Webhooks */
+            /** @description Webhooks, oldest first */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        [key: string]: unknown;
-                    }[];
+                        data: {
+                            [key: string]: unknown;
+                        }[];
+                        page: number;
+                        page_size: number;
+                        total: number;
+                    };
                 };
             };
             /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
@@ -10265,22 +10324,32 @@ export interface operations {
     };
     adminListInstanceWebhooks: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Page number, from 1. Out of range → 422. A page past the end returns an empty `data`. */
+                page?: number;
+                /** @description Items per page, default 50, maximum 200. Out of range → 422. */
+                page_size?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Webhooks */
+            /** @description Webhooks, oldest first */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        [key: string]: unknown;
-                    }[];
+                        data: {
+                            [key: string]: unknown;
+                        }[];
+                        page: number;
+                        page_size: number;
+                        total: number;
+                    };
                 };
             };
             /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
