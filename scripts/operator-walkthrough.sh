@@ -326,7 +326,7 @@ master_key() {
   say "master key ceremony 3 of 4 (deadline 5 minutes)"
   guide 'custodian admin master-keys create --threshold 3 --server "$S1_ID" "$S2_ID" --device "$PHONE1_ID" "$PHONE2_ID" --wait' \
     >"$WORK/logs/master-key.log" 2>&1 || fail "master key ceremony (see $WORK/logs/master-key.log)"
-  guide 'custodian admin --json master-keys list' | jq -e 'length == 1' >/dev/null || fail "no master key"
+  guide 'custodian admin --json master-keys list' | jq -e '.total == 1' >/dev/null || fail "no master key"
   say "master key created"
 }
 

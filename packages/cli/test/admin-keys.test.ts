@@ -36,7 +36,7 @@ async function masterKey() {
     secp256k1_public_key: string;
     ed25519_public_key: string;
   };
-  const mk = (JSON.parse(r.out) as Mk[]).find((m) => m.master_key_id === k.masterKeyId);
+  const mk = (JSON.parse(r.out) as { data: Mk[] }).data.find((m) => m.master_key_id === k.masterKeyId);
   if (mk === undefined) throw new Error('no master key');
   return mk;
 }
@@ -113,7 +113,7 @@ describe('custodian admin keys', () => {
       expect(proxy.seen.filter((x) => x.includes('/signature'))).toEqual([]);
       // the change waits for a signature that never came; nothing ran
       const list = await k.cli('--json', 'keys', 'changes', k.masterKeyId);
-      const changes = JSON.parse(list.out) as { status: string; ceremony_id: string | null }[];
+      const changes = (JSON.parse(list.out) as { data: { status: string; ceremony_id: string | null }[] }).data;
       expect(changes[0]).toMatchObject({ status: 'AWAITING_SIGNATURE', ceremony_id: null });
     } finally {
       await proxy.close();
@@ -184,7 +184,7 @@ describe('custodian admin keys', () => {
   }, 180_000);
 
   it('refusals of the CLI itself carry stable codes: an unknown party, an unreadable device key', async () => {
-    const before = JSON.parse((await k.cli('--json', 'keys', 'changes', k.masterKeyId)).out).length;
+    const before = JSON.parse((await k.cli('--json', 'keys', 'changes', k.masterKeyId)).out).total;
     const unknown = await k.cli(
       '--json',
       'keys',
@@ -214,7 +214,7 @@ describe('custodian admin keys', () => {
     expect(bad.err).toMatch(/expected a P-256 secret key as 64 hex digits/);
     expect(bad.err).not.toContain('not hex at all');
     // neither created a key change
-    expect(JSON.parse((await k.cli('--json', 'keys', 'changes', k.masterKeyId)).out)).toHaveLength(before);
+    expect(JSON.parse((await k.cli('--json', 'keys', 'changes', k.masterKeyId)).out).total).toBe(before);
   }, 60_000);
 
   it('attack: an Admin session without a fresh step-up starts nothing; the CLI names the step-up', async () => {

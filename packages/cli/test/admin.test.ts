@@ -97,7 +97,13 @@ describe('custodian admin CLI', () => {
     expect(wrong.err).toMatch(/fingerprint/);
     const s = await addSigner(fingerprint((peerIdFromString(signerPeer).publicKey as { raw: Uint8Array }).raw));
     expect(s.code).toBe(0);
-    expect((await cli('signers', 'list')).out).toMatch(/s1/);
+    const signerList = (await cli('signers', 'list', '--page-size', '5')).out;
+    expect(signerList).toMatch(/s1/);
+    expect(signerList).toMatch(/REACHABLE/);
+    expect(signerList).toMatch(/page 1 of 1 \(1 total\)/);
+    const signerJson = JSON.parse((await cli('--json', 'signers', 'list')).out);
+    expect(signerJson).toMatchObject({ page: 1, page_size: 50, total: 1 });
+    expect(signerJson.data[0]).toMatchObject({ reachable: false, last_seen_at: null });
 
     const enr = await h.req('POST', '/devices/v1/enrollments', {
       body: enrollmentBody(await phoneKeys(), 'phone', { os_version: '13' }),
@@ -117,6 +123,9 @@ describe('custodian admin CLI', () => {
     expect(approved.out).toMatch(/APPROVED/);
     expect(approved.out).toContain(await userIdOf(h, ADMIN_EMAIL));
     expect((await cli('devices', 'list', '--status', 'APPROVED')).out).toMatch(enr.body.device_id);
+    expect((await cli('devices', 'list', '--status', 'APPROVED', '--page', '2', '--page-size', '1')).out).toMatch(
+      /page 2 of 1 \(1 total\)/,
+    );
 
     const noSigners = await cli(
       'master-keys',

@@ -32,7 +32,7 @@ interface Mk {
 
 async function masterKey(): Promise<Mk> {
   const r = await k.cli('--json', 'master-keys', 'list');
-  const mk = (JSON.parse(r.out) as Mk[]).find((m) => m.master_key_id === k.masterKeyId);
+  const mk = (JSON.parse(r.out) as { data: Mk[] }).data.find((m) => m.master_key_id === k.masterKeyId);
   if (mk === undefined) throw new Error('no master key');
   return mk;
 }

@@ -292,6 +292,7 @@ async function build(
     ceremonyClient: opts.ceremonyClient ?? signing?.ceremonyClient,
     options: adminOptions,
     blames,
+    ...(signing ? { links: { link: (peerId: string) => signing.signerLink(peerId) } } : {}),
   });
   const keys = new KeyService({
     db,

@@ -318,7 +318,10 @@ describe('signers, devices, master key', () => {
       422,
       'VALIDATION_FAILED',
     );
-    expect((await h.req('GET', '/admin/v1/signers', { token: h.adminToken })).body).toHaveLength(1);
+    const signers = (await h.req('GET', '/admin/v1/signers?page_size=1', { token: h.adminToken })).body;
+    expect(signers).toMatchObject({ page: 1, page_size: 1, total: 1 });
+    // no signing services in this harness: no link kept, never seen
+    expect(signers.data[0]).toMatchObject({ reachable: false, last_seen_at: null });
   });
 
   it('enrolls devices: requirements checked, approval needs the right fingerprint', async () => {
@@ -383,7 +386,15 @@ describe('signers, devices, master key', () => {
     }
     const removed = await h.req('DELETE', `/admin/v1/devices/${devices.pop()}`, { token: h.adminToken });
     expect(removed.body.status).toBe('REMOVED');
-    expect((await h.req('GET', '/admin/v1/devices?status=APPROVED', { token: h.adminToken })).body).toHaveLength(2);
+    const approved = (await h.req('GET', '/admin/v1/devices?status=APPROVED', { token: h.adminToken })).body;
+    expect(approved.data).toHaveLength(2);
+    expect(approved.total).toBe(2);
+    // pages: LIMIT/OFFSET in a stable order, total counts the filter
+    const p2 = (await h.req('GET', '/admin/v1/devices?status=APPROVED&page=2&page_size=1', { token: h.adminToken }))
+      .body;
+    expect(p2).toMatchObject({ page: 2, page_size: 1, total: 2 });
+    expect(p2.data.map((d: { device_id: string }) => d.device_id)).toEqual([approved.data[1].device_id]);
+    expect((await h.req('GET', '/admin/v1/devices?page_size=201', { token: h.adminToken })).status).toBe(422);
   });
 
   it('wallet creation before the master key exists is 409 NO_MASTER_KEY; the ceremony without a signer channel is 503', async () => {
@@ -462,7 +473,9 @@ describe('signers, devices, master key', () => {
     expect(done).toMatchObject({ status: 'SUCCEEDED', transcript_hash: 'ab'.repeat(32) });
     expect(seen.at(-1)!.parties.map((p) => p.kind)).toEqual(['server', 'device', 'device']);
     expect(seen.at(-1)!.deadline.getTime() - Date.now()).toBeLessThanOrEqual(300);
-    const keys = (await h.req('GET', '/admin/v1/master-keys', { token: h.adminToken })).body;
+    const page = (await h.req('GET', '/admin/v1/master-keys', { token: h.adminToken })).body;
+    expect(page).toMatchObject({ page: 1, page_size: 50, total: 1 });
+    const keys = page.data;
     expect(keys).toHaveLength(1);
     expect(keys[0]).toMatchObject({ master_key_id: done.master_key_id, threshold: 2 });
     expect(keys[0].secp256k1_public_key).toMatch(/^0[23][0-9a-f]{64}$/);

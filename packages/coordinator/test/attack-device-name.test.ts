@@ -23,7 +23,7 @@ afterAll(async () => {
   await h?.close();
 });
 
-const count = async () => (await h.req('GET', '/admin/v1/devices', { token: h.adminToken })).body.length as number;
+const count = async () => (await h.req('GET', '/admin/v1/devices', { token: h.adminToken })).body.total as number;
 
 describe('device names are printable text without bidi overrides', () => {
   it('refuses a name with a right-to-left override (U+202E) and stores nothing', async () => {

@@ -179,7 +179,7 @@ describe('instance and security events stay out of profile webhooks', () => {
     expect(body).toMatchObject({ event_type: 'USER_CREATED', profile_id: NIL_UUID, data: { user_id: u.id } });
     // listed among the instance webhooks only, never in a profile's list
     const inst = await h.req('GET', '/admin/v1/webhooks', { token: h.adminToken });
-    expect(inst.body.map((x: Json) => x.webhook_id)).toContain(hook.body.webhook_id);
+    expect(inst.body.data.map((x: Json) => x.webhook_id)).toContain(hook.body.webhook_id);
     const prof = await h.req('GET', `/api/v1/profiles/${h.profileId}/webhooks`, { key: h.apiKey });
     expect(prof.body.data.map((x: Json) => x.webhook_id)).not.toContain(hook.body.webhook_id);
   });

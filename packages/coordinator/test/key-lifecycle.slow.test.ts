@@ -30,7 +30,7 @@ afterEach(async () => {
 
 const K = (e: KeyEnv) => `/admin/v1/master-keys/${e.masterKeyId}`;
 const masterKey = async (e: KeyEnv): Promise<Json> =>
-  (await e.h.req('GET', '/admin/v1/master-keys', { token: e.h.adminToken })).body.find(
+  (await e.h.req('GET', '/admin/v1/master-keys', { token: e.h.adminToken })).body.data.find(
     (m: Json) => m.master_key_id === e.masterKeyId,
   );
 

@@ -185,7 +185,7 @@ async function stopMobile(p: PhoneProc): Promise<void> {
 const refilled = (log: string) => log.split('\n').some((l) => l.includes('safe prime added') && l.includes('"pool":2'));
 
 const masterKeys = async (): Promise<Json[]> =>
-  (await h.req('GET', '/admin/v1/master-keys', { token: h.adminToken })).body;
+  (await h.req('GET', '/admin/v1/master-keys', { token: h.adminToken })).body.data;
 
 const pooled = async () =>
   h.c.db.query<{ key_id: string; signing_set: string }>('SELECT key_id, signing_set FROM presignatures');

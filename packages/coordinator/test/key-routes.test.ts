@@ -322,7 +322,7 @@ describe('attack: the reshare needs an Admin device signature over the change di
     expect(r.body.errors[0].field).toBe('body.signature');
     expect(await ceremonies()).toBe(before);
     expect(
-      (await h.req('GET', `${K()}/key-changes`, { token: h.adminToken })).body.map((c: Json) => c.change_id),
+      (await h.req('GET', `${K()}/key-changes`, { token: h.adminToken })).body.data.map((c: Json) => c.change_id),
     ).toContain(change.id);
   });
 });

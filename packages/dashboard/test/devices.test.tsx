@@ -11,6 +11,9 @@ import { mockFetch, renderAt } from './render';
 
 afterEach(cleanup);
 
+/** A Page envelope of `data` (page 1 of 20 rows). */
+const pg = <T,>(data: T[], total = data.length) => ({ data, page: 1, page_size: 20, total });
+
 /** axe-core's serious and critical violations in `root` (colour contrast needs layout: off in jsdom). */
 async function seriousViolations(root: Element): Promise<string[]> {
   const r = await axe.run(root, { rules: { 'color-contrast': { enabled: false } } });
@@ -84,7 +87,7 @@ const bob = {
 function routes(role: string, onApprove: (body: unknown) => void = () => {}) {
   return mockFetch([
     ['GET /admin/v1/me', () => ({ body: me(role) })],
-    ['GET /admin/v1/devices', () => ({ body: [pending, approved] })],
+    ['GET /admin/v1/devices', () => ({ body: pg([pending, approved]) })],
     ['GET /admin/v1/users', () => ({ body: { data: [me('ADMIN'), bob], page: 1, page_size: 200, total: 2 } })],
     [
       `POST /admin/v1/devices/${pending.device_id}/approve`,

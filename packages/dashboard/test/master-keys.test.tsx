@@ -11,6 +11,9 @@ import { mockFetch, renderAt } from './render';
 
 afterEach(cleanup);
 
+/** A Page envelope of `data` (page 1 of 20 rows). */
+const pg = <T,>(data: T[], total = data.length) => ({ data, page: 1, page_size: 20, total });
+
 /** axe-core's serious and critical violations in `root` (colour contrast needs layout: off in jsdom). */
 async function seriousViolations(root: Element): Promise<string[]> {
   const r = await axe.run(root, { rules: { 'color-contrast': { enabled: false } } });
@@ -149,10 +152,10 @@ describe('Master key screen', () => {
     const bodies: unknown[] = [];
     mockFetch([
       ['GET /admin/v1/me', () => ({ body: me('ADMIN') })],
-      ['GET /admin/v1/master-keys', () => ({ body: [] })],
-      ['GET /admin/v1/ceremonies', () => ({ body: [] })],
-      ['GET /admin/v1/devices', () => ({ body: [phoneA, phoneB, phoneC] })],
-      ['GET /admin/v1/signers', () => ({ body: [server] })],
+      ['GET /admin/v1/master-keys', () => ({ body: pg([]) })],
+      ['GET /admin/v1/ceremonies', () => ({ body: pg([]) })],
+      ['GET /admin/v1/devices', () => ({ body: pg([phoneA, phoneB, phoneC]) })],
+      ['GET /admin/v1/signers', () => ({ body: pg([server]) })],
       [
         'POST /admin/v1/master-keys',
         async (req) => {
@@ -202,10 +205,10 @@ describe('Master key screen', () => {
   it('shows the server problem when the ceremony cannot start', async () => {
     mockFetch([
       ['GET /admin/v1/me', () => ({ body: me('ADMIN') })],
-      ['GET /admin/v1/master-keys', () => ({ body: [] })],
-      ['GET /admin/v1/ceremonies', () => ({ body: [] })],
-      ['GET /admin/v1/devices', () => ({ body: [phoneA, phoneB] })],
-      ['GET /admin/v1/signers', () => ({ body: [] })],
+      ['GET /admin/v1/master-keys', () => ({ body: pg([]) })],
+      ['GET /admin/v1/ceremonies', () => ({ body: pg([]) })],
+      ['GET /admin/v1/devices', () => ({ body: pg([phoneA, phoneB]) })],
+      ['GET /admin/v1/signers', () => ({ body: pg([]) })],
       [
         'POST /admin/v1/master-keys',
         () => ({
@@ -241,8 +244,8 @@ describe('Master key screen', () => {
     let polls = 0;
     mockFetch([
       ['GET /admin/v1/me', () => ({ body: me('VIEWER') })],
-      ['GET /admin/v1/master-keys', () => ({ body: [] })],
-      ['GET /admin/v1/ceremonies', () => ({ body: [] })],
+      ['GET /admin/v1/master-keys', () => ({ body: pg([]) })],
+      ['GET /admin/v1/ceremonies', () => ({ body: pg([]) })],
       [
         `GET /admin/v1/ceremonies/${CEREMONY_ID}`,
         () => {
@@ -319,10 +322,10 @@ describe('Master key screen', () => {
   it('has no serious or critical axe violations: key card, ceremony panel with blame, create dialog', async () => {
     mockFetch([
       ['GET /admin/v1/me', () => ({ body: me('ADMIN') })],
-      ['GET /admin/v1/master-keys', () => ({ body: [masterKey] })],
-      ['GET /admin/v1/ceremonies', () => ({ body: [ceremony({ status: 'SUCCEEDED', outcome: 'OK' })] })],
-      ['GET /admin/v1/devices', () => ({ body: [phoneA, phoneB] })],
-      ['GET /admin/v1/signers', () => ({ body: [server] })],
+      ['GET /admin/v1/master-keys', () => ({ body: pg([masterKey]) })],
+      ['GET /admin/v1/ceremonies', () => ({ body: pg([ceremony({ status: 'SUCCEEDED', outcome: 'OK' })]) })],
+      ['GET /admin/v1/devices', () => ({ body: pg([phoneA, phoneB]) })],
+      ['GET /admin/v1/signers', () => ({ body: pg([server]) })],
       [`GET /admin/v1/master-keys/${KEY_ID}/key-changes`, () => ({ body: [keyChange] })],
       [
         `GET /admin/v1/ceremonies/${CEREMONY_ID}`,
@@ -349,8 +352,8 @@ describe('Master key screen', () => {
   it("shows a finished recovery drill's verified signatures and backup state", async () => {
     mockFetch([
       ['GET /admin/v1/me', () => ({ body: me('VIEWER') })],
-      ['GET /admin/v1/master-keys', () => ({ body: [] })],
-      ['GET /admin/v1/ceremonies', () => ({ body: [] })],
+      ['GET /admin/v1/master-keys', () => ({ body: pg([]) })],
+      ['GET /admin/v1/ceremonies', () => ({ body: pg([]) })],
       [
         `GET /admin/v1/ceremonies/${CEREMONY_ID}`,
         () => ({
@@ -386,10 +389,10 @@ describe('Master key screen', () => {
   it('shows an Admin the key lifecycle and a key change waiting for a phone signature', async () => {
     mockFetch([
       ['GET /admin/v1/me', () => ({ body: me('ADMIN') })],
-      ['GET /admin/v1/master-keys', () => ({ body: [masterKey] })],
-      ['GET /admin/v1/ceremonies', () => ({ body: [ceremony({ status: 'SUCCEEDED', outcome: 'OK' })] })],
-      ['GET /admin/v1/devices', () => ({ body: [phoneA, phoneB] })],
-      ['GET /admin/v1/signers', () => ({ body: [server] })],
+      ['GET /admin/v1/master-keys', () => ({ body: pg([masterKey]) })],
+      ['GET /admin/v1/ceremonies', () => ({ body: pg([ceremony({ status: 'SUCCEEDED', outcome: 'OK' })]) })],
+      ['GET /admin/v1/devices', () => ({ body: pg([phoneA, phoneB]) })],
+      ['GET /admin/v1/signers', () => ({ body: pg([server]) })],
       [`GET /admin/v1/master-keys/${KEY_ID}/key-changes`, () => ({ body: [keyChange] })],
     ]);
     renderAt(

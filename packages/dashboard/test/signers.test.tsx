@@ -11,6 +11,9 @@ import { mockFetch, renderAt } from './render';
 
 afterEach(cleanup);
 
+/** A Page envelope of `data` (page 1 of 20 rows). */
+const pg = <T,>(data: T[], total = data.length) => ({ data, page: 1, page_size: 20, total });
+
 /** axe-core's serious and critical violations in `root` (colour contrast needs layout: off in jsdom). */
 async function seriousViolations(root: Element): Promise<string[]> {
   const r = await axe.run(root, { rules: { 'color-contrast': { enabled: false } } });
@@ -62,7 +65,7 @@ describe('Server signers screen', () => {
     let stepped = false;
     mockFetch([
       ['GET /admin/v1/me', () => ({ body: me('ADMIN') })],
-      ['GET /admin/v1/signers', () => ({ body: [signer] })],
+      ['GET /admin/v1/signers', () => ({ body: pg([signer]) })],
       [
         'POST /admin/v1/session/step-up',
         async (req) => {
@@ -119,7 +122,7 @@ describe('Server signers screen', () => {
     let posts = 0;
     mockFetch([
       ['GET /admin/v1/me', () => ({ body: me('ADMIN') })],
-      ['GET /admin/v1/signers', () => ({ body: [] })],
+      ['GET /admin/v1/signers', () => ({ body: pg([]) })],
       [
         'POST /admin/v1/signers',
         () => {
@@ -157,10 +160,51 @@ describe('Server signers screen', () => {
     expect(posts).toBe(1);
   });
 
+  it('asks the server for page 2 of 20 and shows reachability and the x–y of total text', async () => {
+    const seen = mockFetch([
+      ['GET /admin/v1/me', () => ({ body: me('ADMIN') })],
+      [
+        'GET /admin/v1/signers',
+        () => ({
+          body: {
+            data: [
+              { ...signer, reachable: true, last_seen_at: '2026-11-26T20:00:00Z' },
+              {
+                ...signer,
+                signer_id: '55555555-5555-4555-8555-555555555555',
+                name: 'Server two',
+                reachable: false,
+                last_seen_at: null,
+              },
+            ],
+            page: 2,
+            page_size: 20,
+            total: 22,
+          },
+        }),
+      ],
+    ]);
+    renderAt(
+      <Harness>
+        <SignersPage />
+      </Harness>,
+      '/signers?page=2',
+    );
+    const table = await screen.findByRole('table', { name: 'Server signers' });
+    expect(within(table).getByText('Reachable')).toBeTruthy();
+    expect(within(table).getByText('Unreachable')).toBeTruthy();
+    expect(within(table).getByText('Not seen since the coordinator started')).toBeTruthy();
+    expect(within(table).getByText(/^Last seen /)).toBeTruthy();
+    expect(await screen.findByText('21–22 of 22')).toBeTruthy();
+    const list = seen.find((r) => new URL(r.url).pathname === '/admin/v1/signers');
+    expect(new URL(list!.url).searchParams.get('page')).toBe('2');
+    expect(new URL(list!.url).searchParams.get('page_size')).toBe('20');
+  });
+
   it('has no serious or critical axe violations, with the register dialog open too', async () => {
     mockFetch([
       ['GET /admin/v1/me', () => ({ body: me('ADMIN') })],
-      ['GET /admin/v1/signers', () => ({ body: [signer] })],
+      ['GET /admin/v1/signers', () => ({ body: pg([signer]) })],
     ]);
     const user = userEvent.setup({ delay: null });
     const { container } = renderAt(
@@ -180,7 +224,7 @@ describe('Server signers screen', () => {
     const deleted: string[] = [];
     mockFetch([
       ['GET /admin/v1/me', () => ({ body: me('ADMIN') })],
-      ['GET /admin/v1/signers', () => ({ body: [signer] })],
+      ['GET /admin/v1/signers', () => ({ body: pg([signer]) })],
       [
         `DELETE /admin/v1/signers/${signer.signer_id}`,
         () => {
@@ -206,7 +250,7 @@ describe('Server signers screen', () => {
 
     mockFetch([
       ['GET /admin/v1/me', () => ({ body: me('VIEWER') })],
-      ['GET /admin/v1/signers', () => ({ body: [signer] })],
+      ['GET /admin/v1/signers', () => ({ body: pg([signer]) })],
     ]);
     renderAt(
       <Harness>

@@ -9,6 +9,9 @@ import { StepUpProvider } from '../src/auth/step-up';
 import { WebhooksPage } from '../src/pages/webhooks';
 import { mockFetch, type Reply, renderAt } from './render';
 
+/** A Page envelope of `data` (page 1 of 20 rows). */
+const pg = <T,>(data: T[], total = data.length) => ({ data, page: 1, page_size: 20, total });
+
 const PROFILE = '11111111-1111-4111-8111-111111111111';
 const HOOK = '33333333-3333-4333-8333-333333333333';
 const NOTE = '44444444-4444-4444-8444-444444444444';
@@ -52,7 +55,7 @@ const note = (status: string) => ({
 const base: [string | RegExp, (r: Request) => Reply][] = [
   ['GET /admin/v1/me', () => me('ADMIN')],
   ['GET /admin/v1/profiles', () => ({ body: [{ profile_id: PROFILE, name: 'Main', created_at: '' }] })],
-  [`GET /admin/v1/profiles/${PROFILE}/webhooks`, () => ({ body: [hook] })],
+  [`GET /admin/v1/profiles/${PROFILE}/webhooks`, () => ({ body: pg([hook]) })],
 ];
 
 function page() {

@@ -52,6 +52,7 @@ import type {
   PolicySignatureInput,
   Profile,
   ServerSigner,
+  ServerSignerStatus,
   SigningCeremony,
   SigningKey,
   StepUpInput,
@@ -73,6 +74,15 @@ import { AdminHttp, type AdminHttpOptions } from './http.js';
 
 const page = (q: PageQuery = {}) => ({ page: q.page, page_size: q.page_size });
 const notifications = (q: NotificationQuery = {}) => ({ ...page(q), status: q.status });
+/** Every item of a paginated list: pages of 200 until `total` is reached (or a page comes back short). */
+async function allPages<T>(get: (q: PageQuery) => Promise<Page<T>>): Promise<T[]> {
+  const out: T[] = [];
+  for (let n = 1; ; n++) {
+    const p = await get({ page: n, page_size: 200 });
+    out.push(...p.data);
+    if (p.data.length < 200 || out.length >= p.total) return out;
+  }
+}
 
 /** A blockchain of the directory as `listProfileDirectory` returns it. */
 export type DirectoryBlockchain = Blockchain & {
@@ -269,8 +279,13 @@ export class AdminClient {
 
   // ---- server signers, devices ----
 
-  listSigners(): Promise<ServerSigner[]> {
-    return this.http.request('GET', '/admin/v1/signers');
+  /** One page of server signers (with `reachable`, `last_seen_at`). */
+  listSigners(q?: PageQuery): Promise<Page<ServerSignerStatus>> {
+    return this.http.request('GET', '/admin/v1/signers', { query: page(q) });
+  }
+  /** Every server signer (all pages). */
+  allSigners(): Promise<ServerSignerStatus[]> {
+    return allPages((q) => this.listSigners(q));
   }
   /** Register a server signer; 422 when the fingerprint is not the peer id's key. */
   addSigner(body: AddSignerInput): Promise<ServerSigner> {
@@ -279,8 +294,13 @@ export class AdminClient {
   removeSigner(signerId: string): Promise<void> {
     return this.http.request('DELETE', '/admin/v1/signers/{signer_id}', { path: { signer_id: signerId } });
   }
-  listDevices(q: { status?: DeviceStatus | string } = {}): Promise<Device[]> {
-    return this.http.request('GET', '/admin/v1/devices', { query: { status: q.status } });
+  /** One page of devices, oldest first, optionally of one status. */
+  listDevices(q: PageQuery & { status?: DeviceStatus | string } = {}): Promise<Page<Device>> {
+    return this.http.request('GET', '/admin/v1/devices', { query: { ...page(q), status: q.status } });
+  }
+  /** Every device (all pages). */
+  allDevices(): Promise<Device[]> {
+    return allPages((q) => this.listDevices(q));
   }
   getDevice(deviceId: string): Promise<Device> {
     return this.http.request('GET', '/admin/v1/devices/{device_id}', { path: { device_id: deviceId } });
@@ -298,15 +318,21 @@ export class AdminClient {
 
   // ---- master keys, ceremonies ----
 
-  listMasterKeys(): Promise<MasterKey[]> {
-    return this.http.request('GET', '/admin/v1/master-keys');
+  /** One page of master key records, oldest first. */
+  listMasterKeys(q?: PageQuery): Promise<Page<MasterKey>> {
+    return this.http.request('GET', '/admin/v1/master-keys', { query: page(q) });
+  }
+  /** Every master key record (all pages). */
+  allMasterKeys(): Promise<MasterKey[]> {
+    return allPages((q) => this.listMasterKeys(q));
   }
   /** Start the key generation ceremony among exactly `signers` (202: the ceremony record). */
   createMasterKey(body: CreateMasterKeyInput): Promise<Ceremony> {
     return this.http.request('POST', '/admin/v1/master-keys', { body });
   }
-  listCeremonies(): Promise<Ceremony[]> {
-    return this.http.request('GET', '/admin/v1/ceremonies');
+  /** One page of ceremonies, newest first. */
+  listCeremonies(q?: PageQuery): Promise<Page<Ceremony>> {
+    return this.http.request('GET', '/admin/v1/ceremonies', { query: page(q) });
   }
   getCeremony(ceremonyId: string): Promise<Ceremony> {
     return this.http.request('GET', '/admin/v1/ceremonies/{ceremony_id}', { path: { ceremony_id: ceremonyId } });
@@ -330,9 +356,10 @@ export class AdminClient {
     const path = { master_key_id: masterKeyId };
     return this.http.request('POST', '/admin/v1/master-keys/{master_key_id}/key-changes', { path, body });
   }
-  listKeyChanges(masterKeyId: string): Promise<KeyChange[]> {
+  /** One page of the key changes of a master key, newest first. */
+  listKeyChanges(masterKeyId: string, q?: PageQuery): Promise<Page<KeyChange>> {
     const path = { master_key_id: masterKeyId };
-    return this.http.request('GET', '/admin/v1/master-keys/{master_key_id}/key-changes', { path });
+    return this.http.request('GET', '/admin/v1/master-keys/{master_key_id}/key-changes', { path, query: page(q) });
   }
   getKeyChange(masterKeyId: string, changeId: string): Promise<KeyChange> {
     const path = { master_key_id: masterKeyId, change_id: changeId };
@@ -354,8 +381,10 @@ export class AdminClient {
 
   // ---- profile webhooks (changes need a step-up) ----
 
-  listWebhooks(profileId: string): Promise<Webhook[]> {
-    return this.http.request('GET', '/admin/v1/profiles/{profile_id}/webhooks', { path: { profile_id: profileId } });
+  /** One page of the webhooks of a profile, oldest first. */
+  listWebhooks(profileId: string, q?: PageQuery): Promise<Page<Webhook>> {
+    const path = { profile_id: profileId };
+    return this.http.request('GET', '/admin/v1/profiles/{profile_id}/webhooks', { path, query: page(q) });
   }
   createWebhook(profileId: string, body: CreateWebhookInput): Promise<Webhook> {
     const path = { profile_id: profileId };
@@ -392,8 +421,9 @@ export class AdminClient {
 
   // ---- instance-level webhooks ----
 
-  listInstanceWebhooks(): Promise<Webhook[]> {
-    return this.http.request('GET', '/admin/v1/webhooks');
+  /** One page of the instance-level webhooks, oldest first. */
+  listInstanceWebhooks(q?: PageQuery): Promise<Page<Webhook>> {
+    return this.http.request('GET', '/admin/v1/webhooks', { query: page(q) });
   }
   createInstanceWebhook(body: CreateWebhookInput): Promise<Webhook> {
     return this.http.request('POST', '/admin/v1/webhooks', { body });

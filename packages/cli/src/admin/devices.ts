@@ -1,26 +1,27 @@
 /** `custodian admin devices …`: mobile signer devices and their enrollment requests. */
 import { Option } from 'commander';
-import type { AdminContext } from './context.js';
+import { type AdminContext, type PageFlags, pageOpts, pageQuery } from './context.js';
 
 /** Register `devices` on `admin`. */
 export function registerDeviceCommands(ctx: AdminContext): void {
   const devices = ctx.admin.command('devices').description('mobile signer devices and enrollment requests');
-  devices
-    .command('list')
-    .description('devices')
-    .addOption(new Option('--status <status>').choices(['PENDING', 'APPROVED', 'REJECTED', 'REMOVED']))
-    .action(
-      ctx.run(async (o: { status?: string }) =>
-        ctx.print(await (await ctx.client()).listDevices({ status: o.status }), [
-          'device_id',
-          'name',
-          'platform',
-          'os_version',
-          'status',
-          'fingerprint',
-        ]),
-      ),
-    );
+  pageOpts(
+    devices
+      .command('list')
+      .description('devices, oldest first')
+      .addOption(new Option('--status <status>').choices(['PENDING', 'APPROVED', 'REJECTED', 'REMOVED'])),
+  ).action(
+    ctx.run(async (o: PageFlags & { status?: string }) =>
+      ctx.print(await (await ctx.client()).listDevices({ status: o.status, ...pageQuery(o) }), [
+        'device_id',
+        'name',
+        'platform',
+        'os_version',
+        'status',
+        'fingerprint',
+      ]),
+    ),
+  );
   devices
     .command('show <device_id>')
     .description('one device')

@@ -36,7 +36,7 @@ import type {
 } from '@custodian/coordinator/admin-api-types';
 import { signKeyChange } from '@custodian/wire';
 import type { AdminClient } from './client.js';
-import { type AdminContext, formatTable } from './context.js';
+import { type AdminContext, formatTable, type PageFlags, pageOpts, pageQuery } from './context.js';
 import { checkKeyChange, describeKeyChange, drillPassed, refuse, resolveParty } from './keys-check.js';
 import { readDeviceKeyFile } from './policies.js';
 
@@ -74,7 +74,7 @@ async function waitKeyChange(ctx: AdminContext, api: AdminClient, kc: KeyChange)
 
 /** The master key `id` as listed. @throws AdminCliError 404-like `UNKNOWN_MASTER_KEY` */
 async function masterKeyOf(api: AdminClient, id: string): Promise<MasterKey> {
-  const mk = (await api.listMasterKeys()).find((k) => k.master_key_id.toLowerCase() === id.toLowerCase());
+  const mk = (await api.allMasterKeys()).find((k) => k.master_key_id.toLowerCase() === id.toLowerCase());
   return mk ?? refuse('UNKNOWN_MASTER_KEY', `no master key ${id}`);
 }
 
@@ -116,7 +116,7 @@ export function registerKeyCommands(ctx: AdminContext): void {
     }
     try {
       const api = await ctx.client();
-      const [mk, signers, devices] = await Promise.all([masterKeyOf(api, id), api.listSigners(), api.listDevices()]);
+      const [mk, signers, devices] = await Promise.all([masterKeyOf(api, id), api.allSigners(), api.allDevices()]);
       const input = build(signers, devices);
       const view = await api.createKeyChange(mk.master_key_id, input);
       if (!ctx.json) io.out(describeKeyChange(view, mk, signers, devices));
@@ -196,22 +196,21 @@ export function registerKeyCommands(ctx: AdminContext): void {
     }),
   );
 
-  const changes = keys
-    .command('changes <master_key_id>')
-    .description('key changes of a master key, newest first')
-    .action(
-      ctx.run(async (id: string) =>
-        ctx.print(await (await ctx.client()).listKeyChanges(id), [
-          'change_id',
-          'reason',
-          'status',
-          'ceremony_id',
-          'uncommitted',
-          'created_at',
-          'error',
-        ]),
-      ),
-    );
+  const changes = pageOpts(
+    keys.command('changes <master_key_id>').description('key changes of a master key, newest first'),
+  ).action(
+    ctx.run(async (id: string, o: PageFlags) =>
+      ctx.print(await (await ctx.client()).listKeyChanges(id, pageQuery(o)), [
+        'change_id',
+        'reason',
+        'status',
+        'ceremony_id',
+        'uncommitted',
+        'created_at',
+        'error',
+      ]),
+    ),
+  );
   changes
     .command('show <master_key_id> <change_id>')
     .description('one key change with its document and digest')

@@ -4,15 +4,23 @@
  */
 
 import type { Blame } from '@custodian/coordinator/admin-api-types';
-import { type AdminContext, formatTable } from './context.js';
+import { type AdminContext, formatTable, type PageFlags, pageOpts, pageQuery } from './context.js';
 
 /** Register `signers` on `admin`. */
 export function registerSignerCommands(ctx: AdminContext): void {
   const signers = ctx.admin.command('signers').description('server signers');
-  signers
-    .command('list')
-    .description('registered server signers')
-    .action(ctx.run(async () => ctx.print(await (await ctx.client()).listSigners())));
+  pageOpts(signers.command('list').description('registered server signers, with reachable and last_seen_at')).action(
+    ctx.run(async (o: PageFlags) =>
+      ctx.print(await (await ctx.client()).listSigners(pageQuery(o)), [
+        'signer_id',
+        'name',
+        'peer_id',
+        'address',
+        'reachable',
+        'last_seen_at',
+      ]),
+    ),
+  );
   signers
     .command('add')
     .description('register a server signer')
@@ -42,18 +50,16 @@ export function registerSignerCommands(ctx: AdminContext): void {
 export function registerMasterKeyCommands(ctx: AdminContext): void {
   const { io } = ctx;
   const mk = ctx.admin.command('master-keys').description('the master key (DKG ceremony) and ceremonies');
-  mk.command('list')
-    .description('master key records (public keys and chain codes)')
-    .action(
-      ctx.run(async () =>
-        ctx.print(await (await ctx.client()).listMasterKeys(), [
-          'master_key_id',
-          'threshold',
-          'secp256k1_public_key',
-          'created_at',
-        ]),
-      ),
-    );
+  pageOpts(mk.command('list').description('master key records (public keys and chain codes), oldest first')).action(
+    ctx.run(async (o: PageFlags) =>
+      ctx.print(await (await ctx.client()).listMasterKeys(pageQuery(o)), [
+        'master_key_id',
+        'threshold',
+        'secp256k1_public_key',
+        'created_at',
+      ]),
+    ),
+  );
   mk.command('create')
     .description('run the k-of-n ceremony among exactly the selected signers (5-minute timeout)')
     .requiredOption('--threshold <k>', 'signers needed to sign')
@@ -83,22 +89,19 @@ export function registerMasterKeyCommands(ctx: AdminContext): void {
       }),
     );
   const cer = ctx.admin.command('ceremonies').description('ceremony records');
-  cer
-    .command('list')
-    .description('ceremonies, newest first')
-    .action(
-      ctx.run(async () =>
-        ctx.print(await (await ctx.client()).listCeremonies(), [
-          'ceremony_id',
-          'kind',
-          'status',
-          'threshold',
-          'started_at',
-          'finished_at',
-          'error',
-        ]),
-      ),
-    );
+  pageOpts(cer.command('list').description('ceremonies, newest first')).action(
+    ctx.run(async (o: PageFlags) =>
+      ctx.print(await (await ctx.client()).listCeremonies(pageQuery(o)), [
+        'ceremony_id',
+        'kind',
+        'status',
+        'threshold',
+        'started_at',
+        'finished_at',
+        'error',
+      ]),
+    ),
+  );
   cer
     .command('show <ceremony_id>')
     .description(

@@ -30,14 +30,16 @@ function updateBody(o: WebhookFlags): UpdateWebhookInput {
 /** Register `webhooks` on `admin`. */
 export function registerWebhookCommands(ctx: AdminContext): void {
   const hooks = ctx.admin.command('webhooks').description('webhook registrations of a profile');
-  hooks
-    .command('list <profile_id>')
-    .description('webhooks')
-    .action(
-      ctx.run(async (p: string) =>
-        ctx.print(await (await ctx.client()).listWebhooks(p), ['webhook_id', 'url', 'event_types', 'description']),
-      ),
-    );
+  pageOpts(hooks.command('list <profile_id>').description('webhooks, oldest first')).action(
+    ctx.run(async (p: string, o: PageFlags) =>
+      ctx.print(await (await ctx.client()).listWebhooks(p, pageQuery(o)), [
+        'webhook_id',
+        'url',
+        'event_types',
+        'description',
+      ]),
+    ),
+  );
   hooks
     .command('create <profile_id>')
     .description('register a webhook (HTTPS)')
@@ -128,19 +130,16 @@ export function registerInstanceWebhookCommands(ctx: AdminContext): void {
   const ihooks = ctx.admin
     .command('instance-webhooks')
     .description('instance-level webhooks: user, device, server signer and security events (ROLE_SCOPE_LOGIN …)');
-  ihooks
-    .command('list')
-    .description('instance-level webhooks')
-    .action(
-      ctx.run(async () =>
-        ctx.print(await (await ctx.client()).listInstanceWebhooks(), [
-          'webhook_id',
-          'url',
-          'event_types',
-          'description',
-        ]),
-      ),
-    );
+  pageOpts(ihooks.command('list').description('instance-level webhooks, oldest first')).action(
+    ctx.run(async (o: PageFlags) =>
+      ctx.print(await (await ctx.client()).listInstanceWebhooks(pageQuery(o)), [
+        'webhook_id',
+        'url',
+        'event_types',
+        'description',
+      ]),
+    ),
+  );
   ihooks
     .command('create')
     .description('register an instance-level webhook (HTTPS)')

@@ -411,7 +411,9 @@ export async function startInstance(opts: InstanceOptions): Promise<Instance> {
         }),
       );
     }
-    const registered = list<{ signer_id: string; peer_id: string }>(await admin('GET', '/admin/v1/signers'));
+    const registered = list<{ signer_id: string; peer_id: string }>(
+      await admin('GET', '/admin/v1/signers?page_size=200'),
+    );
     for (const [k, s] of state.signers.entries()) {
       const found = registered.find((r) => r.peer_id === s.peer_id);
       if (found) s.signer_id = found.signer_id;

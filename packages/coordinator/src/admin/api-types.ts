@@ -197,6 +197,16 @@ export interface ServerSigner {
   created_at: string;
 }
 
+/**
+ * A server signer as `GET /admin/v1/signers` lists it: `reachable` — this coordinator has an open
+ * libp2p connection to it now; `last_seen_at` — ISO time one was last open (now when reachable),
+ * null when none since the coordinator started.
+ */
+export interface ServerSignerStatus extends ServerSigner {
+  reachable: boolean;
+  last_seen_at: string | null;
+}
+
 export type AddSignerInput = Pick<ServerSigner, 'name' | 'peer_id' | 'address' | 'fingerprint'>;
 
 export type DeviceStatus = 'PENDING' | 'APPROVED' | 'REJECTED' | 'REMOVED';

@@ -3,8 +3,9 @@
  * mobile app's unauthenticated enrollment request and status poll under `/devices/v1` (`Devices`).
  */
 import { type AdminRouter, actor, B, P } from '../admin/route.js';
-import { ADMIN, anyObject, listOf, obj } from '../admin/schemas.js';
-import { UUID } from '../api/schemas.js';
+import { ADMIN, anyObject, obj, pageEnvelope } from '../admin/schemas.js';
+import { PAGE_QUERY, UUID } from '../api/schemas.js';
+import type { PageRequest } from '../store.js';
 import { DEVICE_NAME_MAX_CHARS } from './binding.js';
 import type { DeviceService } from './service.js';
 
@@ -22,12 +23,15 @@ export function deviceRoutes(r: AdminRouter, devices: DeviceService): void {
       querystring: {
         type: 'object',
         additionalProperties: false,
-        properties: { status: { type: 'string', enum: ['PENDING', 'APPROVED', 'REJECTED', 'REMOVED'] } },
+        properties: { status: { type: 'string', enum: ['PENDING', 'APPROVED', 'REJECTED', 'REMOVED'] }, ...PAGE_QUERY },
       },
       status: 200,
-      response: listOf('Devices'),
+      response: pageEnvelope('Devices, oldest first'),
     },
-    async (req) => devices.listDevices((req.query as { status?: string }).status),
+    async (req) => {
+      const q = req.query as PageRequest & { status?: string };
+      return devices.listDevices({ page: q.page, page_size: q.page_size }, q.status);
+    },
   );
   r.route(
     'GET',

@@ -11,7 +11,7 @@ import { p256 } from '@noble/curves/nist.js';
 import type { AuditLog } from '../audit/service.js';
 import type { Db } from '../db/db.js';
 import { ApiError } from '../errors.js';
-import { notFound } from '../store.js';
+import { notFound, type Page, type PageRequest, pageOffset } from '../store.js';
 import { type Clock, iso } from '../util.js';
 import { emitInstanceEvent } from '../webhooks/outbox.js';
 import { deviceNameProblem, ed25519PeerKey, lockPeerId, normaliseFingerprint, peerIdHolder } from './binding.js';
@@ -176,13 +176,24 @@ export class DeviceService {
     return { ...r, created_at: iso(r.created_at), decided_at: iso(r.decided_at) };
   }
 
-  /** Devices, oldest first, optionally of one status (PENDING, APPROVED, REJECTED, REMOVED). */
-  async listDevices(status?: string) {
+  /** One page of devices, oldest first, optionally of one status (PENDING, APPROVED, REJECTED, REMOVED). */
+  async listDevices(p: PageRequest, status?: string) {
+    const where = status ? 'WHERE status = $1' : '';
+    const args: unknown[] = status ? [status] : [];
     const rows = await this.c.db.query<{ device_id: string }>(
-      `SELECT device_id FROM devices ${status ? 'WHERE status = $1' : ''} ORDER BY created_at, device_id`,
-      status ? [status] : [],
+      `SELECT device_id FROM devices ${where} ORDER BY created_at, device_id
+       LIMIT $${args.length + 1} OFFSET $${args.length + 2}`,
+      [...args, p.page_size, pageOffset(p)],
     );
-    return Promise.all(rows.map((r) => this.getDevice(r.device_id)));
+    const [count] = await this.c.db.query<{ n: string }>(`SELECT COUNT(*)::text AS n FROM devices ${where}`, args);
+    const data = await Promise.all(rows.map((r) => this.getDevice(r.device_id)));
+    const page: Page<(typeof data)[number]> = {
+      data,
+      page: p.page,
+      page_size: p.page_size,
+      total: Number(count?.n ?? 0),
+    };
+    return page;
   }
 
   /**

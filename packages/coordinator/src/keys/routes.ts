@@ -1,8 +1,9 @@
 /** Admin API of the keys room (`Admin: master keys`, Admin only): refresh, key changes, recovery drill. */
 import { type AdminRouter, actor, B, P } from '../admin/route.js';
-import { ADMIN, anyObject, listOf, obj } from '../admin/schemas.js';
+import { ADMIN, anyObject, obj, pageEnvelope, pageQuery } from '../admin/schemas.js';
 import { UUID } from '../api/schemas.js';
 import { ApiError } from '../errors.js';
+import type { PageRequest } from '../store.js';
 import type { KeyService } from './service.js';
 
 const TAGS = ['Admin: master keys'];
@@ -105,14 +106,16 @@ export function keyRoutes(r: AdminRouter, keys: KeyService): void {
       tags: TAGS,
       summary: 'Key changes of the master key, newest first',
       params: keyParams,
+      querystring: pageQuery,
       status: 200,
-      response: listOf('Key changes'),
+      response: pageEnvelope('Key changes, newest first'),
       errors: ['RESOURCE_NOT_FOUND'],
     },
     async (req) => {
       const id = P<{ master_key_id: string }>(req).master_key_id;
+      const { page, page_size } = req.query as PageRequest;
       await keys.store.key(id);
-      return keys.store.listChanges(id);
+      return keys.store.listChanges(id, { page, page_size });
     },
   );
   r.route(

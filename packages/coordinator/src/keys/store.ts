@@ -7,7 +7,7 @@
 import type { SignedKeyChange } from '@custodian/wire';
 import type { CeremonyParty, CeremonyProgress } from '../ceremony.js';
 import type { Db, Queryable } from '../db/db.js';
-import { notFound } from '../store.js';
+import { notFound, type Page, type PageRequest, pageOffset } from '../store.js';
 import { iso } from '../util.js';
 
 /** Status of a key change (see keys/service.ts for the transitions). */
@@ -259,13 +259,19 @@ export class KeyStore {
     );
   }
 
-  /** Key changes of a master key, newest first (views). */
-  async listChanges(masterKeyId: string): Promise<KeyChangeView[]> {
+  /** One page of the key changes of a master key, newest first (views). */
+  async listChanges(masterKeyId: string, p: PageRequest): Promise<Page<KeyChangeView>> {
     const rows = await this.db.query<{ change_id: string }>(
-      'SELECT change_id::text AS change_id FROM key_changes WHERE master_key_id = $1 ORDER BY created_at DESC, change_id',
+      `SELECT change_id::text AS change_id FROM key_changes WHERE master_key_id = $1
+       ORDER BY created_at DESC, change_id LIMIT $2 OFFSET $3`,
+      [masterKeyId, p.page_size, pageOffset(p)],
+    );
+    const [count] = await this.db.query<{ n: string }>(
+      'SELECT COUNT(*)::text AS n FROM key_changes WHERE master_key_id = $1',
       [masterKeyId],
     );
-    return Promise.all(rows.map((r) => this.view(masterKeyId, r.change_id)));
+    const data = await Promise.all(rows.map((r) => this.view(masterKeyId, r.change_id)));
+    return { data, page: p.page, page_size: p.page_size, total: Number(count?.n ?? 0) };
   }
 
   /** One key change's view. @throws ApiError RESOURCE_NOT_FOUND */

@@ -11,7 +11,7 @@ import { CeremonyAbortedError, type CeremonyClient, type CeremonyParty, type Cer
 import type { Db, Queryable } from '../db/db.js';
 import { ApiError } from '../errors.js';
 import type { BlameStore, BlameView, SigningCeremonyView } from '../signing/blame-store.js';
-import { notFound } from '../store.js';
+import { notFound, type Page, type PageRequest, pageOffset } from '../store.js';
 import { type Clock, iso } from '../util.js';
 import type { MasterKeyStore } from './store.js';
 
@@ -64,12 +64,15 @@ export class CeremonyService {
 
   constructor(private readonly c: CeremonyComponents) {}
 
-  /** Every ceremony, newest first. */
-  async listCeremonies() {
+  /** One page of ceremonies, newest first. */
+  async listCeremonies(p: PageRequest): Promise<Page<CeremonyView>> {
     const rows = await this.c.db.query<{ ceremony_id: string }>(
-      'SELECT ceremony_id FROM ceremonies ORDER BY started_at DESC',
+      'SELECT ceremony_id FROM ceremonies ORDER BY started_at DESC, ceremony_id LIMIT $1 OFFSET $2',
+      [p.page_size, pageOffset(p)],
     );
-    return Promise.all(rows.map((r) => this.getCeremony(r.ceremony_id)));
+    const [count] = await this.c.db.query<{ n: string }>('SELECT COUNT(*)::text AS n FROM ceremonies');
+    const data = await Promise.all(rows.map((r) => this.getCeremony(r.ceremony_id)));
+    return { data, page: p.page, page_size: p.page_size, total: Number(count?.n ?? 0) };
   }
 
   /** One ceremony's progress and outcome. @throws ApiError RESOURCE_NOT_FOUND */

@@ -1,9 +1,16 @@
 /** Admin API of the signers room: server signers (`Admin: signers`), master keys and ceremonies (`Admin: master keys`). */
 import { eventStreamResponse } from '../admin/live.js';
 import { type AdminRouter, actor, B, P } from '../admin/route.js';
-import { ADMIN, ALL, anyObject, listOf, name, obj } from '../admin/schemas.js';
+import { ADMIN, ALL, anyObject, name, obj, pageEnvelope, pageQuery } from '../admin/schemas.js';
 import { UUID } from '../api/schemas.js';
+import type { PageRequest } from '../store.js';
 import type { SignerService } from './service.js';
+
+/** The page request of a validated `PAGE_QUERY` querystring. */
+const pg = (q: unknown): PageRequest => {
+  const { page, page_size } = q as PageRequest;
+  return { page, page_size };
+};
 
 /** Register the server signer routes. */
 export function signerRoutes(r: AdminRouter, signers: SignerService): void {
@@ -13,11 +20,18 @@ export function signerRoutes(r: AdminRouter, signers: SignerService): void {
     {
       roles: ADMIN,
       tags: ['Admin: signers'],
-      summary: 'Registered server signers',
+      summary: 'Registered server signers, with what the coordinator knows of its link to each',
+      description:
+        'Oldest first. `reachable`: this coordinator process has an open libp2p connection to the signer now ' +
+        '(the link it keeps to every registered signer and redials with backoff); false when signing is off. ' +
+        '`last_seen_at`: ISO time such a connection was last open — the time of this request when reachable, ' +
+        'the moment the last connection closed otherwise — or null when none was open since the coordinator ' +
+        'process started (kept in memory, not stored: a restart forgets it).',
+      querystring: pageQuery,
       status: 200,
-      response: listOf('Server signers'),
+      response: pageEnvelope('Server signers, with reachable and last_seen_at'),
     },
-    async () => signers.list(),
+    async (req) => signers.list(pg(req.query)),
   );
   r.route(
     'POST',
@@ -79,9 +93,10 @@ export function masterKeyRoutes(r: AdminRouter, signers: SignerService): void {
       tags: ['Admin: master keys'],
       summary: 'Master key records (public keys and chain codes only)',
       status: 200,
-      response: listOf('Master keys'),
+      querystring: pageQuery,
+      response: pageEnvelope('Master keys, oldest first'),
     },
-    async () => signers.masterKeys.listMasterKeys(),
+    async (req) => signers.pageMasterKeys(pg(req.query)),
   );
   r.route(
     'POST',
@@ -120,9 +135,10 @@ export function masterKeyRoutes(r: AdminRouter, signers: SignerService): void {
       tags: ['Admin: master keys'],
       summary: 'Ceremonies, newest first',
       status: 200,
-      response: listOf('Ceremonies'),
+      querystring: pageQuery,
+      response: pageEnvelope('Ceremonies, newest first'),
     },
-    async () => signers.ceremonies.listCeremonies(),
+    async (req) => signers.ceremonies.listCeremonies(pg(req.query)),
   );
   r.route(
     'GET',

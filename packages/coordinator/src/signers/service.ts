@@ -13,11 +13,11 @@ import type { Db } from '../db/db.js';
 import { ed25519PeerKey, lockPeerId, normaliseFingerprint } from '../devices/binding.js';
 import { ApiError } from '../errors.js';
 import type { BlameStore } from '../signing/blame-store.js';
-import { notFound } from '../store.js';
+import { notFound, type Page, type PageRequest, pageOffset } from '../store.js';
 import { type Clock, iso } from '../util.js';
 import { emitInstanceEvent } from '../webhooks/outbox.js';
 import { CeremonyService } from './ceremonies.js';
-import { MasterKeyStore } from './store.js';
+import { MasterKeyStore, type MasterKeyView } from './store.js';
 
 /** Dependencies of {@link SignerService} (and of its ceremonies and master key records). */
 export interface SignerComponents {
@@ -29,6 +29,18 @@ export interface SignerComponents {
   readonly options: Pick<AdminOptions, 'minMobileSigners' | 'dkgTimeoutMs'>;
   /** Checked blames of ceremonies (signing/blame-store.ts), recorded and shown by the ceremonies. */
   readonly blames?: BlameStore | undefined;
+  /**
+   * The coordinator's links to the server signers (signing/services.ts `signerLink`): whether a
+   * libp2p connection to the peer is open now, and when one last was. Absent (signing off):
+   * every signer is unreachable, never seen.
+   */
+  readonly links?: SignerLinkStatus | undefined;
+}
+
+/** What the coordinator knows of its link to one server signer (by libp2p peer id). */
+export interface SignerLinkStatus {
+  /** `reachable`: a connection is open now; `lastSeenAt`: last time one was open (null: not since start). */
+  link(peerId: string): { reachable: boolean; lastSeenAt: Date | null };
 }
 
 /** Server signers; master keys and ceremonies as sub-services. */
@@ -43,13 +55,32 @@ export class SignerService {
     this.ceremonies = new CeremonyService({ ...c, masterKeys: this.masterKeys });
   }
 
-  /** Live server signers, oldest first. */
-  async list() {
-    const rows = await this.c.db.query<Record<string, unknown> & { created_at: Date }>(
+  /**
+   * One page of live server signers, oldest first, each with `reachable` (a libp2p connection from
+   * this coordinator to the signer is open now) and `last_seen_at` (ISO time a connection was last
+   * open — now when reachable — or null when none was since the coordinator started).
+   */
+  async list(p: PageRequest): Promise<Page<Record<string, unknown>>> {
+    const rows = await this.c.db.query<Record<string, unknown> & { created_at: Date; peer_id: string }>(
       `SELECT signer_id, name, peer_id, address, fingerprint, created_at FROM server_signers
-       WHERE removed_at IS NULL ORDER BY created_at, signer_id`,
+       WHERE removed_at IS NULL ORDER BY created_at, signer_id LIMIT $1 OFFSET $2`,
+      [p.page_size, pageOffset(p)],
     );
-    return rows.map((r) => ({ ...r, created_at: iso(r.created_at) }));
+    const [count] = await this.c.db.query<{ n: string }>(
+      'SELECT COUNT(*)::text AS n FROM server_signers WHERE removed_at IS NULL',
+    );
+    const data = rows.map((r) => {
+      const l = this.c.links?.link(r.peer_id) ?? { reachable: false, lastSeenAt: null };
+      return { ...r, created_at: iso(r.created_at), reachable: l.reachable, last_seen_at: iso(l.lastSeenAt) };
+    });
+    return { data, page: p.page, page_size: p.page_size, total: Number(count?.n ?? 0) };
+  }
+
+  /** One page of master key records, oldest first (the records of {@link MasterKeyStore.listMasterKeys}). */
+  async pageMasterKeys(p: PageRequest): Promise<Page<MasterKeyView>> {
+    const all = await this.masterKeys.listMasterKeys();
+    const start = pageOffset(p);
+    return { data: all.slice(start, start + p.page_size), page: p.page, page_size: p.page_size, total: all.length };
   }
 
   /**

@@ -169,6 +169,11 @@ export interface SigningServices extends Startable {
   policySync: PolicySync;
   /** Re-read the registered server signers (done before every ceremony). */
   refreshSigners(): Promise<void>;
+  /**
+   * The link to a server signer by peer id: `reachable` when a libp2p connection to it is open now;
+   * `lastSeenAt` the last time one was (now when reachable; the close otherwise; null: not since start).
+   */
+  signerLink(peerId: string): { reachable: boolean; lastSeenAt: Date | null };
   /** Key lifecycle ceremonies, signer status and approver revocations (key-ops.ts; issue #22). */
   keyOps: KeyCeremonyPort;
 }
@@ -202,6 +207,13 @@ export async function createSigningServices(c: SigningServicesComponents): Promi
   };
   await refreshSigners();
   const control = await ControlClient.create(privateKey, peers, c.log);
+  // when a connection to each peer last closed (in memory): the signers list's last_seen_at
+  const lastClosed = new Map<string, Date>();
+  control.host.node.addEventListener('peer:disconnect', (e) => lastClosed.set(e.detail.toString(), new Date()));
+  const signerLink = (peerId: string) => {
+    if (control.host.connectedPeers().includes(peerId)) return { reachable: true, lastSeenAt: new Date() };
+    return { reachable: false, lastSeenAt: lastClosed.get(peerId) ?? null };
+  };
   if (c.signerLinks !== false) {
     links = new PeerLinks(control.host, () => peers, {
       ...(c.signerLinks ?? {}),
@@ -366,6 +378,7 @@ export async function createSigningServices(c: SigningServicesComponents): Promi
     presignatures,
     policySync,
     refreshSigners,
+    signerLink,
     keyOps,
     /** Links to the signers, the presignature pool and a first full policy sync. Idempotent. */
     async start() {

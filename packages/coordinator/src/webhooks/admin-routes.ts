@@ -5,7 +5,7 @@
  */
 import type { FastifyRequest } from 'fastify';
 import { type AdminRouter, actor, B, P } from '../admin/route.js';
-import { ADMIN, anyObject, listOf, obj, pageEnvelope } from '../admin/schemas.js';
+import { ADMIN, anyObject, listOf, obj, pageEnvelope, pageQuery } from '../admin/schemas.js';
 import { PAGE_QUERY, UUID } from '../api/schemas.js';
 import type { PageRequest } from '../store.js';
 import { INSTANCE_EVENT_TYPES, PROFILE_EVENT_TYPES, WEBHOOK_EVENT_TYPES } from './events.js';
@@ -46,10 +46,14 @@ export function webhookAdminRoutes(r: AdminRouter, hooks: WebhookAdminServices):
       tags: ['Admin: webhooks'],
       summary: 'Webhook registrations of a profile',
       params: profileParams,
+      querystring: pageQuery,
       status: 200,
-      response: listOf('Webhooks'),
+      response: pageEnvelope('Webhooks, oldest first'),
     },
-    async (req) => hooks.registrations.listWebhooks(P<{ profile_id: string }>(req).profile_id),
+    async (req) => {
+      const { page, page_size } = req.query as PageRequest;
+      return hooks.registrations.listWebhooks(P<{ profile_id: string }>(req).profile_id, { page, page_size });
+    },
   );
   r.route(
     'POST',
@@ -195,10 +199,14 @@ export function webhookAdminRoutes(r: AdminRouter, hooks: WebhookAdminServices):
       tags: ['Admin: webhooks'],
       summary: 'Instance-level webhook registrations',
       description: instanceText,
+      querystring: pageQuery,
       status: 200,
-      response: listOf('Webhooks'),
+      response: pageEnvelope('Webhooks, oldest first'),
     },
-    async () => hooks.registrations.listWebhooks(null),
+    async (req) => {
+      const { page, page_size } = req.query as PageRequest;
+      return hooks.registrations.listWebhooks(null, { page, page_size });
+    },
   );
   r.route(
     'POST',

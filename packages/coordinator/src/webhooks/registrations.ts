@@ -9,7 +9,7 @@ import type { AdminOptions } from '../admin/options.js';
 import type { AuditLog } from '../audit/service.js';
 import type { Db, Queryable } from '../db/db.js';
 import { ApiError } from '../errors.js';
-import { notFound } from '../store.js';
+import { notFound, type Page, type PageRequest, pageOffset } from '../store.js';
 import { type Clock, iso } from '../util.js';
 import { isInstanceEvent } from './events.js';
 import type { WebhookSigningKeys } from './keys.js';
@@ -125,14 +125,24 @@ export class WebhookRegistrations {
     throw new ApiError('VALIDATION_FAILED', message, [{ field: `body.event_types[${i}]`, message }]);
   }
 
-  /** Live webhooks of a profile, or the instance-level ones when `profileId` is null; oldest first. */
-  async listWebhooks(profileId: string | null) {
+  /** One page of the live webhooks of a profile, or of the instance-level ones when `profileId` is null; oldest first. */
+  async listWebhooks(profileId: string | null, p: PageRequest) {
+    const where = 'WHERE profile_id IS NOT DISTINCT FROM $1::uuid AND deleted_at IS NULL';
     const rows = await this.c.db.query<Record<string, unknown>>(
-      `SELECT * FROM webhooks WHERE profile_id IS NOT DISTINCT FROM $1::uuid AND deleted_at IS NULL
-       ORDER BY created_at, webhook_id`,
-      [profileId],
+      `SELECT * FROM webhooks ${where} ORDER BY created_at, webhook_id LIMIT $2 OFFSET $3`,
+      [profileId, p.page_size, pageOffset(p)],
     );
-    return rows.map((r) => this.webhookView(r));
+    const [count] = await this.c.db.query<{ n: string }>(`SELECT COUNT(*)::text AS n FROM webhooks ${where}`, [
+      profileId,
+    ]);
+    const data = rows.map((r) => this.webhookView(r));
+    const page: Page<(typeof data)[number]> = {
+      data,
+      page: p.page,
+      page_size: p.page_size,
+      total: Number(count?.n ?? 0),
+    };
+    return page;
   }
 
   /** One live webhook of the profile (null: instance-level); 404 RESOURCE_NOT_FOUND otherwise. */

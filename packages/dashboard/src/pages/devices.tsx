@@ -63,7 +63,8 @@ function BigFingerprint({ value }: { value: string }) {
 export function useDevices(enabled = true) {
   return useQuery({
     queryKey: DEVICES_KEY,
-    queryFn: () => call<Device[]>(api.GET('/admin/v1/devices')),
+    queryFn: async () =>
+      (await call<Page<Device>>(api.GET('/admin/v1/devices', { params: { query: { page: 1, page_size: 200 } } }))).data,
     enabled,
   });
 }

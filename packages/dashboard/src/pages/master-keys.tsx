@@ -5,9 +5,9 @@
  * (pages/master-keys/ceremony.tsx), and the recent ceremonies (`GET /admin/v1/ceremonies`, newest
  * first; the route answers the whole list, so the table pages it in the page, 20 rows, `?cpage=`).
  */
-import type { Ceremony, MasterKey } from '@custodian/coordinator/admin-api-types';
+import type { Ceremony, MasterKey, Page } from '@custodian/coordinator/admin-api-types';
 import { Badge, Button, Group, Stack, Table, Text, Title } from '@mantine/core';
-import { useQuery } from '@tanstack/react-query';
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { useSearchParams } from 'react-router';
 import { api, call } from '../api/client';
@@ -19,18 +19,20 @@ import { CreateMasterKeyModal } from './master-keys/create';
 import { MasterKeyCard, short } from './master-keys/key';
 import { recordedParties } from './master-keys/parties';
 
-/** Recent ceremonies, paged in the page. */
+/** Recent ceremonies, newest first, paged by the server (`?cpage=`, 20 a page). */
 function Ceremonies({ onShow }: { onShow: (id: string) => void }) {
-  const ceremonies = useQuery({
-    queryKey: ['ceremonies'],
-    queryFn: () => call<Ceremony[]>(api.GET('/admin/v1/ceremonies')),
-  });
   const [page, setPage] = usePageParam('cpage');
+  const ceremonies = useQuery({
+    queryKey: ['ceremonies', { page }],
+    placeholderData: keepPreviousData,
+    queryFn: () =>
+      call<Page<Ceremony>>(api.GET('/admin/v1/ceremonies', { params: { query: { page, page_size: PAGE_SIZE } } })),
+  });
   return (
     <Stack gap="xs">
       <Title order={3}>Recent ceremonies</Title>
-      <QueryState query={ceremonies} isEmpty={(d) => d.length === 0} empty="No ceremony has run yet.">
-        {(list) => (
+      <QueryState query={ceremonies} isEmpty={(d) => d.total === 0} empty="No ceremony has run yet.">
+        {(result) => (
           <>
             <Table.ScrollContainer minWidth={760}>
               <Table aria-label="Recent ceremonies" striped>
@@ -45,7 +47,7 @@ function Ceremonies({ onShow }: { onShow: (id: string) => void }) {
                   </Table.Tr>
                 </Table.Thead>
                 <Table.Tbody>
-                  {list.slice((page - 1) * PAGE_SIZE, page * PAGE_SIZE).map((c) => (
+                  {result.data.map((c) => (
                     <Table.Tr key={c.ceremony_id}>
                       <Table.Td>{c.kind}</Table.Td>
                       <Table.Td>
@@ -73,7 +75,7 @@ function Ceremonies({ onShow }: { onShow: (id: string) => void }) {
                 </Table.Tbody>
               </Table>
             </Table.ScrollContainer>
-            <Pager page={page} total={list.length} onChange={setPage} label="Ceremonies" />
+            <Pager page={page} total={result.total} onChange={setPage} label="Ceremonies" />
           </>
         )}
       </QueryState>
@@ -86,7 +88,12 @@ export function MasterKeysPage() {
   const { can } = useSession();
   const keys = useQuery({
     queryKey: ['master-keys'],
-    queryFn: () => call<MasterKey[]>(api.GET('/admin/v1/master-keys')),
+    queryFn: async () =>
+      (
+        await call<Page<MasterKey>>(
+          api.GET('/admin/v1/master-keys', { params: { query: { page: 1, page_size: 200 } } }),
+        )
+      ).data,
   });
   const [params, setParams] = useSearchParams();
   const ceremonyId = params.get('ceremony');

@@ -1,15 +1,15 @@
 /**
  * Servers screen (`/signers`, "Server signers"): the registered server signers (name, libp2p peer
- * id, dial address, identity fingerprint, registration time — all `GET /admin/v1/signers` returns;
- * it reports no reachability), "Register signer" (`POST /admin/v1/signers`, step-up) and Remove
- * (`DELETE /admin/v1/signers/{id}`, step-up, after a confirmation). The list is not paged by the
- * server; the table pages it in the page (20 rows).
+ * id, dial address, identity fingerprint, registration time, and whether the coordinator's link to
+ * it is open now — badge Reachable / Unreachable — with when it was last seen), "Register signer"
+ * (`POST /admin/v1/signers`, step-up) and Remove (`DELETE /admin/v1/signers/{id}`, step-up, after a
+ * confirmation). The server pages the list (`page`, `page_size` 20).
  */
-import type { AddSignerInput, ServerSigner } from '@custodian/coordinator/admin-api-types';
-import { Button, Group, Modal, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import type { AddSignerInput, Page, ServerSigner, ServerSignerStatus } from '@custodian/coordinator/admin-api-types';
+import { Badge, Button, Group, Modal, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { useForm } from '@mantine/form';
 import { notifications } from '@mantine/notifications';
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, call } from '../api/client';
 import { useSession } from '../auth/session';
@@ -21,13 +21,47 @@ import { ProblemAlert, QueryState } from '../components/states';
 /** Query key of the server signer list (shared with the master key screen's party choice). */
 export const SIGNERS_KEY = ['signers'] as const;
 
-/** The registered server signers (not removed), in registration order. */
+/**
+ * The registered server signers (not removed), in registration order, for choosing parties: the
+ * first 200 (the API's largest page; an instance has a handful).
+ */
 export function useSigners(enabled = true) {
   return useQuery({
-    queryKey: SIGNERS_KEY,
-    queryFn: () => call<ServerSigner[]>(api.GET('/admin/v1/signers')),
+    queryKey: [...SIGNERS_KEY, 'all'],
+    queryFn: async () =>
+      (
+        await call<Page<ServerSignerStatus>>(
+          api.GET('/admin/v1/signers', { params: { query: { page: 1, page_size: 200 } } }),
+        )
+      ).data,
     enabled,
   });
+}
+
+/** One page (`PAGE_SIZE` rows) of the server signers, with reachability. */
+function useSignerPage(page: number) {
+  return useQuery({
+    queryKey: [...SIGNERS_KEY, { page }],
+    placeholderData: keepPreviousData,
+    queryFn: () =>
+      call<Page<ServerSignerStatus>>(
+        api.GET('/admin/v1/signers', { params: { query: { page, page_size: PAGE_SIZE } } }),
+      ),
+  });
+}
+
+/** "Reachable" / "Unreachable" badge and when the coordinator last had a connection to the signer. */
+function Reachability({ s }: { s: ServerSignerStatus }) {
+  return (
+    <Stack gap={2}>
+      {s.reachable ? <Badge color="green">Reachable</Badge> : <Badge color="red">Unreachable</Badge>}
+      <Text size="xs" c="dimmed">
+        {s.last_seen_at === null
+          ? 'Not seen since the coordinator started'
+          : `Last seen ${new Date(s.last_seen_at).toLocaleString()}`}
+      </Text>
+    </Stack>
+  );
 }
 
 /** Register dialog: the values `custodian signer init` prints on the signer host. */
@@ -135,8 +169,8 @@ function RemoveModal({ signer, onClose }: { signer: ServerSigner; onClose: () =>
 /** The Servers screen (Admin only; the route checks `adminListSigners`). */
 export function SignersPage() {
   const { can } = useSession();
-  const signers = useSigners();
   const [page, setPage] = usePageParam();
+  const signers = useSignerPage(page);
   const [registering, setRegistering] = useState(false);
   const [removing, setRemoving] = useState<ServerSigner | null>(null);
   const canRemove = can('adminRemoveSigner');
@@ -148,12 +182,12 @@ export function SignersPage() {
       </Group>
       <QueryState
         query={signers}
-        isEmpty={(d) => d.length === 0}
+        isEmpty={(d) => d.total === 0}
         empty="No server signer is registered. Set one up with custodian signer init, then register it here."
       >
-        {(list) => (
+        {(result) => (
           <>
-            <Table.ScrollContainer minWidth={900}>
+            <Table.ScrollContainer minWidth={1000}>
               <Table aria-label="Server signers" striped>
                 <Table.Thead>
                   <Table.Tr>
@@ -161,12 +195,13 @@ export function SignersPage() {
                     <Table.Th>Peer id</Table.Th>
                     <Table.Th>Address</Table.Th>
                     <Table.Th>Fingerprint</Table.Th>
+                    <Table.Th>Link</Table.Th>
                     <Table.Th>Registered</Table.Th>
                     {canRemove && <Table.Th>Actions</Table.Th>}
                   </Table.Tr>
                 </Table.Thead>
                 <Table.Tbody>
-                  {list.slice((page - 1) * PAGE_SIZE, page * PAGE_SIZE).map((s) => (
+                  {result.data.map((s) => (
                     <Table.Tr key={s.signer_id}>
                       <Table.Td>{s.name}</Table.Td>
                       <Table.Td>
@@ -181,6 +216,9 @@ export function SignersPage() {
                         <Text ff="monospace" size="xs" style={{ overflowWrap: 'anywhere' }}>
                           {s.fingerprint}
                         </Text>
+                      </Table.Td>
+                      <Table.Td>
+                        <Reachability s={s} />
                       </Table.Td>
                       <Table.Td>{new Date(s.created_at).toLocaleString()}</Table.Td>
                       {canRemove && (
@@ -201,7 +239,7 @@ export function SignersPage() {
                 </Table.Tbody>
               </Table>
             </Table.ScrollContainer>
-            <Pager page={page} total={list.length} onChange={setPage} label="Server signers" />
+            <Pager page={page} total={result.total} onChange={setPage} label="Server signers" />
           </>
         )}
       </QueryState>

@@ -6,7 +6,7 @@
  * step-up), and the notifications of the selected webhook (`?webhook=<id>`; paginated server-side,
  * filtered by status) with "Redeliver" per notification.
  */
-import type { Webhook } from '@custodian/coordinator/admin-api-types';
+import type { Page, Webhook } from '@custodian/coordinator/admin-api-types';
 import type { paths } from '@custodian/sdk/api';
 import { Button, Group, Modal, MultiSelect, Stack, Table, Text, Textarea, TextInput, Title } from '@mantine/core';
 import { notifications } from '@mantine/notifications';
@@ -77,8 +77,14 @@ export function WebhooksPage() {
   const list = useQuery({
     queryKey: ['webhooks', profileId],
     enabled: profileId !== undefined,
-    queryFn: () =>
-      call<Webhook[]>(api.GET('/admin/v1/profiles/{profile_id}/webhooks', { params: { path: { profile_id: pid } } })),
+    queryFn: async () =>
+      (
+        await call<Page<Webhook>>(
+          api.GET('/admin/v1/profiles/{profile_id}/webhooks', {
+            params: { path: { profile_id: pid }, query: { page: 1, page_size: 200 } },
+          }),
+        )
+      ).data,
   });
 
   const open = (w: Webhook | null) => {

@@ -872,8 +872,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Registered server signers
-         * @description Roles: ADMIN.
+         * Registered server signers, with what the coordinator knows of its link to each
+         * @description Oldest first. `reachable`: this coordinator process has an open libp2p connection to the signer now (the link it keeps to every registered signer and redials with backoff); false when signing is off. `last_seen_at`: ISO time such a connection was last open — the time of this request when reachable, the moment the last connection closed otherwise — or null when none was open since the coordinator process started (kept in memory, not stored: a restart forgets it). Roles: ADMIN.
          */
         get: operations["adminListSigners"];
         put?: never;
@@ -7884,22 +7884,32 @@ export interface operations {
     };
     adminListSigners: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Page number, from 1. Out of range → 422. A page past the end returns an empty `data`. */
+                page?: number;
+                /** @description Items per page, default 50, maximum 200. Out of range → 422. */
+                page_size?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Server signers */
+            /** @description Server signers, with reachable and last_seen_at */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        [key: string]: unknown;
-                    }[];
+                        data: {
+                            [key: string]: unknown;
+                        }[];
+                        page: number;
+                        page_size: number;
+                        total: number;
+                    };
                 };
             };
             /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
@@ -8141,6 +8151,10 @@ export interface operations {
         parameters: {
             query?: {
                 status?: "PENDING" | "APPROVED" | "REJECTED" | "REMOVED";
+                /** @description Page number, from 1. Out of range → 422. A page past the end returns an empty `data`. */
+                page?: number;
+                /** @description Items per page, default 50, maximum 200. Out of range → 422. */
+                page_size?: number;
             };
             header?: never;
             path?: never;
@@ -8148,15 +8162,20 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Devices */
+            /** @description Devices, oldest first */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        [key: string]: unknown;
-                    }[];
+                        data: {
+                            [key: string]: unknown;
+                        }[];
+                        page: number;
+                        page_size: number;
+                        total: number;
+                    };
                 };
             };
             /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
@@ -8582,22 +8601,32 @@ export interface operations {
     };
     adminListMasterKeys: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Page number, from 1. Out of range → 422. A page past the end returns an empty `data`. */
+                page?: number;
+                /** @description Items per page, default 50, maximum 200. Out of range → 422. */
+                page_size?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Master keys */
+            /** @description Master keys, oldest first */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        [key: string]: unknown;
-                    }[];
+                        data: {
+                            [key: string]: unknown;
+                        }[];
+                        page: number;
+                        page_size: number;
+                        total: number;
+                    };
                 };
             };
             /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
@@ -8774,22 +8803,32 @@ export interface operations {
     };
     adminListCeremonies: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Page number, from 1. Out of range → 422. A page past the end returns an empty `data`. */
+                page?: number;
+                /** @description Items per page, default 50, maximum 200. Out of range → 422. */
+                page_size?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Ceremonies */
+            /** @description Ceremonies, newest first */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        [key: string]: unknown;
-                    }[];
+                        data: {
+                            [key: string]: unknown;
+                        }[];
+                        page: number;
+                        page_size: number;
+                        total: number;
+                    };
                 };
             };
             /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
@@ -9200,7 +9239,12 @@ export interface operations {
     };
     adminListKeyChanges: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Page number, from 1. Out of range → 422. A page past the end returns an empty `data`. */
+                page?: number;
+                /** @description Items per page, default 50, maximum 200. Out of range → 422. */
+                page_size?: number;
+            };
             header?: never;
             path: {
                 master_key_id: string;
@@ -9209,15 +9253,20 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Key changes */
+            /** @description Key changes, newest first */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        [key: string]: unknown;
-                    }[];
+                        data: {
+                            [key: string]: unknown;
+                        }[];
+                        page: number;
+                        page_size: number;
+                        total: number;
+                    };
                 };
             };
             /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
@@ -9766,7 +9815,12 @@ export interface operations {
     };
     adminListWebhooks: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Page number, from 1. Out of range → 422. A page past the end returns an empty `data`. */
+                page?: number;
+                /** @description Items per page, default 50, maximum 200. Out of range → 422. */
+                page_size?: number;
+            };
             header?: never;
             path: {
                 profile_id: string;
@@ -9775,15 +9829,20 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Webhooks */
+            /** @description Webhooks, oldest first */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        [key: string]: unknown;
-                    }[];
+                        data: {
+                            [key: string]: unknown;
+                        }[];
+                        page: number;
+                        page_size: number;
+                        total: number;
+                    };
                 };
             };
             /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
@@ -10397,22 +10456,32 @@ export interface operations {
     };
     adminListInstanceWebhooks: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Page number, from 1. Out of range → 422. A page past the end returns an empty `data`. */
+                page?: number;
+                /** @description Items per page, default 50, maximum 200. Out of range → 422. */
+                page_size?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Webhooks */
+            /** @description Webhooks, oldest first */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        [key: string]: unknown;
-                    }[];
+                        data: {
+                            [key: string]: unknown;
+                        }[];
+                        page: number;
+                        page_size: number;
+                        total: number;
+                    };
                 };
             };
             /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
