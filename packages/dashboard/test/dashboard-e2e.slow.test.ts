@@ -42,8 +42,6 @@ const s = {
   viewerPassword: `viewer ${Math.random().toString(36).slice(2)} password`,
 };
 
-/** A text pattern matching `text` exactly (whole accessible name). */
-const exact = (text: string) => new RegExp(`^${text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
 
 /** Check the current screen: axe-core at 1280 px, no horizontal overflow at 360 px, a screenshot. */
 async function checkScreen(p: Page, name: string): Promise<void> {
