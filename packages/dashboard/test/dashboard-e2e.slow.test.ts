@@ -42,6 +42,8 @@ const s = {
   viewerPassword: `viewer ${Math.random().toString(36).slice(2)} password`,
 };
 
+/** A label pattern: exactly `name`, with or without the required-field asterisk. */
+const field = (name: string) => new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}( \\*)?$`);
 
 /** Check the current screen: axe-core at 1280 px, no horizontal overflow at 360 px, a screenshot. */
 async function checkScreen(p: Page, name: string): Promise<void> {
@@ -62,7 +64,22 @@ async function nav(p: Page, label: string, heading: string | RegExp = label): Pr
   await p.getByRole('heading', { level: 2, name: heading }).waitFor();
 }
 
-/** Answer the step-up dialog ("Confirm it is you") with the current TOTP code, if it shows. */
+let lastStep = -1;
+/**
+ * The Admin's next TOTP code: the coordinator accepts a code once (RFC 6238 §5.2), so a second use
+ * within the same 30 s step waits for the next step.
+ */
+async function nextTotp(): Promise<string> {
+  let step = Math.floor(Date.now() / 30_000);
+  if (step <= lastStep) {
+    await new Promise((r) => setTimeout(r, (lastStep + 1) * 30_000 - Date.now() + 250));
+    step = lastStep + 1;
+  }
+  lastStep = step;
+  return totp(s.totpSecret, step * 30_000);
+}
+
+/** Answer the step-up dialog ("Confirm it is you") with a fresh TOTP code, if it shows. */
 async function stepUp(p: Page): Promise<void> {
   const dialog = p.getByRole('dialog', { name: 'Confirm it is you' });
   try {
@@ -70,28 +87,34 @@ async function stepUp(p: Page): Promise<void> {
   } catch {
     return; // the session is still stepped up
   }
-  const code = dialog.getByLabel('Authenticator code');
-  if (await code.count()) await code.fill(totp(s.totpSecret));
-  else await dialog.getByLabel('Password').fill(stack.adminPassword);
+  const code = dialog.getByLabel(field('Authenticator code'));
+  if (await code.count()) await code.fill(await nextTotp());
+  else await dialog.getByLabel(field('Password')).fill(stack.adminPassword);
   await dialog.getByRole('button', { name: 'Confirm' }).click();
   await dialog.waitFor({ state: 'hidden' });
 }
 
-/** Admin API GET with the test's own bearer session (reads server state back). */
+/** Admin API GET with the test's own bearer session (reads server state back; logs in again on a 401). */
 async function get<T>(path: string): Promise<T> {
-  const r = await fetch(`${stack.url}${path}`, { headers: { authorization: `Bearer ${await stack.apiToken()}` } });
+  const send = async (fresh: boolean) =>
+    fetch(`${stack.url}${path}`, { headers: { authorization: `Bearer ${await stack.apiToken(fresh)}` } });
+  let r = await send(false);
+  if (r.status === 401) r = await send(true);
   if (!r.ok) throw new Error(`GET ${path}: ${r.status} ${await r.text()}`);
   return (await r.json()) as T;
 }
 
+/** The rows of a list answer: `{ data: [...] }` or a bare array. */
+const rows = <T>(v: { data: T[] } | T[]): T[] => (Array.isArray(v) ? v : v.data);
+
 /** Log `email` in through the login screen with the mailed code. */
 async function login(p: Page, email: string, password: string): Promise<void> {
   await p.goto(`${stack.url}/login`);
-  await p.getByLabel('Email').fill(email);
-  await p.getByLabel('Password').fill(password);
+  await p.getByLabel(field('Email')).fill(email);
+  await p.getByLabel(field('Password')).fill(password);
   const seen = await stack.mailSeen();
   await p.getByRole('button', { name: 'Log in' }).click();
-  await p.getByLabel('Code').fill(await stack.nextLoginCode(email, seen));
+  await p.getByLabel(field('Code')).fill(await stack.nextLoginCode(email, seen));
   await p.getByRole('button', { name: 'Verify' }).click();
   await p.getByRole('navigation', { name: 'Main navigation' }).waitFor();
 }
@@ -129,7 +152,7 @@ function phase(name: string, f: () => Promise<void>, timeout = 120_000) {
 describe.sequential('dashboard end to end (Chromium)', () => {
   phase('first Admin logs in with the mailed code; the login screen passes axe', async () => {
     await page.goto(`${stack.url}/login`);
-    await page.getByLabel('Email').waitFor();
+    await page.getByLabel(field('Email')).waitFor();
     await checkScreen(page, 'login');
     await login(page, stack.adminEmail, stack.adminPassword);
     expect(await page.getByRole('button', { name: 'Log out' }).isVisible()).toBe(true);
@@ -145,7 +168,8 @@ describe.sequential('dashboard end to end (Chromium)', () => {
     const secret = page.locator('code').filter({ hasText: /^[A-Z2-7]{16,}=*$/ });
     await secret.first().waitFor();
     s.totpSecret = ((await secret.first().textContent()) ?? '').trim();
-    await page.getByLabel('Authenticator code').fill(totp(s.totpSecret));
+    await page.getByLabel(field('Authenticator code')).fill(await nextTotp());
+    stack.totpCode = nextTotp;
     await checkScreen(page, 'settings-totp');
     await page.getByRole('button', { name: 'Confirm authenticator' }).click();
     await page.getByRole('button', { name: 'Replace authenticator' }).waitFor();
@@ -167,8 +191,8 @@ describe.sequential('dashboard end to end (Chromium)', () => {
       await page.getByRole('button', { name: `Approve ${phone.name}` }).click();
       const dialog = page.getByRole('dialog', { name: `Approve device “${phone.name}”` });
       expect(((await dialog.textContent()) ?? '').replace(/\s/g, '')).toContain(phone.fingerprint.replace(/\s/g, ''));
-      await dialog.getByLabel('The fingerprint matches the one on the phone').check();
-      await dialog.getByRole('textbox', { name: 'Owner' }).click();
+      await dialog.getByLabel(field('The fingerprint matches the one on the phone')).check();
+      await dialog.getByLabel(field('Owner')).click();
       await page.getByRole('option', { name: new RegExp(stack.adminEmail) }).click();
       await dialog.getByRole('button', { name: /^Approve/ }).click();
       await stepUp(page);
@@ -176,7 +200,7 @@ describe.sequential('dashboard end to end (Chromium)', () => {
     }
     for (const phone of stack.phones) {
       const d = await get<{ status: string; public_key: string }>(`/admin/v1/devices/${phone.deviceId}`);
-      expect(d.status).toBe('ACTIVE');
+      expect(d.status).toBe('APPROVED');
       if (phone === stack.phones[0]) s.adminDeviceKey = d.public_key;
     }
     await checkScreen(page, 'devices');
@@ -191,10 +215,10 @@ describe.sequential('dashboard end to end (Chromium)', () => {
     for (const sg of stack.signers) {
       await page.getByRole('button', { name: 'Register signer' }).click();
       const dialog = page.getByRole('dialog', { name: 'Register a server signer' });
-      await dialog.getByLabel('Name').fill(sg.name);
-      await dialog.getByLabel('Peer id').fill(sg.peerId);
-      await dialog.getByLabel('Address').fill(sg.address);
-      await dialog.getByLabel('Fingerprint').fill(sg.fingerprint);
+      await dialog.getByLabel(field('Name')).fill(sg.name);
+      await dialog.getByLabel(field('Peer id')).fill(sg.peerId);
+      await dialog.getByLabel(field('Address')).fill(sg.address);
+      await dialog.getByLabel(field('Fingerprint')).fill(sg.fingerprint);
       await dialog.getByRole('button', { name: /^Register/ }).click();
       await stepUp(page);
       await dialog.waitFor({ state: 'hidden' });
@@ -243,7 +267,7 @@ describe.sequential('dashboard end to end (Chromium)', () => {
     await nav(page, 'API keys');
     await page.getByRole('button', { name: 'Create API key' }).click();
     const dialog = page.getByRole('dialog', { name: 'Create API key' });
-    await dialog.getByLabel('Name').fill('e2e integrator');
+    await dialog.getByLabel(field('Name')).fill('e2e integrator');
     await dialog.getByRole('button', { name: /^Create/ }).click();
     await stepUp(page);
     const shown = page.getByRole('dialog', { name: 'Your new API key' });
@@ -272,12 +296,12 @@ describe.sequential('dashboard end to end (Chromium)', () => {
     const dialog = page.getByRole('dialog');
     // development mode accepts plain HTTP to loopback (production requires HTTPS)
     const hook = 'http://127.0.0.1:9/e2e-webhook';
-    await dialog.getByLabel('URL').fill(hook);
-    const types = dialog.getByLabel('Event types');
+    await dialog.getByLabel(field('URL')).fill(hook);
+    const types = dialog.getByLabel(field('Event types'));
     await types.click();
     await page.getByRole('option', { name: 'TRANSFER_UPDATED' }).click();
     await page.keyboard.press('Escape');
-    await dialog.getByLabel('Description').fill('e2e receiver');
+    await dialog.getByLabel(field('Description')).fill('e2e receiver');
     await dialog
       .getByRole('button', { name: /Register|Save/ })
       .last()
@@ -285,22 +309,30 @@ describe.sequential('dashboard end to end (Chromium)', () => {
     await stepUp(page);
     await page.getByRole('table', { name: 'Webhooks' }).getByText(hook).waitFor();
     const hooks = await get<{ data: { url: string }[] }>(`/admin/v1/profiles/${s.profileId}/webhooks`);
-    expect(hooks.data.map((w) => w.url)).toContain(hook);
+    expect(rows(hooks).map((w) => w.url)).toContain(hook);
     await checkScreen(page, 'webhooks');
   });
 
   phase('a policy saved as a draft, signed on the phone, shown active', async () => {
     await nav(page, 'Policies');
-    await page.getByRole('button', { name: /Create policy|New policy/ }).click();
-    await page.getByLabel('Name').fill('ETH to the treasury account');
-    await page.getByLabel(/Whitelist/i).fill(DESTINATION);
-    await page.getByLabel(/Per-transaction limit/i).fill('2');
-    await page.getByLabel(/Daily limit/i).fill('10');
-    await page.getByLabel(/Quorum/i).fill('2');
+    await page.getByRole('button', { name: 'New policy' }).click();
+    await page.getByLabel(field('Name')).fill('ETH to the treasury account');
+    await page.getByLabel(field('Blockchain')).click();
     await page
-      .getByRole('button', { name: /Save draft|Save/ })
+      .getByRole('option', { name: /ethereum-local|Ethereum \(local\)/i })
       .first()
       .click();
+    await page.getByLabel(field('Asset')).click();
+    await page
+      .getByRole('option', { name: /^ETH\b/ })
+      .first()
+      .click();
+    await page.getByLabel(/^Whitelist/).fill(DESTINATION);
+    await page.getByLabel(field('Per-transaction limit')).fill('2');
+    await page.getByLabel(field('Daily limit')).fill('10');
+    await page.getByLabel(field('Quorum')).fill('2');
+    await page.getByLabel(field('Above amount')).fill('0');
+    await page.getByRole('button', { name: 'Save draft' }).click();
     await stepUp(page);
     const policies = await waitFor(
       'the draft policy',
@@ -330,8 +362,8 @@ describe.sequential('dashboard end to end (Chromium)', () => {
     await nav(page, 'Wallets');
     await page.getByRole('button', { name: 'Create wallet' }).click();
     const dialog = page.getByRole('dialog', { name: 'Create wallet' });
-    await dialog.getByLabel('Name').fill('treasury');
-    await dialog.getByLabel('Networks').click();
+    await dialog.getByLabel(field('Name')).fill('treasury');
+    await dialog.getByLabel(field('Networks')).click();
     await page
       .getByRole('option', { name: /ethereum-local|Ethereum local/i })
       .first()
@@ -431,11 +463,11 @@ describe.sequential('dashboard end to end (Chromium)', () => {
     await nav(page, 'Users');
     await page.getByRole('button', { name: 'Invite user' }).click();
     const dialog = page.getByRole('dialog', { name: 'Invite user' });
-    await dialog.getByLabel('Email').fill('viewer@example.com');
-    await dialog.getByLabel('Name').fill('Vera Viewer');
-    await dialog.getByRole('textbox', { name: 'Role' }).click();
+    await dialog.getByLabel(field('Email')).fill('viewer@example.com');
+    await dialog.getByLabel(field('Name')).fill('Vera Viewer');
+    await dialog.getByLabel(field('Role')).click();
     await page.getByRole('option', { name: 'Viewer' }).click();
-    await dialog.getByLabel('Initial password').fill(s.viewerPassword);
+    await dialog.getByLabel(field('Initial password')).fill(s.viewerPassword);
     await dialog.getByRole('button', { name: /^Invite/ }).click();
     await stepUp(page);
     await page.getByRole('table', { name: 'Users' }).getByText('viewer@example.com').waitFor();

@@ -74,8 +74,14 @@ export interface Stack {
   mailSeen(): Promise<Set<string>>;
   /** The newest 6-digit code mailed to `email` after `seen`; waits up to 20 s. */
   nextLoginCode(email: string, seen: Set<string>): Promise<string>;
-  /** An Admin bearer session through the API (password + mailbox code), for `mobile sign-policy`. */
-  apiToken(): Promise<string>;
+  /**
+   * An Admin bearer session through the API (password, then the mailed code — or, once the Admin
+   * enrolled TOTP, the code of {@link Stack.totpCode}), for `mobile sign-policy` and for reading
+   * server state back. `fresh` drops the cached session first (e.g. after TOTP revoked it).
+   */
+  apiToken(fresh?: boolean): Promise<string>;
+  /** The Admin's current TOTP code, once enrolled (set by the test). */
+  totpCode?: () => Promise<string>;
   /** Add the Admin device key to both signers' `trustedAdminDevices` and `signer reload` them. */
   trustAdminDevice(deviceId: string, publicKey: string): Promise<void>;
   /** `mobile run --auto-approve` for phone `k` (0 or 1); resolves once connected. */
@@ -196,14 +202,19 @@ export async function startStack(): Promise<Stack> {
         },
       );
     });
-  const lastJson = (out: string) =>
-    JSON.parse(
-      out
+  /** The JSON a command printed: all of stdout (pretty-printed), else its last line that is an object. */
+  const lastJson = (out: string): Record<string, string> => {
+    try {
+      return JSON.parse(out) as Record<string, string>;
+    } catch {
+      const line = out
         .trim()
         .split('\n')
         .reverse()
-        .find((l) => l.startsWith('{')) ?? '{}',
-    ) as Record<string, string>;
+        .find((l) => l.startsWith('{') && l.endsWith('}'));
+      return JSON.parse(line ?? '{}') as Record<string, string>;
+    }
+  };
 
   const close = async () => {
     for (const c of groups)
@@ -402,14 +413,15 @@ export async function startStack(): Promise<Stack> {
       if (!r.ok) throw new Error(`POST ${path}: ${r.status} ${await r.text()}`);
       return (await r.json()) as T;
     };
-    const apiToken = async () => {
-      if (token) return token;
+    const apiToken = async (fresh = false) => {
+      if (token && !fresh) return token;
       const seen = await mailSeen();
-      const login = await post<{ challenge_id: string }>('/admin/v1/login', {
+      const login = await post<{ challenge_id: string; method?: string }>('/admin/v1/login', {
         email: adminEmail,
         password: adminPassword,
       });
-      const code = await nextLoginCode(adminEmail, seen);
+      const code =
+        login.method === 'totp' && stack.totpCode ? await stack.totpCode() : await nextLoginCode(adminEmail, seen);
       token = (await post<{ token: string }>('/admin/v1/login/verify', { challenge_id: login.challenge_id, code }))
         .token;
       return token;
