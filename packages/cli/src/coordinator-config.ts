@@ -20,6 +20,7 @@ export const COORDINATOR_CONFIG_SCHEMA: ConfigSchema = {
   type: 'object',
   properties: {
     logLevel: { enum: [...LOG_LEVELS] },
+    dashboard: { anyOf: [{ type: 'boolean' }, { type: 'string', minLength: 1 }] },
     chains: {
       type: 'object',
       additionalProperties: {
@@ -141,6 +142,8 @@ export const COORDINATOR_CONFIG_SCHEMA: ConfigSchema = {
 /** The config file's content (checked against {@link COORDINATOR_CONFIG_SCHEMA}). */
 export interface CoordinatorConfigFile {
   logLevel?: LogLevel;
+  /** Serve the dashboard: true (default: the installed `@custodian/dashboard`), false, or a built folder. */
+  dashboard?: boolean | string;
   chains?: NonNullable<CoordinatorOptions['chains']>;
   transfers?: Omit<NonNullable<CoordinatorOptions['transfers']>, 'gateway'>;
   signing?: Partial<NonNullable<CoordinatorOptions['signing']>>;

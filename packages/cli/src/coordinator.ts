@@ -18,7 +18,9 @@
  * `--smtp-url` (env `CUSTODIAN_SMTP_URL`; `mail.url`). Production mode refuses to start without a
  * mail transport unless `mail.transport` is `"file"` (the folder `<data-dir>/mailbox`).
  */
-import { resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { type CoordinatorOptions, coordinatorPeerId, createCoordinator } from '@custodian/coordinator';
 import { handleShutdownSignals, parseShutdownTimeout, resolveLogLevel } from '@custodian/signer-client';
 import type { Command } from 'commander';
@@ -66,9 +68,11 @@ export async function coordinatorOptionsFromFlags(
   const pool = o.presignaturePool === undefined ? file.signing?.presignaturePool : Number(o.presignaturePool);
   if (pool !== undefined && (!Number.isSafeInteger(pool) || pool < 0 || pool > 1024))
     throw new Error('--presignature-pool must be an integer in [0, 1024]');
+  const dashboardDir = resolveDashboardDir(file.dashboard);
   return {
     mode: o.mode,
     dataDir: resolve(o.dataDir),
+    ...(dashboardDir !== undefined ? { dashboardDir } : {}),
     ...(databaseUrl ? { databaseUrl } : {}),
     listen: { host: o.host, port },
     ...(o.baseUrl ? { baseUrl: o.baseUrl } : {}),
@@ -90,6 +94,28 @@ export async function coordinatorOptionsFromFlags(
       ...(pool !== undefined ? { presignaturePool: pool } : {}),
     },
   };
+}
+
+/**
+ * The built dashboard folder to serve (config key `dashboard`): `false` → none; a string → that
+ * folder (made absolute); otherwise the installed `@custodian/dashboard`'s `dist/`, or none with
+ * one line on stderr when it is not built.
+ */
+export function resolveDashboardDir(setting: boolean | string | undefined): string | undefined {
+  if (setting === false) return undefined;
+  if (typeof setting === 'string') return resolve(setting);
+  let dist: string;
+  try {
+    dist = join(dirname(fileURLToPath(import.meta.resolve('@custodian/dashboard/package.json'))), 'dist');
+  } catch {
+    process.stderr.write('dashboard not installed (@custodian/dashboard): running without it\n');
+    return undefined;
+  }
+  if (!existsSync(join(dist, 'index.html'))) {
+    process.stderr.write('dashboard not built: run `pnpm build` (running without it)\n');
+    return undefined;
+  }
+  return dist;
 }
 
 /** Register `custodian coordinator …`. */

@@ -8,7 +8,9 @@
  * child key (Ed25519), and a BIP341 key-path signature (Taproot); every signature is checked with
  * an independent verifier (noble's `ed25519.verify` / `schnorr.verify`).
  */
+import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { readMailbox } from '@custodian/coordinator';
 import { bytesToHex, deriveEd25519, Party, simulate, systemRandom } from '@custodian/crypto';
 import { dkgProtocol, type KeyShare, type SuiteName, signProtocol } from '@custodian/frost';
 import { handleShutdownSignals, LOG_LEVEL_ENV, parseShutdownTimeout, resolveLogLevel } from '@custodian/signer-client';
@@ -113,6 +115,39 @@ export function runDevDemo(): boolean {
 }
 
 /** Print where the instance is and how to call it. */
+/**
+ * Print each login code that lands in the development mailbox from now on ("login code for
+ * <email>: NNNNNN (development mailbox)"), so a dashboard user sees it in the terminal; the code
+ * only, never the rest of the mail. Polls the folder every second; returns the stop function.
+ */
+export function printLoginCodes(mailbox: string, say: (l: string) => void, everyMs = 1000): () => void {
+  let seen: Set<string> | undefined;
+  let busy = false;
+  const tick = async () => {
+    if (busy) return;
+    busy = true;
+    try {
+      const mails = await readMailbox(mailbox).catch(() => []);
+      if (seen === undefined) {
+        seen = new Set(mails.map((m) => m.file));
+        return;
+      }
+      for (const m of mails) {
+        if (seen.has(m.file)) continue;
+        seen.add(m.file);
+        const code = /login code is (\d{6})/.exec(m.text)?.[1];
+        if (code !== undefined) say(`login code for ${m.to}: ${code} (development mailbox)`);
+      }
+    } finally {
+      busy = false;
+    }
+  };
+  void tick();
+  const t = setInterval(() => void tick(), everyMs);
+  t.unref();
+  return () => clearInterval(t);
+}
+
 function printSummary(inst: Instance, say: (l: string) => void): void {
   const p = inst.state.profile_id as string;
   const k = inst.state.api_key as string;
@@ -207,6 +242,14 @@ export function registerDevCommand(program: Command): void {
       if (stopRequested) return;
       const shutdown = (code: number) => signals.shutdown(code === 0 ? 'demo done' : 'demo failed', code);
       printSummary(inst, say);
+      const dataDir = resolve(o.dataDir);
+      say(`  Dashboard      ${inst.baseUrl}/`);
+      say(
+        `  Admin login    ${String(inst.state.admin?.email ?? 'admin@custodian.local')}; password in ${join(dataDir, 'secrets', 'admin-password')}`,
+      );
+      say('  Login codes of the development mailbox are printed here as they arrive.');
+      const stopCodes = printLoginCodes(join(dataDir, 'coordinator', 'mailbox'), say);
+      process.once('exit', stopCodes);
       if (o.demo) {
         say('\n=== Demo: custody as an integrator sees it (HTTP only) ===');
         try {

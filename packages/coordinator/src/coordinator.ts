@@ -20,6 +20,7 @@ import type { SignedPolicy } from '@custodian/wire';
 import proxyaddr from '@fastify/proxy-addr';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
+import { LiveStreams } from './admin/live.js';
 import { adminNetworksFromEnv, parseAdminNetworks } from './admin/networks.js';
 import { type AdminOptions, DEFAULT_ADMIN_OPTIONS } from './admin/options.js';
 import { adminRoutes } from './admin/routes.js';
@@ -27,6 +28,7 @@ import { IdempotencyStore } from './api/idempotency-store.js';
 import { apiKeyHook, type ProfileRoutesContext, walletRoutes } from './api/routes.js';
 import { ApiKeyService } from './api-keys/service.js';
 import { AuditLog } from './audit/service.js';
+import { checkDashboardDir, dashboardRoutes } from './dashboard.js';
 import { type Db, openPglite, openPostgres } from './db/db.js';
 import { migrate, pendingMigrations } from './db/migrations.js';
 import { API_DECISIONS } from './decisions.js';
@@ -95,6 +97,7 @@ export async function runMigrations(opts: {
 export async function createCoordinator(opts: CoordinatorOptions): Promise<Coordinator> {
   const clock = opts.clock ?? systemClock;
   // configuration errors before anything is opened
+  if (opts.dashboardDir !== undefined) checkDashboardDir(opts.dashboardDir);
   const feeCaps = resolveFeeCaps(opts.transfers?.feeCaps);
   const trustProxy = parseTrustProxy(
     opts.trustProxy ??
@@ -407,7 +410,8 @@ async function build(
     },
     { prefix: '/api/v1/profiles/:profile_id' },
   );
-  const rooms = { audit, users, wallets, apiKeys, signers, devices, keys };
+  const live = new LiveStreams(app, opts.liveStreams);
+  const rooms = { audit, users, wallets, apiKeys, signers, devices, keys, live };
   await app.register(async (a) =>
     adminRoutes(a, {
       db,
@@ -417,7 +421,7 @@ async function build(
       webhooks: { registrations, notifications: webhookService, signingKeys },
     }),
   );
-  await app.register(async (a) => transferAdminRoutes(a, users.sessions, db, policies, transferService));
+  await app.register(async (a) => transferAdminRoutes(a, users.sessions, db, policies, transferService, live));
   await app.register(async (a) => jwksRoute(a, signingKeys));
   await app.register(async (a) =>
     observabilityRoutes(a, {
@@ -426,6 +430,7 @@ async function build(
       options: resolveMetricsOptions(opts.metrics),
     }),
   );
+  if (opts.dashboardDir !== undefined) await dashboardRoutes(app, opts.dashboardDir);
   await app.ready();
   if (kekSource === 'ephemeral') {
     app.log.warn('webhook signing keys are encrypted with an in-memory key: set CUSTODIAN_WEBHOOK_KEK or a dataDir');

@@ -42,6 +42,14 @@ export const ERROR_CATALOGUE = {
   ROLE_FORBIDDEN: { status: 403, title: 'Your role does not allow this action' },
   /** Admin session lacks a fresh step-up (`POST /admin/v1/session/step-up`): prompt for the password or TOTP code. */
   STEP_UP_REQUIRED: { status: 403, title: 'This action needs a fresh re-authentication (step-up)' },
+  /**
+   * A cookie-authenticated admin request that changes state without the session's CSRF token in
+   * `X-CSRF-Token` (the value of the `custodian_csrf` cookie), or sent from another origin.
+   */
+  CSRF_TOKEN_INVALID: {
+    status: 403,
+    title: 'The CSRF token is missing or wrong, or the request came from another origin',
+  },
   /** API key with `allowed_cidrs` used from a client address outside every range. */
   API_KEY_ADDRESS_NOT_ALLOWED: { status: 403, title: 'The API key may not be used from this address' },
   // 404

@@ -5,6 +5,7 @@
  * (packages/cli/src/coordinator.ts).
  */
 import type { FastifyInstance } from 'fastify';
+import type { LiveOptions } from './admin/live.js';
 import type { AdminOptions } from './admin/options.js';
 import type { IdempotencyStore } from './api/idempotency-store.js';
 import type { ApiKeyService } from './api-keys/service.js';
@@ -69,6 +70,13 @@ export interface CoordinatorOptions {
   db?: Db;
   /** Where `Coordinator.start()` listens. Default 127.0.0.1:8080. */
   listen?: { host?: string; port?: number };
+  /**
+   * Absolute path of the built dashboard (`packages/dashboard/dist`, holding `index.html`): served
+   * at `/` and every non-API GET path (SPA fallback to `index.html`). Unset: no dashboard.
+   */
+  dashboardDir?: string;
+  /** Timings and limits of the admin live streams (admin/live.ts; tests shorten them). */
+  liveStreams?: Partial<LiveOptions>;
   mode: 'development' | 'production';
   clock?: Clock;
   /** Idempotency key retention (ms). Default 24 h. */

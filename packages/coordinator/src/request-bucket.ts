@@ -3,6 +3,7 @@
  * credential's bucket, else the client address's.
  */
 import type { FastifyRequest } from 'fastify';
+import { cookieSessionToken } from './admin/cookies.js';
 import type { ApiKeyStore } from './api-keys/store.js';
 import type { SessionService } from './users/sessions.js';
 
@@ -26,8 +27,9 @@ export function credentialBucket(apiKeys: ApiKeyStore, sessions: SessionService)
     }
     if (path.startsWith('/admin/v1/')) {
       const m = /^Bearer ([A-Za-z0-9_-]{1,200})$/.exec(req.headers.authorization ?? '');
-      if (m?.[1] === undefined) return undefined;
-      const user = await sessions.sessionUser(m[1]);
+      const token = m?.[1] ?? cookieSessionToken(req);
+      if (token === undefined) return undefined;
+      const user = await sessions.sessionUser(token);
       return user === null ? undefined : `user:${user.user_id}`;
     }
     return undefined;

@@ -10,6 +10,7 @@
 import { isIP } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { CustodianError } from '@custodian/crypto';
+import cookie from '@fastify/cookie';
 import helmet from '@fastify/helmet';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
@@ -105,7 +106,13 @@ export async function createServer(opts: ServerOptions): Promise<FastifyInstance
         ? false
         : {
             level: 'info',
-            redact: ['req.headers["x-api-key"]', 'req.headers.authorization'],
+            redact: [
+              'req.headers["x-api-key"]',
+              'req.headers.authorization',
+              'req.headers.cookie',
+              'req.headers["x-csrf-token"]',
+              'res.headers["set-cookie"]',
+            ],
             ...(typeof opts.logger === 'object' ? opts.logger : {}),
           },
     bodyLimit: 64 * 1024,
@@ -135,6 +142,8 @@ export async function createServer(opts: ServerOptions): Promise<FastifyInstance
   // Security headers first (before the shutdown and Host checks below), so that every later hook's early answer (a 429, a 401) carries them.
   await app.register(helmet, { global: true, ...HELMET_OPTIONS });
   app.addHook('onRequest', async (req, reply) => cacheAndTransportHeaders(req, reply));
+  // Cookie parsing (the dashboard's admin session, admin/cookies.ts) before the rate limit's key.
+  await app.register(cookie, { hook: 'onRequest' });
 
   // First hook of every request: refuse requests once shutdown has begun (503, the connection
   // closes) and HTTP/1.1 requests without Host (RFC 9112 §3.2), both as problems.
@@ -258,7 +267,8 @@ export async function createServer(opts: ServerOptions): Promise<FastifyInstance
           AdminSession: {
             type: 'http',
             scheme: 'bearer',
-            description: 'Admin session token from POST /admin/v1/login/verify; expires.',
+            description:
+              'Admin session token from POST /admin/v1/login/verify; expires. The dashboard instead uses the `custodian_session` cookie (login with `transport: cookie`) plus `X-CSRF-Token` on state-changing requests.',
           },
         },
       },

@@ -4,7 +4,15 @@
  * every screen of {@link SCREENS} inside it behind {@link RequireSession}, with a route-level
  * check of the role (`can(screen.requires)`).
  */
-import { type CSSVariablesResolver, createTheme, darken, MantineProvider, Notification } from '@mantine/core';
+import {
+  type CSSVariablesResolver,
+  createTheme,
+  Drawer,
+  darken,
+  MantineProvider,
+  Modal,
+  Notification,
+} from '@mantine/core';
 import { Notifications } from '@mantine/notifications';
 import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
 import type { ReactNode } from 'react';
@@ -21,15 +29,18 @@ import { SCREENS } from './routes';
 // on white: filled variants use shade 8 (white on indigo-8 5.7:1, on red-8 4.5:1; shade 6 gives 4.3
 // and 3.3) and `autoContrast` writes dark text on a fill too light for white (luminance above 0.18);
 // the light variants (badges, the active navigation link) write in shade 9 darkened by 40 % instead
-// of shade 6; dimmed text is gray-7 (8.2:1) instead of gray-6 (3.3:1). Notifications' close buttons
-// get an accessible name (axe-core: button-name).
+// of shade 6; dimmed text is gray-7 (8.2:1) instead of gray-6 (3.3:1).
 const theme = createTheme({
   primaryColor: 'indigo',
   primaryShade: 8,
   autoContrast: true,
   luminanceThreshold: 0.18,
   defaultRadius: 'sm',
+  // Mantine's close buttons carry no text: give every dialog's, drawer's and notification's one an
+  // accessible name
   components: {
+    Modal: Modal.extend({ defaultProps: { closeButtonProps: { 'aria-label': 'Close' } } }),
+    Drawer: Drawer.extend({ defaultProps: { closeButtonProps: { 'aria-label': 'Close' } } }),
     Notification: Notification.extend({ defaultProps: { closeButtonProps: { 'aria-label': 'Close notification' } } }),
   },
 });

@@ -4,6 +4,7 @@
  * admin API calls can be driven by the test.
  */
 import { type RenderResult, render } from '@testing-library/react';
+import axe from 'axe-core';
 import type { ReactElement } from 'react';
 import { createMemoryRouter, RouterProvider } from 'react-router';
 import { createQueryClient, Providers } from '../src/app';
@@ -25,6 +26,17 @@ export function polyfillDom(): void {
     unobserve() {}
     disconnect() {}
   } as unknown as typeof ResizeObserver;
+  // Mantine's combobox scrolls the selected option into view
+  Element.prototype.scrollIntoView ??= () => {};
+}
+
+/**
+ * axe-core's serious and critical violations in the document, as rule ids (colour contrast is
+ * off: it needs the layout jsdom does not compute; the Playwright test checks it in Chromium).
+ */
+export async function axeViolations(): Promise<string[]> {
+  const r = await axe.run(document.body, { rules: { 'color-contrast': { enabled: false } } });
+  return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id);
 }
 
 /** Render `ui` at `path` (a memory router with that one route, plus any `extra` routes). */

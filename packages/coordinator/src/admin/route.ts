@@ -1,6 +1,6 @@
 /**
  * The admin API's shared route plumbing, used by every room's routes: the session authentication
- * hook (bearer token → `req.adminUser`), the role check, the step-up guard, the per-address rate
+ * hook (bearer token or session cookie with CSRF check → `req.adminUser`), the role check, the step-up guard, the per-address rate
  * limit of unauthenticated routes, and {@link AdminRouter.route}, which turns a {@link RouteSpec}
  * into a fastify route with its OpenAPI schema and error responses (problem+json, `errors.ts`).
  */
@@ -10,6 +10,8 @@ import { ApiError, type ErrorCode } from '../errors.js';
 import { clientAddressKey } from '../server.js';
 import type { SessionUser } from '../users/store.js';
 import type { Clock } from '../util.js';
+import { authenticateSession } from './cookies.js';
+import type { LiveStreams } from './live.js';
 import type { AdminOptions, Role } from './options.js';
 
 declare module 'fastify' {
@@ -21,6 +23,7 @@ declare module 'fastify' {
 
 const COMMON: ErrorCode[] = [
   'SESSION_REQUIRED',
+  'CSRF_TOKEN_INVALID',
   'ROLE_FORBIDDEN',
   'VALIDATION_FAILED',
   'RATE_LIMITED',
@@ -66,6 +69,8 @@ export interface AdminRouterComponents {
   readonly sessions: { sessionUser(token: string): Promise<SessionUser | null> };
   readonly clock: Clock;
   readonly options: Pick<AdminOptions, 'stepUpTtlMs' | 'loginRateLimit'>;
+  /** Live streams (SSE) of the admin API. */
+  readonly live: LiveStreams;
 }
 
 /** What each room's routes register through. */
@@ -76,6 +81,8 @@ export interface AdminRouter {
   readonly loginLimit: RouteRateLimit;
   /** Step-up window in whole minutes (for route descriptions). */
   readonly stepUpMinutes: number;
+  /** Live streams (SSE): a handler returns `live.stream(…)`. */
+  readonly live: LiveStreams;
   /** Whether the session of `req` has a step-up window open now. */
   stepUpFresh(req: FastifyRequest): boolean;
 }
@@ -92,10 +99,8 @@ export function createAdminRouter(c: AdminRouterComponents): AdminRouter {
   const { app, sessions, clock, options } = c;
   // Both run as preParsing hooks: after the rate limit (onRequest), before body parsing and validation.
   const sessionHook = async <T>(req: FastifyRequest, _reply: unknown, payload: T): Promise<T> => {
-    const h = req.headers.authorization;
-    const m = typeof h === 'string' ? /^Bearer ([A-Za-z0-9_-]{1,200})$/.exec(h) : null;
-    const user = m?.[1] !== undefined ? await sessions.sessionUser(m[1]) : null;
-    if (user === null) throw new ApiError('SESSION_REQUIRED', 'log in and send Authorization: Bearer <token>');
+    // Bearer (CLI, SDK) or the dashboard's cookie with its CSRF checks (cookies.ts).
+    const user = await authenticateSession(req, sessions);
     req.adminUser = user;
     return payload;
   };
@@ -171,6 +176,7 @@ export function createAdminRouter(c: AdminRouterComponents): AdminRouter {
       ...opts,
       handler: async (req, reply) => {
         const out = await handler(req, reply);
+        if (reply.sent) return reply; // a live stream took the reply over (live.ts)
         reply.code(spec.status);
         return spec.status === 204 ? reply.send() : out;
       },
@@ -183,5 +189,5 @@ export function createAdminRouter(c: AdminRouterComponents): AdminRouter {
     timeWindow: options.loginRateLimit.windowMs,
     keyGenerator: clientAddressKey,
   };
-  return { route, loginLimit, stepUpMinutes, stepUpFresh: fresh };
+  return { route, loginLimit, stepUpMinutes, stepUpFresh: fresh, live: c.live };
 }

@@ -47,6 +47,7 @@ import { groupAdminRoutes } from '../wallets/group-routes.js';
 import { walletAdminRoutes } from '../wallets/routes.js';
 import type { WalletService } from '../wallets/service.js';
 import { type WebhookAdminServices, webhookAdminRoutes } from '../webhooks/admin-routes.js';
+import type { LiveStreams } from './live.js';
 import type { AdminOptions } from './options.js';
 import { createAdminRouter } from './route.js';
 import { walletScopeHook } from './scope.js';
@@ -65,11 +66,19 @@ export interface AdminRooms {
   readonly webhooks: WebhookAdminServices;
   /** Key lifecycle operations (keys room, issue #22). */
   readonly keys: KeyService;
+  /** The live streams (SSE) of the coordinator, shared with the transfer admin routes. */
+  readonly live: LiveStreams;
 }
 
 /** Register the admin API routes (mount at `/admin/v1`) and the device enrollment routes. */
 export async function adminRoutes(app: FastifyInstance, rooms: AdminRooms) {
-  const r = createAdminRouter({ app, sessions: rooms.users.sessions, clock: rooms.clock, options: rooms.options });
+  const r = createAdminRouter({
+    app,
+    sessions: rooms.users.sessions,
+    clock: rooms.clock,
+    options: rooms.options,
+    live: rooms.live,
+  });
   // Wallet-group scoping (#26 item 9): a wallet or wallet group outside the user's groups is 404.
   app.addHook('preHandler', walletScopeHook(rooms.db));
   sessionRoutes(r, rooms.users);

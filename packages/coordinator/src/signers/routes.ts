@@ -1,4 +1,5 @@
 /** Admin API of the signers room: server signers (`Admin: signers`), master keys and ceremonies (`Admin: master keys`). */
+import { eventStreamResponse } from '../admin/live.js';
 import { type AdminRouter, actor, B, P } from '../admin/route.js';
 import { ADMIN, ALL, anyObject, listOf, name, obj } from '../admin/schemas.js';
 import { UUID } from '../api/schemas.js';
@@ -141,6 +142,30 @@ export function masterKeyRoutes(r: AdminRouter, signers: SignerService): void {
       errors: ['RESOURCE_NOT_FOUND'],
     },
     async (req) => signers.ceremonies.getCeremony(P<{ ceremony_id: string }>(req).ceremony_id),
+  );
+  r.route(
+    'GET',
+    '/admin/v1/ceremonies/:ceremony_id/events',
+    {
+      roles: ALL,
+      tags: ['Admin: master keys'],
+      summary: 'Live view of a ceremony (Server-Sent Events)',
+      description:
+        'The ceremony as GET /admin/v1/ceremonies/{ceremony_id} returns it, at once and on every change, until its status is final (not RUNNING); at most 8 streams per session (else 429).',
+      params: obj({ ceremony_id: UUID }, ['ceremony_id']),
+      status: 200,
+      response: eventStreamResponse('the ceremony'),
+      errors: ['RESOURCE_NOT_FOUND'],
+    },
+    async (req, reply) => {
+      const id = P<{ ceremony_id: string }>(req).ceremony_id;
+      return r.live.stream(
+        req,
+        reply,
+        () => signers.ceremonies.getCeremony(id),
+        (c) => (c as { status: string }).status !== 'RUNNING',
+      );
+    },
   );
   r.route(
     'GET',

@@ -17,6 +17,8 @@
  * transfer answers 404 TRANSFER_NOT_FOUND) and the policies naming only those wallets (admin/scope.ts).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { authenticateSession } from '../admin/cookies.js';
+import { eventStreamResponse, type LiveStreams } from '../admin/live.js';
 import { ROLES, type Role } from '../admin/options.js';
 import { scopeFilter, visiblePolicyIds, walletScopeHook } from '../admin/scope.js';
 import { errorResponses, PAGE_QUERY, UUID } from '../api/schemas.js';
@@ -24,6 +26,7 @@ import type { Db } from '../db/db.js';
 import { ApiError, type ErrorCode } from '../errors.js';
 import type { PageRequest } from '../store.js';
 import type { SessionService } from '../users/sessions.js';
+import { FAILURE_STATUSES } from './machine.js';
 import type { PolicyInput, PolicyService } from './policies.js';
 import type { ConsolidationInput } from './self-spend.js';
 import { TRANSFER_STATUSES, type TransferService, type TransferStatus } from './service.js';
@@ -88,14 +91,12 @@ export async function transferAdminRoutes(
   db: Db,
   policies: PolicyService,
   transfers: TransferService,
+  live: LiveStreams,
 ) {
   const auth =
     (roles: readonly Role[]) =>
     async <P>(req: FastifyRequest, _reply: unknown, payload: P): Promise<P> => {
-      const h = req.headers.authorization;
-      const m = typeof h === 'string' ? /^Bearer ([A-Za-z0-9_-]{1,200})$/.exec(h) : null;
-      const user = m?.[1] !== undefined ? await sessions.sessionUser(m[1]) : null;
-      if (user === null) throw new ApiError('SESSION_REQUIRED', 'log in and send Authorization: Bearer <token>');
+      const user = await authenticateSession(req, sessions);
       req.adminUser = user;
       if (!roles.includes(user.role))
         throw new ApiError('ROLE_FORBIDDEN', `this action needs role ${roles.join(' or ')}`);
@@ -118,6 +119,8 @@ export async function transferAdminRoutes(
     summary,
     description: `Roles: ${roles.join(', ')}.`,
     security: [{ AdminSession: [] }],
+    // machine-readable roles, as the admin router writes them (admin/route.ts)
+    'x-roles': [...roles],
     ...extra,
     response: { [status]: any(summary), ...errorResponses([...new Set([...COMMON, ...errors])]) },
   });
@@ -289,6 +292,39 @@ export async function transferAdminRoutes(
       schema: schema(ALL, 'One transfer', 200, { params: params({ transfer_id: UUID }) }, ['TRANSFER_NOT_FOUND']),
     },
     async (req) => transfers.get(pid(req), (req.params as { transfer_id: string }).transfer_id.toLowerCase()),
+  );
+  app.get(
+    `${base}/transfers/:transfer_id/events`,
+    {
+      preParsing: auth(ALL),
+      schema: {
+        ...schema(
+          ALL,
+          'Live view of one transfer (Server-Sent Events)',
+          200,
+          { params: params({ transfer_id: UUID }) },
+          ['TRANSFER_NOT_FOUND'],
+        ),
+        description: `Roles: ${ALL.join(', ')}. The transfer as GET …/transfers/{transfer_id} returns it, at once and on every change, until it is final (a failure status, or SENT with \`delivered_at\`); at most 8 streams per session (else 429).`,
+        response: {
+          200: eventStreamResponse('the transfer'),
+          ...errorResponses([...new Set([...COMMON, 'TRANSFER_NOT_FOUND' as ErrorCode])]),
+        },
+      },
+    },
+    async (req, reply) => {
+      const id = (req.params as { transfer_id: string }).transfer_id.toLowerCase();
+      const profile = pid(req);
+      return live.stream(
+        req,
+        reply,
+        () => transfers.get(profile, id),
+        (t) => {
+          const x = t as { status: TransferStatus; delivered_at?: string | null };
+          return FAILURE_STATUSES.includes(x.status) || (x.status === 'SENT' && x.delivered_at != null);
+        },
+      );
+    },
   );
   app.post(
     `${base}/transfers/:transfer_id/cancel`,

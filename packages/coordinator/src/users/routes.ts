@@ -4,6 +4,7 @@
  * (`Admin: users`).
  */
 
+import { clearSessionCookies, setSessionCookies } from '../admin/cookies.js';
 import { type AdminRouter, actor, B, P } from '../admin/route.js';
 import {
   ADMIN,
@@ -99,14 +100,25 @@ export function sessionRoutes(r: AdminRouter, users: UserService): void {
       tags: ['Admin: session'],
       summary:
         'Login step 2: the second-factor code (a TOTP code is accepted once, RFC 6238 §5.2); returns a session token (shown once)',
-      body: obj({ challenge_id: UUID, code }, ['challenge_id', 'code']),
+      description:
+        '`transport` (default `bearer`): `bearer` returns the session token in the body (CLI, SDK: send it as `Authorization: Bearer`); `cookie` (the dashboard) returns no token but sets `custodian_session` (HttpOnly, SameSite=Strict, Path=/admin) and `custodian_csrf` (readable, SameSite=Strict, Path=/), both `Secure` unless the request is plain http to a loopback host; then every POST/PUT/PATCH/DELETE must send the `custodian_csrf` value in `X-CSRF-Token` and no foreign `Origin`, else 403 `CSRF_TOKEN_INVALID`.',
+      body: obj(
+        { challenge_id: UUID, code, transport: { type: 'string', enum: ['bearer', 'cookie'], default: 'bearer' } },
+        ['challenge_id', 'code'],
+      ),
       status: 200,
-      response: anyObject('token, expires_at, user'),
+      response: anyObject('token (bearer transport only), expires_at, user'),
       errors: ['INVALID_SECOND_FACTOR'],
       rateLimit: r.loginLimit,
     },
-    async (req) =>
-      users.sessions.verifyLogin(B<{ challenge_id: string }>(req).challenge_id, B<{ code: string }>(req).code, req.ip),
+    async (req, reply) => {
+      const b = B<{ challenge_id: string; code: string; transport?: 'bearer' | 'cookie' }>(req);
+      const out = await users.sessions.verifyLogin(b.challenge_id, b.code, req.ip);
+      if (b.transport !== 'cookie') return out;
+      // the page never sees the token: it rides in the HttpOnly cookie only
+      setSessionCookies(req, reply, out.token, users.sessions.sessionTtlSeconds);
+      return { expires_at: out.expires_at, user: out.user };
+    },
   );
   r.route(
     'POST',
@@ -115,10 +127,14 @@ export function sessionRoutes(r: AdminRouter, users: UserService): void {
       roles: ALL,
       tags: ['Admin: session'],
       summary: 'Revoke the current session',
+      description: 'Also clears the session cookies (`Max-Age=0`).',
       status: 204,
       response: { description: 'Logged out', type: 'null' },
     },
-    async (req) => users.sessions.logout(req.adminUser!.session_id),
+    async (req, reply) => {
+      await users.sessions.logout(req.adminUser!.session_id);
+      clearSessionCookies(req, reply);
+    },
   );
   r.route(
     'GET',

@@ -322,6 +322,11 @@ export class SessionService {
     return { method, step_up_expires_at: iso(until)! };
   }
 
+  /** A new session's lifetime in whole seconds (the session cookies' `Max-Age`). */
+  get sessionTtlSeconds(): number {
+    return Math.floor(this.c.options.sessionTtlMs / 1000);
+  }
+
   /** Revoke one session. */
   async logout(sessionId: string): Promise<void> {
     await this.c.db.query('UPDATE sessions SET revoked_at = $2 WHERE session_id = $1 AND revoked_at IS NULL', [

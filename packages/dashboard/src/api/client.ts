@@ -59,6 +59,8 @@ const expiry: Middleware = {
 export const api = createClient<paths>({
   baseUrl: typeof window === 'undefined' ? 'http://localhost' : window.location.origin,
   credentials: 'same-origin',
+  // the fetch of the moment of each call (not of module load), so tests can replace it
+  fetch: (r) => globalThis.fetch(r),
 });
 api.use(csrf, expiry);
 

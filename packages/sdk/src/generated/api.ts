@@ -323,7 +323,7 @@ export interface paths {
         put?: never;
         /**
          * Login step 2: the second-factor code (a TOTP code is accepted once, RFC 6238 §5.2); returns a session token (shown once)
-         * @description No session required.
+         * @description `transport` (default `bearer`): `bearer` returns the session token in the body (CLI, SDK: send it as `Authorization: Bearer`); `cookie` (the dashboard) returns no token but sets `custodian_session` (HttpOnly, SameSite=Strict, Path=/admin) and `custodian_csrf` (readable, SameSite=Strict, Path=/), both `Secure` unless the request is plain http to a loopback host; then every POST/PUT/PATCH/DELETE must send the `custodian_csrf` value in `X-CSRF-Token` and no foreign `Origin`, else 403 `CSRF_TOKEN_INVALID`. No session required.
          */
         post: operations["adminVerifyLogin"];
         delete?: never;
@@ -343,7 +343,7 @@ export interface paths {
         put?: never;
         /**
          * Revoke the current session
-         * @description Roles: ADMIN, FINANCE_MANAGER, VIEWER.
+         * @description Also clears the session cookies (`Max-Age=0`). Roles: ADMIN, FINANCE_MANAGER, VIEWER.
          */
         post: operations["adminLogout"];
         delete?: never;
@@ -1036,6 +1036,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/ceremonies/{ceremony_id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Live view of a ceremony (Server-Sent Events)
+         * @description The ceremony as GET /admin/v1/ceremonies/{ceremony_id} returns it, at once and on every change, until its status is final (not RUNNING); at most 8 streams per session (else 429). Roles: ADMIN, FINANCE_MANAGER, VIEWER.
+         */
+        get: operations["adminStreamCeremony"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/signing-ceremonies/{ceremony_id}": {
         parameters: {
             query?: never;
@@ -1676,6 +1696,26 @@ export interface paths {
          * @description Roles: ADMIN, FINANCE_MANAGER, VIEWER.
          */
         get: operations["adminGetTransfer"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/profiles/{profile_id}/transfers/{transfer_id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Live view of one transfer (Server-Sent Events)
+         * @description Roles: ADMIN, FINANCE_MANAGER, VIEWER. The transfer as GET …/transfers/{transfer_id} returns it, at once and on every change, until it is final (a failure status, or SENT with `delivered_at`); at most 8 streams per session (else 429).
+         */
+        get: operations["adminStreamTransfer"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2536,7 +2576,7 @@ export interface components {
             title: string;
             status: number;
             /** @enum {string} */
-            code: "BAD_REQUEST" | "MALFORMED_JSON" | "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "API_KEY_MISSING" | "API_KEY_INVALID" | "SESSION_REQUIRED" | "INVALID_CREDENTIALS" | "INVALID_SECOND_FACTOR" | "BOOTSTRAP_TOKEN_INVALID" | "PROFILE_FORBIDDEN" | "ROLE_FORBIDDEN" | "STEP_UP_REQUIRED" | "API_KEY_ADDRESS_NOT_ALLOWED" | "ROUTE_NOT_FOUND" | "WALLET_NOT_FOUND" | "ASSET_NOT_FOUND" | "RESOURCE_NOT_FOUND" | "TRANSFER_NOT_FOUND" | "POLICY_NOT_FOUND" | "REQUEST_TIMEOUT" | "IDEMPOTENCY_REQUEST_IN_PROGRESS" | "ALREADY_INITIALISED" | "CONFLICT" | "NO_MASTER_KEY" | "TRANSFER_STATE_CONFLICT" | "WALLET_ARCHIVED" | "WALLET_NOT_EMPTY" | "WALLET_TRANSFERS_PENDING" | "ADDRESS_NOT_ARCHIVABLE" | "PAYLOAD_TOO_LARGE" | "URI_TOO_LONG" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "IDEMPOTENCY_KEY_REUSED" | "UNKNOWN_BLOCKCHAIN" | "BLOCKCHAIN_NOT_IN_WALLET" | "ADDRESS_LIMIT_REACHED" | "RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL_ERROR" | "MAIL_UNAVAILABLE" | "SIGNERS_UNAVAILABLE" | "CHAIN_UNAVAILABLE" | "SHUTTING_DOWN";
+            code: "BAD_REQUEST" | "MALFORMED_JSON" | "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "API_KEY_MISSING" | "API_KEY_INVALID" | "SESSION_REQUIRED" | "INVALID_CREDENTIALS" | "INVALID_SECOND_FACTOR" | "BOOTSTRAP_TOKEN_INVALID" | "PROFILE_FORBIDDEN" | "ROLE_FORBIDDEN" | "STEP_UP_REQUIRED" | "CSRF_TOKEN_INVALID" | "API_KEY_ADDRESS_NOT_ALLOWED" | "ROUTE_NOT_FOUND" | "WALLET_NOT_FOUND" | "ASSET_NOT_FOUND" | "RESOURCE_NOT_FOUND" | "TRANSFER_NOT_FOUND" | "POLICY_NOT_FOUND" | "REQUEST_TIMEOUT" | "IDEMPOTENCY_REQUEST_IN_PROGRESS" | "ALREADY_INITIALISED" | "CONFLICT" | "NO_MASTER_KEY" | "TRANSFER_STATE_CONFLICT" | "WALLET_ARCHIVED" | "WALLET_NOT_EMPTY" | "WALLET_TRANSFERS_PENDING" | "ADDRESS_NOT_ARCHIVABLE" | "PAYLOAD_TOO_LARGE" | "URI_TOO_LONG" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "IDEMPOTENCY_KEY_REUSED" | "UNKNOWN_BLOCKCHAIN" | "BLOCKCHAIN_NOT_IN_WALLET" | "ADDRESS_LIMIT_REACHED" | "RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL_ERROR" | "MAIL_UNAVAILABLE" | "SIGNERS_UNAVAILABLE" | "CHAIN_UNAVAILABLE" | "SHUTTING_DOWN";
             detail?: string;
             instance?: string;
             errors?: {
@@ -4700,11 +4740,16 @@ export interface operations {
                     /** Format: uuid */
                     challenge_id: string;
                     code: string;
+                    /**
+                     * @default bearer
+                     * @enum {string}
+                     */
+                    transport?: "bearer" | "cookie";
                 };
             };
         };
         responses: {
-            /** @description token, expires_at, user */
+            /** @description token (bearer transport only), expires_at, user */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4805,7 +4850,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4872,7 +4917,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4955,7 +5000,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5040,7 +5085,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5122,7 +5167,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5231,7 +5276,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5338,7 +5383,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5442,7 +5487,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5530,7 +5575,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5626,7 +5671,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5700,7 +5745,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5807,7 +5852,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5912,7 +5957,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5988,7 +6033,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6070,7 +6115,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6169,7 +6214,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6259,7 +6304,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6365,7 +6410,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6446,7 +6491,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6552,7 +6597,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6635,7 +6680,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6739,7 +6784,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6814,7 +6859,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6917,7 +6962,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7024,7 +7069,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7103,7 +7148,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7182,7 +7227,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7271,7 +7316,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7367,7 +7412,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7481,7 +7526,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7566,7 +7611,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7658,7 +7703,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7734,7 +7779,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7821,7 +7866,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7913,7 +7958,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7991,7 +8036,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8060,7 +8105,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8138,7 +8183,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8242,7 +8287,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8347,7 +8392,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8432,7 +8477,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8521,7 +8566,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8624,7 +8669,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8693,7 +8738,83 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RESOURCE_NOT_FOUND`: Resource not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    adminStreamCeremony: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                ceremony_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server-Sent Events: each event's `data` is the ceremony as JSON (the GET route's body), sent at once and whenever it changes; `: keep-alive` comments every 15 s; the stream ends when it is final, after 10 minutes, or when the client closes it. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8771,7 +8892,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8862,7 +8983,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8976,7 +9097,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9090,7 +9211,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9205,7 +9326,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9301,7 +9422,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9428,7 +9549,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9542,7 +9663,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9629,7 +9750,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9726,7 +9847,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9801,7 +9922,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9898,7 +10019,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10006,7 +10127,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10086,7 +10207,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10171,7 +10292,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10256,7 +10377,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10343,7 +10464,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10417,7 +10538,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10513,7 +10634,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10620,7 +10741,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10699,7 +10820,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10784,7 +10905,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10866,7 +10987,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10962,7 +11083,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11048,7 +11169,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11154,7 +11275,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11229,7 +11350,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11325,7 +11446,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11430,7 +11551,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11521,7 +11642,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11627,7 +11748,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11702,7 +11823,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11803,7 +11924,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11910,7 +12031,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11990,7 +12111,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action; `STEP_UP_REQUIRED`: This action needs a fresh re-authentication (step-up) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12076,7 +12197,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            /** @description `CSRF_TOKEN_INVALID`: The CSRF token is missing or wrong, or the request came from another origin; `ROLE_FORBIDDEN`: Your role does not allow this action */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12908,6 +13029,83 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: Your role does not allow this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `TRANSFER_NOT_FOUND`: Transfer not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    adminStreamTransfer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                profile_id: string;
+                transfer_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server-Sent Events: each event's `data` is the transfer as JSON (the GET route's body), sent at once and whenever it changes; `: keep-alive` comments every 15 s; the stream ends when it is final, after 10 minutes, or when the client closes it. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
                 };
             };
             /** @description `SESSION_REQUIRED`: Admin session is missing, expired or revoked */
@@ -15719,6 +15917,7 @@ export const ADMIN_OPERATION_RULES: Readonly<
   adminStartMasterKeyCeremony: { roles: ['ADMIN'] },
   adminListCeremonies: { roles: ['ADMIN', 'FINANCE_MANAGER', 'VIEWER'] },
   adminGetCeremony: { roles: ['ADMIN', 'FINANCE_MANAGER', 'VIEWER'] },
+  adminStreamCeremony: { roles: ['ADMIN', 'FINANCE_MANAGER', 'VIEWER'] },
   adminGetSigningCeremony: { roles: ['ADMIN', 'FINANCE_MANAGER', 'VIEWER'] },
   adminRefreshMasterKey: { roles: ['ADMIN'], stepUp: 'always' },
   adminCreateKeyChange: { roles: ['ADMIN'], stepUp: 'always' },
@@ -15755,4 +15954,16 @@ export const ADMIN_OPERATION_RULES: Readonly<
   adminAssignWalletGroupUser: { roles: ['ADMIN'], stepUp: 'always' },
   adminUnassignWalletGroupUser: { roles: ['ADMIN'], stepUp: 'always' },
   adminListAuditLog: { roles: ['ADMIN'] },
+  adminListPolicies: { roles: ['ADMIN', 'FINANCE_MANAGER', 'VIEWER'] },
+  adminCreatePolicy: { roles: ['ADMIN', 'FINANCE_MANAGER'] },
+  adminGetPolicy: { roles: ['ADMIN', 'FINANCE_MANAGER', 'VIEWER'] },
+  adminUpdatePolicy: { roles: ['ADMIN', 'FINANCE_MANAGER'] },
+  adminDeletePolicy: { roles: ['ADMIN', 'FINANCE_MANAGER'] },
+  adminSignPolicyVersion: { roles: ['ADMIN'] },
+  adminListTransfers: { roles: ['ADMIN', 'FINANCE_MANAGER', 'VIEWER'] },
+  adminGetTransfer: { roles: ['ADMIN', 'FINANCE_MANAGER', 'VIEWER'] },
+  adminStreamTransfer: { roles: ['ADMIN', 'FINANCE_MANAGER', 'VIEWER'] },
+  adminCancelTransfer: { roles: ['ADMIN', 'FINANCE_MANAGER'] },
+  adminBumpTransferFee: { roles: ['ADMIN', 'FINANCE_MANAGER'] },
+  adminConsolidateUtxos: { roles: ['ADMIN', 'FINANCE_MANAGER'] },
 };
