@@ -365,7 +365,7 @@ describe.sequential('dashboard end to end (Chromium)', () => {
     await dialog.getByLabel(field('Name')).fill('treasury');
     await dialog.getByLabel(field('Networks')).click();
     await page
-      .getByRole('option', { name: /ethereum-local|Ethereum local/i })
+      .getByRole('option', { name: /ethereum.*local/i })
       .first()
       .click();
     await page.keyboard.press('Escape');
@@ -379,10 +379,24 @@ describe.sequential('dashboard end to end (Chromium)', () => {
     s.address = ((await addr.textContent()) ?? '').trim();
     await checkScreen(page, 'wallet-new');
     await stack.deposit(s.address, (3n * ETH) / 2n);
-    await page
-      .getByRole('table', { name: 'Balances' })
-      .getByText(/^1\.5( ETH)?$/)
-      .waitFor({ timeout: 90_000 });
+    // the balance as the page shows it (reloaded until the coordinator saw the deposit)
+    await waitFor(
+      'the deposit in the balances table',
+      async () => {
+        if (
+          await page
+            .getByRole('table', { name: 'Balances' })
+            .getByText(/^1\.5$/)
+            .count()
+        )
+          return true;
+        await page.reload();
+        await page.getByRole('heading', { level: 2, name: /treasury/ }).waitFor();
+        return undefined;
+      },
+      90_000,
+      3_000,
+    );
     await checkScreen(page, 'wallet');
   });
 
@@ -443,17 +457,21 @@ describe.sequential('dashboard end to end (Chromium)', () => {
     const id = await createTransfer('0.2', 'e2e-2');
     await page.goto(`${stack.url}/transfers/${id}`);
     await page
-      .getByText(/PENDING_APPROVAL|Pending approval/)
+      .getByText(/^PENDING_APPROVAL$/)
       .first()
       .waitFor({ timeout: 60_000 });
-    await page.getByRole('button', { name: /^Cancel transfer/ }).click();
+    await page.getByRole('button', { name: 'Cancel transfer' }).click();
     const dialog = page.getByRole('dialog', { name: 'Cancel this transfer?' });
-    await dialog.getByRole('button', { name: /Cancel transfer|Yes/ }).click();
+    await dialog.getByRole('button', { name: 'Confirm cancellation' }).click();
     await stepUp(page);
     await page
-      .getByText(/^(CANCELLED|Cancelled)$/)
+      .getByText(/^REJECTED$/)
       .first()
       .waitFor({ timeout: 30_000 });
+    const t = (await (
+      await fetch(`${stack.url}/api/v1/profiles/${s.profileId}/transfers/${id}`, { headers: { 'x-api-key': s.apiKey } })
+    ).json()) as { status: string };
+    expect(t.status).toBe('REJECTED');
     await checkScreen(page, 'transfer-cancelled');
     await nav(page, 'Transfers');
     await checkScreen(page, 'transfers');
