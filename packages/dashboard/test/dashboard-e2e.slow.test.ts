@@ -123,7 +123,7 @@ beforeAll(async () => {
   mkdirSync(join(ROOT, 'docs/images'), { recursive: true });
   execFileSync(process.execPath, [join(ROOT, 'scripts/build-dashboard.mjs')], { stdio: 'inherit' });
   [stack, browser] = await Promise.all([startStack(), launch()]);
-  admin = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  admin = await browser.newContext({ viewport: { width: 1280, height: 900 }, bypassCSP: true });
   page = await admin.newPage();
 }, 300_000);
 
@@ -317,19 +317,19 @@ describe.sequential('dashboard end to end (Chromium)', () => {
     await nav(page, 'Policies');
     await page.getByRole('button', { name: 'New policy' }).click();
     await page.getByLabel(field('Name')).fill('ETH to the treasury account');
-    await page.getByLabel(field('Blockchain')).click();
+    await page.getByRole('combobox', { name: 'Blockchain' }).click();
     await page
       .getByRole('option', { name: /ethereum-local|Ethereum \(local\)/i })
       .first()
       .click();
-    await page.getByLabel(field('Asset')).click();
+    await page.getByRole('combobox', { name: 'Asset' }).click();
     await page
       .getByRole('option', { name: /^ETH\b/ })
       .first()
       .click();
     await page.getByLabel(/^Whitelist/).fill(DESTINATION);
-    await page.getByLabel(field('Per-transaction limit')).fill('2');
-    await page.getByLabel(field('Daily limit')).fill('10');
+    await page.getByLabel(field('Per-transaction limit')).fill(String(2n * ETH)); // base units
+    await page.getByLabel(field('Daily limit')).fill(String(10n * ETH));
     await page.getByLabel(field('Quorum')).fill('2');
     await page.getByLabel(field('Above amount')).fill('0');
     await page.getByRole('button', { name: 'Save draft' }).click();
@@ -498,7 +498,7 @@ describe.sequential('dashboard end to end (Chromium)', () => {
       await checkScreen(page, screen);
     }
 
-    const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, bypassCSP: true });
     try {
       const v = await ctx.newPage();
       await login(v, 'viewer@example.com', s.viewerPassword);

@@ -40,8 +40,10 @@ interface AxeViolation {
 }
 
 /**
- * Run axe-core (WCAG 2.0/2.1 A and AA, best practices) on the page; resolves with a readable line
- * per serious or critical violation (rule id, help, target nodes) — empty when there is none.
+ * Run axe-core (WCAG 2.0/2.1 A and AA, best practices) on the page — injected as an inline script,
+ * so the page's context must be created with `bypassCSP: true` (the dashboard's CSP allows only
+ * its own scripts); resolves with a readable line per serious or critical violation (rule id, help,
+ * target nodes) — empty when there is none.
  */
 export async function axeViolations(page: Page): Promise<string[]> {
   if (!(await page.evaluate(() => 'axe' in window))) await page.addScriptTag({ content: AXE_SOURCE });
