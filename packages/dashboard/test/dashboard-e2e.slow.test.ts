@@ -319,7 +319,7 @@ describe.sequential('dashboard end to end (Chromium)', () => {
     await page.getByLabel(field('Name')).fill('ETH to the treasury account');
     await page.getByRole('combobox', { name: 'Blockchain' }).click();
     await page
-      .getByRole('option', { name: /ethereum-local|Ethereum \(local\)/i })
+      .getByRole('option', { name: /^Ethereum local development/ })
       .first()
       .click();
     await page.getByRole('combobox', { name: 'Asset' }).click();
@@ -365,7 +365,7 @@ describe.sequential('dashboard end to end (Chromium)', () => {
     await dialog.getByLabel(field('Name')).fill('treasury');
     await dialog.getByLabel(field('Networks')).click();
     await page
-      .getByRole('option', { name: /ethereum.*local/i })
+      .getByRole('option', { name: /^Ethereum local development/ })
       .first()
       .click();
     await page.keyboard.press('Escape');
