@@ -31,12 +31,12 @@ export function ProblemAlert({ error, title }: { error: unknown; title?: string 
   );
 }
 
-/** A centred spinner with an accessible label. */
+/** A centred spinner with an accessible label (role status: axe-core forbids aria-label on a plain span). */
 export function Loading({ label = 'Loading' }: { label?: string }) {
   return (
     <Center py="xl" aria-busy="true">
       <Group gap="sm">
-        <Loader size="sm" aria-label={label} />
+        <Loader size="sm" role="status" aria-label={label} />
         <Text c="dimmed">{label}…</Text>
       </Group>
     </Center>

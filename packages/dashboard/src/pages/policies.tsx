@@ -248,7 +248,7 @@ function WaitForSignature({
         ) : status === 'PENDING_SIGNATURE' || status === undefined ? (
           <>
             <Group gap="sm">
-              <Loader size="sm" aria-label="Waiting for signature" />
+              <Loader size="sm" role="status" aria-label="Waiting for signature" />
               <Text fw={600}>Waiting for signature on an Admin's phone</Text>
             </Group>
             <Text size="sm">
