@@ -545,7 +545,7 @@ describe('webhooks and audit', () => {
       description: null,
       url: 'https://hooks.example.com/custodian',
     });
-    expect((await h.req('GET', path, { token: h.adminToken })).body).toHaveLength(2);
+    expect((await h.req('GET', path, { token: h.adminToken })).body.data).toHaveLength(2);
     expect((await h.req('DELETE', `${path}/${id}`, { token: h.adminToken })).status).toBe(204);
     expectProblem(await h.req('GET', `${path}/${id}`, { token: h.adminToken }), 404, 'RESOURCE_NOT_FOUND');
   });
