@@ -133,4 +133,18 @@ describe('safeNext', () => {
     expect(safeNext('https://evil.example/')).toBe('/wallets');
     expect(safeNext(null)).toBe('/wallets');
   });
+
+  it('refuses what URL parsing turns into another origin (tab, newline, backslash, //, absolute)', () => {
+    // '/\t/evil.example': the URL parser drops the tab, leaving '//evil.example'
+    expect(new URL('/\t/evil.example', window.location.origin).origin).not.toBe(window.location.origin);
+    expect(safeNext('/\t/evil.example')).toBe('/wallets');
+    expect(safeNext('/\n/evil.example')).toBe('/wallets');
+    expect(safeNext('/\u0000/evil')).toBe('/wallets');
+    expect(safeNext('/x\u007f')).toBe('/wallets');
+    expect(safeNext('/\\evil')).toBe('/wallets');
+    expect(safeNext('//evil')).toBe('/wallets');
+    expect(safeNext('https://evil')).toBe('/wallets');
+    expect(safeNext('evil/path')).toBe('/wallets');
+    expect(safeNext('/wallets/abc?tab=1#x')).toBe('/wallets/abc?tab=1#x');
+  });
 });
