@@ -2,10 +2,9 @@
 import { notifications } from '@mantine/notifications';
 import { cleanup, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
-import axe from 'axe-core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AuditPage, csvField, toCsv } from '../src/pages/audit';
-import { mockFetch, renderAt } from './render';
+import { axeViolations, mockFetch, renderAt } from './render';
 
 const entry = (i: number, over: Record<string, unknown> = {}) => ({
   audit_id: `a${i}`,
@@ -17,13 +16,6 @@ const entry = (i: number, over: Record<string, unknown> = {}) => ({
   details: { n: i },
   ...over,
 });
-
-/** axe-core over the rendered document: no serious or critical violation (colour contrast needs layout jsdom lacks). */
-async function expectNoSeriousAxeViolations() {
-  const r = await axe.run(document.body, { rules: { 'color-contrast': { enabled: false } } });
-  const bad = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  expect(bad.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)).toEqual([]);
-}
 
 afterEach(() => {
   cleanup();
@@ -81,7 +73,7 @@ describe('Audit log', () => {
     renderAt(<AuditPage />, '/audit');
     const table = await screen.findByRole('table', { name: 'Audit log' });
     expect(within(table).getAllByRole('row')).toHaveLength(21);
-    await expectNoSeriousAxeViolations();
+    expect(await axeViolations()).toEqual([]);
     const user = userEvent.setup();
     await user.type(screen.getByRole('textbox', { name: 'Filter by action' }), 'evil');
     await waitFor(() => expect(within(table).getAllByRole('row')).toHaveLength(2));

@@ -1,23 +1,14 @@
 // @vitest-environment jsdom
 import { cleanup, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
-import axe from 'axe-core';
 import type { ReactNode } from 'react';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { SessionProvider, useSession } from '../src/auth/session';
 import { StepUpProvider } from '../src/auth/step-up';
 import { DevicesPage } from '../src/pages/devices';
-import { mockFetch, renderAt } from './render';
+import { axeViolations, me, mockFetch, pick, renderAt } from './render';
 
 afterEach(cleanup);
-
-/** axe-core's serious and critical violations in `root` (colour contrast needs layout: off in jsdom). */
-async function seriousViolations(root: Element): Promise<string[]> {
-  const r = await axe.run(root, { rules: { 'color-contrast': { enabled: false } } });
-  return r.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id}: ${v.nodes.map((n) => n.html).join(' | ')}`);
-}
 
 /** Shows the loaded role, so a test can wait for the session before looking for what it hides. */
 function RoleProbe() {
@@ -35,17 +26,6 @@ function Harness({ children }: { children: ReactNode }) {
     </SessionProvider>
   );
 }
-
-const me = (role: string) => ({
-  user_id: '00000000-0000-4000-8000-0000000000aa',
-  email: 'a@example.com',
-  name: 'Alice',
-  role,
-  totp_enabled: false,
-  blocked: false,
-  created_at: '2026-01-01T00:00:00Z',
-  step_up_expires_at: null,
-});
 
 const FP = 'ab12cd34ef560789ab12cd34ef560789ab12cd34ef560789ab12cd34ef560789';
 const pending = {
@@ -116,8 +96,7 @@ describe('Devices screen', () => {
     const approve = within(dialog).getByRole('button', { name: 'Approve device' });
     expect(approve.hasAttribute('disabled')).toBe(true);
 
-    await user.click(within(dialog).getByRole('combobox', { name: 'Owner' }));
-    await user.click(await screen.findByRole('option', { name: 'Bob (bob@example.com)', hidden: true }));
+    await pick(user, 'Owner', 'Bob (bob@example.com)');
     // owner chosen, fingerprint not yet confirmed: still refused
     expect(approve.hasAttribute('disabled')).toBe(true);
     await user.click(approve);
@@ -161,9 +140,9 @@ describe('Devices screen', () => {
     );
     await screen.findByRole('table', { name: 'All devices' });
     await screen.findByText('signed in as ADMIN');
-    expect(await seriousViolations(container)).toEqual([]);
+    expect(await axeViolations(container)).toEqual([]);
     await user.click(await screen.findByRole('button', { name: 'Approve Pixel of Bob' }));
-    expect(await seriousViolations(await screen.findByRole('dialog'))).toEqual([]);
+    expect(await axeViolations(await screen.findByRole('dialog'))).toEqual([]);
   });
 
   it('shows a Viewer no Approve, Reject or Remove', async () => {

@@ -1,23 +1,14 @@
 // @vitest-environment jsdom
 import { cleanup, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
-import axe from 'axe-core';
 import type { ReactNode } from 'react';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { SessionProvider, useSession } from '../src/auth/session';
 import { StepUpProvider } from '../src/auth/step-up';
 import { MasterKeysPage } from '../src/pages/master-keys';
-import { mockFetch, renderAt } from './render';
+import { axeViolations, me, mockFetch, renderAt } from './render';
 
 afterEach(cleanup);
-
-/** axe-core's serious and critical violations in `root` (colour contrast needs layout: off in jsdom). */
-async function seriousViolations(root: Element): Promise<string[]> {
-  const r = await axe.run(root, { rules: { 'color-contrast': { enabled: false } } });
-  return r.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id}: ${v.nodes.map((n) => n.html).join(' | ')}`);
-}
 
 function RoleProbe() {
   const { me } = useSession();
@@ -34,17 +25,6 @@ function Harness({ children }: { children: ReactNode }) {
     </SessionProvider>
   );
 }
-
-const me = (role: string) => ({
-  user_id: '00000000-0000-4000-8000-0000000000aa',
-  email: 'a@example.com',
-  name: 'Alice',
-  role,
-  totp_enabled: false,
-  blocked: false,
-  created_at: '2026-01-01T00:00:00Z',
-  step_up_expires_at: null,
-});
 
 const device = (n: number, name: string, status = 'APPROVED') => ({
   device_id: `${n}${n}${n}${n}${n}${n}${n}${n}-1111-4111-8111-111111111111`,
@@ -339,11 +319,11 @@ describe('Master key screen', () => {
     await screen.findByRole('table', { name: 'Culprits and evidence' });
     await screen.findByRole('table', { name: 'Key changes' });
     await screen.findByRole('table', { name: 'Recent ceremonies' });
-    expect(await seriousViolations(container)).toEqual([]);
+    expect(await axeViolations(container)).toEqual([]);
     await user.click(await screen.findByRole('button', { name: 'Create master key' }));
     const dialog = await screen.findByRole('dialog');
     await within(dialog).findByRole('checkbox', { name: 'Phone A' });
-    expect(await seriousViolations(dialog)).toEqual([]);
+    expect(await axeViolations(dialog)).toEqual([]);
   });
 
   it("shows a finished recovery drill's verified signatures and backup state", async () => {

@@ -14,7 +14,7 @@ import { createQueryClient, Providers } from '../src/app';
 import { ProfileProvider, SessionProvider } from '../src/auth/session';
 import { StepUpProvider } from '../src/auth/step-up';
 import { ApiKeysPage } from '../src/pages/api-keys';
-import { mockFetch, polyfillDom } from './render';
+import { me, mockFetch, polyfillDom } from './render';
 
 const PROFILE = '11111111-1111-4111-8111-111111111111';
 const SECRET = 'cst_ab12_SECRETVALUE_0123456789';
@@ -38,21 +38,7 @@ afterEach(() => {
 describe('review: the API key shown once stays in memory', () => {
   it('after "I have copied it", no part of the query client still holds the secret', async () => {
     mockFetch([
-      [
-        'GET /admin/v1/me',
-        () => ({
-          body: {
-            user_id: 'u1',
-            email: 'a@x.test',
-            name: 'Ada',
-            role: 'ADMIN',
-            totp_enabled: false,
-            blocked: false,
-            created_at: '2026-01-01T00:00:00Z',
-            step_up_expires_at: null,
-          },
-        }),
-      ],
+      ['GET /admin/v1/me', () => ({ body: me('ADMIN') })],
       ['GET /admin/v1/profiles', () => ({ body: [{ profile_id: PROFILE, name: 'Main', created_at: '' }] })],
       ['GET /admin/v1/api-keys', () => ({ body: { data: [], page: 1, page_size: 20, total: 0 } })],
       ['POST /admin/v1/api-keys', () => ({ status: 201, body: { ...key, api_key: SECRET } })],

@@ -1,23 +1,14 @@
 // @vitest-environment jsdom
 import { cleanup, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
-import axe from 'axe-core';
 import type { ReactNode } from 'react';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { SessionProvider, useSession } from '../src/auth/session';
 import { StepUpProvider } from '../src/auth/step-up';
 import { SignersPage } from '../src/pages/signers';
-import { mockFetch, renderAt } from './render';
+import { axeViolations, me, mockFetch, renderAt } from './render';
 
 afterEach(cleanup);
-
-/** axe-core's serious and critical violations in `root` (colour contrast needs layout: off in jsdom). */
-async function seriousViolations(root: Element): Promise<string[]> {
-  const r = await axe.run(root, { rules: { 'color-contrast': { enabled: false } } });
-  return r.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id}: ${v.nodes.map((n) => n.html).join(' | ')}`);
-}
 
 function RoleProbe() {
   const { me } = useSession();
@@ -34,17 +25,6 @@ function Harness({ children }: { children: ReactNode }) {
     </SessionProvider>
   );
 }
-
-const me = (role: string) => ({
-  user_id: '00000000-0000-4000-8000-0000000000aa',
-  email: 'a@example.com',
-  name: 'Alice',
-  role,
-  totp_enabled: false,
-  blocked: false,
-  created_at: '2026-01-01T00:00:00Z',
-  step_up_expires_at: null,
-});
 
 const PEER = '12D3KooWQYhTNQdmr3ArTeUHRYzFg94BKyTkoWBDWez9kSCVe2Xo';
 const signer = {
@@ -171,9 +151,9 @@ describe('Server signers screen', () => {
     );
     await screen.findByRole('table', { name: 'Server signers' });
     await screen.findByText('signed in as ADMIN');
-    expect(await seriousViolations(container)).toEqual([]);
+    expect(await axeViolations(container)).toEqual([]);
     await user.click(await screen.findByRole('button', { name: 'Register signer' }));
-    expect(await seriousViolations(await screen.findByRole('dialog'))).toEqual([]);
+    expect(await axeViolations(await screen.findByRole('dialog'))).toEqual([]);
   });
 
   it('confirms before removing, and a Viewer sees neither Register nor Remove', async () => {
