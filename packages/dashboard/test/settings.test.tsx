@@ -7,7 +7,7 @@ import { StepUpProvider } from '../src/auth/step-up';
 import { SettingsPage } from '../src/pages/settings';
 import { axeViolations, me, mockFetch, renderAt } from './render';
 
-const ME = me('FINANCE_MANAGER');
+const ME = me('FINANCE_MANAGER', { email: 'fin@example.com', name: 'Fin Manager' });
 const ENROLLMENT = {
   secret: 'JBSWY3DPEHPK3PXP',
   otpauth_uri: 'otpauth://totp/Custodian:fin%40example.com?secret=JBSWY3DPEHPK3PXP&issuer=Custodian',
