@@ -1,26 +1,13 @@
 // @vitest-environment jsdom
 import { cleanup, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
-import axe from 'axe-core';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { ProfileProvider, SessionProvider } from '../src/auth/session';
 import { StepUpProvider } from '../src/auth/step-up';
 import { ApiKeysPage } from '../src/pages/api-keys';
-import { mockFetch, type Reply, renderAt } from './render';
+import { axeViolations, me, mockFetch, renderAt } from './render';
 
 const PROFILE = '11111111-1111-4111-8111-111111111111';
-const me = (role: string): Reply => ({
-  body: {
-    user_id: 'u1',
-    email: 'a@x.test',
-    name: 'Ada',
-    role,
-    totp_enabled: false,
-    blocked: false,
-    created_at: '2026-01-01T00:00:00Z',
-    step_up_expires_at: null,
-  },
-});
 const key = (over: Record<string, unknown> = {}) => ({
   api_key_id: '22222222-2222-4222-8222-222222222222',
   profile_id: PROFILE,
@@ -47,13 +34,6 @@ function page() {
   );
 }
 
-/** axe-core over the rendered document: no serious or critical violation (colour contrast needs layout jsdom lacks). */
-async function expectNoSeriousAxeViolations() {
-  const r = await axe.run(document.body, { rules: { 'color-contrast': { enabled: false } } });
-  const bad = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  expect(bad.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)).toEqual([]);
-}
-
 afterEach(() => {
   cleanup();
   localStorage.clear();
@@ -62,7 +42,7 @@ afterEach(() => {
 describe('API keys', () => {
   it('shows a created key once, and forgets it after the modal closes', async () => {
     const seen = mockFetch([
-      ['GET /admin/v1/me', () => me('ADMIN')],
+      ['GET /admin/v1/me', () => ({ body: me('ADMIN') })],
       ['GET /admin/v1/profiles', () => ({ body: [{ profile_id: PROFILE, name: 'Main', created_at: '' }] })],
       ['GET /admin/v1/api-keys', () => ({ body: { data: [key()], page: 1, page_size: 20, total: 1 } })],
       ['POST /admin/v1/api-keys', () => ({ status: 201, body: { ...key({ name: 'ops' }), api_key: SECRET } })],
@@ -78,7 +58,7 @@ describe('API keys', () => {
     expect(within(shown).getByText('Copy it now: it is shown only once')).toBeTruthy();
     expect(within(shown).getByText(SECRET)).toBeTruthy();
     expect(within(shown).getByRole('button', { name: 'Copy API key' })).toBeTruthy();
-    await expectNoSeriousAxeViolations();
+    expect(await axeViolations()).toEqual([]);
     const post = seen.find((r) => r.method === 'POST');
     expect(await post?.json()).toEqual({
       profile_id: PROFILE,
@@ -93,7 +73,7 @@ describe('API keys', () => {
 
   it('asks before revoking, and revokes only after confirmation', async () => {
     const seen = mockFetch([
-      ['GET /admin/v1/me', () => me('ADMIN')],
+      ['GET /admin/v1/me', () => ({ body: me('ADMIN') })],
       ['GET /admin/v1/profiles', () => ({ body: [{ profile_id: PROFILE, name: 'Main', created_at: '' }] })],
       ['GET /admin/v1/api-keys', () => ({ body: { data: [key()], page: 1, page_size: 20, total: 1 } })],
       [/^DELETE \/admin\/v1\/api-keys\//, () => ({ status: 204 })],
@@ -113,7 +93,7 @@ describe('API keys', () => {
 
   it('shows the problem when the list fails', async () => {
     mockFetch([
-      ['GET /admin/v1/me', () => me('ADMIN')],
+      ['GET /admin/v1/me', () => ({ body: me('ADMIN') })],
       ['GET /admin/v1/profiles', () => ({ body: [{ profile_id: PROFILE, name: 'Main', created_at: '' }] })],
       [
         'GET /admin/v1/api-keys',

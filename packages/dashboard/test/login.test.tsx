@@ -1,21 +1,12 @@
 // @vitest-environment jsdom
 import { cleanup, screen } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { SessionProvider } from '../src/auth/session';
 import { LoginPage, safeNext } from '../src/pages/login';
-import { axeViolations, mockFetch, renderAt } from './render';
+import { axeViolations, me, mockFetch, renderAt } from './render';
 
-const ME = {
-  user_id: '00000000-0000-4000-8000-000000000001',
-  email: 'ada@example.com',
-  name: 'Ada',
-  role: 'ADMIN',
-  totp_enabled: false,
-  blocked: false,
-  created_at: '2026-01-01T00:00:00.000Z',
-  step_up_expires_at: null,
-};
+const ME = me('ADMIN');
 const CHALLENGE = { challenge_id: '00000000-0000-4000-8000-0000000000c1', expires_at: '2026-01-01T00:10:00.000Z' };
 const NO_SESSION = { status: 401, body: { title: 'Login required', status: 401, code: 'SESSION_REQUIRED' } };
 
@@ -132,5 +123,19 @@ describe('safeNext', () => {
     expect(safeNext('/\\evil.example')).toBe('/wallets');
     expect(safeNext('https://evil.example/')).toBe('/wallets');
     expect(safeNext(null)).toBe('/wallets');
+  });
+
+  it('refuses what URL parsing turns into another origin (tab, newline, backslash, //, absolute)', () => {
+    // '/\t/evil.example': the URL parser drops the tab, leaving '//evil.example'
+    expect(new URL('/\t/evil.example', window.location.origin).origin).not.toBe(window.location.origin);
+    expect(safeNext('/\t/evil.example')).toBe('/wallets');
+    expect(safeNext('/\n/evil.example')).toBe('/wallets');
+    expect(safeNext('/\u0000/evil')).toBe('/wallets');
+    expect(safeNext('/x\u007f')).toBe('/wallets');
+    expect(safeNext('/\\evil')).toBe('/wallets');
+    expect(safeNext('//evil')).toBe('/wallets');
+    expect(safeNext('https://evil')).toBe('/wallets');
+    expect(safeNext('evil/path')).toBe('/wallets');
+    expect(safeNext('/wallets/abc?tab=1#x')).toBe('/wallets/abc?tab=1#x');
   });
 });

@@ -2,14 +2,13 @@
 import { notifications } from '@mantine/notifications';
 import { cleanup, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
-import axe from 'axe-core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ProfileProvider, SessionProvider } from '../src/auth/session';
 import { StepUpProvider } from '../src/auth/step-up';
 import { Shell } from '../src/layout/shell';
 import { PoliciesPage } from '../src/pages/policies';
 import { formatBaseUnits } from '../src/pages/policies/editor';
-import { mockFetch, type Reply, renderAt } from './render';
+import { axeViolations, me, mockFetch, type Reply, renderAt } from './render';
 
 // The policy and transfer routes (coordinator transfers/admin-routes.ts) carry no x-roles in the
 // document yet, so ADMIN_OPERATION_RULES lacks them and `can()` throws for them; until the document
@@ -28,18 +27,6 @@ vi.mock('@custodian/sdk/api', async (orig) => {
 
 const PROFILE = '11111111-1111-4111-8111-111111111111';
 const POLICY = '55555555-5555-4555-8555-555555555555';
-const me = (role: string): Reply => ({
-  body: {
-    user_id: 'u1',
-    email: 'a@x.test',
-    name: 'Ada',
-    role,
-    totp_enabled: false,
-    blocked: false,
-    created_at: '2026-01-01T00:00:00Z',
-    step_up_expires_at: null,
-  },
-});
 const doc = (version: number) => ({
   policy_id: POLICY,
   version,
@@ -70,7 +57,7 @@ const policy = (statuses: string[], active: number | null) => ({
 });
 const empty = { body: { data: [], page: 1, page_size: 200, total: 0 } };
 const base = (role: string): [string | RegExp, (r: Request) => Reply][] => [
-  ['GET /admin/v1/me', () => me(role)],
+  ['GET /admin/v1/me', () => ({ body: me(role) })],
   ['GET /admin/v1/profiles', () => ({ body: [{ profile_id: PROFILE, name: 'Main', created_at: '' }] })],
   [`GET /admin/v1/profiles/${PROFILE}/wallets`, () => empty],
   [`GET /admin/v1/profiles/${PROFILE}/blockchains`, () => empty],
@@ -87,13 +74,6 @@ function page() {
       </ProfileProvider>
     </SessionProvider>
   );
-}
-
-/** axe-core over the rendered document: no serious or critical violation (colour contrast needs layout jsdom lacks). */
-async function expectNoSeriousAxeViolations() {
-  const r = await axe.run(document.body, { rules: { 'color-contrast': { enabled: false } } });
-  const bad = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  expect(bad.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)).toEqual([]);
 }
 
 afterEach(() => {
@@ -136,7 +116,7 @@ describe('Policies', () => {
     await screen.findByText(/No policies/);
     await user.click(screen.getByRole('button', { name: 'New policy' }));
     await user.type(screen.getByRole('textbox', { name: /^Name/ }), 'Treasury');
-    await expectNoSeriousAxeViolations();
+    expect(await axeViolations()).toEqual([]);
     await user.click(screen.getByRole('textbox', { name: 'Whitelist (one address per line)' }));
     await user.paste('0xAbC0000000000000000000000000000000000001\n\n0xAbC0000000000000000000000000000000000002');
     await user.type(screen.getByRole('textbox', { name: 'Per-transaction limit' }), '1.5');
@@ -279,7 +259,7 @@ describe('Dry-run a transfer', () => {
     await user.type(within(form).getByRole('textbox', { name: /^Asset/ }), ASSET);
     await user.type(within(form).getByRole('textbox', { name: /^Amount/ }), '1.5');
     await user.type(within(form).getByRole('textbox', { name: /^Destination address/ }), '0xAbC1');
-    await expectNoSeriousAxeViolations();
+    expect(await axeViolations()).toEqual([]);
     await user.click(within(form).getByRole('button', { name: 'Run dry-run' }));
     await screen.findByText('Rejected: DAILY_LIMIT_EXCEEDED');
     const req = seen.find((r) => r.method === 'POST')!;

@@ -1,9 +1,11 @@
 /**
- * Component-test helpers: render inside the dashboard's providers (Mantine, a fresh TanStack
- * Query client) and a memory router, and answer `fetch` from a table of routes so a screen's
- * admin API calls can be driven by the test.
+ * Component-test helpers (the one copy every test file imports): render inside the dashboard's
+ * providers (Mantine, a fresh TanStack Query client) and a memory router, answer `fetch` from a
+ * table of routes so a screen's admin API calls can be driven by the test, run axe-core, pick an
+ * option of a Mantine Select, and the signed-in user fixture (`me`).
  */
-import { type RenderResult, render } from '@testing-library/react';
+import { type RenderResult, render, screen, within } from '@testing-library/react';
+import type userEvent from '@testing-library/user-event';
 import axe from 'axe-core';
 import type { ReactElement } from 'react';
 import { createMemoryRouter, RouterProvider } from 'react-router';
@@ -31,12 +33,45 @@ export function polyfillDom(): void {
 }
 
 /**
- * axe-core's serious and critical violations in the document, as rule ids (colour contrast is
- * off: it needs the layout jsdom does not compute; the Playwright test checks it in Chromium).
+ * axe-core's serious and critical violations in `root` (default: the whole document), as
+ * "rule-id: selector, selector" strings, so `expect(await axeViolations()).toEqual([])` names the
+ * offending nodes when it fails. Colour contrast is off: it needs the layout jsdom does not compute
+ * (the Playwright test checks it in Chromium).
  */
-export async function axeViolations(): Promise<string[]> {
-  const r = await axe.run(document.body, { rules: { 'color-contrast': { enabled: false } } });
-  return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id);
+export async function axeViolations(root: Element = document.body): Promise<string[]> {
+  const r = await axe.run(root, { rules: { 'color-contrast': { enabled: false } } });
+  return r.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+}
+
+/**
+ * Choose `option` in the Mantine Select labelled `label` (its listbox carries the same accessible
+ * name). The dropdown's transition leaves it styled hidden in jsdom, so the queries look past
+ * visibility.
+ */
+export async function pick(ue: ReturnType<typeof userEvent.setup>, label: string | RegExp, option: string) {
+  await ue.click(await screen.findByRole('combobox', { name: label }));
+  const list = await screen.findByRole('listbox', { name: label, hidden: true });
+  await ue.click(within(list).getByRole('option', { name: option, hidden: true }));
+}
+
+/**
+ * The signed-in user as `GET /admin/v1/me` answers it (Alice, no TOTP, no step-up), with `role`
+ * and any field overridden by `over`. Wrap it as `{ body: me('ADMIN') }` for {@link mockFetch}.
+ */
+export function me(role: string, over: Record<string, unknown> = {}) {
+  return {
+    user_id: '00000000-0000-4000-8000-0000000000aa',
+    email: 'a@example.com',
+    name: 'Alice',
+    role,
+    totp_enabled: false,
+    blocked: false,
+    created_at: '2026-01-01T00:00:00Z',
+    step_up_expires_at: null,
+    ...over,
+  };
 }
 
 /** Render `ui` at `path` (a memory router with that one route, plus any `extra` routes). */

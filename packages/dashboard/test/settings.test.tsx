@@ -1,22 +1,13 @@
 // @vitest-environment jsdom
 import { cleanup, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { SessionProvider } from '../src/auth/session';
 import { StepUpProvider } from '../src/auth/step-up';
 import { SettingsPage } from '../src/pages/settings';
-import { axeViolations, mockFetch, renderAt } from './render';
+import { axeViolations, me, mockFetch, renderAt } from './render';
 
-const ME = {
-  user_id: '00000000-0000-4000-8000-000000000002',
-  email: 'fin@example.com',
-  name: 'Fin Manager',
-  role: 'FINANCE_MANAGER',
-  totp_enabled: false,
-  blocked: false,
-  created_at: '2026-01-01T00:00:00.000Z',
-  step_up_expires_at: null,
-};
+const ME = me('FINANCE_MANAGER', { email: 'fin@example.com', name: 'Fin Manager' });
 const ENROLLMENT = {
   secret: 'JBSWY3DPEHPK3PXP',
   otpauth_uri: 'otpauth://totp/Custodian:fin%40example.com?secret=JBSWY3DPEHPK3PXP&issuer=Custodian',

@@ -1,11 +1,11 @@
 // @vitest-environment jsdom
 import { cleanup, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { SessionProvider } from '../src/auth/session';
 import { StepUpProvider } from '../src/auth/step-up';
 import { UsersPage } from '../src/pages/users';
-import { axeViolations, mockFetch, renderAt } from './render';
+import { axeViolations, mockFetch, pick, renderAt } from './render';
 
 const user = (n: number, role: string, extra: object = {}) => ({
   user_id: `00000000-0000-4000-8000-00000000000${n}`,
@@ -32,14 +32,6 @@ function renderUsers(at = '/users') {
     </SessionProvider>,
     at,
   );
-}
-
-/** Choose `option` in the Mantine Select labelled `label` (its listbox carries the same name). */
-async function pick(ue: ReturnType<typeof userEvent.setup>, label: string, option: string) {
-  await ue.click(await screen.findByRole('combobox', { name: label }));
-  // the dropdown's transition leaves it styled hidden in jsdom, so look past visibility
-  const list = await screen.findByRole('listbox', { name: label, hidden: true });
-  await ue.click(within(list).getByRole('option', { name: option, hidden: true }));
 }
 
 afterEach(cleanup);

@@ -3,11 +3,11 @@ import { cleanup, configure, screen, waitFor, within } from '@testing-library/re
 import userEvent from '@testing-library/user-event';
 import type { ReactNode } from 'react';
 import { Navigate } from 'react-router';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { ProfileProvider, SessionProvider } from '../src/auth/session';
 import { StepUpProvider } from '../src/auth/step-up';
 import { WalletDetailPage } from '../src/pages/wallet-detail';
-import { mockFetch, type Reply, renderAt } from './render';
+import { me, mockFetch, type Reply, renderAt } from './render';
 
 const P = '11111111-1111-4111-8111-111111111111';
 const W1 = '22222222-2222-4222-8222-222222222222';
@@ -23,16 +23,6 @@ function App({ children }: { children: ReactNode }) {
   );
 }
 
-const me = (role: string) => ({
-  user_id: 'u1',
-  email: 'a@example.com',
-  name: 'Ada',
-  role,
-  totp_enabled: false,
-  blocked: false,
-  created_at: '2026-01-01T00:00:00.000Z',
-  step_up_expires_at: null,
-});
 const wallet = (id: string, name: string, chains: string[]) => ({
   wallet_id: id,
   profile_id: P,

@@ -2,12 +2,11 @@
 import { notifications } from '@mantine/notifications';
 import { cleanup, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
-import axe from 'axe-core';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { ProfileProvider, SessionProvider } from '../src/auth/session';
 import { StepUpProvider } from '../src/auth/step-up';
 import { WebhooksPage } from '../src/pages/webhooks';
-import { mockFetch, type Reply, renderAt } from './render';
+import { axeViolations, me, mockFetch, type Reply, renderAt } from './render';
 
 /** A Page envelope of `data` (page 1 of 20 rows). */
 const pg = <T,>(data: T[], total = data.length) => ({ data, page: 1, page_size: 20, total });
@@ -15,18 +14,6 @@ const pg = <T,>(data: T[], total = data.length) => ({ data, page: 1, page_size: 
 const PROFILE = '11111111-1111-4111-8111-111111111111';
 const HOOK = '33333333-3333-4333-8333-333333333333';
 const NOTE = '44444444-4444-4444-8444-444444444444';
-const me = (role: string): Reply => ({
-  body: {
-    user_id: 'u1',
-    email: 'a@x.test',
-    name: 'Ada',
-    role,
-    totp_enabled: false,
-    blocked: false,
-    created_at: '2026-01-01T00:00:00Z',
-    step_up_expires_at: null,
-  },
-});
 const hook = {
   webhook_id: HOOK,
   profile_id: PROFILE,
@@ -53,7 +40,7 @@ const note = (status: string) => ({
   attempts: [],
 });
 const base: [string | RegExp, (r: Request) => Reply][] = [
-  ['GET /admin/v1/me', () => me('ADMIN')],
+  ['GET /admin/v1/me', () => ({ body: me('ADMIN') })],
   ['GET /admin/v1/profiles', () => ({ body: [{ profile_id: PROFILE, name: 'Main', created_at: '' }] })],
   [`GET /admin/v1/profiles/${PROFILE}/webhooks`, () => ({ body: pg([hook]) })],
 ];
@@ -68,13 +55,6 @@ function page() {
       </ProfileProvider>
     </SessionProvider>
   );
-}
-
-/** axe-core over the rendered document: no serious or critical violation (colour contrast needs layout jsdom lacks). */
-async function expectNoSeriousAxeViolations() {
-  const r = await axe.run(document.body, { rules: { 'color-contrast': { enabled: false } } });
-  const bad = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  expect(bad.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)).toEqual([]);
 }
 
 afterEach(() => {
@@ -132,7 +112,7 @@ describe('Webhooks', () => {
     const table = await screen.findByRole('table', { name: `Notifications of ${hook.url}` });
     expect(within(table).getByText('FAILED')).toBeTruthy();
     expect(within(table).getByText('HTTP 500')).toBeTruthy();
-    await expectNoSeriousAxeViolations();
+    expect(await axeViolations()).toEqual([]);
     await user.click(screen.getByRole('radio', { name: 'Delivered' }));
     await waitFor(() => expect(seen.some((r) => new URL(r.url).searchParams.get('status') === 'DELIVERED')).toBe(true));
     const list = seen.find((r) => r.url.includes('/notifications?'));

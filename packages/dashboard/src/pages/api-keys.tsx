@@ -2,7 +2,9 @@
  * API keys of the current profile (`/api-keys`, Admin): the list (`GET /admin/v1/api-keys`,
  * paginated server-side: name, prefix, allowed CIDRs, created, last used, revoked), "Create API key"
  * (`POST /admin/v1/api-keys`, step-up) whose secret is shown ONCE in a modal and dropped from memory
- * when the modal closes (component state only: never the query cache, never localStorage), and
+ * when the modal closes (component state only: the POST is a plain async handler, NOT a useMutation,
+ * so TanStack Query's MutationCache never holds the secret; never the query cache, history state,
+ * logs or localStorage), and
  * "Revoke" (`DELETE /admin/v1/api-keys/{id}`, step-up) behind a confirmation.
  */
 import type { ApiKey, CreatedApiKey, Page } from '@custodian/coordinator/admin-api-types';
@@ -40,13 +42,12 @@ export function ApiKeysPage() {
   const [cidrs, setCidrs] = useState('');
   // the secret lives only here, and only while the "shown once" modal is open
   const [created, setCreated] = useState<CreatedApiKey | null>(null);
+  const [creating, setCreating] = useState(false);
+  const [createError, setCreateError] = useState<unknown>(null);
   const [revoking, setRevoking] = useState<ApiKey | null>(null);
 
-  /** Close the "shown once" modal and drop the secret (component state and the mutation's result). */
-  const forget = () => {
-    setCreated(null);
-    create.reset();
-  };
+  /** Close the "shown once" modal and drop the secret (the only reference to it is `created`). */
+  const forget = () => setCreated(null);
 
   const list = useQuery({
     queryKey: ['api-keys', profileId, page],
@@ -59,23 +60,32 @@ export function ApiKeysPage() {
       ),
   });
 
-  const create = useMutation({
-    mutationFn: () =>
-      stepUp.run(() =>
+  /**
+   * Create the key (step-up). Deliberately not a `useMutation`: the MutationCache would keep the
+   * answer (with the secret) for gcTime after the modal closed. The answer goes only to `created`.
+   */
+  const create = async () => {
+    setCreating(true);
+    setCreateError(null);
+    try {
+      const key = await stepUp.run(() =>
         call<CreatedApiKey>(
           api.POST('/admin/v1/api-keys', {
             body: { profile_id: profileId as string, name: name.trim(), allowed_cidrs: parseCidrs(cidrs) },
           }),
         ),
-      ),
-    onSuccess: (key) => {
+      );
       setCreateOpen(false);
       setName('');
       setCidrs('');
       setCreated(key);
       void qc.invalidateQueries({ queryKey: ['api-keys'] });
-    },
-  });
+    } catch (e) {
+      setCreateError(e);
+    } finally {
+      setCreating(false);
+    }
+  };
 
   const revoke = useMutation({
     mutationFn: (k: ApiKey) =>
@@ -96,7 +106,7 @@ export function ApiKeysPage() {
         {can('adminCreateApiKey') && (
           <Button
             onClick={() => {
-              create.reset();
+              setCreateError(null);
               setCreateOpen(true);
             }}
           >
@@ -169,7 +179,7 @@ export function ApiKeysPage() {
         <form
           onSubmit={(e) => {
             e.preventDefault();
-            create.mutate();
+            void create();
           }}
         >
           <Stack>
@@ -188,12 +198,12 @@ export function ApiKeysPage() {
               value={cidrs}
               onChange={(e) => setCidrs(e.currentTarget.value)}
             />
-            <ProblemAlert error={create.error} />
+            <ProblemAlert error={createError} />
             <Group justify="flex-end">
               <Button variant="default" onClick={() => setCreateOpen(false)}>
                 Cancel
               </Button>
-              <Button type="submit" loading={create.isPending} disabled={name.trim() === ''}>
+              <Button type="submit" loading={creating} disabled={name.trim() === ''}>
                 Create
               </Button>
             </Group>

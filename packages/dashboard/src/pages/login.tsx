@@ -15,9 +15,22 @@ import { isProblem } from '../api/problem';
 import { useSession } from '../auth/session';
 import { ProblemAlert } from '../components/states';
 
-/** Where to go after login: `next` when it is a same-origin path ('/…', not '//…' or '/\…'), else `/wallets`. */
+/**
+ * Where to go after login: `next` when it is a same-origin path (starts with a single '/', no
+ * backslash, no control character, and still same-origin once parsed as a URL), else `/wallets`.
+ */
 export function safeNext(next: string | null): string {
-  if (next === null || !next.startsWith('/') || next.startsWith('//') || next.startsWith('/\\')) return '/wallets';
+  const fallback = '/wallets';
+  if (next === null || !next.startsWith('/') || next.startsWith('//')) return fallback;
+  // a backslash or a control character (U+0000–U+001F, U+007F) is dropped or turned into '/' by
+  // URL parsing ('/\t/evil.example' → '//evil.example'): refuse them outright
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
+  if (/[\\\u0000-\u001f\u007f]/.test(next)) return fallback;
+  try {
+    if (new URL(next, window.location.origin).origin !== window.location.origin) return fallback;
+  } catch {
+    return fallback;
+  }
   return next;
 }
 
