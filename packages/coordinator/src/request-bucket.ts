@@ -27,9 +27,10 @@ export function credentialBucket(apiKeys: ApiKeyStore, sessions: SessionService)
     }
     if (path.startsWith('/admin/v1/')) {
       const m = /^Bearer ([A-Za-z0-9_-]{1,200})$/.exec(req.headers.authorization ?? '');
-      const token = m?.[1] ?? cookieSessionToken(req);
+      const cookie = m === null ? cookieSessionToken(req) : undefined;
+      const token = m?.[1] ?? cookie;
       if (token === undefined) return undefined;
-      const user = await sessions.sessionUser(token);
+      const user = await sessions.sessionUser(token, cookie === undefined ? 'bearer' : 'cookie');
       return user === null ? undefined : `user:${user.user_id}`;
     }
     return undefined;

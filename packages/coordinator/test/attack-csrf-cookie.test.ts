@@ -8,10 +8,14 @@
  * session's CSRF token, or with a foreign `Origin`, answers 403 `CSRF_TOKEN_INVALID` and writes
  * nothing; the session cookie is HttpOnly, SameSite=Strict, Path=/admin, Secure off loopback; the
  * cookie login body carries no token; logout clears both cookies and the old cookie is refused;
- * bearer clients (CLI, SDK) are unaffected.
+ * bearer clients (CLI, SDK) are unaffected. Against cookie tossing (review-cookie-tossing.test.ts):
+ * off loopback the cookies are `__Host-` prefixed (Secure, Path=/) and the unprefixed name is not
+ * read; a duplicated session cookie is refused (401); the CSRF token is random, stored as SHA-256;
+ * a session only authenticates over the transport it was opened for (bearer vs cookie).
  *
  * Every test starts its own coordinator (real fastify, real PGlite store, development mailbox).
  */
+import { createHash } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -61,6 +65,43 @@ async function cookieLogin() {
   return { v, jar, session, csrf, cookie: `custodian_session=${session}; custodian_csrf=${csrf}` };
 }
 
+/** A request with another `Host` header (the harness's fetch cannot set it): status, body, Set-Cookie. */
+function hostReq(host: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+  const u = new URL(h.url);
+  const data = body === undefined ? undefined : JSON.stringify(body);
+  return new Promise<{ status: number; body: Json; setCookie: string[] }>((resolve, reject) => {
+    const r = httpRequest(
+      {
+        host: u.hostname,
+        port: u.port,
+        method,
+        path,
+        headers: {
+          host,
+          ...headers,
+          ...(data === undefined
+            ? {}
+            : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) }),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          resolve({
+            status: res.statusCode ?? 0,
+            body: text === '' ? null : (JSON.parse(text) as Json),
+            setCookie: res.headers['set-cookie'] ?? [],
+          });
+        });
+      },
+    );
+    r.on('error', reject);
+    r.end(data);
+  });
+}
+
 const apiKeyCount = async () => Number((await h.c.db.query<{ n: string }>('SELECT count(*) AS n FROM api_keys'))[0]!.n);
 const userCount = async () => Number((await h.c.db.query<{ n: string }>('SELECT count(*) AS n FROM users'))[0]!.n);
 
@@ -102,31 +143,92 @@ describe('attack: cross-site request forgery with the dashboard cookie', () => {
     expect(c.attrs.get('samesite')).toBe('Strict');
   });
 
-  it('the cookies are Secure when the Host is not loopback', async () => {
-    const body = JSON.stringify({ ...(await challenge()), transport: 'cookie' });
-    const u = new URL(h.url);
-    const setCookie = await new Promise<string[]>((resolve, reject) => {
-      const r = httpRequest(
-        {
-          host: u.hostname,
-          port: u.port,
-          method: 'POST',
-          path: '/admin/v1/login/verify',
-          headers: { host: 'custody.example.com', 'content-type': 'application/json', 'content-length': body.length },
-        },
-        (res) => {
-          res.resume();
-          expect(res.statusCode).toBe(200);
-          resolve(res.headers['set-cookie'] ?? []);
-        },
-      );
-      r.on('error', reject);
-      r.end(body);
+  it('off loopback the cookies are __Host- prefixed: Secure, Path=/, HttpOnly session, SameSite=Strict', async () => {
+    const r = await hostReq('custody.example.com', 'POST', '/admin/v1/login/verify', {
+      ...(await challenge()),
+      transport: 'cookie',
     });
-    const jar = new Map(setCookie.map((l) => [parseSetCookie(l).name, parseSetCookie(l)] as const));
-    expect(jar.get('custodian_session')!.attrs.has('secure')).toBe(true);
-    expect(jar.get('custodian_session')!.attrs.has('httponly')).toBe(true);
-    expect(jar.get('custodian_csrf')!.attrs.has('secure')).toBe(true);
+    expect(r.status).toBe(200);
+    const jar = new Map(r.setCookie.map((l) => [parseSetCookie(l).name, parseSetCookie(l)] as const));
+    expect([...jar.keys()].sort()).toEqual(['__Host-custodian_csrf', '__Host-custodian_session']);
+    const s = jar.get('__Host-custodian_session')!;
+    expect([...s.attrs.keys()].sort()).toEqual(['httponly', 'max-age', 'path', 'samesite', 'secure']);
+    expect(s.attrs.get('path')).toBe('/');
+    expect(s.attrs.get('samesite')).toBe('Strict');
+    const c = jar.get('__Host-custodian_csrf')!;
+    expect([...c.attrs.keys()].sort()).toEqual(['max-age', 'path', 'samesite', 'secure']);
+    expect(c.attrs.get('path')).toBe('/');
+
+    // the prefixed session works off loopback; the unprefixed name is not read there
+    const host = 'custody.example.com';
+    const ok = await hostReq(host, 'GET', '/admin/v1/me', undefined, { cookie: `__Host-custodian_session=${s.value}` });
+    expect(ok.status).toBe(200);
+    const plain = await hostReq(host, 'GET', '/admin/v1/me', undefined, { cookie: `custodian_session=${s.value}` });
+    expect(plain.status).toBe(401);
+    // a write needs the random CSRF token of the __Host- cookie
+    const cookie = `__Host-custodian_session=${s.value}; __Host-custodian_csrf=${c.value}`;
+    const up = await hostReq(
+      host,
+      'POST',
+      '/admin/v1/session/step-up',
+      { password: ADMIN_PASSWORD },
+      {
+        cookie,
+        'x-csrf-token': c.value,
+      },
+    );
+    expect(up.status).toBe(200);
+    const bad = await hostReq(host, 'POST', '/admin/v1/session/step-up', { password: ADMIN_PASSWORD }, { cookie });
+    expect(bad.status).toBe(403);
+    // a duplicated __Host- session cookie is refused too
+    const dup = await hostReq(host, 'GET', '/admin/v1/me', undefined, {
+      cookie: `__Host-custodian_session=${s.value}; __Host-custodian_session=${s.value}`,
+    });
+    expect(dup.status).toBe(401);
+  });
+
+  it('the CSRF token is random and stored only as its SHA-256; sessions record their transport', async () => {
+    const s = await cookieLogin();
+    const legacy = createHash('sha256').update('custodian/admin-csrf/v1\0').update(s.session).digest('base64url');
+    expect(s.csrf).not.toBe(legacy);
+    const rows = await h.c.db.query<{ transport: string; csrf_hash: string | null }>(
+      'SELECT transport, csrf_hash FROM sessions WHERE token_hash = $1',
+      [createHash('sha256').update(s.session).digest('hex')],
+    );
+    expect(rows).toEqual([{ transport: 'cookie', csrf_hash: createHash('sha256').update(s.csrf).digest('hex') }]);
+    const b = await h.req('POST', '/admin/v1/login/verify', { body: await challenge() });
+    const brow = await h.c.db.query<{ transport: string; csrf_hash: string | null }>(
+      'SELECT transport, csrf_hash FROM sessions WHERE token_hash = $1',
+      [createHash('sha256').update(b.body.token).digest('hex')],
+    );
+    expect(brow).toEqual([{ transport: 'bearer', csrf_hash: null }]);
+  });
+
+  it('a bearer session sent as the cookie, or a cookie session sent as Bearer, is refused', async () => {
+    const s = await cookieLogin();
+    const asBearer = await h.req('GET', '/admin/v1/me', { token: s.session });
+    expect(asBearer.status).toBe(401);
+    expect(asBearer.body.code).toBe('SESSION_REQUIRED');
+    const b = await h.req('POST', '/admin/v1/login/verify', { body: await challenge() });
+    const asCookie = await h.req('GET', '/admin/v1/me', { headers: { cookie: `custodian_session=${b.body.token}` } });
+    expect(asCookie.status).toBe(401);
+    expect(asCookie.body.code).toBe('SESSION_REQUIRED');
+    // each on its own transport works
+    expect((await h.req('GET', '/admin/v1/me', { token: b.body.token })).status).toBe(200);
+    expect((await h.req('GET', '/admin/v1/me', { headers: { cookie: s.cookie } })).status).toBe(200);
+  });
+
+  it('a request carrying the session cookie twice is refused, whichever copy is valid', async () => {
+    const s = await cookieLogin();
+    for (const cookie of [
+      `custodian_session=${s.session}; custodian_session=${s.session}`,
+      `custodian_session=css_planted; custodian_session=${s.session}`,
+      `custodian_session=${s.session}; custodian_csrf=${s.csrf}; custodian_session=css_planted`,
+    ]) {
+      const r = await h.req('GET', '/admin/v1/me', { headers: { cookie } });
+      expect(r.status).toBe(401);
+      expect(r.body.code).toBe('SESSION_REQUIRED');
+    }
   });
 
   it('a cookie read works without the CSRF token; a write without it or with a wrong one is refused and writes nothing', async () => {

@@ -10,7 +10,7 @@ import { ApiError, type ErrorCode } from '../errors.js';
 import { clientAddressKey } from '../server.js';
 import type { SessionUser } from '../users/store.js';
 import type { Clock } from '../util.js';
-import { authenticateSession } from './cookies.js';
+import { authenticateSession, type SessionSource } from './cookies.js';
 import type { LiveStreams } from './live.js';
 import type { AdminOptions, Role } from './options.js';
 
@@ -65,8 +65,11 @@ export type RouteHandler = (req: FastifyRequest, reply: FastifyReply) => Promise
 /** Dependencies of {@link createAdminRouter}. */
 export interface AdminRouterComponents {
   readonly app: FastifyInstance;
-  /** Resolves a bearer token to its live session's user (users room, `SessionService.sessionUser`). */
-  readonly sessions: { sessionUser(token: string): Promise<SessionUser | null> };
+  /**
+   * Resolves a session token, for the transport it came by (bearer header or session cookie), to
+   * its live session (users room, `SessionService.sessionFor`).
+   */
+  readonly sessions: SessionSource;
   readonly clock: Clock;
   readonly options: Pick<AdminOptions, 'stepUpTtlMs' | 'loginRateLimit'>;
   /** Live streams (SSE) of the admin API. */

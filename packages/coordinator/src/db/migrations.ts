@@ -424,6 +424,17 @@ CREATE TABLE login_networks (
 );
 ALTER TABLE transfers ADD COLUMN self_spend jsonb;`,
   },
+  {
+    version: 16,
+    name: 'session_transport',
+    // #24 review (cookie tossing). sessions.transport: how the session authenticates, 'bearer'
+    // (Authorization header: CLI, SDK) or 'cookie' (the dashboard's session cookie); a token is
+    // refused over the other transport. Existing rows are 'bearer' (a dashboard user logs in
+    // again). sessions.csrf_hash: SHA-256 (hex) of the cookie session's random CSRF token.
+    sql: `ALTER TABLE sessions ADD COLUMN transport text NOT NULL DEFAULT 'bearer' CHECK (transport IN ('bearer', 'cookie'));
+ALTER TABLE sessions ADD COLUMN csrf_hash text;
+ALTER TABLE sessions ADD CONSTRAINT sessions_csrf_hash_of_cookie CHECK ((transport = 'cookie') = (csrf_hash IS NOT NULL));`,
+  },
 ];
 
 /**

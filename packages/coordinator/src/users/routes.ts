@@ -113,10 +113,12 @@ export function sessionRoutes(r: AdminRouter, users: UserService): void {
     },
     async (req, reply) => {
       const b = B<{ challenge_id: string; code: string; transport?: 'bearer' | 'cookie' }>(req);
-      const out = await users.sessions.verifyLogin(b.challenge_id, b.code, req.ip);
-      if (b.transport !== 'cookie') return out;
-      // the page never sees the token: it rides in the HttpOnly cookie only
-      setSessionCookies(req, reply, out.token, users.sessions.sessionTtlSeconds);
+      const transport = b.transport === 'cookie' ? 'cookie' : 'bearer';
+      const out = await users.sessions.verifyLogin(b.challenge_id, b.code, req.ip, transport);
+      if (transport === 'bearer') return out;
+      // the page never sees the session token: it rides in the HttpOnly cookie only; the CSRF
+      // token rides in the readable cookie (admin/cookies.ts: names by the request's mode)
+      setSessionCookies(req, reply, out.token, out.csrf_token!, users.sessions.sessionTtlSeconds);
       return { expires_at: out.expires_at, user: out.user };
     },
   );

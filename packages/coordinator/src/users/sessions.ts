@@ -5,6 +5,7 @@
  * {@link AdminOptions.adminNetworks} emit ROLE_SCOPE_LOGIN to the instance-level webhooks.
  */
 import { randomUUID } from 'node:crypto';
+import type { SessionLookup, SessionTransport } from '../admin/cookies.js';
 import { type AdminNetworks, inAdminNetworks, parseAdminNetworks } from '../admin/networks.js';
 import type { AdminOptions } from '../admin/options.js';
 import { hashPassword, oneTimeCode, safeEqual, verifyPassword } from '../admin/passwords.js';
@@ -145,14 +146,19 @@ export class SessionService {
    * success from an IPv4 /24 or IPv6 /48 new for a user who logged in before emits
    * GEO_ANOMALY_DETECTED (users/geo-anomaly.ts).
    * @param clientIp the client address (`req.ip`: the socket peer, or X-Forwarded-For of a trusted proxy)
+   * @param transport `bearer` (default: CLI, SDK) or `cookie` (the dashboard): the session only
+   *   authenticates over that transport; a cookie session also gets a random CSRF token (32 bytes,
+   *   base64url), of which only the SHA-256 is stored (`sessions.csrf_hash`)
    * @throws ApiError INVALID_SECOND_FACTOR (401); RATE_LIMITED (429, Retry-After) while the account is locked out
-   * @returns the bearer token (shown once; stored as SHA-256) and its expiry
+   * @returns the session token (shown once; stored as SHA-256), its expiry, and the CSRF token of a
+   *   cookie session
    */
   async verifyLogin(
     challengeId: string,
     code: string,
     clientIp: string,
-  ): Promise<{ token: string; expires_at: string; user: UserView }> {
+    transport: SessionTransport = 'bearer',
+  ): Promise<{ token: string; csrf_token?: string; expires_at: string; user: UserView }> {
     return this.c.db
       .tx(async (q) => {
         const c = (
@@ -196,11 +202,20 @@ export class SessionService {
         }
         await q.query('UPDATE login_challenges SET consumed_at = $2 WHERE challenge_id = $1', [challengeId, now]);
         const token = `css_${randomToken(32)}`;
+        const csrf = transport === 'cookie' ? randomToken(32) : undefined;
         const expires = new Date(now.getTime() + this.c.options.sessionTtlMs);
         await q.query(
-          `INSERT INTO sessions (session_id, user_id, token_hash, created_at, expires_at, last_seen_at)
-           VALUES ($1,$2,$3,$4,$5,$4)`,
-          [randomUUID(), u.user_id, sha256Hex(token), now, expires],
+          `INSERT INTO sessions (session_id, user_id, token_hash, created_at, expires_at, last_seen_at, transport, csrf_hash)
+           VALUES ($1,$2,$3,$4,$5,$4,$6,$7)`,
+          [
+            randomUUID(),
+            u.user_id,
+            sha256Hex(token),
+            now,
+            expires,
+            transport,
+            csrf === undefined ? null : sha256Hex(csrf),
+          ],
         );
         await this.c.audit.record(q, u.user_id, 'login.succeeded', 'user', u.user_id, {
           method: c.method,
@@ -216,7 +231,12 @@ export class SessionService {
           });
         }
         await recordLoginNetwork(q, this.c.clock, u, clientIp);
-        return { token, expires_at: iso(expires)!, user: userView(u) };
+        return {
+          token,
+          ...(csrf === undefined ? {} : { csrf_token: csrf }),
+          expires_at: iso(expires)!,
+          user: userView(u),
+        };
       })
       .then((r) => {
         // The failed attempt is committed before the 401 is raised.
@@ -230,16 +250,27 @@ export class SessionService {
    * (`sessionTtlMs`), idle for longer than `sessionIdleMs` (then revoked now, audited
    * `session.idle_revoked`), or of a deleted or blocked user. Records the use in `last_seen_at`
    * when the stored value is a minute old or more (one conditional UPDATE, shared by replicas).
-   * `step_up_until`: end of the session's step-up window, or null.
+   * `step_up_until`: end of the session's step-up window, or null. Only a session opened for
+   * `transport` counts (a bearer token sent as a cookie, or a cookie token sent as Bearer, is null).
    */
-  async sessionUser(token: string): Promise<SessionUser | null> {
+  async sessionUser(token: string, transport: SessionTransport = 'bearer'): Promise<SessionUser | null> {
+    return (await this.sessionFor(token, transport))?.user ?? null;
+  }
+
+  /**
+   * {@link sessionUser} with the SHA-256 (hex) of the session's CSRF token (`csrfHash`: null for a
+   * bearer session), for the cookie transport's CSRF check (admin/cookies.ts).
+   */
+  async sessionFor(token: string, transport: SessionTransport): Promise<SessionLookup | null> {
     const now = this.c.clock();
     const r = (
-      await this.c.db.query<UserRow & { session_id: string; last_seen_at: Date; step_up_until: Date | null }>(
-        `SELECT u.*, s.session_id, s.last_seen_at, s.step_up_until FROM sessions s JOIN users u USING (user_id)
-         WHERE s.token_hash = $1 AND s.revoked_at IS NULL AND s.expires_at > $2
+      await this.c.db.query<
+        UserRow & { session_id: string; last_seen_at: Date; step_up_until: Date | null; csrf_hash: string | null }
+      >(
+        `SELECT u.*, s.session_id, s.last_seen_at, s.step_up_until, s.csrf_hash FROM sessions s JOIN users u USING (user_id)
+         WHERE s.token_hash = $1 AND s.transport = $3 AND s.revoked_at IS NULL AND s.expires_at > $2
            AND u.deleted_at IS NULL AND u.blocked_at IS NULL`,
-        [sha256Hex(token), now],
+        [sha256Hex(token), now, transport],
       )
     )[0];
     if (r === undefined) return null;
@@ -264,7 +295,10 @@ export class SessionService {
         now,
       ]);
     }
-    return { ...userView(r), session_id: r.session_id, step_up_until: r.step_up_until };
+    return {
+      user: { ...userView(r), session_id: r.session_id, step_up_until: r.step_up_until },
+      csrfHash: r.csrf_hash,
+    };
   }
 
   /**

@@ -2,8 +2,9 @@
  * The typed admin API client of the dashboard: openapi-fetch over the `paths` generated from
  * docs/api/openapi.json (`@custodian/sdk/api`), so every path, parameter and body is checked
  * against the document. Same origin as the coordinator; the session rides in the HttpOnly
- * `custodian_session` cookie, and every state-changing request carries the CSRF token
- * (`X-CSRF-Token`, the value of the readable `custodian_csrf` cookie) that the coordinator checks
+ * `__Host-custodian_session` cookie (`custodian_session` on plain http to a loopback host), and
+ * every state-changing request carries the CSRF token (`X-CSRF-Token`, the value of the readable
+ * `__Host-custodian_csrf` cookie, or `custodian_csrf` on loopback http) that the coordinator checks
  * for cookie sessions.
  *
  * Response bodies: the document gives most admin answers only as objects, so screens name their
@@ -13,19 +14,25 @@ import type { paths } from '@custodian/sdk/api';
 import createClient, { type Middleware } from 'openapi-fetch';
 import { ApiProblem, toApiProblem } from './problem';
 
-/** Cookie holding the CSRF token (readable by the page; the session cookie is not). */
+/** Cookie holding the CSRF token (readable by the page; the session cookie is not), off loopback http. */
+export const HOST_CSRF_COOKIE = '__Host-custodian_csrf';
+/** The CSRF cookie on plain http to a loopback host (development: no Secure, so no `__Host-`). */
 export const CSRF_COOKIE = 'custodian_csrf';
 /** Header the coordinator compares with the session's CSRF token on POST/PUT/PATCH/DELETE. */
 export const CSRF_HEADER = 'X-CSRF-Token';
 
-/** The CSRF token from `document.cookie`, or undefined before login. */
+/**
+ * The CSRF token from `document.cookie` — the `__Host-custodian_csrf` cookie when there is one,
+ * else `custodian_csrf` — or undefined before login.
+ */
 export function csrfToken(): string | undefined {
   if (typeof document === 'undefined') return undefined;
+  const found = new Map<string, string>();
   for (const part of document.cookie.split(';')) {
-    const [k, ...v] = part.trim().split('=');
-    if (k === CSRF_COOKIE) return decodeURIComponent(v.join('='));
+    const [k = '', ...v] = part.trim().split('=');
+    if ((k === HOST_CSRF_COOKIE || k === CSRF_COOKIE) && !found.has(k)) found.set(k, decodeURIComponent(v.join('=')));
   }
-  return undefined;
+  return found.get(HOST_CSRF_COOKIE) ?? found.get(CSRF_COOKIE);
 }
 
 const csrf: Middleware = {
