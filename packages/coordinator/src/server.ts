@@ -268,7 +268,7 @@ export async function createServer(opts: ServerOptions): Promise<FastifyInstance
             type: 'http',
             scheme: 'bearer',
             description:
-              'Admin session token from POST /admin/v1/login/verify; expires. The dashboard instead uses the `custodian_session` cookie (login with `transport: cookie`) plus `X-CSRF-Token` on state-changing requests.',
+              'Admin session token from POST /admin/v1/login/verify; expires. The dashboard instead uses the `__Host-custodian_session` cookie (`custodian_session` on plain http to loopback; login with `transport: cookie`) plus `X-CSRF-Token` on state-changing requests.',
           },
         },
       },

@@ -425,7 +425,7 @@ CREATE TABLE login_networks (
 ALTER TABLE transfers ADD COLUMN self_spend jsonb;`,
   },
   {
-    version: 16,
+    version: 15,
     name: 'session_transport',
     // #24 review (cookie tossing). sessions.transport: how the session authenticates, 'bearer'
     // (Authorization header: CLI, SDK) or 'cookie' (the dashboard's session cookie); a token is
