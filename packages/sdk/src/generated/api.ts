@@ -323,7 +323,7 @@ export interface paths {
         put?: never;
         /**
          * Login step 2: the second-factor code (a TOTP code is accepted once, RFC 6238 §5.2); returns a session token (shown once)
-         * @description `transport` (default `bearer`): `bearer` returns the session token in the body (CLI, SDK: send it as `Authorization: Bearer`); `cookie` (the dashboard) returns no token but sets `custodian_session` (HttpOnly, SameSite=Strict, Path=/admin) and `custodian_csrf` (readable, SameSite=Strict, Path=/), both `Secure` unless the request is plain http to a loopback host; then every POST/PUT/PATCH/DELETE must send the `custodian_csrf` value in `X-CSRF-Token` and no foreign `Origin`, else 403 `CSRF_TOKEN_INVALID`. No session required.
+         * @description `transport` (default `bearer`): `bearer` returns the session token in the body (CLI, SDK: send it as `Authorization: Bearer`); `cookie` (the dashboard) returns no token but sets `__Host-custodian_session` (HttpOnly, Secure, SameSite=Strict, Path=/) and `__Host-custodian_csrf` (readable, Secure, SameSite=Strict, Path=/) — on plain http to a loopback host (development) `custodian_session` (Path=/admin) and `custodian_csrf` without `Secure`; then every POST/PUT/PATCH/DELETE must send the value of the CSRF cookie (a random token per session) in `X-CSRF-Token` and no foreign `Origin`, else 403 `CSRF_TOKEN_INVALID`. A session answers only on the transport it was opened with; two session cookies in one request → 401. No session required.
          */
         post: operations["adminVerifyLogin"];
         delete?: never;
