@@ -159,12 +159,12 @@ export function masterKeyRoutes(r: AdminRouter, signers: SignerService): void {
     },
     async (req, reply) => {
       const id = P<{ ceremony_id: string }>(req).ceremony_id;
-      return r.live.stream(
-        req,
-        reply,
-        () => signers.ceremonies.getCeremony(id),
-        (c) => (c as { status: string }).status !== 'RUNNING',
-      );
+      // session and role re-checked at every poll (admin/live.ts); ceremonies have no wallet scope
+      return r.live.stream(req, reply, {
+        roles: ALL,
+        load: () => signers.ceremonies.getCeremony(id),
+        final: (c) => (c as { status: string }).status !== 'RUNNING',
+      });
     },
   );
   r.route(

@@ -20,7 +20,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { authenticateSession } from '../admin/cookies.js';
 import { eventStreamResponse, type LiveStreams } from '../admin/live.js';
 import { ROLES, type Role } from '../admin/options.js';
-import { scopeFilter, visiblePolicyIds, walletScopeHook } from '../admin/scope.js';
+import { inScope, scopeFilter, visiblePolicyIds, walletScope, walletScopeHook } from '../admin/scope.js';
 import { errorResponses, PAGE_QUERY, UUID } from '../api/schemas.js';
 import type { Db } from '../db/db.js';
 import { ApiError, type ErrorCode } from '../errors.js';
@@ -315,15 +315,19 @@ export async function transferAdminRoutes(
     async (req, reply) => {
       const id = (req.params as { transfer_id: string }).transfer_id.toLowerCase();
       const profile = pid(req);
-      return live.stream(
-        req,
-        reply,
-        () => transfers.get(profile, id),
-        (t) => {
-          const x = t as { status: TransferStatus; delivered_at?: string | null };
-          return FAILURE_STATUSES.includes(x.status) || (x.status === 'SENT' && x.delivered_at != null);
+      // Every poll re-resolves the session and role (admin/live.ts) and re-applies the GET route's
+      // wallet-group scope with the fresh user: a transfer that left the user's groups ends the stream.
+      return live.stream(req, reply, {
+        roles: ALL,
+        load: async (user) => {
+          const scope = await walletScope(db, user, profile);
+          const t = await transfers.get(profile, id);
+          if (!inScope(scope, t.wallet_id))
+            throw new ApiError('TRANSFER_NOT_FOUND', `no transfer ${id} in this profile`);
+          return t;
         },
-      );
+        final: (t) => FAILURE_STATUSES.includes(t.status) || (t.status === 'SENT' && t.delivered_at != null),
+      });
     },
   );
   app.post(

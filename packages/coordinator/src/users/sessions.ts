@@ -45,6 +45,7 @@ export class SessionService {
   /** {@link AdminOptions.adminNetworks}, parsed. */
   private readonly adminNetworks: AdminNetworks;
   private dummy: Promise<string> | undefined;
+  private readonly logoutListeners: ((sessionId: string) => void)[] = [];
 
   /** @throws RangeError naming `adminNetworks[i]` for an entry that does not parse */
   constructor(private readonly c: SessionComponents) {
@@ -231,8 +232,9 @@ export class SessionService {
    * `session.idle_revoked`), or of a deleted or blocked user. Records the use in `last_seen_at`
    * when the stored value is a minute old or more (one conditional UPDATE, shared by replicas).
    * `step_up_until`: end of the session's step-up window, or null.
+   * @param options.touch false: do not record the use (a live stream's re-check is not user activity) [true]
    */
-  async sessionUser(token: string): Promise<SessionUser | null> {
+  async sessionUser(token: string, options: { touch?: boolean } = {}): Promise<SessionUser | null> {
     const now = this.c.clock();
     const r = (
       await this.c.db.query<UserRow & { session_id: string; last_seen_at: Date; step_up_until: Date | null }>(
@@ -258,7 +260,7 @@ export class SessionService {
       });
       return null;
     }
-    if (idleMs >= 60_000) {
+    if (idleMs >= 60_000 && options.touch !== false) {
       await this.c.db.query('UPDATE sessions SET last_seen_at = $2 WHERE session_id = $1 AND last_seen_at < $2', [
         r.session_id,
         now,
@@ -327,11 +329,20 @@ export class SessionService {
     return Math.floor(this.c.options.sessionTtlMs / 1000);
   }
 
-  /** Revoke one session. */
+  /**
+   * Call `listener` with the session id after each {@link logout} on this process (admin/live.ts
+   * ends the session's open streams at once). A listener must not throw.
+   */
+  onLogout(listener: (sessionId: string) => void): void {
+    this.logoutListeners.push(listener);
+  }
+
+  /** Revoke one session, then tell the {@link onLogout} listeners. */
   async logout(sessionId: string): Promise<void> {
     await this.c.db.query('UPDATE sessions SET revoked_at = $2 WHERE session_id = $1 AND revoked_at IS NULL', [
       sessionId,
       this.c.clock(),
     ]);
+    for (const l of this.logoutListeners) l(sessionId);
   }
 }
