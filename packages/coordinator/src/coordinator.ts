@@ -411,7 +411,7 @@ async function build(
     },
     { prefix: '/api/v1/profiles/:profile_id' },
   );
-  const live = new LiveStreams(app, opts.liveStreams);
+  const live = new LiveStreams(app, users.sessions, opts.liveStreams);
   const rooms = { audit, users, wallets, apiKeys, signers, devices, keys, live };
   await app.register(async (a) =>
     adminRoutes(a, {

@@ -18,7 +18,7 @@ import { ADMIN_EMAIL, ADMIN_PASSWORD, type Harness, startHarness } from './helpe
 
 let h: Harness;
 beforeAll(async () => {
-  h = await startHarness({ masterKey: false, coordinator: { liveStreams: { pollMs: 50, perSession: 2 } } });
+  h = await startHarness({ masterKey: false, coordinator: { liveStreams: { pollMs: 50, perUser: 2 } } });
 });
 afterAll(async () => {
   await h?.close();

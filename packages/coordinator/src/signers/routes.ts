@@ -167,7 +167,7 @@ export function masterKeyRoutes(r: AdminRouter, signers: SignerService): void {
       tags: ['Admin: master keys'],
       summary: 'Live view of a ceremony (Server-Sent Events)',
       description:
-        'The ceremony as GET /admin/v1/ceremonies/{ceremony_id} returns it, at once and on every change, until its status is final (not RUNNING); at most 8 streams per session (else 429).',
+        'The ceremony as GET /admin/v1/ceremonies/{ceremony_id} returns it, at once and on every change, until its status is final (not RUNNING); at most 8 open streams per user and 60 opens per minute (else 429 with Retry-After); the session, role and scope are checked again on every poll and the stream ends when they no longer hold.',
       params: obj({ ceremony_id: UUID }, ['ceremony_id']),
       status: 200,
       response: eventStreamResponse('the ceremony'),
@@ -175,12 +175,12 @@ export function masterKeyRoutes(r: AdminRouter, signers: SignerService): void {
     },
     async (req, reply) => {
       const id = P<{ ceremony_id: string }>(req).ceremony_id;
-      return r.live.stream(
-        req,
-        reply,
-        () => signers.ceremonies.getCeremony(id),
-        (c) => (c as { status: string }).status !== 'RUNNING',
-      );
+      // session and role re-checked at every poll (admin/live.ts); ceremonies have no wallet scope
+      return r.live.stream(req, reply, {
+        roles: ALL,
+        load: () => signers.ceremonies.getCeremony(id),
+        final: (c) => (c as { status: string }).status !== 'RUNNING',
+      });
     },
   );
   r.route(

@@ -21,7 +21,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { authenticateSession } from '../admin/cookies.js';
 import { eventStreamResponse, type LiveStreams } from '../admin/live.js';
 import { ROLES, type Role } from '../admin/options.js';
-import { inScope, scopeFilter, visiblePolicyIds, walletScopeHook } from '../admin/scope.js';
+import { inScope, scopeFilter, visiblePolicyIds, walletScope, walletScopeHook } from '../admin/scope.js';
 import { errorResponses, PAGE_QUERY, UUID } from '../api/schemas.js';
 import type { Db } from '../db/db.js';
 import { ApiError, type ErrorCode } from '../errors.js';
@@ -357,7 +357,7 @@ export async function transferAdminRoutes(
           { params: params({ transfer_id: UUID }) },
           ['TRANSFER_NOT_FOUND'],
         ),
-        description: `Roles: ${ALL.join(', ')}. The transfer as GET …/transfers/{transfer_id} returns it, at once and on every change, until it is final (a failure status, or SENT with \`delivered_at\`); at most 8 streams per session (else 429).`,
+        description: `Roles: ${ALL.join(', ')}. The transfer as GET …/transfers/{transfer_id} returns it, at once and on every change, until it is final (a failure status, or SENT with \`delivered_at\`); at most 8 open streams per user and 60 opens per minute (else 429 with Retry-After); the session, role and scope are checked again on every poll and the stream ends when they no longer hold.`,
         response: {
           200: eventStreamResponse('the transfer'),
           ...errorResponses([...new Set([...COMMON, 'TRANSFER_NOT_FOUND' as ErrorCode])]),
@@ -367,15 +367,19 @@ export async function transferAdminRoutes(
     async (req, reply) => {
       const id = (req.params as { transfer_id: string }).transfer_id.toLowerCase();
       const profile = pid(req);
-      return live.stream(
-        req,
-        reply,
-        () => transfers.adminGet(profile, id),
-        (t) => {
-          const x = t as { status: TransferStatus; delivered_at?: string | null };
-          return FAILURE_STATUSES.includes(x.status) || (x.status === 'SENT' && x.delivered_at != null);
+      // Every poll re-resolves the session and role (admin/live.ts) and re-applies the GET route's
+      // wallet-group scope with the fresh user: a transfer that left the user's groups ends the stream.
+      return live.stream(req, reply, {
+        roles: ALL,
+        load: async (user) => {
+          const scope = await walletScope(db, user, profile);
+          const t = await transfers.adminGet(profile, id);
+          if (!inScope(scope, t.wallet_id))
+            throw new ApiError('TRANSFER_NOT_FOUND', `no transfer ${id} in this profile`);
+          return t;
         },
-      );
+        final: (t) => FAILURE_STATUSES.includes(t.status) || (t.status === 'SENT' && t.delivered_at != null),
+      });
     },
   );
   app.post(

@@ -46,6 +46,7 @@ export class SessionService {
   /** {@link AdminOptions.adminNetworks}, parsed. */
   private readonly adminNetworks: AdminNetworks;
   private dummy: Promise<string> | undefined;
+  private readonly logoutListeners: ((sessionId: string) => void)[] = [];
 
   /** @throws RangeError naming `adminNetworks[i]` for an entry that does not parse */
   constructor(private readonly c: SessionComponents) {
@@ -260,8 +261,13 @@ export class SessionService {
   /**
    * {@link sessionUser} with the SHA-256 (hex) of the session's CSRF token (`csrfHash`: null for a
    * bearer session), for the cookie transport's CSRF check (admin/cookies.ts).
+   * @param options.touch false: do not record the use (a live stream's re-check is not user activity) [true]
    */
-  async sessionFor(token: string, transport: SessionTransport): Promise<SessionLookup | null> {
+  async sessionFor(
+    token: string,
+    transport: SessionTransport,
+    options: { touch?: boolean } = {},
+  ): Promise<SessionLookup | null> {
     const now = this.c.clock();
     const r = (
       await this.c.db.query<
@@ -289,7 +295,7 @@ export class SessionService {
       });
       return null;
     }
-    if (idleMs >= 60_000) {
+    if (idleMs >= 60_000 && options.touch !== false) {
       await this.c.db.query('UPDATE sessions SET last_seen_at = $2 WHERE session_id = $1 AND last_seen_at < $2', [
         r.session_id,
         now,
@@ -361,11 +367,20 @@ export class SessionService {
     return Math.floor(this.c.options.sessionTtlMs / 1000);
   }
 
-  /** Revoke one session. */
+  /**
+   * Call `listener` with the session id after each {@link logout} on this process (admin/live.ts
+   * ends the session's open streams at once). A listener must not throw.
+   */
+  onLogout(listener: (sessionId: string) => void): void {
+    this.logoutListeners.push(listener);
+  }
+
+  /** Revoke one session, then tell the {@link onLogout} listeners. */
   async logout(sessionId: string): Promise<void> {
     await this.c.db.query('UPDATE sessions SET revoked_at = $2 WHERE session_id = $1 AND revoked_at IS NULL', [
       sessionId,
       this.c.clock(),
     ]);
+    for (const l of this.logoutListeners) l(sessionId);
   }
 }

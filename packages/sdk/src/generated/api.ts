@@ -1065,7 +1065,7 @@ export interface paths {
         };
         /**
          * Live view of a ceremony (Server-Sent Events)
-         * @description The ceremony as GET /admin/v1/ceremonies/{ceremony_id} returns it, at once and on every change, until its status is final (not RUNNING); at most 8 streams per session (else 429). Roles: ADMIN, FINANCE_MANAGER, VIEWER.
+         * @description The ceremony as GET /admin/v1/ceremonies/{ceremony_id} returns it, at once and on every change, until its status is final (not RUNNING); at most 8 open streams per user and 60 opens per minute (else 429 with Retry-After); the session, role and scope are checked again on every poll and the stream ends when they no longer hold. Roles: ADMIN, FINANCE_MANAGER, VIEWER.
          */
         get: operations["adminStreamCeremony"];
         put?: never;
@@ -1753,7 +1753,7 @@ export interface paths {
         };
         /**
          * Live view of one transfer (Server-Sent Events)
-         * @description Roles: ADMIN, FINANCE_MANAGER, VIEWER. The transfer as GET …/transfers/{transfer_id} returns it, at once and on every change, until it is final (a failure status, or SENT with `delivered_at`); at most 8 streams per session (else 429).
+         * @description Roles: ADMIN, FINANCE_MANAGER, VIEWER. The transfer as GET …/transfers/{transfer_id} returns it, at once and on every change, until it is final (a failure status, or SENT with `delivered_at`); at most 8 open streams per user and 60 opens per minute (else 429 with Retry-After); the session, role and scope are checked again on every poll and the stream ends when they no longer hold.
          */
         get: operations["adminStreamTransfer"];
         put?: never;
