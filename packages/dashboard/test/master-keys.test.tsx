@@ -319,6 +319,51 @@ describe('Master key screen', () => {
     expect(screen.queryByRole('button', { name: 'Create master key' })).toBeNull();
   });
 
+  it('refreshes the key list and the ceremony row when the followed ceremony succeeds (no reload)', async () => {
+    let done = false;
+    let polls = 0;
+    mockFetch([
+      ['GET /admin/v1/me', () => ({ body: me('ADMIN') })],
+      ['GET /admin/v1/master-keys', () => ({ body: pg(done ? [masterKey] : []) })],
+      [
+        'GET /admin/v1/ceremonies',
+        () => ({
+          body: pg([done ? ceremony({ status: 'SUCCEEDED', outcome: 'OK', master_key_id: KEY_ID }) : ceremony({})]),
+        }),
+      ],
+      ['GET /admin/v1/devices', () => ({ body: pg([phoneA, phoneB]) })],
+      ['GET /admin/v1/signers', () => ({ body: pg([server]) })],
+      [`GET /admin/v1/master-keys/${KEY_ID}/key-changes`, () => ({ body: [] })],
+      [
+        `GET /admin/v1/ceremonies/${CEREMONY_ID}`,
+        () => {
+          polls += 1;
+          if (polls === 1) return { body: ceremony({}) };
+          done = true;
+          return { body: ceremony({ status: 'SUCCEEDED', outcome: 'OK', master_key_id: KEY_ID }) };
+        },
+      ],
+    ]);
+    renderAt(
+      <Harness>
+        <MasterKeysPage />
+      </Harness>,
+      `/master-keys?ceremony=${CEREMONY_ID}`,
+    );
+    expect(await screen.findByText(/^No master key yet/)).toBeTruthy();
+    const recent = await screen.findByRole('table', { name: 'Recent ceremonies' });
+    expect(within(recent).getByText('RUNNING')).toBeTruthy();
+    const panel = screen.getByRole('region', { name: 'Ceremony progress' });
+    expect(await within(panel).findByText('Ceremony succeeded', {}, { timeout: 6000 })).toBeTruthy();
+    // the lists were read again: the new key's card, the row's final status
+    expect(await screen.findByRole('heading', { level: 3, name: /^Master key 66666666/ })).toBeTruthy();
+    expect(screen.queryByText(/^No master key yet/)).toBeNull();
+    await waitFor(() =>
+      expect(within(screen.getByRole('table', { name: 'Recent ceremonies' })).getByText('SUCCEEDED')).toBeTruthy(),
+    );
+    expect(within(screen.getByRole('table', { name: 'Recent ceremonies' })).queryByText('RUNNING')).toBeNull();
+  });
+
   it('has no serious or critical axe violations: key card, ceremony panel with blame, create dialog', async () => {
     mockFetch([
       ['GET /admin/v1/me', () => ({ body: me('ADMIN') })],

@@ -292,7 +292,8 @@ export function DevicesPage() {
                     <Table.Tr key={d.device_id}>
                       <Table.Td>{d.name}</Table.Td>
                       <Table.Td>
-                        <Badge color={STATUS_COLOR[d.status]} variant="light">
+                        {/* maw none: Mantine's max-width 100% would let the column shrink and cut the label */}
+                        <Badge color={STATUS_COLOR[d.status]} variant="light" maw="none">
                           {d.status}
                         </Badge>
                       </Table.Td>
