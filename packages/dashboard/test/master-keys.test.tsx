@@ -333,7 +333,7 @@ describe('Master key screen', () => {
       ],
       ['GET /admin/v1/devices', () => ({ body: pg([phoneA, phoneB]) })],
       ['GET /admin/v1/signers', () => ({ body: pg([server]) })],
-      [`GET /admin/v1/master-keys/${KEY_ID}/key-changes`, () => ({ body: [] })],
+      [`GET /admin/v1/master-keys/${KEY_ID}/key-changes`, () => ({ body: pg([]) })],
       [
         `GET /admin/v1/ceremonies/${CEREMONY_ID}`,
         () => {
@@ -371,7 +371,7 @@ describe('Master key screen', () => {
       ['GET /admin/v1/ceremonies', () => ({ body: pg([ceremony({ status: 'SUCCEEDED', outcome: 'OK' })]) })],
       ['GET /admin/v1/devices', () => ({ body: pg([phoneA, phoneB]) })],
       ['GET /admin/v1/signers', () => ({ body: pg([server]) })],
-      [`GET /admin/v1/master-keys/${KEY_ID}/key-changes`, () => ({ body: [keyChange] })],
+      [`GET /admin/v1/master-keys/${KEY_ID}/key-changes`, () => ({ body: pg([keyChange]) })],
       [
         `GET /admin/v1/ceremonies/${CEREMONY_ID}`,
         () => ({ body: ceremony({ status: 'FAILED', outcome: 'ABORTED', blame: [verifiedBlame] }) }),
@@ -432,13 +432,13 @@ describe('Master key screen', () => {
   });
 
   it('shows an Admin the key lifecycle and a key change waiting for a phone signature', async () => {
-    mockFetch([
+    const seen = mockFetch([
       ['GET /admin/v1/me', () => ({ body: me('ADMIN') })],
       ['GET /admin/v1/master-keys', () => ({ body: pg([masterKey]) })],
       ['GET /admin/v1/ceremonies', () => ({ body: pg([ceremony({ status: 'SUCCEEDED', outcome: 'OK' })]) })],
       ['GET /admin/v1/devices', () => ({ body: pg([phoneA, phoneB]) })],
       ['GET /admin/v1/signers', () => ({ body: pg([server]) })],
-      [`GET /admin/v1/master-keys/${KEY_ID}/key-changes`, () => ({ body: [keyChange] })],
+      [`GET /admin/v1/master-keys/${KEY_ID}/key-changes`, () => ({ body: pg([keyChange]) })],
     ]);
     renderAt(
       <Harness>
@@ -454,6 +454,10 @@ describe('Master key screen', () => {
     const changes = await within(card).findByRole('table', { name: 'Key changes' });
     expect(within(changes).getByText('AWAITING_SIGNATURE')).toBeTruthy();
     expect(within(changes).getByText(/enrolled phone must sign/)).toBeTruthy();
+    // the key changes are paged by the server
+    const kc = seen.map((r) => new URL(r.url)).find((u) => u.pathname.endsWith('/key-changes'));
+    expect(kc?.searchParams.get('page')).toBe('1');
+    expect(kc?.searchParams.get('page_size')).toBe('20');
     const recent = await screen.findByRole('table', { name: 'Recent ceremonies' });
     expect(within(recent).getByText('SUCCEEDED')).toBeTruthy();
   });
