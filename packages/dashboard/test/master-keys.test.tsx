@@ -319,6 +319,51 @@ describe('Master key screen', () => {
     expect(screen.queryByRole('button', { name: 'Create master key' })).toBeNull();
   });
 
+  it('refreshes the key list and the ceremony row when the followed ceremony succeeds (no reload)', async () => {
+    let done = false;
+    let polls = 0;
+    mockFetch([
+      ['GET /admin/v1/me', () => ({ body: me('ADMIN') })],
+      ['GET /admin/v1/master-keys', () => ({ body: pg(done ? [masterKey] : []) })],
+      [
+        'GET /admin/v1/ceremonies',
+        () => ({
+          body: pg([done ? ceremony({ status: 'SUCCEEDED', outcome: 'OK', master_key_id: KEY_ID }) : ceremony({})]),
+        }),
+      ],
+      ['GET /admin/v1/devices', () => ({ body: pg([phoneA, phoneB]) })],
+      ['GET /admin/v1/signers', () => ({ body: pg([server]) })],
+      [`GET /admin/v1/master-keys/${KEY_ID}/key-changes`, () => ({ body: pg([]) })],
+      [
+        `GET /admin/v1/ceremonies/${CEREMONY_ID}`,
+        () => {
+          polls += 1;
+          if (polls === 1) return { body: ceremony({}) };
+          done = true;
+          return { body: ceremony({ status: 'SUCCEEDED', outcome: 'OK', master_key_id: KEY_ID }) };
+        },
+      ],
+    ]);
+    renderAt(
+      <Harness>
+        <MasterKeysPage />
+      </Harness>,
+      `/master-keys?ceremony=${CEREMONY_ID}`,
+    );
+    expect(await screen.findByText(/^No master key yet/)).toBeTruthy();
+    const recent = await screen.findByRole('table', { name: 'Recent ceremonies' });
+    expect(within(recent).getByText('RUNNING')).toBeTruthy();
+    const panel = screen.getByRole('region', { name: 'Ceremony progress' });
+    expect(await within(panel).findByText('Ceremony succeeded', {}, { timeout: 6000 })).toBeTruthy();
+    // the lists were read again: the new key's card, the row's final status
+    expect(await screen.findByRole('heading', { level: 3, name: /^Master key 66666666/ })).toBeTruthy();
+    expect(screen.queryByText(/^No master key yet/)).toBeNull();
+    await waitFor(() =>
+      expect(within(screen.getByRole('table', { name: 'Recent ceremonies' })).getByText('SUCCEEDED')).toBeTruthy(),
+    );
+    expect(within(screen.getByRole('table', { name: 'Recent ceremonies' })).queryByText('RUNNING')).toBeNull();
+  });
+
   it('has no serious or critical axe violations: key card, ceremony panel with blame, create dialog', async () => {
     mockFetch([
       ['GET /admin/v1/me', () => ({ body: me('ADMIN') })],
@@ -326,7 +371,7 @@ describe('Master key screen', () => {
       ['GET /admin/v1/ceremonies', () => ({ body: pg([ceremony({ status: 'SUCCEEDED', outcome: 'OK' })]) })],
       ['GET /admin/v1/devices', () => ({ body: pg([phoneA, phoneB]) })],
       ['GET /admin/v1/signers', () => ({ body: pg([server]) })],
-      [`GET /admin/v1/master-keys/${KEY_ID}/key-changes`, () => ({ body: [keyChange] })],
+      [`GET /admin/v1/master-keys/${KEY_ID}/key-changes`, () => ({ body: pg([keyChange]) })],
       [
         `GET /admin/v1/ceremonies/${CEREMONY_ID}`,
         () => ({ body: ceremony({ status: 'FAILED', outcome: 'ABORTED', blame: [verifiedBlame] }) }),
@@ -387,13 +432,13 @@ describe('Master key screen', () => {
   });
 
   it('shows an Admin the key lifecycle and a key change waiting for a phone signature', async () => {
-    mockFetch([
+    const seen = mockFetch([
       ['GET /admin/v1/me', () => ({ body: me('ADMIN') })],
       ['GET /admin/v1/master-keys', () => ({ body: pg([masterKey]) })],
       ['GET /admin/v1/ceremonies', () => ({ body: pg([ceremony({ status: 'SUCCEEDED', outcome: 'OK' })]) })],
       ['GET /admin/v1/devices', () => ({ body: pg([phoneA, phoneB]) })],
       ['GET /admin/v1/signers', () => ({ body: pg([server]) })],
-      [`GET /admin/v1/master-keys/${KEY_ID}/key-changes`, () => ({ body: [keyChange] })],
+      [`GET /admin/v1/master-keys/${KEY_ID}/key-changes`, () => ({ body: pg([keyChange]) })],
     ]);
     renderAt(
       <Harness>
@@ -409,6 +454,10 @@ describe('Master key screen', () => {
     const changes = await within(card).findByRole('table', { name: 'Key changes' });
     expect(within(changes).getByText('AWAITING_SIGNATURE')).toBeTruthy();
     expect(within(changes).getByText(/enrolled phone must sign/)).toBeTruthy();
+    // the key changes are paged by the server
+    const kc = seen.map((r) => new URL(r.url)).find((u) => u.pathname.endsWith('/key-changes'));
+    expect(kc?.searchParams.get('page')).toBe('1');
+    expect(kc?.searchParams.get('page_size')).toBe('20');
     const recent = await screen.findByRole('table', { name: 'Recent ceremonies' });
     expect(within(recent).getByText('SUCCEEDED')).toBeTruthy();
   });

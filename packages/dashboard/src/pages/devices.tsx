@@ -292,7 +292,12 @@ export function DevicesPage() {
                     <Table.Tr key={d.device_id}>
                       <Table.Td>{d.name}</Table.Td>
                       <Table.Td>
-                        <Badge color={STATUS_COLOR[d.status]} variant="light">
+                        {/* the label's overflow: hidden gives it no minimum width, so the table cut it ("PENDI…") */}
+                        <Badge
+                          color={STATUS_COLOR[d.status]}
+                          variant="light"
+                          styles={{ label: { overflow: 'visible' } }}
+                        >
                           {d.status}
                         </Badge>
                       </Table.Td>

@@ -213,7 +213,12 @@ function ApprovalsTable({ approvals }: { approvals: NonNullable<TransferWithHist
       </Text>
     );
   return (
-    <Table.ScrollContainer minWidth={520} mt="xs">
+    <Table.ScrollContainer
+      minWidth={520}
+      mt="xs"
+      // the half-width card scrolls this table even at 1280 px: its viewport must take keyboard focus
+      scrollAreaProps={{ viewportProps: { tabIndex: 0, role: 'region', 'aria-label': 'Device approvals, scrollable' } }}
+    >
       <Table striped aria-label="Device approvals">
         <Table.Thead>
           <Table.Tr>
@@ -255,7 +260,10 @@ function ApprovalsTable({ approvals }: { approvals: NonNullable<TransferWithHist
 function SigningTable({ attempts }: { attempts: NonNullable<TransferWithHistory['signing']> }) {
   if (attempts.length === 0) return <Text c="dimmed">No signing attempt yet.</Text>;
   return (
-    <Table.ScrollContainer minWidth={640}>
+    <Table.ScrollContainer
+      minWidth={640}
+      scrollAreaProps={{ viewportProps: { tabIndex: 0, role: 'region', 'aria-label': 'Signing attempts, scrollable' } }}
+    >
       <Table striped aria-label="Signing attempts">
         <Table.Thead>
           <Table.Tr>
@@ -284,7 +292,8 @@ function SigningTable({ attempts }: { attempts: NonNullable<TransferWithHistory[
                   href={`/admin/v1/signing-ceremonies/${encodeURIComponent(a.ceremony_id)}`}
                   target="_blank"
                   rel="noopener noreferrer"
-                  aria-label={`Signing ceremony ${a.ceremony_id} of attempt ${a.attempt}`}
+                  aria-label={`${shorten(a.ceremony_id)}: signing ceremony of attempt ${a.attempt}`}
+                  title={a.ceremony_id}
                   ff="monospace"
                 >
                   {shorten(a.ceremony_id)}

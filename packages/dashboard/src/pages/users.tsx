@@ -128,7 +128,8 @@ export function UsersPage() {
                           {u.totp_enabled ? (
                             <Badge color="green">On</Badge>
                           ) : (
-                            <Badge color="gray" variant="light">
+                            // the label's overflow: hidden gives it no minimum width: the table cut it ("O…")
+                            <Badge color="gray" variant="light" styles={{ label: { overflow: 'visible' } }}>
                               Off
                             </Badge>
                           )}

@@ -73,7 +73,7 @@ function WalletView({ profileId, wallet }: { profileId: string; wallet: WalletWi
         </Group>
         <Text size="sm" c="dimmed">
           Created {new Date(wallet.created_at).toLocaleString()} ·{' '}
-          <Anchor component={Link} to={`/transfers?wallet=${wallet.wallet_id}`} size="sm">
+          <Anchor component={Link} to={`/transfers?wallet=${wallet.wallet_id}`} size="sm" underline="always">
             Transfers of this wallet
           </Anchor>
         </Text>

@@ -5,9 +5,12 @@
  * absent): status and outcome, phase and parties ready of `progress`, the countdown to `deadline`
  * (5 minutes after the start), and, when it failed, each blame the coordinator checked — culprit
  * name, the failed check (reason code), and whether the evidence was verified or is a dispute.
+ * When the ceremony reaches a final status, the master-key and ceremony lists are invalidated so
+ * the screen shows the new key and the row's final status without a reload.
  */
 import type { Blame, DrillResult, KeyCeremony } from '@custodian/coordinator/admin-api-types';
 import { Alert, Badge, Card, Group, Progress, Stack, Table, Text, Title } from '@mantine/core';
+import { useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { api, call } from '../../api/client';
 import { useLiveQuery } from '../../api/live';
@@ -133,6 +136,13 @@ export function CeremonyPanel({ ceremonyId }: { ceremonyId: string }) {
   });
   const c = query.data;
   const running = c?.status === 'RUNNING';
+  const finalStatus = c !== undefined && !running ? c.status : null;
+  const qc = useQueryClient();
+  useEffect(() => {
+    if (finalStatus === null) return;
+    void qc.invalidateQueries({ queryKey: ['master-keys'] });
+    void qc.invalidateQueries({ queryKey: ['ceremonies'] });
+  }, [finalStatus, qc]);
   const left = useSecondsLeft(c?.deadline, running);
   return (
     <Card withBorder component="section" aria-labelledby="ceremony-progress">

@@ -2,9 +2,10 @@
  * Key changes of a master key (Admin): {@link KeyChangeModal} prepares one
  * (`POST /admin/v1/master-keys/{id}/key-changes`, step-up: `replace-signer` {old, new} or `reshare`
  * {threshold, signers}); nothing runs until an Admin's enrolled device signs its digest (status
- * AWAITING_SIGNATURE). {@link KeyChanges} lists them (`GET …/key-changes`) with their status.
+ * AWAITING_SIGNATURE). {@link KeyChanges} lists them (`GET …/key-changes`, paged by the server) with
+ * their status.
  */
-import type { KeyChange, KeyChangeInput, MasterKey, PartyRef } from '@custodian/coordinator/admin-api-types';
+import type { KeyChange, KeyChangeInput, MasterKey, Page, PartyRef } from '@custodian/coordinator/admin-api-types';
 import {
   Alert,
   Badge,
@@ -21,11 +22,12 @@ import {
   Title,
 } from '@mantine/core';
 import { notifications } from '@mantine/notifications';
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, call } from '../../api/client';
 import { useStepUp } from '../../auth/step-up';
 import { CopyValue } from '../../components/copy';
+import { PAGE_SIZE, Pager, usePageParam } from '../../components/pager';
 import { ProblemAlert, QueryState } from '../../components/states';
 import {
   PartyChecklist,
@@ -167,76 +169,83 @@ export function KeyChangeModal({
   );
 }
 
-/** The key changes of a master key, newest first (Admin). */
+/** The key changes of a master key, newest first (Admin), paged by the server (`?kcpage=`, 20 a page). */
 export function KeyChanges({ keyId, onShowCeremony }: { keyId: string; onShowCeremony: (id: string) => void }) {
+  const [page, setPage] = usePageParam('kcpage');
   const changes = useQuery({
-    queryKey: ['key-changes', keyId],
+    queryKey: ['key-changes', keyId, { page }],
+    placeholderData: keepPreviousData,
     queryFn: () =>
-      call<KeyChange[]>(
-        api.GET('/admin/v1/master-keys/{master_key_id}/key-changes', { params: { path: { master_key_id: keyId } } }),
+      call<Page<KeyChange>>(
+        api.GET('/admin/v1/master-keys/{master_key_id}/key-changes', {
+          params: { path: { master_key_id: keyId }, query: { page, page_size: PAGE_SIZE } },
+        }),
       ),
     refetchInterval: (q) =>
-      q.state.data?.some((c) => c.status !== 'SUCCEEDED' && c.status !== 'FAILED') ? 5000 : false,
+      q.state.data?.data.some((c) => c.status !== 'SUCCEEDED' && c.status !== 'FAILED') ? 5000 : false,
   });
   return (
     <Stack gap="xs">
       <Title order={4}>Key changes</Title>
-      <QueryState query={changes} isEmpty={(d) => d.length === 0} empty="No key change yet.">
-        {(list) => (
-          <Table.ScrollContainer minWidth={720}>
-            <Table aria-label="Key changes">
-              <Table.Thead>
-                <Table.Tr>
-                  <Table.Th>Change</Table.Th>
-                  <Table.Th>Status</Table.Th>
-                  <Table.Th>Digest</Table.Th>
-                  <Table.Th>Created</Table.Th>
-                  <Table.Th>Next step</Table.Th>
-                </Table.Tr>
-              </Table.Thead>
-              <Table.Tbody>
-                {list.map((c) => (
-                  <Table.Tr key={c.change_id}>
-                    <Table.Td>{c.reason === 'replace-signer' ? 'Replace a signer' : 'Reshare'}</Table.Td>
-                    <Table.Td>
-                      <Badge color={CHANGE_COLOR[c.status]} variant="light">
-                        {c.status}
-                      </Badge>
-                    </Table.Td>
-                    <Table.Td>
-                      <CopyValue value={c.digest} label="digest" />
-                    </Table.Td>
-                    <Table.Td>{new Date(c.created_at).toLocaleString()}</Table.Td>
-                    <Table.Td>
-                      {c.status === 'AWAITING_SIGNATURE' && (
-                        <Text size="sm">
-                          An Admin’s enrolled phone must sign this change; compare the digest it shows with this one.
-                        </Text>
-                      )}
-                      {c.status === 'FAILED' && (
-                        <Text size="sm" c="red">
-                          {c.error ?? 'Failed'}
-                          {c.blamed && c.blamed.length > 0 ? ` — blamed: ${c.blamed.join(', ')}` : ''}
-                        </Text>
-                      )}
-                      {c.uncommitted && c.uncommitted.length > 0 && (
-                        <Text size="sm">Waiting for: {c.uncommitted.join(', ')}</Text>
-                      )}
-                      {c.ceremony_id && (
-                        <Button
-                          size="xs"
-                          variant="subtle"
-                          onClick={() => c.ceremony_id && onShowCeremony(c.ceremony_id)}
-                        >
-                          Show ceremony
-                        </Button>
-                      )}
-                    </Table.Td>
+      <QueryState query={changes} isEmpty={(d) => d.total === 0} empty="No key change yet.">
+        {(result) => (
+          <>
+            <Table.ScrollContainer minWidth={720}>
+              <Table aria-label="Key changes">
+                <Table.Thead>
+                  <Table.Tr>
+                    <Table.Th>Change</Table.Th>
+                    <Table.Th>Status</Table.Th>
+                    <Table.Th>Digest</Table.Th>
+                    <Table.Th>Created</Table.Th>
+                    <Table.Th>Next step</Table.Th>
                   </Table.Tr>
-                ))}
-              </Table.Tbody>
-            </Table>
-          </Table.ScrollContainer>
+                </Table.Thead>
+                <Table.Tbody>
+                  {result.data.map((c) => (
+                    <Table.Tr key={c.change_id}>
+                      <Table.Td>{c.reason === 'replace-signer' ? 'Replace a signer' : 'Reshare'}</Table.Td>
+                      <Table.Td>
+                        <Badge color={CHANGE_COLOR[c.status]} variant="light">
+                          {c.status}
+                        </Badge>
+                      </Table.Td>
+                      <Table.Td>
+                        <CopyValue value={c.digest} label="digest" />
+                      </Table.Td>
+                      <Table.Td>{new Date(c.created_at).toLocaleString()}</Table.Td>
+                      <Table.Td>
+                        {c.status === 'AWAITING_SIGNATURE' && (
+                          <Text size="sm">
+                            An Admin’s enrolled phone must sign this change; compare the digest it shows with this one.
+                          </Text>
+                        )}
+                        {c.status === 'FAILED' && (
+                          <Text size="sm" c="red">
+                            {c.error ?? 'Failed'}
+                            {c.blamed && c.blamed.length > 0 ? ` — blamed: ${c.blamed.join(', ')}` : ''}
+                          </Text>
+                        )}
+                        {c.uncommitted && c.uncommitted.length > 0 && (
+                          <Text size="sm">Waiting for: {c.uncommitted.join(', ')}</Text>
+                        )}
+                        {c.ceremony_id && (
+                          <Button
+                            size="xs"
+                            variant="subtle"
+                            onClick={() => c.ceremony_id && onShowCeremony(c.ceremony_id)}
+                          >
+                            Show ceremony
+                          </Button>
+                        )}
+                      </Table.Td>
+                    </Table.Tr>
+                  ))}
+                </Table.Tbody>
+              </Table>
+            </Table.ScrollContainer>
+            <Pager page={page} total={result.total} onChange={setPage} label="Key change pages" />
+          </>
         )}
       </QueryState>
     </Stack>
