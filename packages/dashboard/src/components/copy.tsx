@@ -3,7 +3,7 @@
  * {@link QrCode} (an address or `otpauth://` URI as a QR image, generated in the page by
  * `qrcode`; nothing leaves the browser).
  */
-import { ActionIcon, Code, CopyButton, Group, Image, Skeleton, Tooltip } from '@mantine/core';
+import { Button, Code, CopyButton, Group, Image, Skeleton, Tooltip } from '@mantine/core';
 import QRCode from 'qrcode';
 import { useEffect, useState } from 'react';
 
@@ -15,9 +15,10 @@ export function CopyValue({ value, label = 'value' }: { value: string; label?: s
       <CopyButton value={value} timeout={1500}>
         {({ copied, copy }) => (
           <Tooltip label={copied ? 'Copied' : `Copy ${label}`} withArrow>
-            <ActionIcon variant="subtle" onClick={copy} aria-label={`Copy ${label}`} size="sm">
-              {copied ? '✓' : '⧉'}
-            </ActionIcon>
+            {/* text, not a glyph: symbol glyphs are missing from many system fonts (headless Chromium showed boxes) */}
+            <Button variant="subtle" onClick={copy} aria-label={`Copy ${label}`} size="compact-xs">
+              {copied ? 'Copied' : 'Copy'}
+            </Button>
           </Tooltip>
         )}
       </CopyButton>
