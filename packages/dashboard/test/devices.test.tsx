@@ -1,54 +1,12 @@
 // @vitest-environment jsdom
 import { cleanup, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
-import axe from 'axe-core';
-import type { ReactNode } from 'react';
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { SessionProvider, useSession } from '../src/auth/session';
-import { StepUpProvider } from '../src/auth/step-up';
+import { afterEach, describe, expect, it } from 'vitest';
 import { DevicesPage } from '../src/pages/devices';
-import { mockFetch, renderAt } from './render';
+import { pg } from './fixtures';
+import { axeViolations, me, mockFetch, RoleHarness, renderAt } from './render';
 
 afterEach(cleanup);
-
-/** A Page envelope of `data` (page 1 of 20 rows). */
-const pg = <T,>(data: T[], total = data.length) => ({ data, page: 1, page_size: 20, total });
-
-/** axe-core's serious and critical violations in `root` (colour contrast needs layout: off in jsdom). */
-async function seriousViolations(root: Element): Promise<string[]> {
-  const r = await axe.run(root, { rules: { 'color-contrast': { enabled: false } } });
-  return r.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id}: ${v.nodes.map((n) => n.html).join(' | ')}`);
-}
-
-/** Shows the loaded role, so a test can wait for the session before looking for what it hides. */
-function RoleProbe() {
-  const { me } = useSession();
-  return <span>{me ? `signed in as ${me.role}` : 'no session yet'}</span>;
-}
-
-function Harness({ children }: { children: ReactNode }) {
-  return (
-    <SessionProvider>
-      <StepUpProvider>
-        <RoleProbe />
-        {children}
-      </StepUpProvider>
-    </SessionProvider>
-  );
-}
-
-const me = (role: string) => ({
-  user_id: '00000000-0000-4000-8000-0000000000aa',
-  email: 'a@example.com',
-  name: 'Alice',
-  role,
-  totp_enabled: false,
-  blocked: false,
-  created_at: '2026-01-01T00:00:00Z',
-  step_up_expires_at: null,
-});
 
 const FP = 'ab12cd34ef560789ab12cd34ef560789ab12cd34ef560789ab12cd34ef560789';
 const pending = {
@@ -105,9 +63,9 @@ describe('Devices screen', () => {
     const seen = routes('ADMIN', (b) => bodies.push(b));
     const user = userEvent.setup({ delay: null });
     renderAt(
-      <Harness>
+      <RoleHarness>
         <DevicesPage />
-      </Harness>,
+      </RoleHarness>,
       '/devices',
     );
     const card = await screen.findByRole('region', { name: 'Enrollment request Pixel of Bob' });
@@ -137,9 +95,9 @@ describe('Devices screen', () => {
     routes('ADMIN');
     const user = userEvent.setup({ delay: null });
     renderAt(
-      <Harness>
+      <RoleHarness>
         <DevicesPage />
-      </Harness>,
+      </RoleHarness>,
       '/devices',
     );
     const table = await screen.findByRole('table', { name: 'All devices' });
@@ -157,24 +115,24 @@ describe('Devices screen', () => {
     routes('ADMIN');
     const user = userEvent.setup({ delay: null });
     const { container } = renderAt(
-      <Harness>
+      <RoleHarness>
         <DevicesPage />
-      </Harness>,
+      </RoleHarness>,
       '/devices',
     );
     await screen.findByRole('table', { name: 'All devices' });
     await screen.findByText('signed in as ADMIN');
-    expect(await seriousViolations(container)).toEqual([]);
+    expect(await axeViolations(container)).toEqual([]);
     await user.click(await screen.findByRole('button', { name: 'Approve Pixel of Bob' }));
-    expect(await seriousViolations(await screen.findByRole('dialog'))).toEqual([]);
+    expect(await axeViolations(await screen.findByRole('dialog'))).toEqual([]);
   });
 
   it('shows a Viewer no Approve, Reject or Remove', async () => {
     routes('VIEWER');
     renderAt(
-      <Harness>
+      <RoleHarness>
         <DevicesPage />
-      </Harness>,
+      </RoleHarness>,
       '/devices',
     );
     await screen.findByRole('table', { name: 'All devices' });
@@ -200,9 +158,9 @@ describe('Devices screen', () => {
       ],
     ]);
     renderAt(
-      <Harness>
+      <RoleHarness>
         <DevicesPage />
-      </Harness>,
+      </RoleHarness>,
       '/devices',
     );
     const detail = await screen.findAllByText('your role may not list devices');

@@ -1,53 +1,12 @@
 // @vitest-environment jsdom
 import { cleanup, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
-import axe from 'axe-core';
-import type { ReactNode } from 'react';
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { SessionProvider, useSession } from '../src/auth/session';
-import { StepUpProvider } from '../src/auth/step-up';
+import { afterEach, describe, expect, it } from 'vitest';
 import { MasterKeysPage } from '../src/pages/master-keys';
-import { mockFetch, renderAt } from './render';
+import { pg } from './fixtures';
+import { axeViolations, me, mockFetch, RoleHarness, renderAt } from './render';
 
 afterEach(cleanup);
-
-/** A Page envelope of `data` (page 1 of 20 rows). */
-const pg = <T,>(data: T[], total = data.length) => ({ data, page: 1, page_size: 20, total });
-
-/** axe-core's serious and critical violations in `root` (colour contrast needs layout: off in jsdom). */
-async function seriousViolations(root: Element): Promise<string[]> {
-  const r = await axe.run(root, { rules: { 'color-contrast': { enabled: false } } });
-  return r.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id}: ${v.nodes.map((n) => n.html).join(' | ')}`);
-}
-
-function RoleProbe() {
-  const { me } = useSession();
-  return <span>{me ? `signed in as ${me.role}` : 'no session yet'}</span>;
-}
-
-function Harness({ children }: { children: ReactNode }) {
-  return (
-    <SessionProvider>
-      <StepUpProvider>
-        <RoleProbe />
-        {children}
-      </StepUpProvider>
-    </SessionProvider>
-  );
-}
-
-const me = (role: string) => ({
-  user_id: '00000000-0000-4000-8000-0000000000aa',
-  email: 'a@example.com',
-  name: 'Alice',
-  role,
-  totp_enabled: false,
-  blocked: false,
-  created_at: '2026-01-01T00:00:00Z',
-  step_up_expires_at: null,
-});
 
 const device = (n: number, name: string, status = 'APPROVED') => ({
   device_id: `${n}${n}${n}${n}${n}${n}${n}${n}-1111-4111-8111-111111111111`,
@@ -167,9 +126,9 @@ describe('Master key screen', () => {
     ]);
     const user = userEvent.setup({ delay: null });
     renderAt(
-      <Harness>
+      <RoleHarness>
         <MasterKeysPage />
-      </Harness>,
+      </RoleHarness>,
       '/master-keys',
     );
     await user.click(await screen.findByRole('button', { name: 'Create master key' }));
@@ -224,9 +183,9 @@ describe('Master key screen', () => {
     ]);
     const user = userEvent.setup({ delay: null });
     renderAt(
-      <Harness>
+      <RoleHarness>
         <MasterKeysPage />
-      </Harness>,
+      </RoleHarness>,
       '/master-keys',
     );
     await user.click(await screen.findByRole('button', { name: 'Create master key' }));
@@ -297,9 +256,9 @@ describe('Master key screen', () => {
       ],
     ]);
     renderAt(
-      <Harness>
+      <RoleHarness>
         <MasterKeysPage />
-      </Harness>,
+      </RoleHarness>,
       `/master-keys?ceremony=${CEREMONY_ID}`,
     );
     const panel = await screen.findByRole('region', { name: 'Ceremony progress' });
@@ -345,9 +304,9 @@ describe('Master key screen', () => {
       ],
     ]);
     renderAt(
-      <Harness>
+      <RoleHarness>
         <MasterKeysPage />
-      </Harness>,
+      </RoleHarness>,
       `/master-keys?ceremony=${CEREMONY_ID}`,
     );
     expect(await screen.findByText(/^No master key yet/)).toBeTruthy();
@@ -379,19 +338,19 @@ describe('Master key screen', () => {
     ]);
     const user = userEvent.setup({ delay: null });
     const { container } = renderAt(
-      <Harness>
+      <RoleHarness>
         <MasterKeysPage />
-      </Harness>,
+      </RoleHarness>,
       `/master-keys?ceremony=${CEREMONY_ID}`,
     );
     await screen.findByRole('table', { name: 'Culprits and evidence' });
     await screen.findByRole('table', { name: 'Key changes' });
     await screen.findByRole('table', { name: 'Recent ceremonies' });
-    expect(await seriousViolations(container)).toEqual([]);
+    expect(await axeViolations(container)).toEqual([]);
     await user.click(await screen.findByRole('button', { name: 'Create master key' }));
     const dialog = await screen.findByRole('dialog');
     await within(dialog).findByRole('checkbox', { name: 'Phone A' });
-    expect(await seriousViolations(dialog)).toEqual([]);
+    expect(await axeViolations(dialog)).toEqual([]);
   });
 
   it("shows a finished recovery drill's verified signatures and backup state", async () => {
@@ -420,9 +379,9 @@ describe('Master key screen', () => {
       ],
     ]);
     renderAt(
-      <Harness>
+      <RoleHarness>
         <MasterKeysPage />
-      </Harness>,
+      </RoleHarness>,
       `/master-keys?ceremony=${CEREMONY_ID}`,
     );
     const panel = await screen.findByRole('region', { name: 'Ceremony progress' });
@@ -441,9 +400,9 @@ describe('Master key screen', () => {
       [`GET /admin/v1/master-keys/${KEY_ID}/key-changes`, () => ({ body: pg([keyChange]) })],
     ]);
     renderAt(
-      <Harness>
+      <RoleHarness>
         <MasterKeysPage />
-      </Harness>,
+      </RoleHarness>,
       '/master-keys',
     );
     const card = await screen.findByRole('region', { name: /Master key 66666666/ });

@@ -2,14 +2,17 @@
  * Component-test helpers (the one copy every test file imports): render inside the dashboard's
  * providers (Mantine, a fresh TanStack Query client) and a memory router, answer `fetch` from a
  * table of routes so a screen's admin API calls can be driven by the test, run axe-core, pick an
- * option of a Mantine Select, and the signed-in user fixture (`me`).
+ * option of a Mantine Select, the signed-in user fixture (`me`) and the session harnesses
+ * (`RoleHarness`, `ProfileHarness`). Data fixtures live in fixtures.ts.
  */
 import { type RenderResult, render, screen, within } from '@testing-library/react';
 import type userEvent from '@testing-library/user-event';
 import axe from 'axe-core';
-import type { ReactElement } from 'react';
+import type { ReactElement, ReactNode } from 'react';
 import { createMemoryRouter, RouterProvider } from 'react-router';
 import { createQueryClient, Providers } from '../src/app';
+import { ProfileProvider, SessionProvider, useSession } from '../src/auth/session';
+import { StepUpProvider } from '../src/auth/step-up';
 
 /** jsdom lacks these; Mantine reads them. */
 export function polyfillDom(): void {
@@ -118,4 +121,36 @@ export function mockFetch(routes: [string | RegExp, (req: Request) => Reply | Pr
     });
   }) as typeof fetch;
   return seen;
+}
+
+/** Shows the loaded role, so a test can wait for the session before looking for what it hides. */
+function RoleProbe() {
+  const { me } = useSession();
+  return <span>{me ? `signed in as ${me.role}` : 'no session yet'}</span>;
+}
+
+/**
+ * Session + step-up providers for the global (not profile-scoped) screens, with a line of text
+ * "signed in as <ROLE>" (or "no session yet") a test can wait for.
+ */
+export function RoleHarness({ children }: { children: ReactNode }) {
+  return (
+    <SessionProvider>
+      <StepUpProvider>
+        <RoleProbe />
+        {children}
+      </StepUpProvider>
+    </SessionProvider>
+  );
+}
+
+/** Session, profile and step-up providers for the profile-scoped screens. */
+export function ProfileHarness({ children }: { children: ReactNode }) {
+  return (
+    <SessionProvider>
+      <ProfileProvider>
+        <StepUpProvider>{children}</StepUpProvider>
+      </ProfileProvider>
+    </SessionProvider>
+  );
 }

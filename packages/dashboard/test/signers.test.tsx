@@ -1,53 +1,12 @@
 // @vitest-environment jsdom
 import { cleanup, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
-import axe from 'axe-core';
-import type { ReactNode } from 'react';
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { SessionProvider, useSession } from '../src/auth/session';
-import { StepUpProvider } from '../src/auth/step-up';
+import { afterEach, describe, expect, it } from 'vitest';
 import { SignersPage } from '../src/pages/signers';
-import { mockFetch, renderAt } from './render';
+import { pg } from './fixtures';
+import { axeViolations, me, mockFetch, RoleHarness, renderAt } from './render';
 
 afterEach(cleanup);
-
-/** A Page envelope of `data` (page 1 of 20 rows). */
-const pg = <T,>(data: T[], total = data.length) => ({ data, page: 1, page_size: 20, total });
-
-/** axe-core's serious and critical violations in `root` (colour contrast needs layout: off in jsdom). */
-async function seriousViolations(root: Element): Promise<string[]> {
-  const r = await axe.run(root, { rules: { 'color-contrast': { enabled: false } } });
-  return r.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id}: ${v.nodes.map((n) => n.html).join(' | ')}`);
-}
-
-function RoleProbe() {
-  const { me } = useSession();
-  return <span>{me ? `signed in as ${me.role}` : 'no session yet'}</span>;
-}
-
-function Harness({ children }: { children: ReactNode }) {
-  return (
-    <SessionProvider>
-      <StepUpProvider>
-        <RoleProbe />
-        {children}
-      </StepUpProvider>
-    </SessionProvider>
-  );
-}
-
-const me = (role: string) => ({
-  user_id: '00000000-0000-4000-8000-0000000000aa',
-  email: 'a@example.com',
-  name: 'Alice',
-  role,
-  totp_enabled: false,
-  blocked: false,
-  created_at: '2026-01-01T00:00:00Z',
-  step_up_expires_at: null,
-});
 
 const PEER = '12D3KooWQYhTNQdmr3ArTeUHRYzFg94BKyTkoWBDWez9kSCVe2Xo';
 const signer = {
@@ -89,9 +48,9 @@ describe('Server signers screen', () => {
     ]);
     const user = userEvent.setup({ delay: null });
     renderAt(
-      <Harness>
+      <RoleHarness>
         <SignersPage />
-      </Harness>,
+      </RoleHarness>,
       '/signers',
     );
     expect(await screen.findByRole('heading', { name: 'Server signers', level: 2 })).toBeTruthy();
@@ -136,9 +95,9 @@ describe('Server signers screen', () => {
     ]);
     const user = userEvent.setup({ delay: null });
     renderAt(
-      <Harness>
+      <RoleHarness>
         <SignersPage />
-      </Harness>,
+      </RoleHarness>,
       '/signers',
     );
     expect(await screen.findByText(/No server signer is registered/)).toBeTruthy();
@@ -185,9 +144,9 @@ describe('Server signers screen', () => {
       ],
     ]);
     renderAt(
-      <Harness>
+      <RoleHarness>
         <SignersPage />
-      </Harness>,
+      </RoleHarness>,
       '/signers?page=2',
     );
     const table = await screen.findByRole('table', { name: 'Server signers' });
@@ -208,16 +167,16 @@ describe('Server signers screen', () => {
     ]);
     const user = userEvent.setup({ delay: null });
     const { container } = renderAt(
-      <Harness>
+      <RoleHarness>
         <SignersPage />
-      </Harness>,
+      </RoleHarness>,
       '/signers',
     );
     await screen.findByRole('table', { name: 'Server signers' });
     await screen.findByText('signed in as ADMIN');
-    expect(await seriousViolations(container)).toEqual([]);
+    expect(await axeViolations(container)).toEqual([]);
     await user.click(await screen.findByRole('button', { name: 'Register signer' }));
-    expect(await seriousViolations(await screen.findByRole('dialog'))).toEqual([]);
+    expect(await axeViolations(await screen.findByRole('dialog'))).toEqual([]);
   });
 
   it('confirms before removing, and a Viewer sees neither Register nor Remove', async () => {
@@ -235,9 +194,9 @@ describe('Server signers screen', () => {
     ]);
     const user = userEvent.setup({ delay: null });
     const view = renderAt(
-      <Harness>
+      <RoleHarness>
         <SignersPage />
-      </Harness>,
+      </RoleHarness>,
       '/signers',
     );
     await user.click(await screen.findByRole('button', { name: 'Remove Server one' }));
@@ -253,9 +212,9 @@ describe('Server signers screen', () => {
       ['GET /admin/v1/signers', () => ({ body: pg([signer]) })],
     ]);
     renderAt(
-      <Harness>
+      <RoleHarness>
         <SignersPage />
-      </Harness>,
+      </RoleHarness>,
       '/signers',
     );
     await screen.findByRole('table', { name: 'Server signers' });

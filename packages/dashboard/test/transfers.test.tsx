@@ -1,58 +1,10 @@
 // @vitest-environment jsdom
 import { cleanup, configure, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
-import type { ReactNode } from 'react';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ProfileProvider, SessionProvider } from '../src/auth/session';
-import { StepUpProvider } from '../src/auth/step-up';
 import { TransfersPage } from '../src/pages/transfers';
-import { me, mockFetch, renderAt } from './render';
-
-const P = '11111111-1111-4111-8111-111111111111';
-const W1 = '22222222-2222-4222-8222-222222222222';
-const ETH = '44444444-4444-4444-8444-444444444444';
-
-function App({ children }: { children: ReactNode }) {
-  return (
-    <SessionProvider>
-      <ProfileProvider>
-        <StepUpProvider>{children}</StepUpProvider>
-      </ProfileProvider>
-    </SessionProvider>
-  );
-}
-
-const T1 = '77777777-7777-4777-8777-777777777777';
-const ASSET = '88888888-8888-4888-8888-888888888888';
-
-const transfer = (status: string, sub: string | null) => ({
-  transfer_id: T1,
-  profile_id: P,
-  wallet_id: W1,
-  asset_id: ASSET,
-  blockchain_id: ETH,
-  source_address: '0x1111111111111111111111111111111111111111',
-  destination_address: '0xabcdefabcdefabcdefabcdefabcdefabcdef1234',
-  amount: '1.000000000000000001',
-  amount_base_units: '1000000000000000001',
-  max_fee: '0.01',
-  max_fee_base_units: '10000000000000000',
-  fee_currency: 'ETH',
-  external_id: null,
-  status,
-  sub_status: sub,
-  policy_id: null,
-  policy_version: null,
-  approvals_required: 1,
-  approvals_received: 0,
-  approval_deadline: null,
-  tx_hash: null,
-  fee_bump: null,
-  created_at: '2026-11-20T10:00:00.000Z',
-  updated_at: '2026-11-20T10:00:00.000Z',
-  sent_at: null,
-  delivered_at: null,
-});
+import { ASSET, ETH, P, T1, transfer, W1 } from './fixtures';
+import { me, mockFetch, ProfileHarness, renderAt } from './render';
 
 function routes() {
   return mockFetch([
@@ -125,9 +77,9 @@ describe('Transfers screen', () => {
   it('shows amount as the decimal string given, wallet name, status and a link to the detail', async () => {
     routes();
     renderAt(
-      <App>
+      <ProfileHarness>
         <TransfersPage />
-      </App>,
+      </ProfileHarness>,
       '/transfers',
     );
     const table = await screen.findByRole('table', { name: 'Transfers' });
@@ -144,9 +96,9 @@ describe('Transfers screen', () => {
   it('the Status filter puts status= in the request and shows the filtered rows', async () => {
     const seen = routes();
     renderAt(
-      <App>
+      <ProfileHarness>
         <TransfersPage />
-      </App>,
+      </ProfileHarness>,
       '/transfers',
     );
     await screen.findByRole('table', { name: 'Transfers' });
@@ -162,9 +114,9 @@ describe('Transfers screen', () => {
   it('reads the filters from the URL (wallet_id and status sent)', async () => {
     const seen = routes();
     renderAt(
-      <App>
+      <ProfileHarness>
         <TransfersPage />
-      </App>,
+      </ProfileHarness>,
       `/transfers?wallet=${W1}&status=REJECTED`,
     );
     await screen.findByText('CANCELLED_BY_USER');
@@ -190,9 +142,9 @@ describe('Transfers screen', () => {
       [/^GET /, () => ({ body: { data: [], page: 1, page_size: 200, total: 0 } })],
     ]);
     renderAt(
-      <App>
+      <ProfileHarness>
         <TransfersPage />
-      </App>,
+      </ProfileHarness>,
       '/transfers',
     );
     const alert = await screen.findByRole('alert');
