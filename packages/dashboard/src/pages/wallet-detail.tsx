@@ -28,6 +28,7 @@ import { api, call } from '../api/client';
 import { useProfile, useSession } from '../auth/session';
 import { useStepUp } from '../auth/step-up';
 import { CopyValue, QrCode } from '../components/copy';
+import { PagedTable } from '../components/paged-table';
 import { PAGE_SIZE, Pager, usePageParam } from '../components/pager';
 import { ProblemAlert, QueryState } from '../components/states';
 import { explorerUrl } from './transfers/status';
@@ -214,54 +215,41 @@ function Addresses({
       ),
   });
   return (
-    <Stack gap="xs">
-      <Title order={3}>Addresses</Title>
-      <QueryState query={list} isEmpty={(d) => d.total === 0} empty="This wallet has no addresses.">
-        {(d) => (
-          <>
-            <Table.ScrollContainer minWidth={720}>
-              <Table aria-label="Addresses">
-                <Table.Thead>
-                  <Table.Tr>
-                    <Table.Th>Address</Table.Th>
-                    <Table.Th>Label</Table.Th>
-                    <Table.Th>Blockchain</Table.Th>
-                    <Table.Th>Type</Table.Th>
-                    <Table.Th>QR code</Table.Th>
-                  </Table.Tr>
-                </Table.Thead>
-                <Table.Tbody>
-                  {d.data.map((a) => (
-                    <Table.Tr key={a.address_id}>
-                      <Table.Td>
-                        <CopyValue value={a.address} label="address" />
-                      </Table.Td>
-                      <Table.Td>{a.label ?? '—'}</Table.Td>
-                      <Table.Td>{chainName(a.blockchain_id)}</Table.Td>
-                      <Table.Td>
-                        <Group gap={4}>
-                          {a.address_type}
-                          {a.archived_at && (
-                            <Badge color="gray" size="sm">
-                              Archived
-                            </Badge>
-                          )}
-                        </Group>
-                      </Table.Td>
-                      <Table.Td>
-                        <Button size="xs" variant="default" onClick={() => setQr(a)}>
-                          Show QR code
-                        </Button>
-                      </Table.Td>
-                    </Table.Tr>
-                  ))}
-                </Table.Tbody>
-              </Table>
-            </Table.ScrollContainer>
-            <Pager page={page} total={d.total} onChange={setPage} label="Address pages" />
-          </>
+    <>
+      <PagedTable
+        title="Addresses"
+        query={list}
+        empty="This wallet has no addresses."
+        minWidth={720}
+        columns={['Address', 'Label', 'Blockchain', 'Type', 'QR code']}
+        row={(a) => (
+          <Table.Tr key={a.address_id}>
+            <Table.Td>
+              <CopyValue value={a.address} label="address" />
+            </Table.Td>
+            <Table.Td>{a.label ?? '—'}</Table.Td>
+            <Table.Td>{chainName(a.blockchain_id)}</Table.Td>
+            <Table.Td>
+              <Group gap={4}>
+                {a.address_type}
+                {a.archived_at && (
+                  <Badge color="gray" size="sm">
+                    Archived
+                  </Badge>
+                )}
+              </Group>
+            </Table.Td>
+            <Table.Td>
+              <Button size="xs" variant="default" onClick={() => setQr(a)}>
+                Show QR code
+              </Button>
+            </Table.Td>
+          </Table.Tr>
         )}
-      </QueryState>
+        page={page}
+        onPage={setPage}
+        pagerLabel="Address pages"
+      />
       <Modal opened={qr !== null} onClose={() => setQr(null)} title="Deposit address">
         {qr && (
           <Stack align="center">
@@ -273,7 +261,7 @@ function Addresses({
           </Stack>
         )}
       </Modal>
-    </Stack>
+    </>
   );
 }
 
@@ -360,78 +348,62 @@ function Deposits({
       ),
   });
   return (
-    <Stack gap="xs">
-      <Title order={3}>Deposits</Title>
-      <QueryState query={list} isEmpty={(d) => d.total === 0} empty="No deposits detected on this wallet yet.">
-        {(d) => (
-          <>
-            <Table.ScrollContainer minWidth={880}>
-              <Table aria-label="Deposits">
-                <Table.Thead>
-                  <Table.Tr>
-                    <Table.Th>Transaction</Table.Th>
-                    <Table.Th>Address</Table.Th>
-                    <Table.Th>Asset</Table.Th>
-                    <Table.Th ta="right">Amount</Table.Th>
-                    <Table.Th>Status</Table.Th>
-                    <Table.Th>Detected</Table.Th>
-                  </Table.Tr>
-                </Table.Thead>
-                <Table.Tbody>
-                  {d.data.map((x) => {
-                    const c = chain(x.blockchain_id);
-                    const url = explorerUrl(c?.key, x.tx_hash);
-                    return (
-                      <Table.Tr key={`${x.tx_hash}/${x.address}/${x.asset_id}`}>
-                        <Table.Td>
-                          <Stack gap={2}>
-                            <CopyValue value={x.tx_hash} label="transaction hash" />
-                            {url && (
-                              <Anchor
-                                href={url}
-                                target="_blank"
-                                rel="noopener noreferrer"
-                                size="sm"
-                                aria-label={`View deposit ${x.tx_hash} in block explorer`}
-                              >
-                                Block explorer
-                              </Anchor>
-                            )}
-                          </Stack>
-                        </Table.Td>
-                        <Table.Td>
-                          <CopyValue value={x.address} label="deposit address" />
-                        </Table.Td>
-                        <Table.Td>
-                          {x.asset_symbol ?? x.asset_id}
-                          <Text size="xs" c="dimmed">
-                            {c?.name ?? x.blockchain_id}
-                          </Text>
-                        </Table.Td>
-                        <Table.Td ta="right" ff="monospace">
-                          {x.amount}
-                        </Table.Td>
-                        <Table.Td>
-                          <Badge color={x.status === 'CONFIRMED' ? 'green' : 'yellow'} variant="light">
-                            {x.status === 'CONFIRMED' ? 'Confirmed' : 'Unconfirmed'}
-                          </Badge>
-                          <Text size="xs" c="dimmed">
-                            {x.confirmations} confirmation{x.confirmations === 1 ? '' : 's'}
-                          </Text>
-                        </Table.Td>
-                        <Table.Td>
-                          <time dateTime={x.detected_at}>{new Date(x.detected_at).toLocaleString()}</time>
-                        </Table.Td>
-                      </Table.Tr>
-                    );
-                  })}
-                </Table.Tbody>
-              </Table>
-            </Table.ScrollContainer>
-            <Pager page={page} total={d.total} onChange={setPage} label="Deposit pages" />
-          </>
-        )}
-      </QueryState>
-    </Stack>
+    <PagedTable
+      title="Deposits"
+      query={list}
+      empty="No deposits detected on this wallet yet."
+      minWidth={880}
+      columns={['Transaction', 'Address', 'Asset', { label: 'Amount', right: true }, 'Status', 'Detected']}
+      row={(x) => {
+        const c = chain(x.blockchain_id);
+        const url = explorerUrl(c?.key, x.tx_hash);
+        return (
+          <Table.Tr key={`${x.tx_hash}/${x.address}/${x.asset_id}`}>
+            <Table.Td>
+              <Stack gap={2}>
+                <CopyValue value={x.tx_hash} label="transaction hash" />
+                {url && (
+                  <Anchor
+                    href={url}
+                    target="_blank"
+                    rel="noopener noreferrer"
+                    size="sm"
+                    aria-label={`View deposit ${x.tx_hash} in block explorer`}
+                  >
+                    Block explorer
+                  </Anchor>
+                )}
+              </Stack>
+            </Table.Td>
+            <Table.Td>
+              <CopyValue value={x.address} label="deposit address" />
+            </Table.Td>
+            <Table.Td>
+              {x.asset_symbol ?? x.asset_id}
+              <Text size="xs" c="dimmed">
+                {c?.name ?? x.blockchain_id}
+              </Text>
+            </Table.Td>
+            <Table.Td ta="right" ff="monospace">
+              {x.amount}
+            </Table.Td>
+            <Table.Td>
+              <Badge color={x.status === 'CONFIRMED' ? 'green' : 'yellow'} variant="light">
+                {x.status === 'CONFIRMED' ? 'Confirmed' : 'Unconfirmed'}
+              </Badge>
+              <Text size="xs" c="dimmed">
+                {x.confirmations} confirmation{x.confirmations === 1 ? '' : 's'}
+              </Text>
+            </Table.Td>
+            <Table.Td>
+              <time dateTime={x.detected_at}>{new Date(x.detected_at).toLocaleString()}</time>
+            </Table.Td>
+          </Table.Tr>
+        );
+      }}
+      page={page}
+      onPage={setPage}
+      pagerLabel="Deposit pages"
+    />
   );
 }

@@ -27,7 +27,8 @@ import { useState } from 'react';
 import { api, call } from '../../api/client';
 import { useStepUp } from '../../auth/step-up';
 import { CopyValue } from '../../components/copy';
-import { PAGE_SIZE, Pager, usePageParam } from '../../components/pager';
+import { PagedTable } from '../../components/paged-table';
+import { PAGE_SIZE, usePageParam } from '../../components/pager';
 import { ProblemAlert, QueryState } from '../../components/states';
 import {
   PartyChecklist,
@@ -185,69 +186,51 @@ export function KeyChanges({ keyId, onShowCeremony }: { keyId: string; onShowCer
       q.state.data?.data.some((c) => c.status !== 'SUCCEEDED' && c.status !== 'FAILED') ? 5000 : false,
   });
   return (
-    <Stack gap="xs">
-      <Title order={4}>Key changes</Title>
-      <QueryState query={changes} isEmpty={(d) => d.total === 0} empty="No key change yet.">
-        {(result) => (
-          <>
-            <Table.ScrollContainer minWidth={720}>
-              <Table aria-label="Key changes">
-                <Table.Thead>
-                  <Table.Tr>
-                    <Table.Th>Change</Table.Th>
-                    <Table.Th>Status</Table.Th>
-                    <Table.Th>Digest</Table.Th>
-                    <Table.Th>Created</Table.Th>
-                    <Table.Th>Next step</Table.Th>
-                  </Table.Tr>
-                </Table.Thead>
-                <Table.Tbody>
-                  {result.data.map((c) => (
-                    <Table.Tr key={c.change_id}>
-                      <Table.Td>{c.reason === 'replace-signer' ? 'Replace a signer' : 'Reshare'}</Table.Td>
-                      <Table.Td>
-                        <Badge color={CHANGE_COLOR[c.status]} variant="light">
-                          {c.status}
-                        </Badge>
-                      </Table.Td>
-                      <Table.Td>
-                        <CopyValue value={c.digest} label="digest" />
-                      </Table.Td>
-                      <Table.Td>{new Date(c.created_at).toLocaleString()}</Table.Td>
-                      <Table.Td>
-                        {c.status === 'AWAITING_SIGNATURE' && (
-                          <Text size="sm">
-                            An Admin’s enrolled phone must sign this change; compare the digest it shows with this one.
-                          </Text>
-                        )}
-                        {c.status === 'FAILED' && (
-                          <Text size="sm" c="red">
-                            {c.error ?? 'Failed'}
-                            {c.blamed && c.blamed.length > 0 ? ` — blamed: ${c.blamed.join(', ')}` : ''}
-                          </Text>
-                        )}
-                        {c.uncommitted && c.uncommitted.length > 0 && (
-                          <Text size="sm">Waiting for: {c.uncommitted.join(', ')}</Text>
-                        )}
-                        {c.ceremony_id && (
-                          <Button
-                            size="xs"
-                            variant="subtle"
-                            onClick={() => c.ceremony_id && onShowCeremony(c.ceremony_id)}
-                          >
-                            Show ceremony
-                          </Button>
-                        )}
-                      </Table.Td>
-                    </Table.Tr>
-                  ))}
-                </Table.Tbody>
-              </Table>
-            </Table.ScrollContainer>
-            <Pager page={page} total={result.total} onChange={setPage} label="Key change pages" />
-          </>
-        )}
-      </QueryState>
-    </Stack>
+    <PagedTable
+      title="Key changes"
+      order={4}
+      query={changes}
+      empty="No key change yet."
+      minWidth={720}
+      columns={['Change', 'Status', 'Digest', 'Created', 'Next step']}
+      row={(c) => (
+        <Table.Tr key={c.change_id}>
+          <Table.Td>{c.reason === 'replace-signer' ? 'Replace a signer' : 'Reshare'}</Table.Td>
+          <Table.Td>
+            <Badge color={CHANGE_COLOR[c.status]} variant="light">
+              {c.status}
+            </Badge>
+          </Table.Td>
+          <Table.Td>
+            <CopyValue value={c.digest} label="digest" />
+          </Table.Td>
+          <Table.Td>{new Date(c.created_at).toLocaleString()}</Table.Td>
+          <Table.Td>
+            {c.status === 'AWAITING_SIGNATURE' && (
+              <Text size="sm">
+                An Admin’s enrolled phone must sign this change; compare the digest it shows with this one.
+              </Text>
+            )}
+            {c.status === 'FAILED' && (
+              <Text size="sm" c="red">
+                {c.error ?? 'Failed'}
+                {c.blamed && c.blamed.length > 0 ? ` — blamed: ${c.blamed.join(', ')}` : ''}
+              </Text>
+            )}
+            {c.uncommitted && c.uncommitted.length > 0 && (
+              <Text size="sm">Waiting for: {c.uncommitted.join(', ')}</Text>
+            )}
+            {c.ceremony_id && (
+              <Button size="xs" variant="subtle" onClick={() => c.ceremony_id && onShowCeremony(c.ceremony_id)}>
+                Show ceremony
+              </Button>
+            )}
+          </Table.Td>
+        </Table.Tr>
+      )}
+      page={page}
+      onPage={setPage}
+      pagerLabel="Key change pages"
+    />
   );
 }
