@@ -19,7 +19,6 @@ import {
   Stack,
   Table,
   Text,
-  Title,
 } from '@mantine/core';
 import { notifications } from '@mantine/notifications';
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
@@ -29,7 +28,7 @@ import { useStepUp } from '../../auth/step-up';
 import { CopyValue } from '../../components/copy';
 import { PagedTable } from '../../components/paged-table';
 import { PAGE_SIZE, usePageParam } from '../../components/pager';
-import { ProblemAlert, QueryState } from '../../components/states';
+import { ProblemAlert } from '../../components/states';
 import {
   PartyChecklist,
   type PartyChoice,
