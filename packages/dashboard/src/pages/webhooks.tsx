@@ -25,31 +25,36 @@ type CreateBody = NonNullable<
 /** One event type a webhook may subscribe to (the `adminCreateWebhook` body's enum). */
 export type EventType = CreateBody['event_types'][number];
 
-/** The event types of docs/api/openapi.json (`adminCreateWebhook` body), in the document's order. */
-export const EVENT_TYPES: readonly EventType[] = [
-  'TRANSFER_CREATED',
-  'TRANSFER_UPDATED',
-  'TRANSFER_DELIVERED',
-  'TRANSFER_FAILED',
-  'BALANCE_UPDATED',
-  'TRANSACTION_DETECTED',
-  'WALLET_CREATED',
-  'WALLET_UPDATED',
-  'WALLET_DELETED',
-  'POLICY_CREATED',
-  'POLICY_UPDATED',
-  'POLICY_DELETED',
-  'ADDRESS_CREATED',
-  'ADDRESS_UPDATED',
-  'ADDRESS_DELETED',
-  'WALLET_GROUP_CREATED',
-  'WALLET_GROUP_UPDATED',
-  'WALLET_GROUP_DELETED',
-  'WALLET_GROUP_USER_ASSIGNED',
-  'ADDRESS_GROUP_CREATED',
-  'ADDRESS_GROUP_UPDATED',
-  'ADDRESS_GROUP_DELETED',
-];
+/**
+ * The event types of docs/api/openapi.json (`adminCreateWebhook` body), in the document's order.
+ * Keyed by type so the compiler checks the list is exactly the document's enum: a type added to
+ * or removed from the API fails `tsc` here.
+ */
+const EVENT_TYPE_SET = {
+  TRANSFER_CREATED: true,
+  TRANSFER_UPDATED: true,
+  TRANSFER_DELIVERED: true,
+  TRANSFER_FAILED: true,
+  BALANCE_UPDATED: true,
+  TRANSACTION_DETECTED: true,
+  WALLET_CREATED: true,
+  WALLET_UPDATED: true,
+  WALLET_DELETED: true,
+  POLICY_CREATED: true,
+  POLICY_UPDATED: true,
+  POLICY_DELETED: true,
+  ADDRESS_CREATED: true,
+  ADDRESS_UPDATED: true,
+  ADDRESS_DELETED: true,
+  WALLET_GROUP_CREATED: true,
+  WALLET_GROUP_UPDATED: true,
+  WALLET_GROUP_DELETED: true,
+  WALLET_GROUP_USER_ASSIGNED: true,
+  ADDRESS_GROUP_CREATED: true,
+  ADDRESS_GROUP_UPDATED: true,
+  ADDRESS_GROUP_DELETED: true,
+} as const satisfies Record<EventType, true>;
+export const EVENT_TYPES = Object.keys(EVENT_TYPE_SET) as EventType[];
 
 const when = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : '—');
 
