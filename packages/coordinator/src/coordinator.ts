@@ -43,6 +43,13 @@ import { ReadinessProbe, resolveReadinessOptions } from './metrics/readiness.js'
 import { createCoordinatorMetrics } from './metrics/registry.js';
 import { httpMetricsHook, observabilityRoutes, resolveMetricsOptions } from './metrics/routes.js';
 import type { Coordinator, CoordinatorOptions } from './options.js';
+import { PgReplicaBus } from './replicas/bus.js';
+import {
+  DEFAULT_REPLICA_OPTIONS,
+  ensureSharedIdentity,
+  type ReplicaOptions,
+  ReplicaRegistry,
+} from './replicas/registry.js';
 import { credentialBucket } from './request-bucket.js';
 import { addressBucket, createServer, HttpServer, parseTrustProxy } from './server.js';
 import { SignerService } from './signers/service.js';
@@ -153,6 +160,14 @@ async function build(
   built: (signing: SigningServices) => void,
 ): Promise<Coordinator> {
   await db.tx((q) => syncDirectory(q, opts.mode === 'development'));
+  // this process as one of the instance's replicas (issue #25): its heartbeat, and the bus that
+  // carries what another replica must act on (phones connected there, ceremonies run there)
+  const replicaOptions: ReplicaOptions = { ...DEFAULT_REPLICA_OPTIONS, ...opts.replicas };
+  let replicaLog: (level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>) => void = () => {};
+  const replicaLogFn = (level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>) =>
+    replicaLog(level, msg, fields);
+  const registry = new ReplicaRegistry({ db, options: replicaOptions, log: replicaLogFn });
+  const bus = new PgReplicaBus({ db, replicaId: registry.id, options: replicaOptions, log: replicaLogFn });
   const idempotency = new IdempotencyStore({ db, clock });
   const audit = new AuditLog({ db, clock });
   const wallets = new WalletService({ db, clock, audit });
@@ -191,6 +206,7 @@ async function build(
     app.log[level](fields ?? {}, msg);
   priceLog.to = (msg, fields) => log('warn', msg, fields);
   bootstrapLog = log;
+  replicaLog = log;
   const chains = new ChainRegistry(opts.chains ?? {}, prices, db);
   // one registry per coordinator (metrics/registry.ts); the gauges read at scrape time go through
   // the readiness probe (cached chain heads), built below once the signing services exist
@@ -285,6 +301,8 @@ async function build(
     : undefined;
   if (signing) built(signing);
   signingRef = signing;
+  // every replica shares one coordinator identity (signers and phones pin it): refuse another one
+  if (signing) await ensureSharedIdentity(db, signing.peerId);
   const signers = new SignerService({
     db,
     clock,
@@ -443,6 +461,8 @@ async function build(
   // transfers/ classes whose start() returns void: adapted here until they implement Startable
   const lifecycle = new Lifecycle([
     { name: 'database', component: { start: async () => {}, stop: () => db.close() } },
+    { name: 'replica registry', component: registry },
+    { name: 'replica bus', component: bus },
     { name: 'idempotency purge', component: idempotencyPurge(idempotency, app) },
     ...(signing ? [{ name: 'signing services', component: signing }] : []),
     {
@@ -482,6 +502,7 @@ async function build(
     clock,
     ...rooms,
     idempotency,
+    replicas: { registry, bus },
     mailboxDir,
     bootstrapTokenFile,
     signing,

@@ -19,6 +19,8 @@ import type { Mailer, MailSettings } from './mailer.js';
 import type { ReadinessOptions, ReadinessProbe } from './metrics/readiness.js';
 import type { CoordinatorMetrics } from './metrics/registry.js';
 import type { MetricsOptions } from './metrics/routes.js';
+import type { PgReplicaBus } from './replicas/bus.js';
+import type { ReplicaOptions, ReplicaRegistry } from './replicas/registry.js';
 import type { RateLimitOptions } from './server.js';
 import type { SignerService } from './signers/service.js';
 import type { SignerGateway } from './signing/gateway.js';
@@ -35,7 +37,6 @@ import type { SigningKeyOptions, WebhookSigningKeys } from './webhooks/keys.js';
 import type { WebhookRegistrations } from './webhooks/registrations.js';
 import type { WebhookService } from './webhooks/service.js';
 import type { WebhookWorker, WebhookWorkerOptions } from './webhooks/worker.js';
-
 /** Webhook settings of {@link CoordinatorOptions} (docs/webhooks.md). */
 export interface WebhookOptions {
   /**
@@ -142,6 +143,14 @@ export interface CoordinatorOptions {
    * RESHARE_COMMIT retries (default 1000 → 60 000 ms).
    */
   keys?: { refreshIntervalHours?: number; scheduleTickMs?: number; commitRetry?: { initialMs: number; maxMs: number } };
+  /**
+   * Several coordinator replicas on one PostgreSQL database (replicas/*.ts, issue #25): timing of
+   * the heartbeat (`heartbeatMs`, default 2 000), of the death of a silent replica (`ttlMs`,
+   * default 10 000), of singleton leases (`leaseMs`, default 10 000: a chain's deposit watcher, the
+   * key lifecycle scheduler, … are taken over within about that of their holder's death) and of the
+   * cross-replica bus's polling (`busPollMs`, default 1 000; LISTEN/NOTIFY wakes it at once).
+   */
+  replicas?: Partial<ReplicaOptions>;
   signing?: {
     enabled: boolean;
     algorithms?: number[];
@@ -240,6 +249,8 @@ export interface Coordinator {
   keys: KeyService;
   /** Idempotency records of the REST API's create routes. */
   idempotency: IdempotencyStore;
+  /** This process as a replica (issue #25): its registry row and heartbeat, and the cross-replica bus. */
+  replicas: { registry: ReplicaRegistry; bus: PgReplicaBus };
   /**
    * Webhook signing keys, notification queries and redelivery (`service`), the delivery worker,
    * and the admin registrations (`registrations`).

@@ -29,8 +29,42 @@ export interface Db extends Queryable {
    * it throws (the error is rethrown). Every multi-row change of the coordinator goes through here.
    */
   tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * Run `fn` holding the exclusive lock `name` across EVERY process on this database (replicas,
+   * issue #25), released when `fn` settles (or when the holding process dies: PostgreSQL ends its
+   * session). PostgreSQL: a session-level advisory lock (`pg_try_advisory_lock(hashtext(name))`) on
+   * a connection held for the duration; a waiter polls (25 → 250 ms) without holding a connection,
+   * so waiters never exhaust the pool. PGlite (one process): an in-process queue per name.
+   * Not re-entrant. `fn` may use the pool (other connections) freely.
+   */
+  lock<T>(name: string, fn: () => Promise<T>): Promise<T>;
+  /**
+   * PostgreSQL only: `LISTEN channel` on a dedicated connection, calling `onNotify(payload)` for
+   * each notification (`pg_notify`), re-listening after the connection drops (each reconnect calls
+   * `onNotify('')` once, so a listener re-reads what it may have missed). Resolves with the stop
+   * function. Undefined on PGlite (a single process has nobody to hear from).
+   */
+  readonly listen?: (channel: string, onNotify: (payload: string) => void) => Promise<() => Promise<void>>;
   /** Release the connection(s) and, for PGlite, flush the data folder. */
   close(): Promise<void>;
+}
+
+/** An in-process lock queue per name (PGlite: one process holds the database). */
+function localLocks(): Db['lock'] {
+  const tails = new Map<string, Promise<unknown>>();
+  return <T>(name: string, fn: () => Promise<T>): Promise<T> => {
+    const prev = tails.get(name) ?? Promise.resolve();
+    const run = prev.then(fn, fn);
+    const tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    tails.set(name, tail);
+    void tail.then(() => {
+      if (tails.get(name) === tail) tails.delete(name);
+    });
+    return run;
+  };
 }
 
 /**
@@ -58,6 +92,7 @@ export async function openPglite(dataDir?: string): Promise<Db> {
     dialect: 'pglite',
     ...base,
     tx: (fn) => lite.transaction((t) => fn(wrap(t))),
+    lock: localLocks(),
     close: () => lite.close(),
   };
 }
@@ -113,6 +148,67 @@ export async function openPostgres(connectionString: string, opts: PostgresOptio
       } finally {
         client.release();
       }
+    },
+    async lock<T>(name: string, fn: () => Promise<T>): Promise<T> {
+      let wait = 25;
+      for (;;) {
+        const client = await pool.connect();
+        let broken = false;
+        try {
+          const r = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS ok', [name]);
+          if (r.rows[0]?.ok === true) {
+            try {
+              return await fn();
+            } finally {
+              // a failed unlock means the connection is gone, and its lock with it: never pooled again
+              await client.query('SELECT pg_advisory_unlock(hashtext($1))', [name]).catch(() => {
+                broken = true;
+              });
+            }
+          }
+        } catch (e) {
+          broken = true;
+          throw e;
+        } finally {
+          client.release(broken ? true : undefined);
+        }
+        await new Promise((r) => setTimeout(r, wait));
+        wait = Math.min(250, wait * 2);
+      }
+    },
+    async listen(channel, onNotify) {
+      if (!/^[a-z_][a-z0-9_]{0,62}$/.test(channel)) throw new RangeError('channel must be a lowercase SQL identifier');
+      let stopped = false;
+      let client: pg.Client | undefined;
+      let retry: NodeJS.Timeout | undefined;
+      const connect = async (): Promise<void> => {
+        const c = new pgModule.Client({ connectionString });
+        c.on('error', () => {}); // 'end' follows; reconnect there
+        c.on('notification', (n) => onNotify(n.payload ?? ''));
+        c.on('end', () => {
+          if (client === c) client = undefined;
+          if (!stopped) retry = setTimeout(() => void connect().catch(() => {}), 500);
+        });
+        try {
+          await c.connect();
+          await c.query(`LISTEN ${channel}`);
+        } catch (e) {
+          await c.end().catch(() => {});
+          throw e;
+        }
+        if (stopped) {
+          await c.end().catch(() => {});
+          return;
+        }
+        client = c;
+        onNotify('');
+      };
+      await connect();
+      return async () => {
+        stopped = true;
+        clearTimeout(retry);
+        await client?.end().catch(() => {});
+      };
     },
     close: () => pool.end(),
   };

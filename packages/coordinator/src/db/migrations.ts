@@ -435,6 +435,57 @@ ALTER TABLE transfers ADD COLUMN self_spend jsonb;`,
 ALTER TABLE sessions ADD COLUMN csrf_hash text;
 ALTER TABLE sessions ADD CONSTRAINT sessions_csrf_hash_of_cookie CHECK ((transport = 'cookie') = (csrf_hash IS NOT NULL));`,
   },
+  {
+    version: 16,
+    name: 'replicas',
+    // #25 (several coordinator replicas on one PostgreSQL, replicas/*.ts):
+    // - coordinator_replicas: one row per coordinator process (random replica_id per start), its
+    //   heartbeat; a replica whose heartbeat is older than the TTL is dead (its device connections,
+    //   ceremonies and leases are taken over).
+    // - coordinator_leases: named singleton leases (a chain's deposit watcher, the key lifecycle
+    //   scheduler, …): held by `owner` (a replica_id) until `lease_until`, renewed by the holder.
+    // - replica_messages: the cross-replica bus (replicas/bus.ts): rows addressed to one replica or to
+    //   '*' (every replica), announced by pg_notify('custodian_replicas', target); read by seq.
+    // - device_connections: which replica holds each phone's WebSocket (devices/hub.ts).
+    // - coordinator_identity: the libp2p peer id every replica must share (signers and phones pin it).
+    // - ceremonies.owner_replica: the replica running a RUNNING ceremony (recovery fails only the
+    //   ceremonies of dead replicas).
+    sql: `CREATE TABLE coordinator_replicas (
+  replica_id text PRIMARY KEY,
+  host text NOT NULL,
+  pid int NOT NULL,
+  started_at timestamptz NOT NULL,
+  heartbeat_at timestamptz NOT NULL,
+  stopped_at timestamptz
+);
+CREATE TABLE coordinator_leases (
+  name text PRIMARY KEY,
+  owner text NOT NULL,
+  lease_until timestamptz NOT NULL,
+  acquired_at timestamptz NOT NULL
+);
+CREATE TABLE replica_messages (
+  seq bigserial PRIMARY KEY,
+  target text NOT NULL,
+  topic text NOT NULL,
+  sender text NOT NULL,
+  body bytea NOT NULL,
+  created_at timestamptz NOT NULL
+);
+CREATE INDEX replica_messages_target_seq ON replica_messages (target, seq);
+CREATE TABLE device_connections (
+  device_id text PRIMARY KEY,
+  mpc_peer_id text NOT NULL,
+  replica_id text NOT NULL,
+  connected_at timestamptz NOT NULL
+);
+CREATE TABLE coordinator_identity (
+  singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+  peer_id text NOT NULL,
+  created_at timestamptz NOT NULL
+);
+ALTER TABLE ceremonies ADD COLUMN owner_replica text;`,
+  },
 ];
 
 /**
