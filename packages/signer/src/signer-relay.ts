@@ -2,6 +2,11 @@
  * The signer's end of the relay of MPC envelopes for device parties (`/custodian/relay/1`; the
  * protocol, its frames and the coordinator's end are in `@custodian/signer-client` relay.ts): the
  * coordinator opens the streams, the signer accepts them from the configured coordinator only.
+ *
+ * Several coordinator replicas share one libp2p identity (issue #25) and each opens its own relay
+ * stream, so the signer may hold several streams of the coordinator peer id at once: it keeps every
+ * open one and sends on the newest; when a write fails (the replica died, the stream was reset) that
+ * stream is dropped and the frame goes out on the next newest, so frames stay in order.
  */
 
 import {
@@ -19,14 +24,21 @@ import type { Logger } from 'pino';
 
 /** Signer side of the relay. */
 export interface SignerRelay {
-  /** Send an envelope to a device party through the coordinator. Rejects when the coordinator has no relay stream open. */
+  /**
+   * Send an envelope to a device party through the coordinator, on the newest open relay stream
+   * (falling back to older ones of the same coordinator identity when a write fails). Sends are
+   * written one at a time, in call order.
+   * @throws Error when no relay stream of the coordinator is open, or every open one failed
+   */
   send(devicePeerId: string, envelope: Uint8Array): Promise<void>;
+  /** Relay streams of the coordinator open now (one per replica that opened one). */
+  openStreams(): number;
 }
 
 /**
- * Accept relay streams from the configured coordinator on a signer's host. Frames received are
- * handed to `onEnvelope` (then to `CeremonyRunner.deliver(undefined, …)`); frames to devices go out
- * on the most recent stream the coordinator opened, in order.
+ * Accept relay streams from the configured coordinator on a signer's host. Frames received (on
+ * any of its streams) are handed to `onEnvelope` (then to `CeremonyRunner.deliver(undefined, …)`);
+ * frames to devices go out on the most recent stream still open, in order.
  */
 export async function attachSignerRelay(
   host: Host,
@@ -37,7 +49,13 @@ export async function attachSignerRelay(
     onEnvelope: (fromDevicePeerId: string, envelope: Uint8Array) => void;
   },
 ): Promise<SignerRelay> {
-  let current: { lp: ReturnType<typeof lpStream>; stream: Stream } | undefined;
+  type Open = { lp: ReturnType<typeof lpStream>; stream: Stream };
+  /** Open relay streams of the coordinator, oldest first. */
+  const open: Open[] = [];
+  const drop = (s: Open) => {
+    const i = open.indexOf(s);
+    if (i >= 0) open.splice(i, 1);
+  };
   let chain = Promise.resolve();
   await host.node.handle(
     RELAY_PROTOCOL,
@@ -49,9 +67,9 @@ export async function attachSignerRelay(
         return;
       }
       const lp = lpStream(stream, { maxDataLength: opts.maxFrameBytes });
-      const mine = { lp, stream };
-      current = mine;
-      opts.log.info({ peer: from }, 'relay stream from the coordinator opened');
+      const mine: Open = { lp, stream };
+      open.push(mine);
+      opts.log.info({ peer: from, streams: open.length }, 'relay stream from the coordinator opened');
       try {
         for (;;) {
           const bytes = (await lp.read()).subarray();
@@ -66,7 +84,7 @@ export async function attachSignerRelay(
         if (!isStreamEnd(e))
           opts.log.warn({ peer: from, err: e instanceof Error ? e.message : String(e) }, 'relay stream failed');
       } finally {
-        if (current === mine) current = undefined;
+        drop(mine);
       }
     },
     { maxInboundStreams: 8 },
@@ -74,12 +92,31 @@ export async function attachSignerRelay(
   return {
     send(devicePeerId, envelope) {
       const next = chain.then(async () => {
-        const c = current;
-        if (!c) throw new Error('no relay stream from the coordinator');
-        await c.lp.write(encodeRelayFrame({ peerId: devicePeerId, envelope }), { signal: writeDeadline() });
+        const bytes = encodeRelayFrame({ peerId: devicePeerId, envelope });
+        for (;;) {
+          const c = open.at(-1);
+          if (!c) throw new Error('no relay stream from the coordinator');
+          if (c.stream.status !== 'open' || c.stream.writeStatus !== 'writable') {
+            drop(c);
+            continue;
+          }
+          try {
+            await c.lp.write(bytes, { signal: writeDeadline() });
+            return;
+          } catch (e) {
+            // this replica's stream is gone: the next newest one carries the frame
+            drop(c);
+            c.stream.abort(e instanceof Error ? e : new Error('relay write failed'));
+            opts.log.warn(
+              { err: e instanceof Error ? e.message : String(e), streams: open.length },
+              'relay stream to the coordinator failed: trying the next one',
+            );
+          }
+        }
       });
       chain = next.catch(() => undefined);
       return next;
     },
+    openStreams: () => open.length,
   };
 }
