@@ -1,5 +1,5 @@
 /**
- * `custodian mobile enroll|status|run|sign-policy`: the headless simulator of the phone app
+ * `custodian mobile enroll|status|set-urls|run|sign-policy`: the headless simulator of the phone app
  * (commander). Registered into the `custodian` program by packages/cli through
  * {@link registerMobileCommands}.
  *
@@ -11,6 +11,10 @@
  * shown, then rejected —, `decision`, `ceremony`); logs (pino JSON) go to stderr. `run` reconnects
  * forever (capped, jittered backoff) and ends on SIGINT/SIGTERM (exit code 0) or when the
  * coordinator revokes the device ({@link EXIT_DEVICE_REVOKED}).
+ *
+ * Coordinator URLs: `enroll --url` takes one base URL or several (repeatable or comma-separated: one
+ * per coordinator replica), kept in the vault; `set-urls` replaces them on an enrolled vault. `run`
+ * connects to one and moves to the next when it cannot connect or the connection drops.
  */
 import { readFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline/promises';
@@ -23,7 +27,7 @@ import { approvalEventFields, describeApproval } from './approval-display.js';
 import { type ApprovalDecision, MobileSigner } from './device.js';
 import { enrollDevice, enrollmentStatus } from './enroll.js';
 import { PolicySignCancelled, signPolicyWithDevice } from './policy.js';
-import { DEFAULT_PIN_KDF, unlockVault, WrongPinError } from './vault.js';
+import { DEFAULT_PIN_KDF, setVaultUrls, unlockVault, WrongPinError } from './vault.js';
 
 /**
  * Exit code of `mobile run` when the coordinator revoked the device (REMOVED or REJECTED): the
@@ -70,6 +74,20 @@ async function readPin(pinFile: string | undefined, confirm = false, env = proce
   return pin;
 }
 
+/** Commander collector of `--url`: repeatable, each value possibly comma-separated. */
+function collectUrls(v: string, prev: string[] = []): string[] {
+  return [
+    ...prev,
+    ...v
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s.length > 0),
+  ];
+}
+
+const URLS_HELP =
+  'coordinator base URL, e.g. http://127.0.0.1:8080; several (one per coordinator replica): repeat --url or separate with commas';
+
 function event(io: MobileCliIo, e: Record<string, unknown>): void {
   io.out(`${JSON.stringify({ at: new Date().toISOString(), ...e })}\n`);
 }
@@ -107,7 +125,7 @@ export function registerMobileCommands(program: Command, io: MobileCliIo = proce
     .description(
       'create the device keys (sealed under a PIN) and submit the enrollment request; prints the fingerprint',
     )
-    .requiredOption('--url <url>', 'coordinator base URL, e.g. http://127.0.0.1:8080')
+    .requiredOption('--url <url>', URLS_HELP, collectUrls)
     .requiredOption('--data <dir>', 'data folder of the simulated phone')
     .option('--name <name>', 'device name shown to the administrator', 'Custodian mobile simulator')
     .option('--platform <platform>', 'ios or android', 'android')
@@ -116,7 +134,7 @@ export function registerMobileCommands(program: Command, io: MobileCliIo = proce
     .option('--kdf-n <n>', 'scrypt N of the PIN key (power of two; default 32768)')
     .action(
       async (o: {
-        url: string;
+        url: string[];
         data: string;
         name: string;
         platform: 'ios' | 'android';
@@ -144,6 +162,17 @@ export function registerMobileCommands(program: Command, io: MobileCliIo = proce
     .requiredOption('--data <dir>', 'data folder of the simulated phone')
     .action(async (o: { data: string }) => {
       io.out(`${JSON.stringify(await enrollmentStatus(o.data))}\n`);
+    });
+  mobile
+    .command('set-urls')
+    .description(
+      "replace the coordinator URLs of an enrolled phone (the coordinator's replicas; the pinned coordinator identity stays)",
+    )
+    .requiredOption('--data <dir>', 'data folder of the simulated phone')
+    .requiredOption('--url <url>', URLS_HELP, collectUrls)
+    .action(async (o: { data: string; url: string[] }) => {
+      const info = await setVaultUrls(o.data, o.url);
+      io.out(`${JSON.stringify({ device_id: info.deviceId, urls: info.urls })}\n`);
     });
   mobile
     .command('run')
@@ -233,9 +262,22 @@ export function registerMobileCommands(program: Command, io: MobileCliIo = proce
         },
         {
           onConnected: (coordinator, c) =>
-            event(io, { event: 'connected', coordinator, resumed: c.resumed, pending_approvals: c.pendingApprovals }),
+            event(io, {
+              event: 'connected',
+              coordinator,
+              url: c.url,
+              resumed: c.resumed,
+              pending_approvals: c.pendingApprovals,
+            }),
           onDisconnected: (d) =>
-            event(io, { event: 'disconnected', code: d.code, attempt: d.attempt, retry_in_ms: d.delayMs }),
+            event(io, {
+              event: 'disconnected',
+              code: d.code,
+              url: d.url,
+              attempt: d.attempt,
+              retry_in_ms: d.delayMs,
+              next_url: d.nextUrl,
+            }),
           onRevoked: (reason) => {
             event(io, { event: 'revoked', reason });
             revoked?.(reason);

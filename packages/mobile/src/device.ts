@@ -23,6 +23,12 @@
  * coordinator revoked (REMOVED or REJECTED: close code 4403 or `Error { DEVICE_REVOKED }`) stops
  * for good and says so ({@link MobileSignerEvents.onRevoked}).
  *
+ * Several coordinator URLs (the vault's `urls`, one per replica; issue #25): the phone connects to
+ * one at a time and stays on it while it works; when it cannot connect or the connection drops
+ * (not a revocation) it moves to the next URL (round robin), at the same backoff's pace, so a
+ * phone whose replica died reconnects to a survivor. Every replica presents the same coordinator
+ * peer id; a URL presenting another one is refused like any identity change (and the next is tried).
+ *
  * Storage: shares in `<dataDir>/db`, the signer's encrypted LevelDB store
  * (`@custodian/ceremony/level-store`: XChaCha20-Poly1305 under a key derived by scrypt from the PIN).
  *
@@ -69,7 +75,7 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { type Logger, pino } from 'pino';
 import WebSocket from 'ws';
 import { type ApprovalRefusal, approvalRefusal } from './approval-display.js';
-import { type UnlockedVault, unlockVault, writeVaultInfo } from './vault.js';
+import { readVaultInfo, type UnlockedVault, unlockVault, writeVaultInfo } from './vault.js';
 
 /** Path of the coordinator's device endpoint. */
 export const DEVICE_WS_PATH = '/devices/v1/ws';
@@ -138,9 +144,19 @@ export interface MobileSignerEvents {
    * Authenticated by the coordinator (every connection). `resumed`: a reconnection after a lost
    * connection; `pendingApprovals`: approval requests the coordinator re-sends right after.
    */
-  onConnected?(coordinatorPeerId: string, info: { resumed: boolean; pendingApprovals: number }): void;
-  /** The connection was lost (or refused); the next attempt comes after `delayMs`. */
-  onDisconnected?(info: { code: number; reason: string; attempt: number; delayMs: number }): void;
+  onConnected?(coordinatorPeerId: string, info: { resumed: boolean; pendingApprovals: number; url: string }): void;
+  /**
+   * The connection was lost (or refused); the next attempt comes after `delayMs`, to `nextUrl`
+   * (the next of the vault's coordinator URLs; `url` is the one that was lost).
+   */
+  onDisconnected?(info: {
+    code: number;
+    reason: string;
+    attempt: number;
+    delayMs: number;
+    url: string;
+    nextUrl: string;
+  }): void;
   /**
    * The coordinator revoked this device (REMOVED or REJECTED by an administrator; `reason` names
    * the status): the signer has stopped (store closed, keys wiped) and will not reconnect.
@@ -163,6 +179,8 @@ export class MobileSigner {
   private welcomedBefore = false;
   private reconnectTimer: NodeJS.Timeout | undefined;
   private readonly backoff: Backoff;
+  /** Index in the vault's `urls` of the coordinator URL in use. */
+  private urlIndex = 0;
   private readonly usedControl = new Map<string, number>();
   private readonly inflightApprovals = new Set<string>();
   /** Sockets this phone closed itself (a 4403 of its own is no revocation). */
@@ -272,8 +290,14 @@ export class MobileSigner {
     return this.vault.info.mpcPeerId;
   }
 
+  /** Coordinator base URL in use (one of the vault's `urls`). */
+  get url(): string {
+    const urls = this.vault.info.urls;
+    return urls[this.urlIndex % urls.length] as string;
+  }
+
   private wsUrl(): string {
-    const u = new URL(this.vault.info.url);
+    const u = new URL(this.url);
     u.protocol = u.protocol === 'https:' ? 'wss:' : 'ws:';
     u.pathname = DEVICE_WS_PATH;
     return u.toString();
@@ -310,11 +334,15 @@ export class MobileSigner {
         return;
       }
       const { attempt, delayMs } = this.backoff.next();
+      // the next replica's URL (the same one when there is only one)
+      const url = this.url;
+      this.urlIndex = (this.urlIndex + 1) % this.vault.info.urls.length;
+      const nextUrl = this.url;
       this.log.warn(
-        { code, reason, attempt, delayMs },
+        { code, reason, attempt, delayMs, url, nextUrl },
         `disconnected from the coordinator; reconnecting in ${delayMs} ms (attempt ${attempt})`,
       );
-      this.events.onDisconnected?.({ code, reason, attempt, delayMs });
+      this.events.onDisconnected?.({ code, reason, attempt, delayMs, url, nextUrl });
       // a ref'd timer: it keeps the process alive while the coordinator is away
       this.reconnectTimer = setTimeout(() => this.connect(), delayMs);
     });
@@ -339,13 +367,14 @@ export class MobileSigner {
       this.welcomedBefore = true;
       this.backoff.reset();
       const coordinator = this.vault.info.coordinatorPeerId as string;
+      const url = this.url;
       if (resumed)
         this.log.info(
-          { coordinator, pendingApprovals },
+          { coordinator, pendingApprovals, url },
           `reconnected to the coordinator; resuming ${pendingApprovals} pending approvals`,
         );
-      else this.log.info({ coordinator, pendingApprovals }, 'connected to the coordinator');
-      this.events.onConnected?.(coordinator, { resumed, pendingApprovals });
+      else this.log.info({ coordinator, pendingApprovals, url }, 'connected to the coordinator');
+      this.events.onConnected?.(coordinator, { resumed, pendingApprovals, url });
       this.connectedOnce?.();
       return;
     }
@@ -373,11 +402,13 @@ export class MobileSigner {
     const info = this.vault.info;
     if (info.coordinatorPeerId === null) {
       info.coordinatorPeerId = c.coordinatorPeerId;
-      await writeVaultInfo(this.opts.dataDir, info);
+      // the file as it is now (its URLs may have been changed meanwhile) with the pinned identity
+      const onDisk = await readVaultInfo(this.opts.dataDir);
+      await writeVaultInfo(this.opts.dataDir, { ...onDisk, coordinatorPeerId: c.coordinatorPeerId });
       this.log.info({ coordinator: c.coordinatorPeerId }, 'coordinator identity pinned (first connection)');
     } else if (info.coordinatorPeerId !== c.coordinatorPeerId) {
       this.log.error(
-        { pinned: info.coordinatorPeerId, presented: c.coordinatorPeerId },
+        { pinned: info.coordinatorPeerId, presented: c.coordinatorPeerId, url: this.url },
         'coordinator identity changed: refusing to connect',
       );
       // not a revocation: the phone keeps trying (the real coordinator may be back), at the backoff's pace

@@ -8,12 +8,22 @@
 import { deviceFingerprint, signEnrollmentProof } from '@custodian/wire';
 import { hexToBytes } from '@noble/curves/utils.js';
 import { CoordinatorRequestError } from './errors.js';
-import { createVault, type PinKdfParams, readVaultInfo, type VaultInfo, writeVaultInfo } from './vault.js';
+import {
+  createVault,
+  normalizeCoordinatorUrls,
+  type PinKdfParams,
+  readVaultInfo,
+  type VaultInfo,
+  writeVaultInfo,
+} from './vault.js';
 
 /** Options of {@link enrollDevice}. */
 export interface EnrollOptions {
-  /** Coordinator base URL, e.g. `http://127.0.0.1:8080`. */
-  url: string;
+  /**
+   * Coordinator base URL, e.g. `http://127.0.0.1:8080`, or the base URLs of its replicas (kept in
+   * the vault; the request goes to the first that answers).
+   */
+  url: string | readonly string[];
   dataDir: string;
   /** SECRET. At least 4 characters. */
   pin: string;
@@ -41,12 +51,34 @@ export interface EnrollResult {
 export class EnrollmentError extends CoordinatorRequestError {}
 
 /**
+ * `fetch(base + path)` on the first of `urls` that answers (any HTTP status); a URL that cannot
+ * be reached (connection refused, DNS, TLS) is skipped.
+ * @throws the last network error when none answers
+ */
+async function fetchFirst(
+  urls: readonly string[],
+  path: string,
+  init: RequestInit | undefined,
+  doFetch: typeof fetch,
+): Promise<Response> {
+  let last: unknown;
+  for (const base of urls) {
+    try {
+      return await doFetch(`${base}${path}`, init);
+    } catch (e) {
+      last = e;
+    }
+  }
+  throw last instanceof Error ? last : new Error('no coordinator URL answered');
+}
+
+/**
  * Create the vault in `dataDir` and submit the enrollment request.
  * @throws Error when the folder already holds a device; EnrollmentError for a refused request
  */
 export async function enrollDevice(o: EnrollOptions): Promise<EnrollResult> {
-  const url = new URL(o.url).toString().replace(/\/$/, '');
-  const vault = await createVault(o.dataDir, o.pin, { url, name: o.name, ...(o.kdf ? { kdf: o.kdf } : {}) });
+  const urls = normalizeCoordinatorUrls(typeof o.url === 'string' ? [o.url] : o.url);
+  const vault = await createVault(o.dataDir, o.pin, { url: urls, name: o.name, ...(o.kdf ? { kdf: o.kdf } : {}) });
   let proof: string;
   try {
     proof = signEnrollmentProof(hexToBytes(vault.info.devicePublicKey), vault.info.mpcPeerId, vault.mpcSecretKey);
@@ -55,20 +87,25 @@ export async function enrollDevice(o: EnrollOptions): Promise<EnrollResult> {
   }
   const info = vault.info;
   const doFetch = o.fetch ?? fetch;
-  const res = await doFetch(`${url}/devices/v1/enrollments`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      name: o.name,
-      platform: o.platform ?? 'android',
-      os_version: o.osVersion ?? '14',
-      // The simulator stands in for a phone whose key lives in its secure element.
-      hardware_backed_keystore: true,
-      public_key: info.devicePublicKey,
-      mpc_peer_id: info.mpcPeerId,
-      mpc_peer_proof: proof,
-    }),
-  });
+  const res = await fetchFirst(
+    urls,
+    '/devices/v1/enrollments',
+    {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        name: o.name,
+        platform: o.platform ?? 'android',
+        os_version: o.osVersion ?? '14',
+        // The simulator stands in for a phone whose key lives in its secure element.
+        hardware_backed_keystore: true,
+        public_key: info.devicePublicKey,
+        mpc_peer_id: info.mpcPeerId,
+        mpc_peer_proof: proof,
+      }),
+    },
+    doFetch,
+  );
   const body = (await res.json().catch(() => ({}))) as Record<string, unknown>;
   if (!res.ok) {
     throw new EnrollmentError(
@@ -96,7 +133,7 @@ export async function enrollDevice(o: EnrollOptions): Promise<EnrollResult> {
 export async function enrollmentStatus(dataDir: string, f: typeof fetch = fetch): Promise<EnrollResult> {
   const info = await readVaultInfo(dataDir);
   if (!info.deviceId) throw new Error('this device has no enrollment');
-  const res = await f(`${info.url}/devices/v1/enrollments/${info.deviceId}`);
+  const res = await fetchFirst(info.urls, `/devices/v1/enrollments/${info.deviceId}`, undefined, f);
   const body = (await res.json().catch(() => ({}))) as Record<string, unknown>;
   if (!res.ok) throw new EnrollmentError(`status request failed (${res.status})`, res.status, String(body.code ?? ''));
   return {

@@ -10,6 +10,11 @@
  * N = 2^15, r = 8, p = 1 by default, 32-byte output. Sealing: XChaCha20-Poly1305 (`@noble/ciphers`)
  * with a 24-byte random nonce and the slot name as associated data; stored as hex of
  * `nonce(24) ‖ ciphertext ‖ tag(16)`. A wrong PIN fails the tag check ({@link WrongPinError}).
+ *
+ * Coordinator URLs: `urls` lists the base URLs of the coordinator's replicas (issue #25: they share
+ * one identity, so the pinned peer id holds on every URL); `url` is kept equal to the first one, so
+ * a vault written here still reads in an older version. A vault holding only `url` (written before
+ * `urls`) reads as `urls: [url]`.
  */
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
@@ -47,8 +52,14 @@ export class WrongPinError extends MobileError {
 /** Public part of the vault (no secrets). */
 export interface VaultInfo {
   version: 1;
-  /** Coordinator base URL, e.g. `http://127.0.0.1:8080`. */
+  /** The first of {@link urls} (kept for vaults read by older versions). */
   url: string;
+  /**
+   * Coordinator base URLs, e.g. `["http://10.0.0.1:8080", "http://10.0.0.2:8080"]` (one per replica,
+   * at least one, no trailing slash): the phone connects to one and moves to the next when it cannot
+   * connect or the connection drops. Read as `[url]` from a vault that has none.
+   */
+  urls: string[];
   name: string;
   /** Set once the enrollment request was accepted. */
   deviceId: string | null;
@@ -106,6 +117,30 @@ function openWith(key: Uint8Array, slot: string, hex: string): Uint8Array {
   }
 }
 
+/**
+ * Normalise coordinator base URLs: each parsed (`http:` or `https:`), without a trailing slash;
+ * duplicates dropped, order kept.
+ * @throws RangeError for an empty list or a URL that does not parse or is not http(s)
+ */
+export function normalizeCoordinatorUrls(urls: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const raw of urls) {
+    if (typeof raw !== 'string') throw new RangeError('coordinator URL: not a string');
+    let u: URL;
+    try {
+      u = new URL(raw.trim());
+    } catch {
+      throw new RangeError(`coordinator URL ${JSON.stringify(raw)}: not a URL`);
+    }
+    if (u.protocol !== 'http:' && u.protocol !== 'https:')
+      throw new RangeError(`coordinator URL ${JSON.stringify(raw)}: http or https only`);
+    const s = u.toString().replace(/\/$/, '');
+    if (!out.includes(s)) out.push(s);
+  }
+  if (out.length === 0) throw new RangeError('at least one coordinator URL');
+  return out;
+}
+
 /** Read the public vault info. @throws Error when the folder has no vault */
 export async function readVaultInfo(dataDir: string): Promise<VaultInfo> {
   const raw = await readFile(join(dataDir, VAULT_FILE), 'utf8').catch(() => {
@@ -120,7 +155,29 @@ export async function readVaultInfo(dataDir: string): Promise<VaultInfo> {
   } catch {
     throw new Error(`${VAULT_FILE}: devicePublicKey is not hex`);
   }
-  return { ...v, fingerprint };
+  let urls: string[];
+  try {
+    urls = normalizeCoordinatorUrls(
+      Array.isArray(v.urls) && v.urls.every((u) => typeof u === 'string') && v.urls.length > 0 ? v.urls : [v.url],
+    );
+  } catch (e) {
+    throw new Error(`${VAULT_FILE}: ${e instanceof Error ? e.message : 'bad coordinator URL'}`);
+  }
+  return { ...v, url: urls[0] as string, urls, fingerprint };
+}
+
+/**
+ * Replace the coordinator URLs of the vault in `dataDir` (no PIN needed: they are not secret;
+ * the pinned coordinator peer id is kept, so a URL serving another identity is refused).
+ * @returns the vault info written
+ * @throws Error when the folder has no vault; RangeError for a bad URL list
+ */
+export async function setVaultUrls(dataDir: string, urls: readonly string[]): Promise<VaultInfo> {
+  const list = normalizeCoordinatorUrls(urls);
+  const info = await readVaultInfo(dataDir);
+  const next: VaultInfo = { ...info, url: list[0] as string, urls: list };
+  await writeVaultInfo(dataDir, next);
+  return next;
 }
 
 /** Write the public vault info atomically (mode 0600). */
@@ -138,8 +195,9 @@ export async function writeVaultInfo(dataDir: string, info: VaultInfo): Promise<
 export async function createVault(
   dataDir: string,
   pin: string,
-  opts: { url: string; name: string; kdf?: PinKdfParams },
+  opts: { url: string | readonly string[]; name: string; kdf?: PinKdfParams },
 ): Promise<UnlockedVault> {
+  const urls = normalizeCoordinatorUrls(typeof opts.url === 'string' ? [opts.url] : opts.url);
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const exists = await readFile(join(dataDir, VAULT_FILE)).then(
     () => true,
@@ -154,7 +212,8 @@ export async function createVault(
   const mpcKey = await generateKeyPair('Ed25519');
   const info: VaultInfo = {
     version: 1,
-    url: opts.url,
+    url: urls[0] as string,
+    urls,
     name: opts.name,
     deviceId: null,
     devicePublicKey: bytesToHex(devicePublicKey),
