@@ -100,7 +100,11 @@ async function twoReplicas(label: string): Promise<Pair> {
       dataDir: join(dir, name),
       logger: false,
       listen: { host: '127.0.0.1', port: 0 },
-      signing: { enabled: true, algorithms: [KeyAlgorithm.ED25519], presignaturePool: 0 },
+      signing: {
+        enabled: true,
+        algorithms: [KeyAlgorithm.ED25519, KeyAlgorithm.SECP256K1_TAPROOT],
+        presignaturePool: 0,
+      },
       transfers: { runPipeline: false },
       webhooks: { runWorker: false },
       replicas: { heartbeatMs: 200, ttlMs: 1500, busPollMs: 200 },
@@ -237,6 +241,8 @@ describe.skipIf(!pgUp)('device hub across replicas (PostgreSQL, two coordinators
     const gw = p.b.signing?.gateway;
     expect(await gw?.availability?.({ kind: 'device', id: onA.deviceId })).toBe('up');
     expect(await gw?.availability?.({ kind: 'device', id: onB.deviceId })).toBe('up');
+    const relayedOnB: { direction: string; to: string }[] = [];
+    p.b.signing?.hub.onRelayed((e) => relayedOnB.push({ direction: e.direction, to: e.to }));
     const client = p.b.signing?.ceremonyClient;
     if (!client) throw new Error('no ceremony client');
     const outcome = await client.runDkg({
@@ -250,9 +256,12 @@ describe.skipIf(!pgUp)('device hub across replicas (PostgreSQL, two coordinators
       })),
       deadline: new Date(Date.now() + 45_000),
       signal: new AbortController().signal,
+      onProgress: () => undefined,
     });
     expect(outcome.ed25519.publicKey).toHaveLength(32);
     expect(outcome.transcriptHash).toMatch(/^[0-9a-f]{64}$/);
+    // the phone on B's frames for the phone on A crossed to A through the bus
+    expect(relayedOnB).toContainEqual({ direction: 'device-to-device', to: onA.mpcPeerId });
   }, 60_000);
 
   it('a ceremony B sends to the phone on A ends ABORTED at once when that phone disconnects there', async () => {

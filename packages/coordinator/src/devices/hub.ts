@@ -5,8 +5,19 @@
  *
  * Longer than 400 lines because the connection registry (connections by device and by MPC peer
  * id), the per-socket frame loop and every send (approval requests, ceremony invitations, relay,
- * policy pushes) read and change the same private state; the parts that stand alone are split out
- * (`hub-gate.ts`, `hub-hello.ts`, `hub-approvals.ts`).
+ * policy pushes) read and change the same private state, and each of them also acts for phones
+ * connected to another replica (the bus handlers read and change that state too); the parts that
+ * stand alone are split out (`hub-gate.ts`, `hub-hello.ts`, `hub-approvals.ts`, and the routes,
+ * bus bodies, remote ceremonies and ordered forwarding of `hub-replicas.ts`).
+ *
+ * - **Replicas** (issue #25; `components.replicas`): a phone's socket is held by one replica. At
+ *   its accepted hello the hub records the route (`device_connections`) and tells the others (an
+ *   older socket of the device there is closed, 4409). Approval requests and withdrawals,
+ *   revocations ({@link DeviceHub.revokeDevice}) and pushes to every phone are broadcast on the
+ *   bus: each replica acts for its own sockets. A ceremony invitation for a phone held elsewhere
+ *   goes to its replica, which sends it and routes the answer (or the phone's disconnection) back
+ *   on the ceremony's topic. Relay frames for a phone held elsewhere go to its replica, in order;
+ *   a device's frames to a server signer go over this replica's own libp2p relay.
  *
  * - **Authentication**: on connect the hub sends `DeviceChallenge { nonce (32 random bytes),
  *   coordinator_peer_id }`; the device answers `DeviceHello` within 10 s, checked by `hub-hello.ts`
