@@ -107,7 +107,7 @@ async function twoReplicas(label: string): Promise<Pair> {
       },
       transfers: { runPipeline: false },
       webhooks: { runWorker: false },
-      replicas: { heartbeatMs: 200, ttlMs: 1500, busPollMs: 200 },
+      replicas: { heartbeatMs: 500, ttlMs: 5000, busPollMs: 200 },
     });
   const a = await make('a');
   const urlA = await a.start();

@@ -133,6 +133,22 @@ export class DeviceRoutes {
     );
   }
 
+  /**
+   * Restore the routes of this replica's connections that are missing (a replica whose heartbeat
+   * was late for a TTL had its routes deleted by the others' cleanup): each `(device id, MPC peer
+   * id, connected_at token)` is inserted again unless the device has a route (another replica's
+   * newer connection stays).
+   */
+  async reassert(conns: readonly { deviceId: string; mpcPeerId: string; token: string }[]): Promise<void> {
+    if (conns.length === 0) return;
+    await this.#c.db.query(
+      `INSERT INTO device_connections (device_id, mpc_peer_id, replica_id, connected_at)
+       SELECT d, p, $4, t::timestamptz FROM unnest($1::text[], $2::text[], $3::text[]) AS x(d, p, t)
+       ON CONFLICT (device_id) DO NOTHING`,
+      [conns.map((c) => c.deviceId), conns.map((c) => c.mpcPeerId), conns.map((c) => c.token), this.replicaId],
+    );
+  }
+
   /** Delete every route of this replica (its hub stops). */
   async dropAll(): Promise<void> {
     await this.#c.db.query('DELETE FROM device_connections WHERE replica_id = $1', [this.replicaId]);

@@ -128,6 +128,8 @@ export class DeviceHub implements DeviceCeremonyPort, Startable {
   private readonly routes: DeviceRoutes | undefined;
   private attached = false;
   private closed = false;
+  /** Re-assertion of this replica's routes (replicas), every third of the TTL while serving. */
+  private routeTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly init: DeviceHubComponents) {
     const log = (level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>) => this.log(level, msg, fields);
@@ -162,6 +164,27 @@ export class DeviceHub implements DeviceCeremonyPort, Startable {
     const server = this.init.server;
     if (!server || this.attached || this.closed) return;
     this.attached = true;
+    if (this.routes && this.init.replicas) {
+      const routes = this.routes;
+      const every = Math.max(100, Math.floor(this.init.replicas.ttlMs / 3));
+      const tick = () => {
+        this.routeTimer = setTimeout(() => {
+          const mine = [...this.byDevice.values()].flatMap((c) =>
+            c.routeToken === undefined ? [] : [{ deviceId: c.deviceId, mpcPeerId: c.mpcPeerId, token: c.routeToken }],
+          );
+          routes
+            .reassert(mine)
+            .catch((e: unknown) =>
+              this.log('warn', 'device routes not re-asserted', { err: e instanceof Error ? e.message : String(e) }),
+            )
+            .finally(() => {
+              if (!this.closed) tick();
+            });
+        }, every);
+        this.routeTimer.unref?.();
+      };
+      tick();
+    }
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       const path = (req.url ?? '').split('?')[0];
       if (path !== DEVICE_WS_PATH || this.closed) {
@@ -712,6 +735,7 @@ export class DeviceHub implements DeviceCeremonyPort, Startable {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    clearTimeout(this.routeTimer);
     this.unsubscribe();
     for (const c of this.byDevice.values()) {
       this.dropRoute(c);
