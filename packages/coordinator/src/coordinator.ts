@@ -281,6 +281,8 @@ async function build(
           server: app.server,
           clientAddress: (req) => addressBucket(proxyaddr(req, trusted)),
         },
+        // phones on any replica (issue #25): the hub routes through the bus
+        replicas: { bus, registry },
         ...(opts.dataDir !== undefined ? { dataDir: opts.dataDir } : {}),
         ...(opts.signing.algorithms ? { algorithms: opts.signing.algorithms } : {}),
         ...(opts.signing.presignaturePool !== undefined || opts.signing.presignatureReconcileMs !== undefined

@@ -5,6 +5,7 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { RelayFrame } from '@custodian/signer-client';
 import type { Approval, SignedPolicy, TransferIntent } from '@custodian/wire';
+import type { HubReplicaComponents } from './hub-replicas.js';
 
 /** Path of the device WebSocket endpoint. */
 export const DEVICE_WS_PATH = '/devices/v1/ws';
@@ -121,4 +122,12 @@ export interface DeviceHubComponents {
   clientAddress?: (req: IncomingMessage) => string;
   log?: HubLog;
   limits?: Partial<DeviceHubLimits>;
+  /**
+   * Several coordinator replicas (issue #25, hub-replicas.ts): the bus, the database of the
+   * `device_connections` routes and the replica TTL. The hub then records where each phone is
+   * connected and sends what is for a phone held by another replica (approval requests and
+   * withdrawals, revocations, policy pushes, ceremony invitations, relay frames) through the bus.
+   * Absent: one replica, nothing leaves the process.
+   */
+  replicas?: HubReplicaComponents;
 }

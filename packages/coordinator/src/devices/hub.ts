@@ -5,8 +5,19 @@
  *
  * Longer than 400 lines because the connection registry (connections by device and by MPC peer
  * id), the per-socket frame loop and every send (approval requests, ceremony invitations, relay,
- * policy pushes) read and change the same private state; the parts that stand alone are split out
- * (`hub-gate.ts`, `hub-hello.ts`, `hub-approvals.ts`).
+ * policy pushes) read and change the same private state, and each of them also acts for phones
+ * connected to another replica (the bus handlers read and change that state too); the parts that
+ * stand alone are split out (`hub-gate.ts`, `hub-hello.ts`, `hub-approvals.ts`, and the routes,
+ * bus bodies, remote ceremonies and ordered forwarding of `hub-replicas.ts`).
+ *
+ * - **Replicas** (issue #25; `components.replicas`): a phone's socket is held by one replica. At
+ *   its accepted hello the hub records the route (`device_connections`) and tells the others (an
+ *   older socket of the device there is closed, 4409). Approval requests and withdrawals,
+ *   revocations ({@link DeviceHub.revokeDevice}) and pushes to every phone are broadcast on the
+ *   bus: each replica acts for its own sockets. A ceremony invitation for a phone held elsewhere
+ *   goes to its replica, which sends it and routes the answer (or the phone's disconnection) back
+ *   on the ceremony's topic. Relay frames for a phone held elsewhere go to its replica, in order;
+ *   a device's frames to a server signer go over this replica's own libp2p relay.
  *
  * - **Authentication**: on connect the hub sends `DeviceChallenge { nonce (32 random bytes),
  *   coordinator_peer_id }`; the device answers `DeviceHello` within 10 s, checked by `hub-hello.ts`
@@ -59,6 +70,7 @@ import { policySyncBatches } from '../signing/policy-sync.js';
 import { ApprovalDesk } from './hub-approvals.js';
 import { PreHelloGate } from './hub-gate.js';
 import { checkHello } from './hub-hello.js';
+import { ceremonyTopic, DeviceRoutes, HUB_TOPICS, type RemoteAnswerHeader, unpackBody } from './hub-replicas.js';
 import {
   type ApprovalEvent,
   DEVICE_HELLO_MAX_FRAME_BYTES,
@@ -95,6 +107,8 @@ interface Conn {
   ws: WebSocket;
   deviceId: string;
   mpcPeerId: string;
+  /** `connected_at` of its `device_connections` row (replicas); undefined until recorded. */
+  routeToken?: string;
 }
 
 /** The device hub. Create with `new DeviceHub(components)`; `start()` serves `components.server`. */
@@ -105,13 +119,17 @@ export class DeviceHub implements DeviceCeremonyPort, Startable {
   private readonly desk: ApprovalDesk;
   private readonly gate: PreHelloGate;
   private readonly relayListeners = new Set<(e: RelayedEvent) => void>();
-  private readonly answers = new Map<string, (res: CeremonyResult) => void>();
+  private readonly answers = new Map<string, (res: CeremonyResult, raw: Uint8Array) => void>();
   private readonly onlineWaiters = new Set<() => void>();
   /** Last MPC peer id each device announced (kept across disconnects). */
   private readonly knownPeer = new Map<string, string>();
   private readonly unsubscribe: () => void;
+  /** Routes and messages among coordinator replicas (hub-replicas.ts); absent: one replica. */
+  private readonly routes: DeviceRoutes | undefined;
   private attached = false;
   private closed = false;
+  /** Re-assertion of this replica's routes (replicas), every third of the TTL while serving. */
+  private routeTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly init: DeviceHubComponents) {
     const log = (level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>) => this.log(level, msg, fields);
@@ -128,9 +146,12 @@ export class DeviceHub implements DeviceCeremonyPort, Startable {
     );
     const offFrames = init.signerFrames?.on((from, frame) => this.fromSigner(from, frame));
     const offRevocations = init.revocations?.on((deviceId, status) => this.revokeDevice(deviceId, status));
+    this.routes = init.replicas ? new DeviceRoutes(init.replicas, log) : undefined;
+    const offBus = this.routes ? this.subscribeReplicas(this.routes) : [];
     this.unsubscribe = () => {
       offFrames?.();
       offRevocations?.();
+      for (const off of offBus) off();
     };
   }
 
@@ -143,6 +164,27 @@ export class DeviceHub implements DeviceCeremonyPort, Startable {
     const server = this.init.server;
     if (!server || this.attached || this.closed) return;
     this.attached = true;
+    if (this.routes && this.init.replicas) {
+      const routes = this.routes;
+      const every = Math.max(100, Math.floor(this.init.replicas.ttlMs / 3));
+      const tick = () => {
+        this.routeTimer = setTimeout(() => {
+          const mine = [...this.byDevice.values()].flatMap((c) =>
+            c.routeToken === undefined ? [] : [{ deviceId: c.deviceId, mpcPeerId: c.mpcPeerId, token: c.routeToken }],
+          );
+          routes
+            .reassert(mine)
+            .catch((e: unknown) =>
+              this.log('warn', 'device routes not re-asserted', { err: e instanceof Error ? e.message : String(e) }),
+            )
+            .finally(() => {
+              if (!this.closed) tick();
+            });
+        }, every);
+        this.routeTimer.unref?.();
+      };
+      tick();
+    }
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       const path = (req.url ?? '').split('?')[0];
       if (path !== DEVICE_WS_PATH || this.closed) {
@@ -158,9 +200,14 @@ export class DeviceHub implements DeviceCeremonyPort, Startable {
     });
   }
 
-  /** {@link close}. */
+  /** {@link close}, then the deletion of this replica's device routes. */
   async stop(): Promise<void> {
     this.close();
+    await this.routes?.dropAll().catch((e: unknown) =>
+      this.log('warn', 'device routes of this replica not deleted', {
+        err: e instanceof Error ? e.message : String(e),
+      }),
+    );
   }
 
   /**
@@ -169,9 +216,15 @@ export class DeviceHub implements DeviceCeremonyPort, Startable {
    * whose status is APPROVED at send time. The device checks each against its own trusted Admin
    * keys and keeps the highest version per policy (`@custodian/ceremony` enforce/policies.ts
    * `learnSignedPolicies`). Best effort: a device offline now gets all of them when it connects.
+   * Without `deviceId`, every replica pushes them to its own phones (the bus, topic `hub.push`).
    */
   pushPolicies(signed: readonly SignedPolicy[], deviceId?: string): void {
     if (signed.length === 0) return;
+    if (deviceId === undefined) this.routes?.broadcast(HUB_TOPICS.push, { kind: 'policies', signed });
+    this.pushPoliciesHere(signed, deviceId);
+  }
+
+  private pushPoliciesHere(signed: readonly SignedPolicy[], deviceId?: string): void {
     const conns = deviceId === undefined ? [...this.byDevice.values()] : [this.byDevice.get(deviceId)];
     for (const c of conns) {
       if (!c) continue;
@@ -203,10 +256,16 @@ export class DeviceHub implements DeviceCeremonyPort, Startable {
    * Push `RevokeApprover` control requests (issue #22: these devices approve nothing any more) in
    * `invitation` frames to one connected device, or to every connected APPROVED device. Best
    * effort: a phone offline now gets every revocation when it connects
-   * ({@link DeviceHubComponents.revokedApprovers}).
+   * ({@link DeviceHubComponents.revokedApprovers}). Without `deviceId`, every replica pushes them
+   * to its own phones.
    */
   pushRevocations(revoked: readonly { deviceId: string; publicKey: string }[], deviceId?: string): void {
     if (revoked.length === 0) return;
+    if (deviceId === undefined) this.routes?.broadcast(HUB_TOPICS.push, { kind: 'revocations', revoked });
+    this.pushRevocationsHere(revoked, deviceId);
+  }
+
+  private pushRevocationsHere(revoked: readonly { deviceId: string; publicKey: string }[], deviceId?: string): void {
     const conns = deviceId === undefined ? [...this.byDevice.values()] : [this.byDevice.get(deviceId)];
     for (const c of conns) {
       if (!c) continue;
@@ -241,9 +300,36 @@ export class DeviceHub implements DeviceCeremonyPort, Startable {
     this.init.log?.(level, msg, fields);
   }
 
-  /** Device ids connected and authenticated now. */
+  /** Device ids connected and authenticated now, on THIS replica (see {@link onlineAnywhere}). */
   online(): string[] {
     return [...this.byDevice.keys()];
+  }
+
+  /** Device ids connected now on any live replica (this one's sockets, and the routes of the others). */
+  async onlineAnywhere(): Promise<string[]> {
+    const here = this.online();
+    if (!this.routes) return here;
+    return [...new Set([...here, ...(await this.routes.online())])].sort();
+  }
+
+  /** Whether `deviceId` is connected now, here or on another live replica. */
+  async isOnline(deviceId: string): Promise<boolean> {
+    const id = deviceId.toLowerCase();
+    if (this.byDevice.has(id)) return true;
+    return (await this.routes?.holder(id)) !== undefined;
+  }
+
+  /**
+   * MPC peer id of a device connected here or on another live replica, or last announced here;
+   * undefined if none of these.
+   */
+  async peerIdAnywhere(deviceId: string): Promise<string | undefined> {
+    const id = deviceId.toLowerCase();
+    const here = this.peerIdOf(id);
+    if (here !== undefined) return here;
+    const route = await this.routes?.holder(id);
+    if (route) this.knownPeer.set(id, route.mpcPeerId);
+    return route?.mpcPeerId;
   }
 
   /** MPC peer id of a device (connected now, or last announced); undefined if never seen. */
@@ -251,15 +337,34 @@ export class DeviceHub implements DeviceCeremonyPort, Startable {
     return this.byDevice.get(deviceId)?.mpcPeerId ?? this.knownPeer.get(deviceId);
   }
 
-  /** Wait until `deviceId` is connected; rejects at `until` (Unix ms). */
-  async waitOnline(deviceId: string, until: number, signal?: AbortSignal): Promise<Conn> {
+  /**
+   * Wait until `deviceId` is connected, here or on another live replica (its MPC peer id is then
+   * known to {@link peerIdOf}); rejects at `until` (Unix ms).
+   */
+  async waitOnline(deviceId: string, until: number, signal?: AbortSignal): Promise<void> {
+    await this.waitConnected(deviceId, until, signal);
+  }
+
+  /** {@link waitOnline}: this replica's connection, or the live replica holding the device. */
+  private async waitConnected(
+    deviceId: string,
+    until: number,
+    signal?: AbortSignal,
+  ): Promise<{ conn: Conn } | { holder: string }> {
     for (;;) {
       const c = this.byDevice.get(deviceId);
-      if (c) return c;
+      if (c) return { conn: c };
+      const route = await this.routes?.holder(deviceId);
+      if (route && route.replicaId !== this.routes?.replicaId) {
+        this.knownPeer.set(deviceId, route.mpcPeerId);
+        return { holder: route.replicaId };
+      }
+      const again = this.byDevice.get(deviceId);
+      if (again) return { conn: again };
       if (Date.now() >= until || this.closed) throw new Error(`device ${deviceId} is not connected`);
       if (signal?.aborted) throw new Error('aborted');
       await new Promise<void>((resolve) => {
-        const t = setTimeout(done, Math.min(1000, Math.max(0, until - Date.now())));
+        const t = setTimeout(done, Math.min(this.routes ? 250 : 1000, Math.max(0, until - Date.now())));
         function done() {
           clearTimeout(t);
           resolve();
@@ -290,6 +395,13 @@ export class DeviceHub implements DeviceCeremonyPort, Startable {
    */
   notifyApprovalRequest(deviceId: string, intent: TransferIntent, requestId: string = intent.transfer_id): string {
     deviceId = deviceId.toLowerCase();
+    this.routes?.broadcast(HUB_TOPICS.approvals, { op: 'add', deviceId, requestId, intent });
+    this.approvalHere(deviceId, requestId, intent);
+    return requestId;
+  }
+
+  /** {@link notifyApprovalRequest} for this replica's queue and socket. */
+  private approvalHere(deviceId: string, requestId: string, intent: TransferIntent): void {
     this.desk.add(deviceId, requestId, intent);
     const c = this.byDevice.get(deviceId);
     if (c) {
@@ -304,7 +416,6 @@ export class DeviceHub implements DeviceCeremonyPort, Startable {
           }),
         );
     }
-    return requestId;
   }
 
   /**
@@ -312,16 +423,24 @@ export class DeviceHub implements DeviceCeremonyPort, Startable {
    * Drops its approval queue, its remembered key and MPC peer id, sends `Error { code:
    * DEVICE_REVOKED }` and closes its socket with {@link DEVICE_REVOKED_CLOSE_CODE} (a ceremony it
    * was in ends ABORTED at once). Idempotent; a device not connected only loses its queue.
+   * Every replica does the same for its own socket of the device (the bus, topic `hub.revoke`).
    * @param status the device's new status, named in the close reason (no secret)
    */
   revokeDevice(deviceId: string, status: string): void {
     const id = deviceId.toLowerCase();
+    this.routes?.broadcast(HUB_TOPICS.revoke, { deviceId: id, status });
+    this.revokeHere(id, status);
+  }
+
+  /** {@link revokeDevice} on this replica only. */
+  private revokeHere(id: string, status: string): void {
     this.desk.forget(id);
     this.knownPeer.delete(id);
     const c = this.byDevice.get(id);
     if (!c) return;
     this.byDevice.delete(id);
     if (this.byPeer.get(c.mpcPeerId) === c) this.byPeer.delete(c.mpcPeerId);
+    this.dropRoute(c);
     const reason = `device is ${status}, not APPROVED`;
     this.send(c.ws, { error: { code: 'DEVICE_REVOKED', message: reason } });
     c.ws.close(DEVICE_REVOKED_CLOSE_CODE, reason);
@@ -335,31 +454,37 @@ export class DeviceHub implements DeviceCeremonyPort, Startable {
   private async ifApproved(c: Conn): Promise<boolean> {
     const rec = await this.init.devices.hubRecord(c.deviceId);
     if (rec?.status === 'APPROVED') return this.byDevice.get(c.deviceId) === c;
-    this.revokeDevice(c.deviceId, rec?.status ?? 'UNKNOWN');
+    this.revokeHere(c.deviceId, rec?.status ?? 'UNKNOWN');
     return false;
   }
 
-  /** Withdraw a pending approval request (transfer cancelled, expired or decided). */
+  /** Withdraw a pending approval request (transfer cancelled, expired or decided), on every replica. */
   cancelApprovalRequest(deviceId: string, requestId: string): void {
-    this.desk.cancel(deviceId, requestId);
+    const id = deviceId.toLowerCase();
+    this.routes?.broadcast(HUB_TOPICS.approvals, { op: 'cancel', deviceId: id, requestId });
+    this.desk.cancel(id, requestId);
   }
 
   /**
    * {@link DeviceCeremonyPort}: run a device's part of a ceremony (waits for it to connect until the
    * deadline). Resolves with the device's result; rejects when the device does not connect in time
-   * or its connection closes before it answers.
+   * or its connection closes before it answers. A device connected to another replica gets the
+   * invitation through the bus and answers through it (hub-replicas.ts `runRemote`: rejects too
+   * when that replica stops or dies, and at the deadline).
    */
   async startCeremony(deviceId: string, start: StartCeremony): Promise<CeremonyResult> {
-    const conn = await this.waitOnline(deviceId, Number(start.deadlineUnixMs));
+    deviceId = deviceId.toLowerCase();
+    const where = await this.waitConnected(deviceId, Number(start.deadlineUnixMs));
+    const notApproved: CeremonyResult = {
+      ceremonyId: start.ceremonyId,
+      outcome: Outcome.REFUSED,
+      refusal: refusalValue('DEVICE_NOT_APPROVED'),
+      error: 'device is not APPROVED',
+    };
+    if ('holder' in where) return this.remoteCeremony(where.holder, deviceId, start, notApproved);
+    const conn = where.conn;
     // checked at send time: an invitation goes only to a device APPROVED now
-    if (!(await this.ifApproved(conn))) {
-      return {
-        ceremonyId: start.ceremonyId,
-        outcome: Outcome.REFUSED,
-        refusal: refusalValue('DEVICE_NOT_APPROVED'),
-        error: 'device is not APPROVED',
-      };
-    }
+    if (!(await this.ifApproved(conn))) return notApproved;
     const key = `${deviceId}/${bytesToHex(start.ceremonyId)}`;
     let fail: (e: Error) => void = () => {};
     const answer = new Promise<CeremonyResult>((resolve, reject) => {
@@ -386,26 +511,220 @@ export class DeviceHub implements DeviceCeremonyPort, Startable {
     }
   }
 
-  /** {@link DeviceCeremonyPort}: best-effort abort of a device's ceremony. */
+  /** {@link startCeremony} of a device connected to the replica `holder`. */
+  private async remoteCeremony(
+    holder: string,
+    deviceId: string,
+    start: StartCeremony,
+    notApproved: CeremonyResult,
+  ): Promise<CeremonyResult> {
+    const routes = this.routes as DeviceRoutes;
+    // the status now (the holder checks it again before it sends the invitation)
+    const rec = await this.init.devices.hubRecord(deviceId);
+    if (rec?.status !== 'APPROVED') {
+      this.revokeDevice(deviceId, rec?.status ?? 'UNKNOWN');
+      return notApproved;
+    }
+    const signedControl = signControlRequest(
+      { version: CONTROL_VERSION, issuedUnixMs: Date.now(), start },
+      this.init.coordinator.secretKey,
+    );
+    const out = await routes.runRemote({
+      holder,
+      deviceId,
+      ceremonyId: start.ceremonyId,
+      deadlineUnixMs: Number(start.deadlineUnixMs),
+      signedControl,
+    });
+    if (out.kind === 'refused') return notApproved;
+    const res = decodeControlResponse(out.response);
+    if (!res.ok || !res.value.result) throw new Error(`device ${deviceId}: malformed ceremony answer`);
+    return res.value.result;
+  }
+
+  /** {@link DeviceCeremonyPort}: best-effort abort of a device's ceremony (here, or on the replica holding it). */
   async abortCeremony(deviceId: string, ceremonyId: Uint8Array, reason: string): Promise<void> {
-    const c = this.byDevice.get(deviceId);
-    if (!c) return;
+    const id = deviceId.toLowerCase();
     const signedControl = signControlRequest(
       { version: CONTROL_VERSION, issuedUnixMs: Date.now(), abort: { ceremonyId, reason } },
       this.init.coordinator.secretKey,
     );
-    this.send(c.ws, { invitation: { signedControl } });
-  }
-
-  /** An envelope a server signer sent to a device (libp2p relay): forward it to the device's socket. */
-  fromSigner(signerPeerId: string, frame: RelayFrame): void {
-    const c = this.byPeer.get(frame.peerId);
-    if (!c) {
-      this.log('warn', 'relay: destination device not connected', { to: frame.peerId, from: signerPeerId });
+    const c = this.byDevice.get(id);
+    if (c) {
+      this.send(c.ws, { invitation: { signedControl } });
       return;
     }
-    this.emitRelayed({ direction: 'signer-to-device', from: signerPeerId, to: frame.peerId, envelope: frame.envelope });
-    this.send(c.ws, { relay: { peerId: signerPeerId, envelope: frame.envelope } });
+    const route = await this.routes?.holder(id);
+    if (!route || route.replicaId === this.routes?.replicaId) return;
+    await this.routes
+      ?.send(route.replicaId, HUB_TOPICS.abort, { deviceId: id, ceremonyId: bytesToHex(ceremonyId) }, signedControl)
+      .catch(() => undefined);
+  }
+
+  /**
+   * An envelope a server signer sent to a device (libp2p relay): forward it to the device's socket,
+   * or through the bus to the replica holding the device (in order, hub-replicas.ts `forward`).
+   */
+  fromSigner(signerPeerId: string, frame: RelayFrame): void {
+    const c = this.byPeer.get(frame.peerId);
+    if (c) {
+      this.emitRelayed({
+        direction: 'signer-to-device',
+        from: signerPeerId,
+        to: frame.peerId,
+        envelope: frame.envelope,
+      });
+      this.send(c.ws, { relay: { peerId: signerPeerId, envelope: frame.envelope } });
+      return;
+    }
+    void this.forward(frame.peerId, signerPeerId, 'signer-to-device', frame.envelope).then((sent) => {
+      if (!sent) this.log('warn', 'relay: destination device not connected', { to: frame.peerId, from: signerPeerId });
+    });
+  }
+
+  /** Forward a relay frame to the replica holding `to`; false when none does (or the bus failed). */
+  private async forward(to: string, from: string, direction: RelayedEvent['direction'], envelope: Uint8Array) {
+    if (!this.routes) return false;
+    try {
+      const sent = await this.routes.forward(to, { from, to, direction }, envelope);
+      if (sent) this.emitRelayed({ direction, from, to, envelope });
+      return sent;
+    } catch (e) {
+      this.log('warn', 'relay: forwarding to another replica failed', {
+        to,
+        err: e instanceof Error ? e.message : String(e),
+      });
+      return false;
+    }
+  }
+
+  /** Delete the route of a connection of this replica (when recorded; a newer one stays). */
+  private dropRoute(c: Conn): void {
+    const token = c.routeToken;
+    if (!this.routes || token === undefined) return;
+    c.routeToken = undefined;
+    this.routes.drop(c.deviceId, token).catch((e: unknown) =>
+      this.log('warn', 'device route not deleted', {
+        device: c.deviceId,
+        err: e instanceof Error ? e.message : String(e),
+      }),
+    );
+  }
+
+  /** Act on what other replicas publish for the phones connected here (hub-replicas.ts HUB_TOPICS). */
+  private subscribeReplicas(routes: DeviceRoutes): (() => void)[] {
+    const self = routes.replicaId;
+    // a throwing handler is logged by the bus; bodies come from replicas of this instance
+    const on = <T>(topic: string, fn: (header: T, payload: Uint8Array, sender: string) => void, others = true) =>
+      routes.bus.subscribe(topic, (body, sender) => {
+        if (others && sender === self) return;
+        const m = unpackBody<T>(body);
+        fn(m.header, m.payload, sender);
+      });
+    type Approvals =
+      | { op: 'add'; deviceId: string; requestId: string; intent: TransferIntent }
+      | { op: 'cancel'; deviceId: string; requestId: string };
+    type Push =
+      | { kind: 'policies'; signed: SignedPolicy[] }
+      | { kind: 'revocations'; revoked: { deviceId: string; publicKey: string }[] };
+    return [
+      on<Approvals>(HUB_TOPICS.approvals, (h) => {
+        if (h.op === 'add') this.approvalHere(h.deviceId, h.requestId, h.intent);
+        else this.desk.cancel(h.deviceId, h.requestId);
+      }),
+      on<{ deviceId: string; status: string }>(HUB_TOPICS.revoke, (h) => this.revokeHere(h.deviceId, h.status)),
+      on<Push>(HUB_TOPICS.push, (h) => {
+        if (h.kind === 'policies') this.pushPoliciesHere(h.signed);
+        else this.pushRevocationsHere(h.revoked);
+      }),
+      on<{ deviceId: string }>(HUB_TOPICS.connected, (h) => void this.replacedElsewhere(h.deviceId)),
+      on<{ origin: string; deviceId: string; ceremonyId: string; deadlineUnixMs: number }>(
+        HUB_TOPICS.invite,
+        (h, payload) => void this.serveRemoteInvite(routes, h, Uint8Array.from(payload)),
+        false,
+      ),
+      on<{ deviceId: string; ceremonyId: string }>(
+        HUB_TOPICS.abort,
+        (h, payload) => {
+          const c = this.byDevice.get(h.deviceId);
+          if (c) this.send(c.ws, { invitation: { signedControl: Uint8Array.from(payload) } });
+        },
+        false,
+      ),
+      on<{ from: string; to: string; direction: RelayedEvent['direction'] }>(
+        HUB_TOPICS.relay,
+        (h, payload) => {
+          const c = this.byPeer.get(h.to);
+          if (!c) {
+            this.log('warn', 'relay: destination device not connected here any more', { to: h.to, from: h.from });
+            return;
+          }
+          const envelope = Uint8Array.from(payload);
+          this.emitRelayed({ direction: h.direction, from: h.from, to: h.to, envelope });
+          this.send(c.ws, { relay: { peerId: h.from, envelope } });
+        },
+        false,
+      ),
+    ];
+  }
+
+  /** Another replica accepted a connection of `deviceId`: close the one here unless the route is (again) ours. */
+  private async replacedElsewhere(deviceId: string): Promise<void> {
+    const c = this.byDevice.get(deviceId);
+    if (!c || !this.routes) return;
+    const route = await this.routes.holder(deviceId).catch(() => undefined);
+    if (route === undefined || route.replicaId === this.routes.replicaId || this.byDevice.get(deviceId) !== c) return;
+    this.byDevice.delete(deviceId);
+    if (this.byPeer.get(c.mpcPeerId) === c) this.byPeer.delete(c.mpcPeerId);
+    c.routeToken = undefined; // the row is the other replica's now
+    c.ws.close(4409, 'replaced by a new connection');
+  }
+
+  /** Holder side of a ceremony started on replica `h.origin` for a device connected here. */
+  private async serveRemoteInvite(
+    routes: DeviceRoutes,
+    h: { origin: string; deviceId: string; ceremonyId: string; deadlineUnixMs: number },
+    signedControl: Uint8Array,
+  ): Promise<void> {
+    const reply = (header: RemoteAnswerHeader, payload?: Uint8Array) =>
+      routes.send(h.origin, ceremonyTopic(h.ceremonyId), header, payload).catch((e: unknown) =>
+        this.log('warn', 'ceremony answer not sent to the replica running it', {
+          device: h.deviceId,
+          err: e instanceof Error ? e.message : String(e),
+        }),
+      );
+    const c = this.byDevice.get(h.deviceId);
+    if (!c) {
+      await reply({ deviceId: h.deviceId, kind: 'gone', reason: `device ${h.deviceId} is not connected` });
+      return;
+    }
+    if (!(await this.ifApproved(c))) {
+      await reply({ deviceId: h.deviceId, kind: 'refused', status: 'not APPROVED' });
+      return;
+    }
+    const key = `${h.deviceId}/${h.ceremonyId}`;
+    const cleanup = () => {
+      clearTimeout(timer);
+      c.ws.off('close', gone);
+      if (this.answers.get(key) === answered) this.answers.delete(key);
+    };
+    const answered = (_res: CeremonyResult, raw: Uint8Array) => {
+      cleanup();
+      void reply({ deviceId: h.deviceId, kind: 'result' }, raw);
+    };
+    const gone = () => {
+      cleanup();
+      const reason = this.closed
+        ? 'coordinator shutting down'
+        : `device ${h.deviceId} disconnected during the ceremony`;
+      void reply({ deviceId: h.deviceId, kind: 'gone', reason });
+    };
+    // the originator gives up at the deadline: forget the ceremony a little after it
+    const timer = setTimeout(cleanup, Math.max(0, h.deadlineUnixMs - Date.now()) + 15_000);
+    timer.unref?.();
+    this.answers.set(key, answered);
+    c.ws.once('close', gone);
+    this.send(c.ws, { invitation: { signedControl } });
   }
 
   /**
@@ -416,8 +735,12 @@ export class DeviceHub implements DeviceCeremonyPort, Startable {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    clearTimeout(this.routeTimer);
     this.unsubscribe();
-    for (const c of this.byDevice.values()) c.ws.close(1001, 'coordinator shutting down');
+    for (const c of this.byDevice.values()) {
+      this.dropRoute(c);
+      c.ws.close(1001, 'coordinator shutting down');
+    }
     // sockets not yet authenticated go at once: an HTTP server's close waits for every socket
     const authenticated = new Set([...this.byDevice.values()].map((c) => c.ws));
     for (const ws of this.wss.clients) if (!authenticated.has(ws)) ws.terminate();
@@ -498,6 +821,7 @@ export class DeviceHub implements DeviceCeremonyPort, Startable {
       if (conn && this.byDevice.get(conn.deviceId) === conn) {
         this.byDevice.delete(conn.deviceId);
         this.byPeer.delete(conn.mpcPeerId);
+        this.dropRoute(conn);
         this.log('info', 'device disconnected', { device: conn.deviceId });
       }
     });
@@ -540,6 +864,19 @@ export class DeviceHub implements DeviceCeremonyPort, Startable {
         this.log('warn', 'pending approvals could not be read', { err: e instanceof Error ? e.message : String(e) });
       }
     }
+    // the route (replicas): the other replicas send what is for this device here from now on,
+    // and close an older socket of it they hold
+    if (this.routes) {
+      try {
+        const token = await this.routes.record(conn.deviceId, conn.mpcPeerId);
+        if (this.byDevice.get(conn.deviceId) === conn) {
+          conn.routeToken = token;
+          this.routes.broadcast(HUB_TOPICS.connected, { deviceId: conn.deviceId });
+        } else await this.routes.drop(conn.deviceId, token);
+      } catch (e) {
+        this.log('warn', 'device route not recorded', { err: e instanceof Error ? e.message : String(e) });
+      }
+    }
     // the status again, after the awaits above: a removal that committed meanwhile wins
     if (!(await this.ifApproved(conn))) return undefined;
     // the welcome says how many pending approval requests follow (the device logs what it resumes)
@@ -578,13 +915,14 @@ export class DeviceHub implements DeviceCeremonyPort, Startable {
         this.emitRelayed({ direction: 'device-to-device', from: c.mpcPeerId, to, envelope: f.relay.envelope });
         this.send(dev.ws, { relay: { peerId: c.mpcPeerId, envelope: f.relay.envelope } });
       } else if (this.init.isSignerPeer(to)) {
+        // to a server signer: over this replica's own libp2p relay
         this.emitRelayed({ direction: 'device-to-signer', from: c.mpcPeerId, to, envelope: f.relay.envelope });
         await this.init
           .relayToSigner(to, { peerId: c.mpcPeerId, envelope: f.relay.envelope })
           .catch((e: unknown) =>
             this.log('warn', 'relay to signer failed', { to, err: e instanceof Error ? e.message : String(e) }),
           );
-      } else {
+      } else if (!(await this.forward(to, c.mpcPeerId, 'device-to-device', f.relay.envelope))) {
         this.log('warn', 'relay: unknown destination', { device: c.deviceId, to });
       }
       return;
@@ -601,7 +939,7 @@ export class DeviceHub implements DeviceCeremonyPort, Startable {
         this.log('warn', 'ceremony answer malformed', { device: c.deviceId });
         return;
       }
-      resolve(res.value.result);
+      resolve(res.value.result, f.answer.response);
       return;
     }
     if (f.approvalAnswer) {

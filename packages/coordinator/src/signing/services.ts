@@ -33,6 +33,8 @@ import { CoordinatorError } from '../errors.js';
 import type { Startable } from '../lifecycle.js';
 import { observedCeremonyClient } from '../metrics/observe.js';
 import type { SigningMetrics } from '../metrics/registry.js';
+import type { ReplicaBus } from '../replicas/bus.js';
+import type { ReplicaOptions } from '../replicas/registry.js';
 import type { MasterKeyStore, ServerSignerStore } from '../signers/store.js';
 import { evidenceSignFields } from '../transfers/evidence.js';
 import { signedPolicyVersions } from '../transfers/policies.js';
@@ -124,6 +126,12 @@ export interface SigningServicesComponents {
     DeviceHubComponents,
     'pinLegacyPeer' | 'revocations' | 'approvals' | 'policies' | 'server' | 'clientAddress'
   >;
+  /**
+   * Several coordinator replicas (issue #25): the bus and the registry (its `options.ttlMs`). The
+   * device hub then reaches phones connected to any live replica (devices/hub-replicas.ts), and
+   * the gateway's availability and the party directory see them. Absent: one replica.
+   */
+  replicas?: { bus: ReplicaBus; registry: { readonly options: Pick<ReplicaOptions, 'ttlMs'> } };
   dataDir?: string;
   privateKey?: PrivateKey;
   log?: Logger;
@@ -244,6 +252,7 @@ export async function createSigningServices(c: SigningServicesComponents): Promi
     signerFrames,
     log: warn,
     ...(c.deviceSockets ? { limits: c.deviceSockets } : {}),
+    ...(c.replicas ? { replicas: { bus: c.replicas.bus, db: c.db, ttlMs: c.replicas.registry.options.ttlMs } } : {}),
   });
   const policySync = new PolicySync({
     control,
@@ -277,7 +286,8 @@ export async function createSigningServices(c: SigningServicesComponents): Promi
       if ((await c.devices.status(party.id)) !== 'APPROVED') {
         throw new Error(`device ${party.id} is not an approved device`);
       }
-      const p = h.peerIdOf(party.id.toLowerCase());
+      // connected here, or on another live replica (issue #25), or last announced here
+      const p = await h.peerIdAnywhere(party.id.toLowerCase());
       if (!p) throw new Error(`device ${party.id} has not connected`);
       return p;
     },
@@ -325,10 +335,10 @@ export async function createSigningServices(c: SigningServicesComponents): Promi
     metrics: c.metrics,
     ...(c.blames ? { blames: c.blames } : {}),
     // whether a party is connected now (the pipeline prefers signing sets of connected parties and
-    // does not invite a device that is offline): a device by its hub connection, a server signer by
-    // the libp2p connection kept to it (signer links)
+    // does not invite a device that is offline): a device by its hub connection on any live
+    // replica, a server signer by the libp2p connection kept to it (signer links)
     async availability(party) {
-      if (party.kind === 'device') return h.online().includes(party.id.toLowerCase()) ? 'up' : 'down';
+      if (party.kind === 'device') return (await h.isOnline(party.id)) ? 'up' : 'down';
       const peer = await c.signers.peerIdOf(party.id);
       if (peer === undefined) return 'down';
       return control.host.connectedPeers().includes(peer) ? 'up' : 'down';
@@ -345,7 +355,7 @@ export async function createSigningServices(c: SigningServicesComponents): Promi
       return key;
     },
     async devicePeerId(deviceId, until, signal) {
-      const known = h.peerIdOf(deviceId);
+      const known = await h.peerIdAnywhere(deviceId);
       if (known) return known;
       await h.waitOnline(deviceId, until, signal);
       return h.peerIdOf(deviceId) as string;
