@@ -82,6 +82,12 @@ export const COORDINATOR_CONFIG_SCHEMA: ConfigSchema = {
       properties: { refreshIntervalHours: { type: 'number', minimum: 0, maximum: 87600 } },
       additionalProperties: false,
     },
+    replicas: {
+      type: 'object',
+      // replicas/registry.ts ReplicaOptions (issue #25)
+      properties: { heartbeatMs: positive, ttlMs: positive, leaseMs: positive, busPollMs: positive },
+      additionalProperties: false,
+    },
     mail: {
       type: 'object',
       properties: {
@@ -148,6 +154,7 @@ export interface CoordinatorConfigFile {
   transfers?: Omit<NonNullable<CoordinatorOptions['transfers']>, 'gateway'>;
   signing?: Partial<NonNullable<CoordinatorOptions['signing']>>;
   keys?: { refreshIntervalHours?: number };
+  replicas?: NonNullable<CoordinatorOptions['replicas']>;
   mail?: NonNullable<CoordinatorOptions['mail']>;
   prices?: NonNullable<CoordinatorOptions['prices']>;
   metrics?: NonNullable<CoordinatorOptions['metrics']>;

@@ -88,6 +88,7 @@ export async function coordinatorOptionsFromFlags(
       ? { webhooks: { allowedTargets: file.webhooks.allowedTargets } }
       : {}),
     ...(file.keys !== undefined ? { keys: file.keys } : {}),
+    ...(file.replicas !== undefined ? { replicas: file.replicas } : {}),
     signing: {
       ...(file.signing ?? {}),
       enabled: o.signing && file.signing?.enabled !== false,

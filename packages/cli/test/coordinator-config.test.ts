@@ -54,7 +54,7 @@ describe('coordinator config file', () => {
       [{ mail: { transport: 'smtp', smtpURL: 'smtp://h' } }, /unknown key `smtpURL` in mail — did you mean `url`\?$/],
       [
         { smtpUrl: 'smtp://h' },
-        /unknown key `smtpUrl` at the top level \(valid keys: logLevel, dashboard, chains, transfers, signing, keys, mail, metrics, health, webhooks, prices\)$/,
+        /unknown key `smtpUrl` at the top level \(valid keys: logLevel, dashboard, chains, transfers, signing, keys, replicas, mail, metrics, health, webhooks, prices\)$/,
       ],
       [
         { chains: { 'ethereum-local': { rpcurl: 'http://x' } } },

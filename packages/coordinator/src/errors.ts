@@ -156,6 +156,9 @@ export function problemType(code: ErrorCode): string {
  * (codes: the catalogue above), `CeremonyAbortedError` (ceremony.ts, `CEREMONY_ABORTED`), and the
  * transfer machine's `IllegalTransitionError` (`ILLEGAL_TRANSITION`) and `TransitionLostError`
  * (`TRANSITION_LOST`) of transfers/machine.ts (internal: the pipeline handles them, no client sees them).
+ * Startup refusals (thrown by `createCoordinator`, never an API response): `CONFIG_INVALID`,
+ * `COORDINATOR_IDENTITY_MISMATCH` (replicas/registry.ts: this replica's `coordinator-p2p.key` is not
+ * the database's) and `REPLICA_NEEDS_POSTGRES` (db/db.ts: another process holds the PGlite data folder).
  */
 export class CoordinatorError extends CustodianError {
   readonly family = 'coordinator' as const;

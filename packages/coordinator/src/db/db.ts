@@ -10,8 +10,13 @@
  * cast to `text` or `int` in SQL so both drivers return the same JS type; JSON is passed as a
  * string and cast with `::jsonb`, and read back parsed.
  */
-import { mkdir } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { unlinkSync } from 'node:fs';
+import { link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { join, resolve } from 'node:path';
 import type pg from 'pg';
+import { CoordinatorError } from '../errors.js';
 
 /** Something that runs SQL: the database itself or an open transaction. */
 export interface Queryable {
@@ -32,12 +37,19 @@ export interface Db extends Queryable {
   /**
    * Run `fn` holding the exclusive lock `name` across EVERY process on this database (replicas,
    * issue #25), released when `fn` settles (or when the holding process dies: PostgreSQL ends its
-   * session). PostgreSQL: a session-level advisory lock (`pg_try_advisory_lock(hashtext(name))`) on
-   * a connection held for the duration; a waiter polls (25 → 250 ms) without holding a connection,
-   * so waiters never exhaust the pool. PGlite (one process): an in-process queue per name.
+   * session). PostgreSQL: a session-level advisory lock keyed by the schema and `name`
+   * (`hashtextextended(current_schema() || '/' || name, 0)`: two instances in two schemas of one
+   * database never contend) on a connection held for the duration — so a pool must have more
+   * connections than locks held at once by this process; a waiter first queues behind the other
+   * waiters of this process (in-process, per name), then polls (25 → 250 ms) without holding a
+   * connection, so waiters never exhaust the pool. PGlite (one process): the in-process queue only.
+   * `signal` aborts when the lock is lost while `fn` runs (PostgreSQL: the holding connection
+   * dropped, so another process may now hold it): `fn` should stop changing what the lock guards.
    * Not re-entrant. `fn` may use the pool (other connections) freely.
+   * @returns what `fn` resolves (also when the lock was lost meanwhile)
+   * @throws what `fn` throws; the database's error when the lock cannot be tried
    */
-  lock<T>(name: string, fn: () => Promise<T>): Promise<T>;
+  lock<T>(name: string, fn: (signal: AbortSignal) => Promise<T>): Promise<T>;
   /**
    * PostgreSQL only: `LISTEN channel` on a dedicated connection, calling `onNotify(payload)` for
    * each notification (`pg_notify`), re-listening after the connection drops (each reconnect calls
@@ -49,12 +61,14 @@ export interface Db extends Queryable {
   close(): Promise<void>;
 }
 
-/** An in-process lock queue per name (PGlite: one process holds the database). */
+/** An in-process lock queue per name (PGlite: one process holds the database; PostgreSQL: before the advisory lock). */
 function localLocks(): Db['lock'] {
   const tails = new Map<string, Promise<unknown>>();
-  return <T>(name: string, fn: () => Promise<T>): Promise<T> => {
+  const never = new AbortController().signal;
+  return <T>(name: string, fn: (signal: AbortSignal) => Promise<T>): Promise<T> => {
     const prev = tails.get(name) ?? Promise.resolve();
-    const run = prev.then(fn, fn);
+    const go = () => fn(never);
+    const run = prev.then(go, go);
     const tail = run.then(
       () => undefined,
       () => undefined,
@@ -67,14 +81,103 @@ function localLocks(): Db['lock'] {
   };
 }
 
+/** The lock file of a PGlite data folder: `<pid>\n<hostname>\n` of the process holding it. */
+export const PGLITE_LOCK_FILE = 'custodian.lock';
+/** Lock files this process holds (absolute paths): a second open in this process is refused too. */
+const heldFolders = new Set<string>();
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function readHolder(path: string): Promise<{ pid: number; host: string } | undefined> {
+  try {
+    const [pid, host] = (await readFile(path, 'utf8')).split('\n');
+    const n = Number(pid);
+    return Number.isSafeInteger(n) && n > 0 ? { pid: n, host: host ?? '' } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Take the lock file of a PGlite data folder: PGlite is one process, and a second process on the
+ * same folder would corrupt it. Created atomically (written under a temporary name, then
+ * `link`ed: fails when it exists); a lock whose process is dead (same host) is stale and taken
+ * over. Residual race: two processes taking over the same STALE lock at the same instant.
+ * @returns the release (removes the file when it is still this process's)
+ * @throws CoordinatorError REPLICA_NEEDS_POSTGRES when a live process (or one on another host)
+ *   holds the folder
+ */
+async function lockFolder(dir: string): Promise<() => Promise<void>> {
+  const path = join(resolve(dir), PGLITE_LOCK_FILE);
+  const me = { pid: process.pid, host: hostname() };
+  const refuse = (holder: { pid: number; host: string }) =>
+    new CoordinatorError(
+      'REPLICA_NEEDS_POSTGRES',
+      `REPLICA_NEEDS_POSTGRES: the data folder ${resolve(dir)} is held by pid ${holder.pid}` +
+        `${holder.host !== me.host ? ` on ${holder.host}` : ''} (lock file ${path}): PGlite is single-process, ` +
+        'so a second coordinator cannot open it; run several coordinator replicas on PostgreSQL with ' +
+        '--database-url / DATABASE_URL (docs/operator-guide.md "Several coordinator replicas"). ' +
+        'If that process is not a coordinator, remove the lock file.',
+    );
+  if (heldFolders.has(path)) throw refuse(me);
+  const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}`;
+  await writeFile(tmp, `${me.pid}\n${me.host}\n`, { mode: 0o600 });
+  try {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await link(tmp, path);
+        break;
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      }
+      const holder = await readHolder(path);
+      const stale =
+        holder === undefined || (holder.host === me.host && (holder.pid === me.pid || !processAlive(holder.pid)));
+      if (!stale || attempt >= 3) throw refuse(holder ?? { pid: 0, host: '?' });
+      await unlink(path).catch(() => undefined);
+    }
+  } finally {
+    await unlink(tmp).catch(() => undefined);
+  }
+  heldFolders.add(path);
+  const onExit = () => {
+    try {
+      unlinkSync(path);
+    } catch {}
+  };
+  process.once('exit', onExit);
+  return async () => {
+    process.off('exit', onExit);
+    heldFolders.delete(path);
+    const holder = await readHolder(path);
+    if (holder?.pid === me.pid && holder.host === me.host) await unlink(path).catch(() => undefined);
+  };
+}
+
 /**
  * Open an embedded PGlite database.
- * @param dataDir folder holding the database files (created when missing); `undefined` = in memory
+ * @param dataDir folder holding the database files (created when missing), locked for this process
+ *   until `close()` (its lock file {@link PGLITE_LOCK_FILE}); `undefined` = in memory
+ * @throws CoordinatorError REPLICA_NEEDS_POSTGRES when another live process holds `dataDir`
  */
 export async function openPglite(dataDir?: string): Promise<Db> {
   const { PGlite } = await import('@electric-sql/pglite');
   if (dataDir !== undefined) await mkdir(dataDir, { recursive: true, mode: 0o700 });
-  const lite = dataDir === undefined ? await PGlite.create() : await PGlite.create(dataDir);
+  const unlock = dataDir !== undefined ? await lockFolder(dataDir) : async () => {};
+  let lite: InstanceType<typeof PGlite>;
+  try {
+    lite = dataDir === undefined ? await PGlite.create() : await PGlite.create(dataDir);
+  } catch (e) {
+    await unlock();
+    throw e;
+  }
   const wrap = (q: {
     query: (s: string, p?: unknown[]) => Promise<{ rows: unknown[] }>;
     exec: (s: string) => Promise<unknown>;
@@ -88,12 +191,16 @@ export async function openPglite(dataDir?: string): Promise<Db> {
     },
   });
   const base = wrap(lite);
+  let closing: Promise<void> | undefined;
   return {
     dialect: 'pglite',
     ...base,
     tx: (fn) => lite.transaction((t) => fn(wrap(t))),
     lock: localLocks(),
-    close: () => lite.close(),
+    close: () => {
+      closing ??= lite.close().finally(unlock);
+      return closing;
+    },
   };
 }
 
@@ -123,6 +230,7 @@ export async function openPostgres(connectionString: string, opts: PostgresOptio
   // An idle client that loses its connection emits 'error' on the pool; without a listener Node
   // would crash the process. The next query gets a fresh connection.
   pool.on('error', () => {});
+  const local = localLocks();
   const wrap = (c: pg.Pool | pg.PoolClient): Queryable => ({
     async query<T>(sql: string, params: readonly unknown[] = []) {
       const r = await c.query(sql, [...params]);
@@ -149,45 +257,77 @@ export async function openPostgres(connectionString: string, opts: PostgresOptio
         client.release();
       }
     },
-    async lock<T>(name: string, fn: () => Promise<T>): Promise<T> {
-      let wait = 25;
-      for (;;) {
-        const client = await pool.connect();
-        let broken = false;
-        try {
-          const r = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS ok', [name]);
-          if (r.rows[0]?.ok === true) {
-            try {
-              return await fn();
-            } finally {
-              // a failed unlock means the connection is gone, and its lock with it: never pooled again
-              await client.query('SELECT pg_advisory_unlock(hashtext($1))', [name]).catch(() => {
-                broken = true;
-              });
-            }
+    lock: <T>(name: string, fn: (signal: AbortSignal) => Promise<T>): Promise<T> =>
+      local(name, async () => {
+        let wait = 25;
+        for (;;) {
+          const client = await pool.connect();
+          let got: boolean;
+          try {
+            const r = await client.query<{ ok: boolean }>(
+              `SELECT pg_try_advisory_lock(hashtextextended(coalesce(current_schema(), '') || '/' || $1, 0)) AS ok`,
+              [name],
+            );
+            got = r.rows[0]?.ok === true;
+          } catch (e) {
+            client.release(true);
+            throw e;
           }
-        } catch (e) {
-          broken = true;
-          throw e;
-        } finally {
-          client.release(broken ? true : undefined);
+          if (!got) {
+            client.release();
+            await new Promise((r) => setTimeout(r, wait));
+            wait = Math.min(250, wait * 2);
+            continue;
+          }
+          // held: the lock lives as long as this session; tell fn when it ends
+          const lost = new AbortController();
+          const onLost = () => lost.abort(new Error(`lock ${name}: the database session holding it ended`));
+          client.on('error', onLost);
+          client.on('end', onLost);
+          try {
+            return await fn(lost.signal);
+          } finally {
+            client.off('error', onLost);
+            client.off('end', onLost);
+            let broken = lost.signal.aborted;
+            if (!broken) {
+              // a failed unlock means the connection is gone, and its lock with it: never pooled again
+              await client
+                .query(`SELECT pg_advisory_unlock(hashtextextended(coalesce(current_schema(), '') || '/' || $1, 0))`, [
+                  name,
+                ])
+                .catch(() => {
+                  broken = true;
+                });
+            }
+            client.release(broken ? true : undefined);
+          }
         }
-        await new Promise((r) => setTimeout(r, wait));
-        wait = Math.min(250, wait * 2);
-      }
-    },
+      }),
     async listen(channel, onNotify) {
       if (!/^[a-z_][a-z0-9_]{0,62}$/.test(channel)) throw new RangeError('channel must be a lowercase SQL identifier');
       let stopped = false;
       let client: pg.Client | undefined;
       let retry: NodeJS.Timeout | undefined;
+      // one reconnect attempt at a time, every 500 ms until one succeeds or the listener stops
+      const reconnect = () => {
+        if (stopped || retry !== undefined) return;
+        retry = setTimeout(() => {
+          retry = undefined;
+          connect().catch(reconnect);
+        }, 500);
+        retry.unref();
+      };
       const connect = async (): Promise<void> => {
-        const c = new pgModule.Client({ connectionString });
-        c.on('error', () => {}); // 'end' follows; reconnect there
-        c.on('notification', (n) => onNotify(n.payload ?? ''));
+        const c = new pgModule.Client({ connectionString, keepAlive: true });
+        c.on('error', () => {}); // 'end' follows
+        c.on('notification', (n) => {
+          if (client === c) onNotify(n.payload ?? '');
+        });
         c.on('end', () => {
-          if (client === c) client = undefined;
-          if (!stopped) retry = setTimeout(() => void connect().catch(() => {}), 500);
+          if (client !== c) return;
+          client = undefined;
+          reconnect();
         });
         try {
           await c.connect();
@@ -207,7 +347,9 @@ export async function openPostgres(connectionString: string, opts: PostgresOptio
       return async () => {
         stopped = true;
         clearTimeout(retry);
-        await client?.end().catch(() => {});
+        const c = client;
+        client = undefined;
+        await c?.end().catch(() => {});
       };
     },
     close: () => pool.end(),

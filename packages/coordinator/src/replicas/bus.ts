@@ -38,9 +38,10 @@ export interface ReplicaBus {
   readonly replicaId: string;
   /**
    * Send `body` on `topic` to replica `target` (or {@link ALL_REPLICAS}). With `q` (an open
-   * transaction), the message is sent when it commits and not at all when it rolls back — the
-   * local delivery of a message to this replica then happens on the next drain (≤ busPollMs): call
-   * without `q` after the commit where latency matters.
+   * transaction), the message is sent when it commits and not at all when it rolls back (to
+   * this replica too: then through the queue, at the commit's NOTIFY; on PGlite at the next drain,
+   * ≤ busPollMs). Without `q`, a message to this replica is delivered in process at once.
+   * @throws the database's error (the message is not sent; inside `q`, the transaction fails)
    */
   publish(target: string, topic: string, body: Uint8Array, q?: Queryable): Promise<void>;
   /** Receive `topic`; returns the unsubscribe function. A throwing handler is logged, never breaks the bus. */
@@ -89,7 +90,7 @@ export class PgReplicaBus implements ReplicaBus, Startable {
     const { db, options } = this.#c;
     const self = target === this.replicaId || target === ALL_REPLICAS;
     if (db.dialect === 'pglite') {
-      if (self) this.#dispatchLater(topic, body, q);
+      if (self) await this.#dispatchLater(topic, body, q);
       return;
     }
     const via = q ?? db;
@@ -109,28 +110,25 @@ export class PgReplicaBus implements ReplicaBus, Startable {
       );
     }
     for (const t of new Set(rows.map((r) => r.target))) await via.query('SELECT pg_notify($1, $2)', [BUS_CHANNEL, t]);
-    if (self) this.#dispatchLater(topic, body, q);
+    if (self) await this.#dispatchLater(topic, body, q);
   }
 
-  /** Local delivery: now, or (inside a transaction) on the next drain after it commits. */
-  #dispatchLater(topic: string, body: Uint8Array, q: Queryable | undefined): void {
+  /**
+   * Local delivery: now (a microtask), or inside a transaction through the table, so a rollback
+   * drops it and the commit delivers it (announced by the same NOTIFY, at commit; PGlite: the next
+   * poll).
+   * @throws the database's error when the row cannot be queued (the caller's transaction fails)
+   */
+  async #dispatchLater(topic: string, body: Uint8Array, q: Queryable | undefined): Promise<void> {
     if (q === undefined) {
       queueMicrotask(() => this.#dispatch(topic, body, this.replicaId));
       return;
     }
-    // inside a transaction: go through the table so a rollback drops it (PGlite included)
-    void q
-      .query(`INSERT INTO replica_messages (target, topic, sender, body, created_at) VALUES ($1, $2, $1, $3, now())`, [
-        this.replicaId,
-        topic,
-        body,
-      ])
-      .catch((err: unknown) =>
-        this.#c.log('warn', 'bus: local message not queued', {
-          topic,
-          err: err instanceof Error ? err.message : String(err),
-        }),
-      );
+    await q.query(
+      `INSERT INTO replica_messages (target, topic, sender, body, created_at) VALUES ($1, $2, $1, $3, now())`,
+      [this.replicaId, topic, body],
+    );
+    if (this.#c.db.dialect === 'postgres') await q.query('SELECT pg_notify($1, $2)', [BUS_CHANNEL, this.replicaId]);
   }
 
   #dispatch(topic: string, body: Uint8Array, sender: string): void {
@@ -154,6 +152,7 @@ export class PgReplicaBus implements ReplicaBus, Startable {
       });
     }
     const poll = () => {
+      if (!this.#running) return;
       this.#timer = setTimeout(() => {
         this.drain();
         poll();

@@ -6,7 +6,9 @@
  * - acquire: an upsert that succeeds only when the row is absent, expired, or already ours;
  * - renew: the same statement, every `leaseMs / 3`;
  * - lose: a renewal that finds another owner, or no successful renewal for `leaseMs * 2/3` (the
- *   database unreachable), stops the component BEFORE the lease can expire for the others;
+ *   database unreachable, or a renewal that hangs: a timer of its own, not the next poll, checks
+ *   this deadline, counted from when the last successful renewal was SENT), stops the component
+ *   BEFORE the lease can expire for the others;
  * - takeover: when the holder dies, its lease runs out and the next replica's poll (every
  *   `leaseMs / 3`) takes it: within `leaseMs + leaseMs / 3` of the holder's last renewal;
  * - release: `stop()` stops the component and ends the lease at once, so a clean shutdown hands
@@ -35,11 +37,13 @@ export interface SingletonLeaseComponents {
 export class SingletonLease implements Startable {
   readonly #c: SingletonLeaseComponents;
   #timer: NodeJS.Timeout | undefined;
+  #deadline: NodeJS.Timeout | undefined;
   #running = false;
   #stopped = true;
-  /** `performance.now()` of the last successful acquisition or renewal. */
-  #renewedAt = 0;
-  #tick: Promise<void> = Promise.resolve();
+  /** `performance.now()` until which the last successful renewal surely holds (sent + leaseMs * 2/3). */
+  #validUntil = 0;
+  /** The component's starts and stops, one after the other. */
+  #chain: Promise<void> = Promise.resolve();
 
   constructor(c: SingletonLeaseComponents) {
     this.#c = c;
@@ -62,7 +66,7 @@ export class SingletonLease implements Startable {
     if (this.#stopped) return;
     this.#timer = setTimeout(
       () => {
-        this.#tick = this.#step().finally(() => this.#schedule());
+        void this.#step().finally(() => this.#schedule());
       },
       Math.max(50, Math.floor(this.#c.leaseMs / 3)),
     );
@@ -71,7 +75,8 @@ export class SingletonLease implements Startable {
 
   async #step(): Promise<void> {
     const { db, owner, name, leaseMs, log } = this.#c;
-    let mine: boolean;
+    const sentAt = performance.now();
+    let mine: boolean | undefined;
     try {
       const rows = await db.query(
         `INSERT INTO coordinator_leases (name, owner, lease_until, acquired_at)
@@ -85,34 +90,72 @@ export class SingletonLease implements Startable {
         [name, owner, leaseMs],
       );
       mine = rows.length === 1;
-      if (mine) this.#renewedAt = performance.now();
     } catch (err) {
+      // unknown: the deadline timer stops the component once the last renewal may have run out
       log('warn', 'singleton lease renewal failed', {
         lease: name,
         err: err instanceof Error ? err.message : String(err),
       });
-      // unknown: keep running only while the last renewal is surely still valid
-      mine = this.#running && performance.now() - this.#renewedAt < (leaseMs * 2) / 3;
     }
-    if (this.#stopped) return;
-    if (mine && !this.#running) {
-      this.#running = true;
-      log('info', 'singleton lease acquired', { lease: name, owner });
-      try {
-        await this.#c.component.start();
-      } catch (err) {
-        log('warn', 'singleton failed to start: lease released', {
-          lease: name,
-          err: err instanceof Error ? err.message : String(err),
-        });
-        this.#running = false;
-        await this.#release();
-      }
-    } else if (!mine && this.#running) {
-      this.#running = false;
+    if (this.#stopped) {
+      // stopped while this renewal was in flight: give back what it may have renewed
+      if (mine === true) await this.#release();
+      return;
+    }
+    if (mine === true) {
+      this.#validUntil = sentAt + (leaseMs * 2) / 3;
+      this.#armDeadline();
+      if (!this.#running) await this.#transition(true);
+    } else if (mine === false && this.#running) {
       log('warn', 'singleton lease lost: stopped', { lease: name, owner });
-      await this.#c.component.stop().catch(() => undefined);
+      await this.#transition(false);
     }
+  }
+
+  /** Stop the component when no renewal succeeded by {@link #validUntil}. */
+  #armDeadline(): void {
+    clearTimeout(this.#deadline);
+    this.#deadline = setTimeout(
+      () => {
+        if (!this.#running) return;
+        if (performance.now() < this.#validUntil) return this.#armDeadline();
+        this.#c.log('warn', 'singleton lease not renewed in time: stopped', {
+          lease: this.#c.name,
+          owner: this.#c.owner,
+        });
+        void this.#transition(false);
+      },
+      Math.max(0, Math.ceil(this.#validUntil - performance.now()) + 1),
+    );
+    this.#deadline.unref();
+  }
+
+  /** Start (`up`) or stop the component, after the transitions before it. */
+  #transition(up: boolean): Promise<void> {
+    const { component, log, name, owner } = this.#c;
+    const run = async () => {
+      if (up) {
+        if (this.#running || this.#stopped || performance.now() >= this.#validUntil) return;
+        this.#running = true;
+        log('info', 'singleton lease acquired', { lease: name, owner });
+        try {
+          await component.start();
+        } catch (err) {
+          log('warn', 'singleton failed to start: lease released', {
+            lease: name,
+            err: err instanceof Error ? err.message : String(err),
+          });
+          this.#running = false;
+          await component.stop().catch(() => undefined);
+          await this.#release();
+        }
+      } else if (this.#running) {
+        this.#running = false;
+        await component.stop().catch(() => undefined);
+      }
+    };
+    this.#chain = this.#chain.then(run, run);
+    return this.#chain;
   }
 
   async #release(): Promise<void> {
@@ -124,16 +167,17 @@ export class SingletonLease implements Startable {
       .catch(() => undefined);
   }
 
-  /** Stop the component (when running) and end the lease at once. Idempotent. */
+  /**
+   * Stop the component (when running) and end the lease at once. Does not wait for a renewal in
+   * flight (a hung database must not hang the shutdown): that renewal, when it completes, gives
+   * the lease back. Idempotent.
+   */
   async stop(): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
     clearTimeout(this.#timer);
-    await this.#tick.catch(() => undefined);
-    if (this.#running) {
-      this.#running = false;
-      await this.#c.component.stop().catch(() => undefined);
-    }
+    clearTimeout(this.#deadline);
+    await this.#transition(false);
     await this.#release();
   }
 }

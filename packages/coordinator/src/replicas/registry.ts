@@ -74,7 +74,7 @@ export async function ensureSharedIdentity(db: Db, peerId: string): Promise<void
   if (row !== undefined && row.peer_id !== peerId) {
     throw new CoordinatorError(
       'COORDINATOR_IDENTITY_MISMATCH',
-      `this database belongs to coordinator ${row.peer_id}, but this replica's identity is ${peerId}: ` +
+      `COORDINATOR_IDENTITY_MISMATCH: this database belongs to coordinator ${row.peer_id}, but this replica's identity is ${peerId}: ` +
         'every replica must run with the same coordinator-p2p.key (copy it from an existing replica into this ' +
         'replica\'s data dir, mode 0600; docs/operator-guide.md "Several coordinator replicas")',
     );
@@ -96,6 +96,8 @@ export class ReplicaRegistry implements Startable {
   readonly #c: ReplicaRegistryComponents;
   #timer: NodeJS.Timeout | undefined;
   #started = false;
+  /** The heartbeat in flight (stop() waits for it: no heartbeat after the stop mark). */
+  #beating: Promise<void> = Promise.resolve();
 
   constructor(c: ReplicaRegistryComponents) {
     this.#c = c;
@@ -116,7 +118,7 @@ export class ReplicaRegistry implements Startable {
     this.#started = true;
     const beat = () => {
       this.#timer = setTimeout(() => {
-        this.heartbeat()
+        this.#beating = this.heartbeat()
           .catch((err: unknown) =>
             this.#c.log('warn', 'replica heartbeat failed', { err: err instanceof Error ? err.message : String(err) }),
           )
@@ -153,6 +155,7 @@ export class ReplicaRegistry implements Startable {
     if (!this.#started) return;
     this.#started = false;
     clearTimeout(this.#timer);
+    await this.#beating;
     await this.#c.db
       .query('UPDATE coordinator_replicas SET stopped_at = now() WHERE replica_id = $1', [this.id])
       .catch(() => undefined);
