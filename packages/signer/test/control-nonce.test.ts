@@ -154,7 +154,11 @@ describe('control requests of coordinator replicas sharing one key', () => {
     };
     const reordered = Buffer.concat([lengthDelimited(2, signature), lengthDelimited(1, request)]);
     // plus an unknown varint field 15 = 7
-    const extended = Buffer.concat([lengthDelimited(1, request), lengthDelimited(2, signature), Uint8Array.of(15 << 3, 7)]);
+    const extended = Buffer.concat([
+      lengthDelimited(1, request),
+      lengthDelimited(2, signature),
+      Uint8Array.of(15 << 3, 7),
+    ]);
     for (const rewrapped of [reordered, extended]) {
       expect(Buffer.from(rewrapped).equals(Buffer.from(signed))).toBe(false);
       expect(await exchange(host, s.peerId, rewrapped)).toBe('CONTROL_REQUEST_REJECTED: replayed request');
