@@ -61,6 +61,7 @@ import {
 } from '@custodian/signer-client';
 import {
   CONTROL_VERSION,
+  controlRequestDigest,
   DEFAULT_LIMITS,
   deviceSign,
   encodeControlResponse,
@@ -447,7 +448,8 @@ export class MobileSigner {
       this.log.warn({ code: 'stale' }, 'ceremony invitation rejected: stale');
       return;
     }
-    const digest = bytesToHex(sha256(signedControl));
+    // the signed request's digest, not the outer bytes' (those re-encode without the coordinator's key)
+    const digest = controlRequestDigest(signedControl) as string;
     for (const [k, t] of this.usedControl) if (now - t > 10 * 60_000) this.usedControl.delete(k);
     if (this.usedControl.has(digest)) {
       this.log.warn({ code: 'replay' }, 'ceremony invitation rejected: replayed');

@@ -56,7 +56,7 @@ export class ControlClient {
   /** Send a signed request and decode the response. @throws Error on transport failure or an undecodable response */
   async send(
     peerId: string,
-    body: Omit<ControlRequest, 'version' | 'issuedUnixMs'>,
+    body: Omit<ControlRequest, 'version' | 'issuedUnixMs' | 'nonce'>,
     timeoutMs = 60_000,
   ): Promise<ControlResponse> {
     return this.exchange(peerId, this.sign(body), timeoutMs);
@@ -105,8 +105,10 @@ export class ControlClient {
     });
   }
 
-  private sign(body: Omit<ControlRequest, 'version' | 'issuedUnixMs'>): Uint8Array {
-    return signControlRequest({ version: CONTROL_VERSION, issuedUnixMs: Date.now(), ...body }, this.secretKey);
+  /** Sign `body` now; every call draws a fresh nonce (replicas sharing the key never sign alike). */
+  private sign(body: Omit<ControlRequest, 'version' | 'issuedUnixMs' | 'nonce'>): Uint8Array {
+    const { nonce: _ignored, ...rest } = body as ControlRequest;
+    return signControlRequest({ ...rest, version: CONTROL_VERSION, issuedUnixMs: Date.now() }, this.secretKey);
   }
 
   private async exchange(

@@ -37,6 +37,7 @@ import { createHost, type Host } from '@custodian/signer-client';
 import {
   type CeremonyResult,
   CONTROL_VERSION,
+  controlRequestDigest,
   DEFAULT_LIMITS,
   encodeControlResponse,
   type NodeStatus,
@@ -45,7 +46,6 @@ import {
   refusalValue,
 } from '@custodian/wire';
 import { peerIdFromString } from '@libp2p/peer-id';
-import { sha256 } from '@noble/hashes/sha2.js';
 import { type Logger, pino } from 'pino';
 import { keyBackupState } from './backup.js';
 import { readPassphrase, type SignerConfig } from './config.js';
@@ -312,7 +312,9 @@ export async function startSigner(initialConfig: SignerConfig, logger?: Logger):
       log.warn({ peer: from, code: 'stale' }, 'control request rejected: stale or future timestamp');
       return refused('stale request');
     }
-    const digest = bytesToHex(sha256(bytes));
+    // the signed request's digest (nonce included), not the SignedControl's: the same request and
+    // signature re-encoded in other outer bytes is the same request (wire control.ts)
+    const digest = controlRequestDigest(bytes) as string;
     // oldest first (insertion order): stop at the first one still inside the window, so a request
     // costs the entries that expired since the last one, not the whole window's (10 minutes of them)
     for (const [k, t] of usedControl) {

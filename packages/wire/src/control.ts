@@ -8,7 +8,8 @@
  * the blame evidence types) next to the one codec that signs and checks them.
  */
 import { ed25519Sign, ed25519Verify } from '@custodian/crypto';
-import { concatBytes, utf8ToBytes } from '@noble/hashes/utils.js';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { bytesToHex, concatBytes, randomBytes, utf8ToBytes } from '@noble/hashes/utils.js';
 import { DEFAULT_LIMITS, decodeMessage, encodeMessage, type WireLimits } from './codec.js';
 import { accept, reject, type WireResult } from './errors.js';
 import { messageType } from './schema.js';
@@ -23,6 +24,9 @@ export const CONTROL_VERSION = 1;
  * ago than this.
  */
 export const MAX_DEADLINE_MS = 10 * 60_000;
+
+/** Length of the random `ControlRequest.nonce` {@link signControlRequest} draws, bytes. */
+export const CONTROL_NONCE_BYTES = 16;
 
 const ControlRequestType = messageType('custodian.v1.ControlRequest');
 const SignedControlType = messageType('custodian.v1.SignedControl');
@@ -192,6 +196,12 @@ export interface DeletePresignaturesResultWire {
 export interface ControlRequest {
   version: number;
   issuedUnixMs: number;
+  /**
+   * Random bytes that make each signed request distinct (control.proto `nonce`): senders leave it
+   * unset and {@link signControlRequest} draws {@link CONTROL_NONCE_BYTES} fresh ones. Opened
+   * requests of coordinators that predate it have it empty.
+   */
+  nonce?: Uint8Array;
   start?: StartCeremony;
   abort?: { ceremonyId: Uint8Array; reason: string };
   status?: Record<string, never>;
@@ -336,13 +346,35 @@ function plain<T>(type: typeof ControlRequestType, m: unknown): T {
 }
 
 /**
- * Sign a control request with the coordinator's Ed25519 secret key (32 bytes).
+ * Sign a control request with the coordinator's Ed25519 secret key (32 bytes). Unless `req.nonce`
+ * is given, the request carries {@link CONTROL_NONCE_BYTES} fresh random bytes (the platform's
+ * CSPRNG), so two calls with the same request — by coordinator replicas sharing the key, in the
+ * same millisecond — give distinct signed requests that a signer does not take for a replay
+ * (`req` itself is not changed). A given nonce is signed as is: only tests and vectors pass one
+ * (an empty one encodes the request as a coordinator that predates the field did).
  * @returns SignedControl bytes
+ * @throws WireSchemaError when `req` does not fit `custodian.v1.ControlRequest`
  */
 export function signControlRequest(req: ControlRequest, coordinatorSecretKey: Uint8Array): Uint8Array {
-  const request = encodeMessage(ControlRequestType, req as unknown as Record<string, unknown>);
+  const withNonce = req.nonce === undefined ? { ...req, nonce: randomBytes(CONTROL_NONCE_BYTES) } : req;
+  const request = encodeMessage(ControlRequestType, withNonce as unknown as Record<string, unknown>);
   const signature = ed25519Sign(concatBytes(PREFIX, request), coordinatorSecretKey);
   return encodeMessage(SignedControlType, { request, signature });
+}
+
+/**
+ * The replay-window key of a SignedControl: hex SHA-256 (64 characters) of its signed `request`
+ * bytes. Not of the SignedControl bytes themselves: anyone can re-encode those around the same
+ * request and signature (fields reordered, unknown fields added) and get other bytes that still
+ * verify; the signed request cannot change without the coordinator's key. Call it on a
+ * SignedControl {@link openControlRequest} accepted.
+ * @returns the key, or undefined when `bytes` is not a SignedControl
+ */
+export function controlRequestDigest(bytes: unknown, limits: WireLimits = DEFAULT_LIMITS): string | undefined {
+  const outer = decodeMessage(SignedControlType, bytes, limits);
+  if (!outer.ok) return undefined;
+  const request = (outer.value as unknown as { request?: Uint8Array }).request ?? new Uint8Array(0);
+  return bytesToHex(sha256(request));
 }
 
 /**

@@ -106,7 +106,9 @@ export type {
 } from './control.js';
 export {
   CeremonyKind,
+  CONTROL_NONCE_BYTES,
   CONTROL_VERSION,
+  controlRequestDigest,
   decodeControlFrame,
   decodeControlResponse,
   encodeControlFrame,
