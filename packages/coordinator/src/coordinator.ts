@@ -483,7 +483,8 @@ async function build(
     });
   const recoverCeremonies = async () => {
     const failed = await signers.ceremonies.recoverCeremonies();
-    if (failed.length > 0) log('warn', 'ceremonies of a coordinator replica that is gone failed', { ceremonies: failed });
+    if (failed.length > 0)
+      log('warn', 'ceremonies of a coordinator replica that is gone failed', { ceremonies: failed });
     await keys.resumeCommits();
   };
   const purgeLease = lease('scheduler:idempotency-purge', idempotencyPurge(idempotency, app));

@@ -181,8 +181,7 @@ export class PresignaturePool implements SigningAttemptLog, Startable {
    */
   readonly reconciliation: Startable = {
     start: async () => {
-      if (this.options.target === 0 || this.options.reconcileMs === 0 || this.#reconcileTimer || this.#stopped)
-        return;
+      if (this.options.target === 0 || this.options.reconcileMs === 0 || this.#reconcileTimer || this.#stopped) return;
       const reconcile = () =>
         this.reconcile().catch((e: unknown) =>
           this.log('warn', 'presignature reconciliation failed', { err: e instanceof Error ? e.message : String(e) }),
