@@ -90,7 +90,7 @@ export interface CeremonyOwner {
 export function ownerGoneSql(dialect: 'pglite' | 'postgres', me: string, ttl: string): string {
   const alive =
     dialect === 'pglite'
-      ? 'false'
+      ? `(${ttl}::int IS NULL AND false)`
       : `EXISTS (SELECT 1 FROM coordinator_replicas r WHERE r.replica_id = c.owner_replica AND ${liveReplicaSql(ttl)})`;
   return `(c.owner_replica IS NULL OR (c.owner_replica IS DISTINCT FROM ${me} AND NOT ${alive}))`;
 }
