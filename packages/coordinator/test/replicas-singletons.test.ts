@@ -29,7 +29,10 @@ import { readMailbox } from '../src/mailer.js';
 import { enrollmentBody, phoneKeys } from './device-fixtures.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, type Json, PG_URL, postgresReachable, testMasterKey } from './helpers.js';
 
-const REPLICAS = { heartbeatMs: 100, ttlMs: 1000, leaseMs: 900, busPollMs: 200 };
+// both replicas share this test process's event loop: building one (route schemas compiled
+// synchronously) can hold the other's heartbeat back for a second or more on a loaded machine, so
+// the ttl is kept well above that (production default: 10 s)
+const REPLICAS = { heartbeatMs: 100, ttlMs: 4000, leaseMs: 1500, busPollMs: 200 };
 const KEK = new Uint8Array(32).fill(9);
 const PEER = '12D3KooWDpJ7As7BWAwRMfu1VU2WCqNjvq387JEYKDBj4kx6nXTN';
 
@@ -296,7 +299,7 @@ describe('singletons among replicas (two coordinators, one PostgreSQL schema)', 
     });
     // also after several rounds of B's periodic recovery (whichever replica holds it)
     await b.c.signers.ceremonies.recoverCeremonies();
-    await new Promise((r) => setTimeout(r, REPLICAS.ttlMs * 2));
+    await new Promise((r) => setTimeout(r, REPLICAS.ttlMs + 500));
     expect((await b.req('GET', `/admin/v1/ceremonies/${id}`, { token })).body.status).toBe('RUNNING');
 
     // the live stream through B: the running ceremony at once, then its outcome, then the end
