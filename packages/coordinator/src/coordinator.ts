@@ -5,12 +5,19 @@
  * work, approval requests, device revocations — it gets an emitter the later one subscribes to),
  * registers the routes on one
  * fastify app, and runs the long-running components with a {@link Lifecycle} (lifecycle.ts):
- * `start()` starts, in this order, the database (open already; closed at stop), the idempotency
- * purge, the signing services (links to the server signers, presignature pool, policy sync), the
- * master key ceremonies (those left RUNNING by a previous process are failed), the bootstrap token
- * (made while the instance has no Admin, users/bootstrap.ts), the HTTP server
- * (listen), the device hub (serves the WebSocket upgrades), the deposit watchers, the transfer
- * pipeline and the webhook worker; `stop()` stops them in reverse. No SQL here: each query lives
+ * `start()` starts, in this order, the database (open already; closed at stop), the replica
+ * registry and bus, the idempotency purge, the signing services (links to the server signers,
+ * presignature pool, policy sync), the master key ceremonies (those left RUNNING by a replica that
+ * is gone are failed), the key lifecycle and its scheduler, the ceremony recovery, the
+ * presignature reconciliation, the bootstrap token (made while the instance has no Admin,
+ * users/bootstrap.ts), the HTTP server (listen), the device hub (serves the WebSocket upgrades),
+ * the deposit watchers, the transfer pipeline and the webhook worker; `stop()` stops them in
+ * reverse. Work that must run on ONE replica of the instance (issue #25) runs under a
+ * {@link SingletonLease} (replicas/leases.ts): each chain's deposit watcher (`watcher:<chain>`),
+ * the scheduled key refresh (`scheduler:keys`), the presignature reconciliation
+ * (`scheduler:presignature-reconcile`), the idempotency purge (`scheduler:idempotency-purge`) and
+ * the periodic ceremony recovery (`scheduler:ceremony-recovery`); alone, a replica takes them all
+ * at start. The pipeline and the webhook worker are safe on every replica (row leases, SKIP LOCKED). No SQL here: each query lives
  * in the store of the room that owns its table. `custodian coordinator start` calls this.
  * Slightly over 400 lines: the root is the one place that reads every option and wires every room.
  */
@@ -44,6 +51,7 @@ import { createCoordinatorMetrics } from './metrics/registry.js';
 import { httpMetricsHook, observabilityRoutes, resolveMetricsOptions } from './metrics/routes.js';
 import type { Coordinator, CoordinatorOptions } from './options.js';
 import { PgReplicaBus } from './replicas/bus.js';
+import { SingletonLease } from './replicas/leases.js';
 import {
   DEFAULT_REPLICA_OPTIONS,
   ensureSharedIdentity,
@@ -168,6 +176,8 @@ async function build(
     replicaLog(level, msg, fields);
   const registry = new ReplicaRegistry({ db, options: replicaOptions, log: replicaLogFn });
   const bus = new PgReplicaBus({ db, replicaId: registry.id, options: replicaOptions, log: replicaLogFn });
+  // the ceremonies this process runs name it as their owner (recovery fails only a gone owner's)
+  const ceremonyOwner = { id: registry.id, ttlMs: replicaOptions.ttlMs };
   const idempotency = new IdempotencyStore({ db, clock });
   const audit = new AuditLog({ db, clock });
   const wallets = new WalletService({ db, clock, audit });
@@ -213,9 +223,12 @@ async function build(
   let readiness: ReadinessProbe | undefined;
   // set at the start of stop(): /readyz answers shutting_down while the components drain
   let stopBegun = false;
+  // this replica's singleton leases (built with the lifecycle below), for leases() and the gauge
+  let singletons: SingletonLease[] = [];
   const metrics = createCoordinatorMetrics({
     snapshot: () => (readiness as ReadinessProbe).snapshot(),
     poolTarget: opts.signing?.enabled ? (opts.signing.presignaturePool ?? 4) : 0,
+    singletons: () => singletons,
   });
   httpMetricsHook(app, metrics);
   // the checked blames of every ceremony (issue #23): written by the signing gateway, the master key
@@ -285,16 +298,14 @@ async function build(
         replicas: { bus, registry },
         ...(opts.dataDir !== undefined ? { dataDir: opts.dataDir } : {}),
         ...(opts.signing.algorithms ? { algorithms: opts.signing.algorithms } : {}),
-        ...(opts.signing.presignaturePool !== undefined || opts.signing.presignatureReconcileMs !== undefined
-          ? {
-              presignaturePool: {
-                ...(opts.signing.presignaturePool !== undefined ? { target: opts.signing.presignaturePool } : {}),
-                ...(opts.signing.presignatureReconcileMs !== undefined
-                  ? { reconcileMs: opts.signing.presignatureReconcileMs }
-                  : {}),
-              },
-            }
-          : {}),
+        // the reconciliation runs on one replica (a singleton lease, below), the refills on each
+        presignaturePool: {
+          ...(opts.signing.presignaturePool !== undefined ? { target: opts.signing.presignaturePool } : {}),
+          ...(opts.signing.presignatureReconcileMs !== undefined
+            ? { reconcileMs: opts.signing.presignatureReconcileMs }
+            : {}),
+          reconcileScheduling: 'external',
+        },
         ...(opts.signing.deviceSockets ? { deviceSockets: opts.signing.deviceSockets } : {}),
         log: pino({ level: process.env.CUSTODIAN_SIGNING_LOG ?? 'warn', base: { service: 'coordinator-signing' } }),
         metrics: metrics.signing,
@@ -313,6 +324,7 @@ async function build(
     options: adminOptions,
     blames,
     ...(signing ? { links: { link: (peerId: string) => signing.signerLink(peerId) } } : {}),
+    replica: ceremonyOwner,
   });
   const keys = new KeyService({
     db,
@@ -328,6 +340,7 @@ async function build(
       ...opts.keys,
     },
     log,
+    replica: ceremonyOwner,
   });
   const pipeline = new TransferPipeline({
     db,
@@ -460,36 +473,67 @@ async function build(
   const http = new HttpServer({ app, ...opts.listen });
   const watchList = new WatchList({ db });
   const runPipeline = opts.transfers?.runPipeline !== false;
+  // work done by ONE replica of the instance at a time, each under its singleton lease
+  const lease = (name: string, component: Startable) =>
+    new SingletonLease({
+      db,
+      owner: registry.id,
+      name,
+      leaseMs: replicaOptions.leaseMs,
+      component,
+      log: replicaLogFn,
+    });
+  const recoverCeremonies = async () => {
+    const failed = await signers.ceremonies.recoverCeremonies();
+    if (failed.length > 0)
+      log('warn', 'ceremonies of a coordinator replica that is gone failed', { ceremonies: failed });
+    await keys.resumeCommits();
+  };
+  const purgeLease = lease('scheduler:idempotency-purge', idempotencyPurge(idempotency, app));
+  const keysLease = lease('scheduler:keys', keys.scheduler);
+  const recoveryLease = lease(
+    'scheduler:ceremony-recovery',
+    every(replicaOptions.heartbeatMs, recoverCeremonies, (err) =>
+      log('warn', 'ceremony recovery failed', { err: err instanceof Error ? err.message : String(err) }),
+    ),
+  );
+  const reconcileLease = signing
+    ? lease('scheduler:presignature-reconcile', signing.presignatures.reconciliation)
+    : undefined;
+  const watcherLeases = runPipeline
+    ? chains.keys().map((key) =>
+        lease(
+          `watcher:${key}`,
+          chains.watcher(key, {
+            db,
+            clock,
+            addresses: (chain) => watchList.addresses(chain),
+            tokens: (chain) => watchList.tokenContracts(chain),
+            onError: (chain, err) => app.log.warn({ chain, err: String(err) }, 'deposit watcher poll failed'),
+          }),
+        ),
+      )
+    : [];
+  singletons = [purgeLease, keysLease, recoveryLease, ...(reconcileLease ? [reconcileLease] : []), ...watcherLeases];
   // transfers/ classes whose start() returns void: adapted here until they implement Startable
   const lifecycle = new Lifecycle([
     { name: 'database', component: { start: async () => {}, stop: () => db.close() } },
     { name: 'replica registry', component: registry },
     { name: 'replica bus', component: bus },
-    { name: 'idempotency purge', component: idempotencyPurge(idempotency, app) },
+    { name: 'idempotency purge', component: purgeLease },
     ...(signing ? [{ name: 'signing services', component: signing }] : []),
     {
       name: 'master key ceremonies',
-      component: { start: () => signers.ceremonies.recoverCeremonies(), stop: () => signers.ceremonies.shutdown() },
+      component: { start: recoverCeremonies, stop: () => signers.ceremonies.shutdown() },
     },
     { name: 'key lifecycle', component: keys },
+    { name: 'key lifecycle scheduler', component: keysLease },
+    { name: 'ceremony recovery', component: recoveryLease },
+    ...(reconcileLease ? [{ name: 'presignature reconciliation', component: reconcileLease }] : []),
     { name: 'bootstrap token', component: bootstrap },
     { name: 'http server', component: http },
     ...(signing ? [{ name: 'device hub', component: signing.hub }] : []),
-    {
-      name: 'deposit watchers',
-      enabled: runPipeline,
-      component: {
-        start: async () =>
-          chains.startWatchers(
-            db,
-            clock,
-            (chain) => watchList.addresses(chain),
-            (chain) => watchList.tokenContracts(chain),
-            (chain, err) => app.log.warn({ chain, err: String(err) }, 'deposit watcher poll failed'),
-          ),
-        stop: () => chains.stop(),
-      },
-    },
+    { name: 'deposit watchers', enabled: runPipeline, component: all(watcherLeases) },
     {
       name: 'transfer pipeline',
       enabled: runPipeline,
@@ -504,7 +548,7 @@ async function build(
     clock,
     ...rooms,
     idempotency,
-    replicas: { registry, bus },
+    replicas: { registry, bus, leases: () => singletons.filter((l) => l.held).map((l) => l.name) },
     mailboxDir,
     bootstrapTokenFile,
     signing,
@@ -571,6 +615,46 @@ function idempotencyPurge(idempotency: IdempotencyStore, app: FastifyInstance): 
     },
     async stop() {
       clearInterval(timer);
+    },
+  };
+}
+
+/** Run `run` every `ms` (not overlapping itself), starting at once; `onError` logs a failed run. */
+function every(ms: number, run: () => Promise<void>, onError: (err: unknown) => void): Startable {
+  let timer: NodeJS.Timeout | undefined;
+  let current: Promise<void> = Promise.resolve();
+  let stopped = true;
+  const tick = () => {
+    current = run()
+      .catch(onError)
+      .finally(() => {
+        if (stopped) return;
+        timer = setTimeout(tick, ms);
+        timer.unref();
+      });
+  };
+  return {
+    async start() {
+      if (!stopped) return;
+      stopped = false;
+      tick();
+    },
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await current;
+    },
+  };
+}
+
+/** Several components as one: started in order, stopped together. */
+function all(components: readonly Startable[]): Startable {
+  return {
+    async start() {
+      for (const c of components) await c.start();
+    },
+    async stop() {
+      await Promise.all(components.map((c) => c.stop()));
     },
   };
 }

@@ -249,8 +249,13 @@ export interface Coordinator {
   keys: KeyService;
   /** Idempotency records of the REST API's create routes. */
   idempotency: IdempotencyStore;
-  /** This process as a replica (issue #25): its registry row and heartbeat, and the cross-replica bus. */
-  replicas: { registry: ReplicaRegistry; bus: PgReplicaBus };
+  /**
+   * This process as a replica (issue #25): its registry row and heartbeat, the cross-replica bus,
+   * and `leases()`: the names of the singleton leases it holds now (`watcher:<chain key>`,
+   * `scheduler:keys`, `scheduler:presignature-reconcile`, `scheduler:idempotency-purge`,
+   * `scheduler:ceremony-recovery`; coordinator.ts), i.e. the singletons running here.
+   */
+  replicas: { registry: ReplicaRegistry; bus: PgReplicaBus; leases: () => string[] };
   /**
    * Webhook signing keys, notification queries and redelivery (`service`), the delivery worker,
    * and the admin registrations (`registrations`).

@@ -57,10 +57,15 @@ describe('coordinator lifecycle', () => {
     const c = await coordinator(0);
     expect(c.components).toEqual([
       'database',
+      'replica registry',
+      'replica bus',
       'idempotency purge',
       'signing services',
       'master key ceremonies',
       'key lifecycle',
+      'key lifecycle scheduler',
+      'ceremony recovery',
+      'presignature reconciliation',
       'bootstrap token',
       'http server',
       'device hub',

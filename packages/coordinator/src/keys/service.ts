@@ -20,7 +20,15 @@
  * - drill: DRILL among t reachable parties; the coordinator verifies the signatures itself and
  *   reads each server signer's epoch and backup state (control `status`).
  * - scheduled refresh (`keys.refreshIntervalHours`): a timer refreshes each key whose last refresh
- *   (or creation) is older than the interval, one at a time, skipping busy keys.
+ *   (or creation) is older than the interval, one at a time (none while any lifecycle ceremony
+ *   runs, on any replica), skipping busy keys. It is {@link KeyService.scheduler}, a component of
+ *   its own: replicas run it under the singleton lease `scheduler:keys` (coordinator.ts).
+ *
+ * Replicas (issue #25): a ceremony runs on the replica that started it, named in its row
+ * (`owner_replica`); the commit loop of a reshare runs on the owner of its RESHARE ceremony, and
+ * {@link KeyService.resumeCommits} (at start and with every ceremony recovery) takes over, one
+ * replica per change, the loops of owners that are gone. A RUNNING ceremony or key change of a
+ * dead replica is failed by the ceremony recovery (signers/ceremonies.ts).
  *
  * Over 400 lines: the three operations share the background runner, the party resolution and the
  * commit loop; split they would pass most of this class's state around (the stateless helpers are
@@ -42,7 +50,7 @@ import type { CeremonyParty, CeremonyProgress } from '../ceremony.js';
 import type { Db, Queryable } from '../db/db.js';
 import { ApiError } from '../errors.js';
 import type { Startable } from '../lifecycle.js';
-import type { CeremonyService, CeremonyView } from '../signers/ceremonies.js';
+import { type CeremonyOwner, type CeremonyService, type CeremonyView, ownerGoneSql } from '../signers/ceremonies.js';
 import { transferKeyId } from '../signers/store.js';
 import type { BlameStore } from '../signing/blame-store.js';
 import type { KeyCeremonyPort } from '../signing/key-ops.js';
@@ -96,6 +104,8 @@ export interface KeyServiceComponents {
   readonly log?: (level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>) => void;
   /** The checked blames of the lifecycle ceremonies (signing/blame-store.ts); absent: not recorded. */
   readonly blames?: Pick<BlameStore, 'record'> | undefined;
+  /** This process as a replica: recorded as the owner of its ceremonies (signers/ceremonies.ts); absent: none. */
+  readonly replica?: CeremonyOwner | undefined;
 }
 
 type PartyRef = { kind: 'server' | 'device'; id: string };
@@ -116,6 +126,23 @@ export class KeyService implements Startable {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private scheduling = false;
+  /**
+   * The scheduled refresh (`refreshIntervalHours`; nothing when 0): `start()` checks every
+   * `scheduleTickMs`, `stop()` ends the checks (a refresh it started runs on, as any ceremony of
+   * this process, until {@link stop}). Run under the singleton lease `scheduler:keys`.
+   */
+  readonly scheduler: Startable = {
+    start: async () => {
+      const hours = this.c.options.refreshIntervalHours ?? 0;
+      if (hours <= 0 || this.timer !== undefined) return;
+      this.timer = setInterval(() => void this.scheduled(hours), this.c.options.scheduleTickMs ?? 60_000);
+      this.timer.unref();
+    },
+    stop: async () => {
+      if (this.timer) clearInterval(this.timer);
+      this.timer = undefined;
+    },
+  };
 
   constructor(private readonly c: KeyServiceComponents) {
     this.store = new KeyStore(c.db);
@@ -146,6 +173,7 @@ export class KeyService implements Startable {
         now,
         deadline,
         masterKeyId,
+        owner: this.c.replica?.id ?? null,
       });
       await this.c.audit.record(q, actor, 'master_key.refresh_started', 'master_key', masterKeyId, {
         ceremony_id: id,
@@ -377,6 +405,7 @@ export class KeyService implements Startable {
         deadline,
         masterKeyId,
         keyChangeId: changeId,
+        owner: this.c.replica?.id ?? null,
       });
       await this.store.setChange(q, changeId, { status: 'RUNNING', at: now, signed, ceremonyId: id });
       await this.c.audit.record(q, actor, 'master_key.key_change_signed', 'master_key', masterKeyId, {
@@ -633,6 +662,7 @@ export class KeyService implements Startable {
         now,
         deadline,
         masterKeyId,
+        owner: this.c.replica?.id ?? null,
       });
       await this.c.audit.record(q, actor, 'master_key.drill_started', 'master_key', masterKeyId, { ceremony_id: id });
       return mk;
@@ -855,34 +885,47 @@ export class KeyService implements Startable {
     void p.finally(() => this.pending.delete(p));
   }
 
-  /** Fail lifecycle changes a previous process left RUNNING, resume COMMITTING ones, start the schedule. */
+  /**
+   * Resume the commit loops of key changes left COMMITTING (or SUCCEEDED with parties uncommitted)
+   * whose RESHARE ceremony's owner is gone (RUNNING key changes of a gone owner are failed by the
+   * ceremony recovery, signers/ceremonies.ts). The schedule is {@link scheduler}, started apart.
+   */
   async start(): Promise<void> {
     this.stopped = false;
-    await this.c.db.query(
-      `UPDATE key_changes SET status = 'FAILED', updated_at = $1, error = 'the coordinator restarted during the reshare'
-        WHERE status = 'RUNNING'`,
-      [this.c.clock()],
-    );
+    await this.resumeCommits();
+  }
+
+  /**
+   * Take over the commit loops of the key changes still committing whose RESHARE ceremony's owner
+   * is gone (or unnamed): each is claimed by ONE replica (an update of the ceremony's
+   * `owner_replica`) and its loop runs here. Loops of live owners are left to them.
+   * @returns the ids of the changes taken over now
+   */
+  async resumeCommits(): Promise<string[]> {
+    if (this.stopped) return [];
+    const me = this.c.replica?.id ?? null;
+    const taken: string[] = [];
     for (const ch of await this.store.committing()) {
+      if (ch.ceremony_id === null || this.committers.has(ch.change_id)) continue;
       // the RESHARE ceremony's result names its session (the parties holding pending entries)
       const row = (
         await this.c.db.query<{ result: { session?: (SignParty & { peer: string })[] } | null }>(
-          'SELECT result FROM ceremonies WHERE ceremony_id = $1',
-          [ch.ceremony_id],
+          `UPDATE ceremonies c SET owner_replica = $2 WHERE c.ceremony_id = $1
+             AND (c.owner_replica IS NOT DISTINCT FROM $2 OR ${ownerGoneSql(this.c.db.dialect, '$2', '$3')})
+           RETURNING c.result`,
+          [ch.ceremony_id, me, this.c.replica?.ttlMs ?? 0],
         )
       )[0];
-      const session = row?.result?.session ?? [];
+      if (row === undefined) continue;
+      const session = row.result?.session ?? [];
+      taken.push(ch.change_id);
       this.commit(
         ch,
         session,
         session.map((p) => p.peer),
       );
     }
-    const hours = this.c.options.refreshIntervalHours ?? 0;
-    if (hours > 0) {
-      this.timer = setInterval(() => void this.scheduled(hours), this.c.options.scheduleTickMs ?? 60_000);
-      this.timer.unref();
-    }
+    return taken;
   }
 
   /** One pass of the scheduled refresh: refresh the first key due (one at a time). */
@@ -891,7 +934,12 @@ export class KeyService implements Startable {
     this.scheduling = true;
     try {
       const due = this.c.clock().getTime() - hours * 3600_000;
+      // one at a time across replicas: none while a lifecycle ceremony runs anywhere
       if (this.running.size > 0) return;
+      const running = await this.c.db.query(
+        `SELECT 1 FROM ceremonies WHERE status = 'RUNNING' AND kind IN ('refresh','reshare','reshare_commit','drill') LIMIT 1`,
+      );
+      if (running.length > 0) return;
       for (const k of await this.store.keys()) {
         if ((k.refreshed_at ?? k.created_at).getTime() > due) continue;
         try {
@@ -911,8 +959,7 @@ export class KeyService implements Startable {
   /** Abort running ceremonies and commit loops and wait for their records. Idempotent. */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
+    await this.scheduler.stop();
     for (const ac of [...this.running.values(), ...this.committers.values()])
       ac.abort(new Error('coordinator shutting down'));
     await Promise.allSettled([...this.pending]);

@@ -117,13 +117,15 @@ export class KeyStore {
       deadline: Date;
       masterKeyId: string;
       keyChangeId?: string;
+      /** The replica running it (`owner_replica`, replicas/registry.ts); null: none named. */
+      owner?: string | null;
     },
   ): Promise<void> {
     const progress: CeremonyProgress = { phase: 'CONNECTING', parties_ready: 0, parties_total: row.parties.length };
     await q.query(
       `INSERT INTO ceremonies (ceremony_id, kind, status, threshold, parties, progress, started_by, started_at, deadline,
-         master_key_id, key_change_id)
-       VALUES ($1,$2,'RUNNING',$3,$4::jsonb,$5::jsonb,$6,$7,$8,$9,$10)`,
+         master_key_id, key_change_id, owner_replica)
+       VALUES ($1,$2,'RUNNING',$3,$4::jsonb,$5::jsonb,$6,$7,$8,$9,$10,$11)`,
       [
         row.id,
         row.kind,
@@ -135,6 +137,7 @@ export class KeyStore {
         row.deadline,
         row.masterKeyId,
         row.keyChangeId ?? null,
+        row.owner ?? null,
       ],
     );
   }

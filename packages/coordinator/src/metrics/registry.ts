@@ -37,6 +37,7 @@ export const COORDINATOR_METRIC_NAMES = [
   'custodian_chain_head_height',
   'custodian_chain_watcher_height',
   'custodian_chain_watcher_lag_blocks',
+  'custodian_singleton_leases_held',
 ] as const;
 
 /** HTTP metrics (observed by the hook of metrics/routes.ts). */
@@ -117,6 +118,11 @@ export interface CoordinatorMetricsOptions {
   snapshot?: SnapshotSource;
   /** Presignatures kept per (key, signing set), exported as `custodian_presignature_pool_target`. */
   poolTarget?: number;
+  /**
+   * This replica's singleton leases (replicas/leases.ts) and whether it holds each now, read at
+   * scrape time: `custodian_singleton_leases_held{lease}` (1 held, 0 not). Absent: empty.
+   */
+  singletons?: () => readonly { readonly name: string; readonly held: boolean }[];
 }
 
 /** Latency buckets (seconds) of HTTP requests. */
@@ -240,6 +246,16 @@ export function createCoordinatorMetrics(options: CoordinatorMetricsOptions = {}
     registers,
   });
   target.set(options.poolTarget ?? 0);
+  new Gauge({
+    name: 'custodian_singleton_leases_held',
+    help: 'Singleton leases of this replica (a chain watcher, a scheduler): 1 held (runs here), 0 not',
+    labelNames: ['lease'],
+    registers,
+    collect() {
+      this.reset();
+      for (const l of options.singletons?.() ?? []) this.set({ lease: l.name }, l.held ? 1 : 0);
+    },
+  });
   const chainGauge = (name: string, help: string, value: (p: ChainProbe) => number | undefined) =>
     new Gauge({
       name,

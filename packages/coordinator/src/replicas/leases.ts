@@ -49,6 +49,11 @@ export class SingletonLease implements Startable {
     this.#c = c;
   }
 
+  /** The lease name (`watcher:<chain key>`, `scheduler:keys`, …). */
+  get name(): string {
+    return this.#c.name;
+  }
+
   /** Whether this replica holds the lease and runs the component. */
   get held(): boolean {
     return this.#running;

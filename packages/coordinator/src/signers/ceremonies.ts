@@ -2,7 +2,17 @@
  * Master key ceremonies of the signers room (seed §1 item 4, §8): start the DKG among exactly the
  * selected server signers and approved devices, run it in the background under its deadline,
  * record its progress and outcome (and the master key's public record), abort running ceremonies
- * at shutdown and fail those a previous process left RUNNING.
+ * at shutdown and fail those left RUNNING by a replica that is gone.
+ *
+ * Replicas (issue #25): a ceremony runs in the process that started it, its row names that
+ * replica (`owner_replica`) and holds its progress, so every replica's admin API (GET, SSE) reads
+ * the same state. {@link CeremonyService.recoverCeremonies} fails only RUNNING ceremonies whose
+ * owner is not a live replica (or NULL: written before replicas, or by a process without a
+ * replica id); it runs at every start and periodically on one replica (coordinator.ts,
+ * `scheduler:ceremony-recovery`), so a replica's death mid-ceremony ends it FAILED within about
+ * `ttlMs` plus the period instead of RUNNING forever. It covers every kind in `ceremonies` (the
+ * DKG here, and the key lifecycle's refresh / reshare / drill, keys/service.ts), and fails a
+ * RUNNING key change whose RESHARE ceremony is no longer running.
  */
 import { randomUUID } from 'node:crypto';
 import type { AdminOptions } from '../admin/options.js';
@@ -10,6 +20,7 @@ import type { AuditLog } from '../audit/service.js';
 import { CeremonyAbortedError, type CeremonyClient, type CeremonyParty, type CeremonyProgress } from '../ceremony.js';
 import type { Db, Queryable } from '../db/db.js';
 import { ApiError } from '../errors.js';
+import { liveReplicaSql } from '../replicas/registry.js';
 import type { BlameStore, BlameView, SigningCeremonyView } from '../signing/blame-store.js';
 import { notFound, type Page, type PageRequest, pageOffset } from '../store.js';
 import { type Clock, iso } from '../util.js';
@@ -55,6 +66,33 @@ export interface CeremonyComponents {
   readonly options: Pick<AdminOptions, 'minMobileSigners' | 'dkgTimeoutMs'>;
   /** The checked blames of ceremonies (signing/blame-store.ts); absent: none recorded or shown. */
   readonly blames?: BlameStore | undefined;
+  /**
+   * This process as a replica (replicas/registry.ts): its id, recorded as `owner_replica` of the
+   * ceremonies it runs, and the ttl (ms) after which a silent replica is dead. Absent: ceremonies
+   * have no owner, and recovery fails every RUNNING ceremony (one process alone).
+   */
+  readonly replica?: CeremonyOwner | undefined;
+}
+
+/** The replica that owns the ceremonies a process runs (see {@link CeremonyComponents.replica}). */
+export interface CeremonyOwner {
+  /** This replica's id (`coordinator_replicas.replica_id`). */
+  readonly id: string;
+  /** A replica silent for this long (ms) is dead. */
+  readonly ttlMs: number;
+}
+
+/**
+ * SQL condition (parameters `$me`, `$ttl` given as their placeholders) that the RUNNING ceremony
+ * aliased `c` has no live owner: NULL, or a replica other than this one that is not live. PGlite
+ * is one process: every other replica is dead there.
+ */
+export function ownerGoneSql(dialect: 'pglite' | 'postgres', me: string, ttl: string): string {
+  const alive =
+    dialect === 'pglite'
+      ? `(${ttl}::int IS NULL AND false)`
+      : `EXISTS (SELECT 1 FROM coordinator_replicas r WHERE r.replica_id = c.owner_replica AND ${liveReplicaSql(ttl)})`;
+  return `(c.owner_replica IS NULL OR (c.owner_replica IS DISTINCT FROM ${me} AND NOT ${alive}))`;
 }
 
 /** Master key ceremonies. */
@@ -198,9 +236,19 @@ export class CeremonyService {
       }
       const progress: CeremonyProgress = { phase: 'CONNECTING', parties_ready: 0, parties_total: n };
       await q.query(
-        `INSERT INTO ceremonies (ceremony_id, kind, status, threshold, parties, progress, started_by, started_at, deadline)
-         VALUES ($1,'dkg','RUNNING',$2,$3::jsonb,$4::jsonb,$5,$6,$7)`,
-        [ceremonyId, input.threshold, JSON.stringify(parties), JSON.stringify(progress), actor, now, deadline],
+        `INSERT INTO ceremonies (ceremony_id, kind, status, threshold, parties, progress, started_by, started_at, deadline,
+           owner_replica)
+         VALUES ($1,'dkg','RUNNING',$2,$3::jsonb,$4::jsonb,$5,$6,$7,$8)`,
+        [
+          ceremonyId,
+          input.threshold,
+          JSON.stringify(parties),
+          JSON.stringify(progress),
+          actor,
+          now,
+          deadline,
+          this.c.replica?.id ?? null,
+        ],
       );
       await this.c.audit.record(q, actor, 'master_key.ceremony_started', 'ceremony', ceremonyId, {
         threshold: input.threshold,
@@ -318,12 +366,40 @@ export class CeremonyService {
     await Promise.allSettled([...this.pending]);
   }
 
-  /** Mark ceremonies left RUNNING by a previous process as FAILED (called at start). */
-  async recoverCeremonies(): Promise<void> {
-    await this.c.db.query(
-      `UPDATE ceremonies SET status = 'FAILED', finished_at = $1, error = 'the coordinator restarted during the ceremony'
-       WHERE status = 'RUNNING'`,
-      [this.c.clock()],
-    );
+  /**
+   * Fail the RUNNING ceremonies (every kind) whose owner is gone (see the module comment), and the
+   * RUNNING key changes whose RESHARE ceremony is not running any more. Idempotent; safe on
+   * several replicas at once (each row is moved by one statement).
+   * @returns the ids of the ceremonies failed now
+   */
+  async recoverCeremonies(): Promise<string[]> {
+    const me = this.c.replica?.id ?? null;
+    const ttl = this.c.replica?.ttlMs ?? 0;
+    const now = this.c.clock();
+    const failed = await this.c.db.tx(async (q) => {
+      const rows = await q.query<{ ceremony_id: string; kind: string; owner_replica: string | null }>(
+        `UPDATE ceremonies c SET status = 'FAILED', finished_at = $1,
+           error = CASE WHEN c.owner_replica IS NULL THEN 'the coordinator restarted during the ceremony'
+                   ELSE 'the coordinator replica running the ceremony stopped or stopped answering (replica ' || c.owner_replica || ')' END
+         WHERE c.status = 'RUNNING' AND ${ownerGoneSql(this.c.db.dialect, '$2', '$3')}
+         RETURNING c.ceremony_id::text AS ceremony_id, c.kind, c.owner_replica`,
+        [now, me, ttl],
+      );
+      await q.query(
+        `UPDATE key_changes k SET status = 'FAILED', updated_at = $1,
+           error = COALESCE((SELECT c.error FROM ceremonies c WHERE c.ceremony_id = k.ceremony_id AND c.status <> 'SUCCEEDED'),
+                            'the coordinator restarted during the reshare')
+         WHERE k.status = 'RUNNING'
+           AND NOT EXISTS (SELECT 1 FROM ceremonies c WHERE c.ceremony_id = k.ceremony_id AND c.status = 'RUNNING')`,
+        [now],
+      );
+      for (const r of rows)
+        await this.c.audit.record(q, null, 'master_key.ceremony_failed', 'ceremony', r.ceremony_id, {
+          kind: r.kind,
+          reason: 'owner_gone',
+        });
+      return rows;
+    });
+    return failed.map((r) => r.ceremony_id);
   }
 }

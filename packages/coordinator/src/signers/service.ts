@@ -16,7 +16,7 @@ import type { BlameStore } from '../signing/blame-store.js';
 import { notFound, type Page, type PageRequest, pageOffset } from '../store.js';
 import { type Clock, iso } from '../util.js';
 import { emitInstanceEvent } from '../webhooks/outbox.js';
-import { CeremonyService } from './ceremonies.js';
+import { type CeremonyOwner, CeremonyService } from './ceremonies.js';
 import { MasterKeyStore, type MasterKeyView } from './store.js';
 
 /** Dependencies of {@link SignerService} (and of its ceremonies and master key records). */
@@ -35,6 +35,8 @@ export interface SignerComponents {
    * every signer is unreachable, never seen.
    */
   readonly links?: SignerLinkStatus | undefined;
+  /** This process as a replica, the owner of the ceremonies it runs (signers/ceremonies.ts); absent: none. */
+  readonly replica?: CeremonyOwner | undefined;
 }
 
 /** What the coordinator knows of its link to one server signer (by libp2p peer id). */

@@ -19,7 +19,7 @@
  *   picks up a new master key); they never block a signature (an empty pool means cold signing).
  *
  * Reconciliation with the signers: presignature-reconcile.ts ({@link PresignaturePool.reconcile},
- * at start and every `reconcileMs`).
+ * at start and every `reconcileMs`; among replicas on one of them only, `reconcileScheduling`).
  */
 
 import type { Db, Queryable } from '../db/db.js';
@@ -73,6 +73,13 @@ export interface PresignaturePoolOptions {
    * cap on a ceremony's deadline, plus slack); keep it above `deadlineMs`.
    */
   reconcileGraceMs: number;
+  /**
+   * Who runs the periodic reconciliation: `pool` (default) — {@link PresignaturePool.start} runs
+   * it at start and every `reconcileMs`; `external` — the owner runs
+   * {@link PresignaturePool.reconciliation} (coordinator.ts: under the singleton lease
+   * `scheduler:presignature-reconcile`, on one replica), and `start` only scans and refills.
+   */
+  reconcileScheduling: 'pool' | 'external';
 }
 
 export const DEFAULT_PRESIGNATURE_POOL_OPTIONS: PresignaturePoolOptions = {
@@ -83,6 +90,7 @@ export const DEFAULT_PRESIGNATURE_POOL_OPTIONS: PresignaturePoolOptions = {
   scanMs: 5000,
   reconcileMs: 600_000,
   reconcileGraceMs: 900_000,
+  reconcileScheduling: 'pool',
 };
 
 /** Runs one PRESIGN ceremony (dispatch.ts {@link presignCeremony} bound to the services). */
@@ -146,8 +154,10 @@ export class PresignaturePool implements SigningAttemptLog, Startable {
   }
 
   /**
-   * Scan now and every `scanMs`; reconcile with the signers now and every `reconcileMs` (unless 0).
-   * No-op when `target` is 0 (the pool is off: nothing is reconciled either). Idempotent.
+   * Scan now and every `scanMs`; reconcile with the signers now and every `reconcileMs` (unless 0,
+   * or `reconcileScheduling` is `external`: then the first scan waits for {@link reconciliation}'s
+   * first pass when it runs here, else for the scan timer). No-op when `target` is 0 (the pool is
+   * off: nothing is reconciled either). Idempotent.
    */
   async start(): Promise<void> {
     if (this.options.target === 0 || this.#timer) return;
@@ -158,16 +168,34 @@ export class PresignaturePool implements SigningAttemptLog, Startable {
       void this.scan().catch(() => {});
       return;
     }
-    const reconcile = () =>
-      this.reconcile().catch((e: unknown) =>
-        this.log('warn', 'presignature reconciliation failed', { err: e instanceof Error ? e.message : String(e) }),
-      );
-    this.#reconcileTimer = setInterval(() => void reconcile(), this.options.reconcileMs);
-    this.#reconcileTimer.unref();
-    // at start, the first refills wait for the first reconciliation (it drops pool ids lost at a
-    // signer, so they refill to the true size; ids of their ceremonies are never taken for orphans)
-    void reconcile().then(() => this.scan().catch(() => {}));
+    if (this.options.reconcileScheduling === 'pool') await this.reconciliation.start();
   }
+
+  /**
+   * The periodic reconciliation as a component: `start()` reconciles now, then scans (the first
+   * refills wait for it: it drops pool ids lost at a signer, so they refill to the true size; ids
+   * of their ceremonies are never taken for orphans) and reconciles again every `reconcileMs`;
+   * `stop()` ends the timer and waits for the pass in flight. Nothing when `target` or
+   * `reconcileMs` is 0. Idempotent. Started by {@link start} unless `reconcileScheduling` is
+   * `external`.
+   */
+  readonly reconciliation: Startable = {
+    start: async () => {
+      if (this.options.target === 0 || this.options.reconcileMs === 0 || this.#reconcileTimer || this.#stopped) return;
+      const reconcile = () =>
+        this.reconcile().catch((e: unknown) =>
+          this.log('warn', 'presignature reconciliation failed', { err: e instanceof Error ? e.message : String(e) }),
+        );
+      this.#reconcileTimer = setInterval(() => void reconcile(), this.options.reconcileMs);
+      this.#reconcileTimer.unref();
+      void reconcile().then(() => this.scan().catch(() => {}));
+    },
+    stop: async () => {
+      if (this.#reconcileTimer) clearInterval(this.#reconcileTimer);
+      this.#reconcileTimer = undefined;
+      await this.#reconciling.catch(() => undefined);
+    },
+  };
 
   /**
    * Stop scanning, refilling and reconciling; aborts the ceremonies in flight on every party and

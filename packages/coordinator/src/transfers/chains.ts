@@ -36,6 +36,7 @@ import type { Hex } from 'viem';
 import { utxoNetworkOf } from '../addresses.js';
 import type { Db } from '../db/db.js';
 import { type BlockchainDef, blockchainByKey } from '../directory.js';
+import type { Startable } from '../lifecycle.js';
 import type { Clock } from '../util.js';
 import { PgWatcherStore } from './watcher-store.js';
 
@@ -191,10 +192,29 @@ export async function tronLookup(client: TronHttpClient, txid: string): Promise<
   return typeof tx.txID === 'string' ? { state: 'pending' } : { state: 'unknown' };
 }
 
+/** What a chain's deposit watcher reads and reports ({@link ChainRegistry.watcher}). */
+export interface WatcherDeps {
+  readonly db: Db;
+  readonly clock: Clock;
+  /** The addresses to watch on a chain (re-read on every poll). */
+  readonly addresses: (chain: string) => Promise<string[]>;
+  /** The token contracts to watch on a chain (read once, when the watcher is built). */
+  readonly tokens: (chain: string) => Promise<string[]>;
+  /** A failed poll (logged; the next poll retries). */
+  readonly onError: (chain: string, e: unknown) => void;
+}
+
+/** A chain's watcher running in this process: its poller, timer and the poll in flight. */
+interface RunningWatcher {
+  readonly poller: Watcher;
+  timer: NodeJS.Timeout | undefined;
+  inFlight: Promise<void>;
+}
+
 export class ChainRegistry {
   readonly #adapters = new Map<string, EthereumAdapter | BitcoinAdapter | TronAdapter>();
   readonly #utxo = new Map<string, { network: UtxoNetwork; rpc: BitcoinRpc }>();
-  readonly #watchers = new Map<string, Watcher>();
+  readonly #watchers = new Map<string, RunningWatcher>();
   readonly #configs: Record<string, ChainNodeConfig>;
 
   /**
@@ -359,6 +379,7 @@ export class ChainRegistry {
   /**
    * Start a deposit watcher per configured chain (Ethereum, Bitcoin family, TRON), watching `addresses()` (re-read on every
    * poll) and committing through {@link PgWatcherStore} (events into the outbox in the same transaction).
+   * One process alone on its database; replicas run each chain's {@link watcher} under a singleton lease instead.
    */
   startWatchers(
     db: Db,
@@ -367,90 +388,127 @@ export class ChainRegistry {
     tokens: (chain: string) => Promise<string[]>,
     onError: (chain: string, e: unknown) => void,
   ): void {
-    for (const [key, cfg] of Object.entries(this.#configs)) {
-      if (!this.#adapters.has(key) || this.#watchers.has(key)) continue;
-      const store = new PgWatcherStore(db, clock);
-      const watched = new Set<string>();
-      const u = this.#utxo.get(key);
-      const adapter = this.#adapters.get(key);
-      const ready: Promise<Watcher> =
-        adapter instanceof TronAdapter
-          ? tokens(key).then(
+    for (const key of this.keys()) void this.watcher(key, { db, clock, addresses, tokens, onError }).start();
+  }
+
+  /**
+   * The deposit watcher of one chain (`key`: a blockchain key of {@link keys}) as a component:
+   * `start()` builds the watcher (its cursor, seen keys and balances are read from the database,
+   * so a watcher started on another replica continues where the last one committed) and polls
+   * every `pollIntervalMs`; `stop()` ends the polling, WAITS for the poll in flight (its commit is
+   * one transaction: done or not done, never half) and drops the watcher, so the next start
+   * builds a fresh one. Both idempotent. Replicas run it under the singleton lease
+   * `watcher:<key>` (coordinator.ts): one poller per chain among all replicas, so no two commits
+   * of the same blocks race (they would both emit the blocks' events).
+   * @throws RangeError (on start) when `key` has no adapter
+   */
+  watcher(key: string, deps: WatcherDeps): Startable {
+    return {
+      start: async () => this.#startWatcher(key, deps),
+      stop: () => this.#stopWatcher(key),
+    };
+  }
+
+  #startWatcher(key: string, { db, clock, addresses, tokens, onError }: WatcherDeps): void {
+    const cfg = this.#configs[key];
+    const adapter = this.#adapters.get(key);
+    if (cfg === undefined || adapter === undefined) throw new RangeError(`no node configured for ${key}`);
+    if (this.#watchers.has(key)) return;
+    const store = new PgWatcherStore(db, clock);
+    const watched = new Set<string>();
+    const u = this.#utxo.get(key);
+    const ready: Promise<Watcher> =
+      adapter instanceof TronAdapter
+        ? tokens(key).then(
+            (t) =>
+              new TronWatcher({
+                chain: key,
+                client: adapter.client,
+                store,
+                confirmations: this.confirmations(key),
+                tokens: t,
+              }),
+          )
+        : u !== undefined
+          ? Promise.resolve(
+              new UtxoWatcher({ network: u.network, rpc: u.rpc, store, confirmations: this.confirmations(key) }),
+            )
+          : tokens(key).then(
               (t) =>
-                new TronWatcher({
+                new EthereumWatcher({
                   chain: key,
-                  client: adapter.client,
+                  rpcUrl: cfg.rpcUrl,
                   store,
                   confirmations: this.confirmations(key),
                   tokens: t,
                 }),
-            )
-          : u !== undefined
-            ? Promise.resolve(
-                new UtxoWatcher({ network: u.network, rpc: u.rpc, store, confirmations: this.confirmations(key) }),
-              )
-            : tokens(key).then(
-                (t) =>
-                  new EthereumWatcher({
-                    chain: key,
-                    rpcUrl: cfg.rpcUrl,
-                    store,
-                    confirmations: this.confirmations(key),
-                    tokens: t,
-                  }),
-              );
-      const poller: Watcher = {
-        watch: (address) => {
-          void ready.then((x) => x.watch(address));
-        },
-        poll: async () => {
-          const x = await ready;
-          for (const a of await addresses(key)) {
-            if (!watched.has(a)) {
-              watched.add(a);
-              x.watch(a);
-            }
+            );
+    // a failed construction (the token list unreadable) surfaces at the first poll, not as an unhandled rejection
+    ready.catch(() => undefined);
+    const poller: Watcher = {
+      watch: (address) => {
+        void ready.then((x) => x.watch(address)).catch(() => undefined);
+      },
+      poll: async () => {
+        const x = await ready;
+        for (const a of await addresses(key)) {
+          if (!watched.has(a)) {
+            watched.add(a);
+            x.watch(a);
           }
-          return x.poll();
-        },
-        on: (l) => {
-          void ready.then((x) => x.on(l));
-        },
-        start: () => {},
-        stop: async () => {
-          await (await ready).stop();
-        },
-      };
-      this.#watchers.set(key, poller);
-      let running = false;
-      const timer = setInterval(() => {
-        if (running) return;
-        running = true;
-        poller
-          .poll()
-          .catch((e: unknown) => onError(key, e))
-          .finally(() => {
-            running = false;
-          });
-      }, cfg.pollIntervalMs ?? 2000);
-      timer.unref();
-      this.#timers.push(timer);
-    }
+        }
+        return x.poll();
+      },
+      on: (l) => {
+        void ready.then((x) => x.on(l)).catch(() => undefined);
+      },
+      start: () => {},
+      stop: async () => {
+        await (await ready).stop();
+      },
+    };
+    const entry: RunningWatcher = { poller, timer: undefined, inFlight: Promise.resolve() };
+    this.#watchers.set(key, entry);
+    let running = false;
+    entry.timer = setInterval(() => {
+      if (running) return;
+      running = true;
+      entry.inFlight = poller
+        .poll()
+        .then(
+          () => undefined,
+          (e: unknown) => onError(key, e),
+        )
+        .finally(() => {
+          running = false;
+        });
+    }, cfg.pollIntervalMs ?? 2000);
+    entry.timer.unref();
+  }
+
+  async #stopWatcher(key: string): Promise<void> {
+    const w = this.#watchers.get(key);
+    if (w === undefined) return;
+    this.#watchers.delete(key);
+    clearInterval(w.timer);
+    await w.inFlight.catch(() => undefined);
+    await w.poller.stop().catch(() => undefined);
+  }
+
+  /** Blockchain keys whose deposit watcher runs in this process now. */
+  watching(): string[] {
+    return [...this.#watchers.keys()];
   }
 
   /** One poll of a chain's watcher (tests, CLI); returns the events committed. */
   async pollWatcher(key: string): Promise<WatcherEvent[]> {
     const w = this.#watchers.get(key);
     if (w === undefined) throw new Error(`no watcher for ${key}`);
-    return w.poll();
+    return w.poller.poll();
   }
 
-  readonly #timers: NodeJS.Timeout[] = [];
-
-  /** Stop the watchers. */
+  /** Stop the watchers (each as its {@link watcher}'s stop). */
   async stop(): Promise<void> {
-    for (const t of this.#timers) clearInterval(t);
-    this.#timers.length = 0;
-    await Promise.all([...this.#watchers.values()].map((w) => w.stop().catch(() => {})));
+    await Promise.all([...this.#watchers.keys()].map((k) => this.#stopWatcher(k)));
   }
 }
