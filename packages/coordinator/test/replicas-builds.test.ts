@@ -1,0 +1,251 @@
+/**
+ * Chain transaction builds across coordinator replicas (issue #25 [ha]) on real PostgreSQL: two
+ * transfer pipelines, each with its own pool on ONE schema (two replicas), build transfers of one
+ * UTXO wallet at the same time. Without a cross-process build lock both select the same outpoint
+ * (PgUtxoSource excludes only what is already stored) and one of the two transactions can never be
+ * mined. Also: a consolidation (self-spend) created while a build selects, and Ethereum nonces
+ * decided by two replicas for one sender.
+ *
+ * The chain node is the same RPC double the other UTXO unit tests use (fee estimates only); the
+ * UTXO source is the real {@link PgUtxoSource} of each replica's pool, wrapped so that a selection
+ * waits (up to 2 s) for the other replica's selection — the widest race two replicas can run into.
+ */
+import { randomUUID } from 'node:crypto';
+import { BitcoinAdapter, UTXO_NETWORKS, type Utxo } from '@custodian/chains';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Db, openPostgres } from '../src/db/db.js';
+import { assetId, blockchainId } from '../src/directory.js';
+import { ChainRegistry, PgUtxoSource } from '../src/transfers/chains.js';
+import { ethereumNonce } from '../src/transfers/eth-nonce.js';
+import { DEFAULT_PIPELINE_OPTIONS, TransferPipeline } from '../src/transfers/pipeline.js';
+import { consolidate } from '../src/transfers/self-spend.js';
+import { type Harness, type Json, PG_URL, postgresReachable, startHarness } from './helpers.js';
+
+const BTC = blockchainId('bitcoin-mainnet');
+const BITCOIN = UTXO_NETWORKS.find((n) => n.id === 'bitcoin')!;
+const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+const txid = () => hex(crypto.getRandomValues(new Uint8Array(32)));
+
+const pgUp = await postgresReachable();
+
+let h: Harness;
+/** The second replica's pool on the same schema as the harness coordinator's. */
+let db2: Db;
+beforeAll(async () => {
+  if (!pgUp) return;
+  h = await startHarness({ db: 'postgres' });
+  const schema = (await h.c.db.query<{ s: string }>('SELECT current_schema() AS s'))[0]!.s;
+  db2 = await openPostgres(PG_URL, { schema, max: 10 });
+});
+afterAll(async () => {
+  await db2?.close();
+  await h?.close();
+});
+
+/** Two-party rendezvous: each arrival waits for the other one, or `ms` at most. */
+function rendezvous(ms: number) {
+  let arrived = 0;
+  let open: () => void = () => {};
+  const both = new Promise<void>((r) => {
+    open = r;
+  });
+  return async () => {
+    if (++arrived >= 2) open();
+    await Promise.race([both, new Promise((r) => setTimeout(r, ms))]);
+  };
+}
+
+const rpc = {
+  call: async (m: string) => {
+    if (m === 'getnetworkinfo') return { relayfee: 0.00001, incrementalfee: 0.00001 };
+    if (m === 'estimatesmartfee') return { feerate: 0.0002 };
+    throw new Error(`unexpected rpc ${m}`);
+  },
+};
+
+/** A replica's chains: bitcoin-mainnet over the RPC double, UTXOs from PgUtxoSource on `db` (then `meet`). */
+function replicaChains(db: Db, meet: () => Promise<void>): ChainRegistry {
+  const chains = new ChainRegistry({ 'bitcoin-mainnet': { rpcUrl: 'http://127.0.0.1:9' } }, undefined, db);
+  const source = new PgUtxoSource(db, 'bitcoin', 'bitcoin-mainnet', 2);
+  const adapter = new BitcoinAdapter({
+    network: BITCOIN,
+    rpc: rpc as never,
+    utxos: {
+      listUnspent: async (addresses: readonly string[]): Promise<Utxo[]> => {
+        const list = await source.listUnspent(addresses);
+        await meet();
+        return list;
+      },
+    },
+  });
+  (chains as unknown as { adapter: (k: string) => unknown }).adapter = (k) =>
+    k === 'bitcoin-mainnet' ? adapter : undefined;
+  return chains;
+}
+
+function pipeline(db: Db, chains: ChainRegistry): TransferPipeline {
+  return new TransferPipeline({
+    db,
+    clock: () => new Date(),
+    chains,
+    service: h.c.transfers.service,
+    gateway: undefined, // no signers: the step stores the build, then waits (SIGNERS_UNAVAILABLE)
+    // one transfer at a time: each replica claims one of the two
+    options: { ...DEFAULT_PIPELINE_OPTIONS, concurrency: 1, log: () => {} },
+  });
+}
+
+async function createWallet(): Promise<Json> {
+  const r = await h.req('POST', `/api/v1/profiles/${h.profileId}/wallets`, {
+    key: h.apiKey,
+    headers: { 'idempotency-key': randomUUID() },
+    body: { blockchain_ids: [BTC] },
+  });
+  expect(r.status).toBe(201);
+  return r.body;
+}
+
+/** Confirmed outputs of `address` in the watcher's set, one per value (base units). */
+async function fund(address: string, values: number[]): Promise<void> {
+  for (const v of values)
+    await h.c.db.query(
+      `INSERT INTO watcher_utxos (chain, outpoint, address, value, height) VALUES ('bitcoin',$1,$2,$3,5)`,
+      [`${txid()}:0`, address, v],
+    );
+}
+
+/** A PENDING_SIGNATURE Bitcoin transfer of wallet `w` (nothing built yet), `amount` sats to its own deposit address. */
+async function pendingTransfer(w: Json, amount: number): Promise<string> {
+  const mk = (
+    await h.c.db.query<{ master_key_id: string }>('SELECT master_key_id FROM wallets WHERE wallet_id = $1', [
+      w.wallet_id,
+    ])
+  )[0]!;
+  const source = w.addresses[0];
+  const now = new Date();
+  const id = randomUUID();
+  const intent = {
+    transfer_id: id,
+    blockchain: 'bitcoin-mainnet',
+    asset_symbol: 'BTC',
+    asset_decimals: 8,
+    asset_contract: null,
+    source_address: source.address,
+    destination_address: source.address,
+    amount: String(amount),
+    max_fee: '100000',
+    key_algorithm: 'SECP256K1_ECDSA',
+    derivation_path: [44, 0, 0, 0, 0],
+  };
+  await h.c.db.query(
+    `INSERT INTO transfers (transfer_id, profile_id, wallet_id, asset_id, blockchain_id, master_key_id, source_address,
+       destination_address, amount, status, day, intent, intent_digest, tx_hashes, signing_since, created_at, updated_at)
+     VALUES ($1,$2,$3,$4,$5,$6,$7,$7,$8,'PENDING_SIGNATURE',$9,$10::jsonb,'x','[]'::jsonb,$11,$11,$11)`,
+    [
+      id,
+      h.profileId,
+      w.wallet_id,
+      assetId('bitcoin-mainnet', 'BTC'),
+      BTC,
+      mk.master_key_id,
+      source.address,
+      amount,
+      now.toISOString().slice(0, 10),
+      JSON.stringify(intent),
+      now,
+    ],
+  );
+  return id;
+}
+
+/** Every outpoint the wallet's live transfers hold: built inputs and self-spends' fixed inputs. */
+async function heldOutpoints(walletId: string): Promise<{ transfer_id: string; outpoint: string }[]> {
+  return h.c.db.query<{ transfer_id: string; outpoint: string }>(
+    `SELECT t.transfer_id, (i->>'txid') || ':' || (i->>'vout') AS outpoint
+     FROM transfers t, jsonb_array_elements(
+       COALESCE(t.unsigned->'context'->'inputs', '[]'::jsonb) || COALESCE(t.self_spend->'inputs', '[]'::jsonb)) i
+     WHERE t.wallet_id = $1 ORDER BY 2, 1`,
+    [walletId],
+  );
+}
+
+function sharedOutpoints(held: { transfer_id: string; outpoint: string }[]): string[] {
+  const by = new Map<string, Set<string>>();
+  for (const r of held) by.set(r.outpoint, (by.get(r.outpoint) ?? new Set()).add(r.transfer_id));
+  return [...by].filter(([, ids]) => ids.size > 1).map(([o]) => o);
+}
+
+describe.skipIf(!pgUp)('UTXO builds on two replicas (one PostgreSQL schema)', () => {
+  it('two replicas building transfers of one wallet at once never select the same outpoint', async () => {
+    const w = await createWallet();
+    // transfers that spend one whole output each (no change output: the rest is below dust and goes
+    // to the fee), so no change-address index collides to make one of the two builds start over
+    await fund(w.addresses[0].address, [3_000_100, 3_000_000, 1_000_000]);
+    const a = await pendingTransfer(w, 2_997_500);
+    const b = await pendingTransfer(w, 2_997_500);
+    const meet = rendezvous(2000);
+    const p1 = pipeline(h.c.db, replicaChains(h.c.db, meet));
+    const p2 = pipeline(db2, replicaChains(db2, meet));
+    await Promise.all([p1.tick(), p2.tick()]);
+    const built = await h.c.db.query<{ transfer_id: string }>(
+      'SELECT transfer_id FROM transfers WHERE wallet_id = $1 AND unsigned IS NOT NULL',
+      [w.wallet_id],
+    );
+    expect(built.map((r) => r.transfer_id).sort()).toEqual([a, b].sort());
+    const held = await heldOutpoints(w.wallet_id);
+    expect(held.length).toBeGreaterThanOrEqual(2);
+    expect(sharedOutpoints(held)).toEqual([]);
+  });
+
+  it('a consolidation created while another replica builds never takes an outpoint the build spends', async () => {
+    const w = await createWallet();
+    await fund(w.addresses[0].address, [3_000_000, 2_000_000]);
+    const t = await pendingTransfer(w, 10_000);
+    const meet = rendezvous(2000);
+    const chains1 = replicaChains(h.c.db, meet);
+    const p2 = pipeline(db2, replicaChains(db2, meet));
+    // replica 1 serves the admin API (consolidation), replica 2 runs the pipeline
+    const s = { ...(h.c.transfers.service as unknown as { ctx: object }).ctx, chains: chains1 };
+    const actor = (await h.c.db.query<{ user_id: string }>('SELECT user_id FROM users LIMIT 1'))[0]!.user_id;
+    const [, consolidation] = await Promise.all([
+      p2.tick(),
+      consolidate(s as never, actor, h.profileId, w.wallet_id, { blockchain_id: 'bitcoin-mainnet' }).then(
+        (v) => v.transfer_id,
+        (e: { code?: string }) => e.code ?? String(e),
+      ),
+    ]);
+    const held = await heldOutpoints(w.wallet_id);
+    expect(held.some((r) => r.transfer_id === t)).toBe(true);
+    // either the consolidation saw the build's input as spent (fewer than 2 UTXOs qualify: 422),
+    // or the build came after it and spent none of its inputs
+    expect(typeof consolidation).toBe('string');
+    expect(sharedOutpoints(held)).toEqual([]);
+  });
+});
+
+describe.skipIf(!pgUp)('Ethereum nonces on two replicas (one PostgreSQL schema)', () => {
+  it('concurrent nonce decisions for one sender on two pools never hand out the same nonce', async () => {
+    const w = await createWallet();
+    const sender = `0x${hex(crypto.getRandomValues(new Uint8Array(20)))}`;
+    // the node's pending count is 7 for both replicas; each decision stores its nonce in the same
+    // transaction, as buildStored does
+    const node = { getTransactionCount: async () => 7 };
+    const ids = await Promise.all(Array.from({ length: 6 }, () => pendingTransfer(w, 1000)));
+    await h.c.db.query(
+      `UPDATE transfers SET source_address = $2, unsigned = NULL WHERE transfer_id = ANY($1::uuid[])`,
+      [ids, sender],
+    );
+    const decide = (db: Db, id: string) =>
+      db.tx(async (q) => {
+        const nonce = await ethereumNonce(q, node, { transferId: id, sourceAddress: sender, blockchainId: BTC });
+        await new Promise((r) => setTimeout(r, 20)); // the rest of the store transaction
+        await q.query(`UPDATE transfers SET unsigned = $2::jsonb WHERE transfer_id = $1`, [
+          id,
+          JSON.stringify({ context: { nonce } }),
+        ]);
+        return nonce;
+      });
+    const nonces = await Promise.all(ids.map((id, i) => decide(i % 2 === 0 ? h.c.db : db2, id)));
+    expect([...nonces].sort((x, y) => x - y)).toEqual([7, 8, 9, 10, 11, 12]);
+  });
+});
