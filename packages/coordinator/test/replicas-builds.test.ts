@@ -12,6 +12,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { BitcoinAdapter, UTXO_NETWORKS, type Utxo } from '@custodian/chains';
+import { signPolicy } from '@custodian/wire';
+import { p256 } from '@noble/curves/nist.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Db, openPostgres } from '../src/db/db.js';
 import { assetId, blockchainId } from '../src/directory.js';
@@ -19,7 +21,8 @@ import { ChainRegistry, PgUtxoSource } from '../src/transfers/chains.js';
 import { ethereumNonce } from '../src/transfers/eth-nonce.js';
 import { DEFAULT_PIPELINE_OPTIONS, TransferPipeline } from '../src/transfers/pipeline.js';
 import { consolidate } from '../src/transfers/self-spend.js';
-import { type Harness, type Json, PG_URL, postgresReachable, startHarness } from './helpers.js';
+import { enrollmentBody, phoneKeys, userIdOf } from './device-fixtures.js';
+import { ADMIN_EMAIL, type Harness, type Json, PG_URL, postgresReachable, startHarness } from './helpers.js';
 
 const BTC = blockchainId('bitcoin-mainnet');
 const BITCOIN = UTXO_NETWORKS.find((n) => n.id === 'bitcoin')!;
@@ -33,7 +36,8 @@ let h: Harness;
 let db2: Db;
 beforeAll(async () => {
   if (!pgUp) return;
-  h = await startHarness({ db: 'postgres' });
+  // the harness coordinator's own pipeline stays off: the test's two pipelines are the replicas
+  h = await startHarness({ db: 'postgres', coordinator: { transfers: { runPipeline: false } } });
   const schema = (await h.c.db.query<{ s: string }>('SELECT current_schema() AS s'))[0]!.s;
   db2 = await openPostgres(PG_URL, { schema, max: 10 });
 });
@@ -41,6 +45,33 @@ afterAll(async () => {
   await db2?.close();
   await h?.close();
 });
+
+/** A signed policy over the profile's BTC transfers to `destination` (so a consolidation to it is a live transfer, PENDING_APPROVAL). */
+async function btcPolicy(destination: string): Promise<void> {
+  const sk = p256.utils.randomSecretKey();
+  const e = await h.req('POST', '/devices/v1/enrollments', {
+    body: enrollmentBody(await phoneKeys(sk), 'admin phone'),
+  });
+  await h.req('POST', `/admin/v1/devices/${e.body.device_id}/approve`, {
+    token: h.adminToken,
+    body: { fingerprint: e.body.fingerprint, user_id: await userIdOf(h, ADMIN_EMAIL) },
+  });
+  const p = await h.req('POST', `/admin/v1/profiles/${h.profileId}/policies`, {
+    token: h.adminToken,
+    body: {
+      name: `btc ${destination}`,
+      scope: { asset_id: assetId('bitcoin-mainnet', 'BTC') },
+      whitelist: [destination],
+    },
+  });
+  expect(p.status, JSON.stringify(p.body)).toBe(201);
+  const signature = signPolicy(p.body.versions[0].document, e.body.device_id, sk).signature;
+  const s = await h.req('POST', `/admin/v1/profiles/${h.profileId}/policies/${p.body.policy_id}/versions/1/signature`, {
+    token: h.adminToken,
+    body: { device_id: e.body.device_id, signature },
+  });
+  expect(s.status).toBe(200);
+}
 
 /** Two-party rendezvous: each arrival waits for the other one, or `ms` at most. */
 function rendezvous(ms: number) {
@@ -158,13 +189,15 @@ async function pendingTransfer(w: Json, amount: number): Promise<string> {
   return id;
 }
 
-/** Every outpoint the wallet's live transfers hold: built inputs and self-spends' fixed inputs. */
+/** Every outpoint the wallet's live transfers hold (as PgUtxoSource counts them): built inputs and self-spends' fixed inputs. */
 async function heldOutpoints(walletId: string): Promise<{ transfer_id: string; outpoint: string }[]> {
   return h.c.db.query<{ transfer_id: string; outpoint: string }>(
     `SELECT t.transfer_id, (i->>'txid') || ':' || (i->>'vout') AS outpoint
      FROM transfers t, jsonb_array_elements(
        COALESCE(t.unsigned->'context'->'inputs', '[]'::jsonb) || COALESCE(t.self_spend->'inputs', '[]'::jsonb)) i
-     WHERE t.wallet_id = $1 ORDER BY 2, 1`,
+     WHERE t.wallet_id = $1 AND t.delivered_at IS NULL
+       AND t.status IN ('PENDING', 'PENDING_APPROVAL', 'PENDING_SIGNATURE', 'READY_TO_SEND', 'SENT')
+     ORDER BY 2, 1`,
     [walletId],
   );
 }
@@ -199,7 +232,9 @@ describe.skipIf(!pgUp)('UTXO builds on two replicas (one PostgreSQL schema)', ()
 
   it('a consolidation created while another replica builds never takes an outpoint the build spends', async () => {
     const w = await createWallet();
-    await fund(w.addresses[0].address, [3_000_000, 2_000_000]);
+    await btcPolicy(w.addresses[0].address);
+    // the build takes the largest output; the consolidation every one (smallest first)
+    await fund(w.addresses[0].address, [3_000_000, 20_000, 10_000]);
     const t = await pendingTransfer(w, 10_000);
     const meet = rendezvous(2000);
     const chains1 = replicaChains(h.c.db, meet);
@@ -215,10 +250,21 @@ describe.skipIf(!pgUp)('UTXO builds on two replicas (one PostgreSQL schema)', ()
       ),
     ]);
     const held = await heldOutpoints(w.wallet_id);
-    expect(held.some((r) => r.transfer_id === t)).toBe(true);
-    // either the consolidation saw the build's input as spent (fewer than 2 UTXOs qualify: 422),
-    // or the build came after it and spent none of its inputs
-    expect(typeof consolidation).toBe('string');
+    const statusOf = async (id: string) =>
+      (
+        await h.c.db.query<{ status: string; error: string | null }>(
+          'SELECT status, error FROM transfers WHERE transfer_id = $1',
+          [id],
+        )
+      )[0];
+    // one after the other, whichever came first: the build stored on the largest output and the
+    // consolidation took the two others; or the consolidation took all three and the build found
+    // nothing left to spend
+    expect((await statusOf(consolidation))?.status).toBe('PENDING_APPROVAL');
+    const build = await statusOf(t);
+    if (held.some((r) => r.transfer_id === t))
+      expect(held.filter((r) => r.transfer_id === consolidation)).toHaveLength(2);
+    else expect(build).toMatchObject({ status: 'FAILED', error: expect.stringMatching(/insufficient/i) });
     expect(sharedOutpoints(held)).toEqual([]);
   });
 });
