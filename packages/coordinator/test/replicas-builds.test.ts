@@ -16,15 +16,18 @@ import { signPolicy } from '@custodian/wire';
 import { p256 } from '@noble/curves/nist.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Db, openPostgres } from '../src/db/db.js';
-import { assetId, blockchainId } from '../src/directory.js';
+import { assetId, BLOCKCHAINS, blockchainId } from '../src/directory.js';
 import { ChainRegistry, PgUtxoSource } from '../src/transfers/chains.js';
 import { ethereumNonce } from '../src/transfers/eth-nonce.js';
+import { requestFeeBump } from '../src/transfers/fee-bump-request.js';
 import { DEFAULT_PIPELINE_OPTIONS, TransferPipeline } from '../src/transfers/pipeline.js';
 import { consolidate } from '../src/transfers/self-spend.js';
+import { nextChangeAddress, recordChangeAddress, walletKeys } from '../src/transfers/utxo-sources.js';
 import { enrollmentBody, phoneKeys, userIdOf } from './device-fixtures.js';
 import { ADMIN_EMAIL, type Harness, type Json, PG_URL, postgresReachable, startHarness } from './helpers.js';
 
 const BTC = blockchainId('bitcoin-mainnet');
+const BTC_DEF = BLOCKCHAINS.find((b) => b.key === 'bitcoin-mainnet')!;
 const BITCOIN = UTXO_NETWORKS.find((n) => n.id === 'bitcoin')!;
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 const txid = () => hex(crypto.getRandomValues(new Uint8Array(32)));
@@ -266,6 +269,76 @@ describe.skipIf(!pgUp)('UTXO builds on two replicas (one PostgreSQL schema)', ()
       expect(held.filter((r) => r.transfer_id === consolidation)).toHaveLength(2);
     else expect(build).toMatchObject({ status: 'FAILED', error: expect.stringMatching(/insufficient/i) });
     expect(sharedOutpoints(held)).toEqual([]);
+  });
+});
+
+describe.skipIf(!pgUp)('CPFP on one replica while another builds (one PostgreSQL schema)', () => {
+  it('a CPFP child is refused when a build of another replica selected the same change output meanwhile', async () => {
+    const w = await createWallet();
+    const deposit = w.addresses[0];
+    await btcPolicy(deposit.address);
+    const change = await h.c.db.tx(async (q) => {
+      const c = await nextChangeAddress(q, await walletKeys(q, w.wallet_id), BTC, BTC_DEF);
+      await recordChangeAddress(q, w.wallet_id, BTC, c, new Date());
+      return c;
+    });
+    // parent: SENT, unconfirmed, its change (output 1) the wallet's only spendable output
+    const parent = await pendingTransfer(w, 10_000);
+    const parentTx = txid();
+    const context = {
+      network: 'bitcoin',
+      inputs: [
+        {
+          txid: txid(),
+          vout: 0,
+          value: '520000',
+          address: deposit.address,
+          kind: 'p2wpkh',
+          path: [44, 0, 0, 0, 0],
+          publicKey: deposit.public_key,
+        },
+      ],
+      change: { address: change.address, value: '500000', kind: 'p2wpkh', path: [44, 0, 0, 1, change.index] },
+      fee: '10000',
+      feeRate: '5',
+    };
+    await h.c.db.query(
+      `UPDATE transfers SET status = 'SENT', unsigned = $2::jsonb, tx_hash = $3, tx_hashes = $4::jsonb, sent_at = now()
+       WHERE transfer_id = $1`,
+      [parent, JSON.stringify({ context }), parentTx, JSON.stringify([parentTx])],
+    );
+    const child = await pendingTransfer(w, 100_000);
+    // replica 2 builds `child`: it lists (the parent's change), then takes its time before storing
+    let listed: () => void = () => {};
+    const hasListed = new Promise<void>((r) => {
+      listed = r;
+    });
+    const p2 = pipeline(
+      db2,
+      replicaChains(db2, async () => {
+        listed();
+        await new Promise((r) => setTimeout(r, 1000));
+      }),
+    );
+    // replica 1 serves the admin API: a CPFP bump of the parent (a child spending that same change)
+    const chains1 = replicaChains(h.c.db, async () => {});
+    (chains1 as unknown as { lookup: () => Promise<unknown> }).lookup = async () => ({ state: 'pending' });
+    const s = { ...(h.c.transfers.service as unknown as { ctx: object }).ctx, chains: chains1 };
+    const actor = (await h.c.db.query<{ user_id: string }>('SELECT user_id FROM users LIMIT 1'))[0]!.user_id;
+    const building = p2.tick();
+    await hasListed;
+    const cpfp = await requestFeeBump(s as never, actor, h.profileId, parent, 'FAST', 'CPFP').then(
+      () => 'CPFP requested',
+      (e: { code?: string }) => e.code ?? String(e),
+    );
+    await building;
+    const built = (
+      await h.c.db.query<{ unsigned: unknown }>('SELECT unsigned FROM transfers WHERE transfer_id = $1', [child])
+    )[0]!;
+    expect(built.unsigned).not.toBeNull();
+    // the build took the change first (it was selected before the bump): the CPFP child must not
+    expect(cpfp).toBe('TRANSFER_STATE_CONFLICT');
+    expect(sharedOutpoints(await heldOutpoints(w.wallet_id))).toEqual([]);
   });
 });
 
