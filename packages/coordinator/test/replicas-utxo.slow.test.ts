@@ -5,13 +5,16 @@
  * each with its own pool on ONE PostgreSQL schema (separate pipelines, leases and REST APIs; in
  * process rather than two processes so both can share the gateway object of the test's signers).
  *
- * One wallet funded with several outputs; 30 transfers created at once, half through each
- * replica's API, approved, and built, signed and broadcast by whichever replica's pipeline claims
- * them: every one is SENT and mined, no outpoint is spent twice (the mined transactions' inputs),
- * and no broadcast was refused (a conflict would leave a transfer FAILED / BROADCAST_FAILED).
+ * One wallet funded with 34 outputs; 30 transfers created at once, half through each replica's
+ * API (half of them spend a whole output, without change), approved together, and built, signed and
+ * broadcast by whichever replica's pipeline claims them: every one is SENT and mined, no outpoint is
+ * spent twice (the mined transactions' inputs), and no broadcast was refused. On the contract commit
+ * (builds serialised per process only) a transfer ended FAILED with the node's
+ * `bad-txns-inputs-missingorspent`: two replicas had built on one output.
  */
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { type BitcoinAdapter, estimateVsize, formatUnits } from '@custodian/chains';
 import type { ControlClient } from '@custodian/signer-client';
 import { signPolicy } from '@custodian/wire';
 import { p256 } from '@noble/curves/nist.js';
@@ -34,7 +37,7 @@ const serverIds = [
   '33333333-0000-4000-8000-000000000003',
 ];
 const TRANSFERS = 30;
-const FUNDING_OUTPUTS = 36;
+const FUNDING_OUTPUTS = 34;
 
 let dir = '';
 let ltc: LitecoindNode;
@@ -145,20 +148,27 @@ describe.skipIf(!pgUp)('UTXO transfers of one wallet over two replicas (litecoin
     expect(w.status, JSON.stringify(w.body)).toBe(201);
     const walletId = w.body.wallet_id as string;
     const address = w.body.addresses[0].address as string;
-    // several outputs of different values to the wallet's address: every transfer is built within
-    // moments of the others (approved at once), before any is broadcast — when no change of the
-    // coordinator's own transactions is spendable yet — so there is one output per transfer and more
-    let total = 0;
+    // one output per transfer and a few more, all of one value, to the wallet's address: every
+    // transfer is built within moments of the others (approved at once), before any is broadcast
+    // — when no change of the coordinator's own transactions is spendable yet
     for (let i = 0; i < FUNDING_OUTPUTS; i++) {
-      const v = Number((0.2 + i / 100).toFixed(2));
-      total += v;
-      await ltc.walletCall('sendtoaddress', [address, v]);
+      await ltc.walletCall('sendtoaddress', [address, 0.2]);
       if (i % 10 === 9) await ltc.mine(1); // the node's own chain of unconfirmed change stays short
     }
     await ltc.mine(1);
-    await apis[0]!.waitBalance(walletId, ltcAsset, String(Number(total.toFixed(8))), 60_000, 'LTC balance');
+    await apis[0]!.waitBalance(walletId, ltcAsset, (FUNDING_OUTPUTS * 0.2).toFixed(1), 60_000, 'LTC balance');
     const dest = await ltc.walletCall<string>('getnewaddress', ['', 'bech32']);
     await allow(dest);
+    // two kinds of transfer, alternating: 0.05 LTC (with change), and a whole output — the output
+    // less the fee of a one-input transaction without change (the rest below dust goes to the fee),
+    // so no change address is allocated, whose unique index would otherwise make one of two builds
+    // that chose one output start over
+    const adapter = coords[0]!.transfers.chains.adapter('litecoin-regtest') as BitcoinAdapter;
+    const { rate } = await adapter.feeRate('STANDARD');
+    const whole = formatUnits(
+      20_000_000n - BigInt(Math.ceil(estimateVsize(adapter.network, ['p2wpkh'], dest) * rate)) - 100n,
+      8,
+    );
 
     // a block every second meanwhile (change confirms and more outputs become spendable), and
     // which replica's pipeline holds which transfer's lease
@@ -181,13 +191,19 @@ describe.skipIf(!pgUp)('UTXO transfers of one wallet over two replicas (litecoin
           const c = await api.req('POST', `/api/v1/profiles/${api.profileId}/transfers`, {
             key: api.apiKey,
             idem: true,
-            body: { wallet_id: walletId, asset_id: ltcAsset, destination_address: dest, amount: '0.05' },
+            body: {
+              wallet_id: walletId,
+              asset_id: ltcAsset,
+              destination_address: dest,
+              amount: i % 2 ? '0.05' : whole,
+            },
           });
           expect(c.body.status, JSON.stringify(c.body)).toBe('PENDING_APPROVAL');
-          await approveAs(coords[i % 2]!, c.body.transfer_id, dev1, dev1Id);
           return c.body.transfer_id as string;
         }),
       );
+      // approved together: both replicas' pipelines build them at the same time
+      await Promise.all(created.map((id, i) => approveAs(coords[i % 2]!, id, dev1, dev1Id)));
       // until every one is delivered or ended (polled in the database: 30 API pollers would only load the machine)
       const end = Date.now() + 200_000;
       for (;;) {
@@ -221,7 +237,10 @@ describe.skipIf(!pgUp)('UTXO transfers of one wallet over two replicas (litecoin
           spent.set(o, t.transfer_id);
         }
       }
-      expect(await ltc.walletCall<number>('getreceivedbyaddress', [dest, 1])).toBeCloseTo(0.05 * TRANSFERS, 8);
+      expect(await ltc.walletCall<number>('getreceivedbyaddress', [dest, 1])).toBeCloseTo(
+        (0.05 + Number(whole)) * (TRANSFERS / 2),
+        8,
+      );
       // no broadcast was refused (a conflict): every transfer has one transaction, never a refused one
       const rows = await dbs[1]!.query<{ tx_hashes: string[]; error: string | null }>(
         'SELECT tx_hashes, error FROM transfers WHERE wallet_id = $1',
