@@ -15,6 +15,7 @@ import { transition } from './machine.js';
 import type { RequestContext } from './request-context.js';
 import { bitcoinAdapterOf, createSelfSpend, isUtxoChain, type SelfSpend } from './self-spend.js';
 import { loadUnsigned, type StoredUnsigned, storeUnsigned } from './unsigned.js';
+import { withUtxoBuildLock } from './utxo-sources.js';
 import {
   approverDeviceIds,
   type FeeBump,
@@ -87,46 +88,54 @@ export async function requestFeeBump(
   };
   const capRaised = replacement.maxFee > BigInt(base.max_fee);
   const intent: TransferIntent = capRaised ? { ...base, max_fee: replacement.maxFee.toString() } : base;
-  const out = await s.db.tx(async (q) => {
-    const t = check(await loadTransfer(q, transferId, true, profileId));
-    if (t.tx_hash !== before.tx_hash)
-      throw new ApiError('TRANSFER_STATE_CONFLICT', 'the transaction changed meanwhile');
-    if (utxo) await refuseDescendants(q, t);
-    const round = t.approval_round + 1;
-    const now = s.clock();
-    const bump: FeeBump = {
-      status: 'PENDING_APPROVAL',
-      method: 'RBF',
-      round,
-      priority,
-      requested_by: actor,
-      requested_at: now.toISOString(),
-      deadline: new Date(now.getTime() + s.opts.approvalWindowMs).toISOString(),
-      intent,
-      intent_digest: bytesToHex(transferIntentDigest(intent)),
-      cap_raised: capRaised,
-      unsigned: storeUnsigned(replacement, intent.max_fee),
-    };
-    const v = await transition(q, s, t.transfer_id, 'SENT', 'SENT', t.sub_status, {
-      fee_bump: JSON.stringify(bump),
-      approval_round: round,
-    });
-    const mk = (
-      await q.query<{ parties: unknown }>('SELECT parties FROM master_keys WHERE master_key_id = $1', [t.master_key_id])
-    )[0];
-    await q.query(
-      `INSERT INTO audit_log (audit_id, at, actor_user_id, action, target_type, target_id, details)
+  // UTXO: checked and stored under the wallet's build lock — a build of another process that
+  // selected this transaction's change (offered until the bump is stored) is stored first and refused below
+  const locked = <T>(fn: () => Promise<T>) =>
+    utxo ? withUtxoBuildLock(s.db, before.intent.blockchain, before.wallet_id, fn) : fn();
+  const out = await locked(() =>
+    s.db.tx(async (q) => {
+      const t = check(await loadTransfer(q, transferId, true, profileId));
+      if (t.tx_hash !== before.tx_hash)
+        throw new ApiError('TRANSFER_STATE_CONFLICT', 'the transaction changed meanwhile');
+      if (utxo) await refuseDescendants(q, t);
+      const round = t.approval_round + 1;
+      const now = s.clock();
+      const bump: FeeBump = {
+        status: 'PENDING_APPROVAL',
+        method: 'RBF',
+        round,
+        priority,
+        requested_by: actor,
+        requested_at: now.toISOString(),
+        deadline: new Date(now.getTime() + s.opts.approvalWindowMs).toISOString(),
+        intent,
+        intent_digest: bytesToHex(transferIntentDigest(intent)),
+        cap_raised: capRaised,
+        unsigned: storeUnsigned(replacement, intent.max_fee),
+      };
+      const v = await transition(q, s, t.transfer_id, 'SENT', 'SENT', t.sub_status, {
+        fee_bump: JSON.stringify(bump),
+        approval_round: round,
+      });
+      const mk = (
+        await q.query<{ parties: unknown }>('SELECT parties FROM master_keys WHERE master_key_id = $1', [
+          t.master_key_id,
+        ])
+      )[0];
+      await q.query(
+        `INSERT INTO audit_log (audit_id, at, actor_user_id, action, target_type, target_id, details)
        VALUES ($1,$2,$3,'transfer.fee_bump_requested','transfer',$4,$5::jsonb)`,
-      [
-        randomUUID(),
-        now,
-        actor,
-        t.transfer_id,
-        JSON.stringify({ priority, round, max_fee: intent.max_fee, cap_raised: capRaised }),
-      ],
-    );
-    return { v, approvers: approverDeviceIds(mk?.parties), bump };
-  });
+        [
+          randomUUID(),
+          now,
+          actor,
+          t.transfer_id,
+          JSON.stringify({ priority, round, max_fee: intent.max_fee, cap_raised: capRaised }),
+        ],
+      );
+      return { v, approvers: approverDeviceIds(mk?.parties), bump };
+    }),
+  );
   notify(s, out.approvers, out.v, intent, out.bump.round, out.bump.deadline);
   return out.v;
 }
@@ -199,51 +208,55 @@ async function requestCpfp(
     fee: fee.toString(),
     parent_transfer_id: before.transfer_id,
   };
-  const out = await s.db.tx(async (q) => {
-    const t = check(await loadTransfer(q, before.transfer_id, true, profileId));
-    if (t.tx_hash !== before.tx_hash)
-      throw new ApiError('TRANSFER_STATE_CONFLICT', 'the transaction changed meanwhile');
-    // the change output may already be the input of a later transfer (PgUtxoSource offers
-    // unconfirmed own change): a second spend of it is a double spend, one of the two never mined
-    const spender = (await liveSpenders(q, t.blockchain_id, t.transfer_id, [t.tx_hash as string], 1))[0];
-    if (spender !== undefined)
-      throw new ApiError(
-        'TRANSFER_STATE_CONFLICT',
-        `no CPFP: the change output ${spender.outpoint} is already spent by live transfer ${spender.transfer_id} — that transfer is a child of this one: fee-bump it instead`,
-      );
-    let child: Awaited<ReturnType<typeof createSelfSpend>>;
-    try {
-      child = await createSelfSpend(s, q, profileId, t.wallet_id, t.blockchain_id, spend);
-    } catch (e) {
-      if (e instanceof ApiError && e.code === 'VALIDATION_FAILED')
-        throw new ApiError('TRANSFER_STATE_CONFLICT', `no CPFP: ${e.message}`);
-      throw e;
-    }
-    const now = s.clock();
-    const bump: FeeBump = {
-      status: 'DONE',
-      method: 'CPFP',
-      child_transfer_id: child.view.transfer_id,
-      round: t.approval_round,
-      priority,
-      requested_by: actor,
-      requested_at: now.toISOString(),
-      deadline: now.toISOString(),
-    };
-    const v = await transition(q, s, t.transfer_id, 'SENT', 'SENT', t.sub_status, { fee_bump: JSON.stringify(bump) });
-    await q.query(
-      `INSERT INTO audit_log (audit_id, at, actor_user_id, action, target_type, target_id, details)
+  // the check that nobody spends the change and the child holding it are stored under the wallet's
+  // build lock: a build of another process never selects that output meanwhile
+  const out = await withUtxoBuildLock(s.db, before.intent.blockchain, before.wallet_id, () =>
+    s.db.tx(async (q) => {
+      const t = check(await loadTransfer(q, before.transfer_id, true, profileId));
+      if (t.tx_hash !== before.tx_hash)
+        throw new ApiError('TRANSFER_STATE_CONFLICT', 'the transaction changed meanwhile');
+      // the change output may already be the input of a later transfer (PgUtxoSource offers
+      // unconfirmed own change): a second spend of it is a double spend, one of the two never mined
+      const spender = (await liveSpenders(q, t.blockchain_id, t.transfer_id, [t.tx_hash as string], 1))[0];
+      if (spender !== undefined)
+        throw new ApiError(
+          'TRANSFER_STATE_CONFLICT',
+          `no CPFP: the change output ${spender.outpoint} is already spent by live transfer ${spender.transfer_id} — that transfer is a child of this one: fee-bump it instead`,
+        );
+      let child: Awaited<ReturnType<typeof createSelfSpend>>;
+      try {
+        child = await createSelfSpend(s, q, profileId, t.wallet_id, t.blockchain_id, spend);
+      } catch (e) {
+        if (e instanceof ApiError && e.code === 'VALIDATION_FAILED')
+          throw new ApiError('TRANSFER_STATE_CONFLICT', `no CPFP: ${e.message}`);
+        throw e;
+      }
+      const now = s.clock();
+      const bump: FeeBump = {
+        status: 'DONE',
+        method: 'CPFP',
+        child_transfer_id: child.view.transfer_id,
+        round: t.approval_round,
+        priority,
+        requested_by: actor,
+        requested_at: now.toISOString(),
+        deadline: now.toISOString(),
+      };
+      const v = await transition(q, s, t.transfer_id, 'SENT', 'SENT', t.sub_status, { fee_bump: JSON.stringify(bump) });
+      await q.query(
+        `INSERT INTO audit_log (audit_id, at, actor_user_id, action, target_type, target_id, details)
        VALUES ($1,$2,$3,'transfer.fee_bump_requested','transfer',$4,$5::jsonb)`,
-      [
-        randomUUID(),
-        now,
-        actor,
-        t.transfer_id,
-        JSON.stringify({ priority, method: 'CPFP', child_transfer_id: child.view.transfer_id, child_fee: spend.fee }),
-      ],
-    );
-    return { v, afterCommit: child.afterCommit };
-  });
+        [
+          randomUUID(),
+          now,
+          actor,
+          t.transfer_id,
+          JSON.stringify({ priority, method: 'CPFP', child_transfer_id: child.view.transfer_id, child_fee: spend.fee }),
+        ],
+      );
+      return { v, afterCommit: child.afterCommit };
+    }),
+  );
   out.afterCommit();
   return out.v;
 }

@@ -93,8 +93,6 @@ export interface StepContext {
   readonly backoffs: Map<string, Backoff>;
   /** Parties a recent ceremony found unavailable: party key `kind:id` → until (ms since epoch). */
   readonly unavailable: Map<string, number>;
-  /** Builds of one chain, serialised in this process: chain key → the last build. */
-  readonly buildLocks: Map<string, Promise<unknown>>;
 }
 
 /** The chain adapter of a transfer. @throws Error CHAIN_UNAVAILABLE when this process has none (the step is retried). */

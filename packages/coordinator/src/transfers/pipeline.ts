@@ -148,7 +148,6 @@ export class TransferPipeline {
       owned: (id, f) => this.owned(id, f),
       backoffs: new Map<string, Backoff>(),
       unavailable: new Map<string, number>(),
-      buildLocks: new Map<string, Promise<unknown>>(),
     };
   }
 

@@ -25,6 +25,7 @@ import { ApiError } from '../errors.js';
 import { createIn } from './creation.js';
 import { unhex } from './pipeline-context.js';
 import { field, type RequestContext } from './request-context.js';
+import { withUtxoBuildLock } from './utxo-sources.js';
 import { parsePath, type TransferView } from './view.js';
 
 /** What a self-spend spends (stored in `transfers.self_spend`, migration 14). */
@@ -142,45 +143,49 @@ export async function consolidate(
     [walletId, chain.blockchain_id],
   );
   const kinds = new Map(owned.map((r) => [r.address, r.address_type]));
-  let utxos: Utxo[];
-  try {
-    utxos = await adapter.unspent(owned.map((r) => r.address));
-  } catch (e) {
-    if ((e as { code?: string }).code === 'NODE_RPC_ERROR')
-      throw new ApiError('CHAIN_UNAVAILABLE', 'the blockchain node did not answer');
-    throw e;
-  }
-  const reserved = await reservedOutpoints(s.db, chain.blockchain_id);
-  const { rate } = await adapter.feeRate(input.priority ?? 'STANDARD');
   const address = chain.address;
-  const { chosen, fee } = planConsolidation(utxos, {
-    ...(below !== undefined ? { below } : {}),
-    maxInputs: max,
-    reserved,
-    rate,
-    kindOf: (u) => utxoKind(kinds.get(u.address), u.address),
-    vsizeOf: (k) => estimateVsize(adapter.network, k, address),
-    dust: dustThreshold(adapter.network, address),
-  });
-  const spend: SelfSpend = {
-    kind: 'CONSOLIDATION',
-    inputs: chosen.map((u) => ({ txid: u.txid, vout: u.vout, value: u.value.toString(), address: u.address })),
-    fee: fee.toString(),
-  };
-  const out = await s.db.tx(async (q) => {
-    const r = await createSelfSpend(s, q, profileId, walletId, chain.blockchain_id, spend);
-    await q.query(
-      `INSERT INTO audit_log (audit_id, at, actor_user_id, action, target_type, target_id, details)
+  // the outpoints are chosen and the self-spend holding them is stored under the wallet's build
+  // lock: a build of another process never selects them meanwhile, nor they one it selected
+  const out = await withUtxoBuildLock(s.db, chain.key, walletId, async () => {
+    let utxos: Utxo[];
+    try {
+      utxos = await adapter.unspent(owned.map((r) => r.address));
+    } catch (e) {
+      if ((e as { code?: string }).code === 'NODE_RPC_ERROR')
+        throw new ApiError('CHAIN_UNAVAILABLE', 'the blockchain node did not answer');
+      throw e;
+    }
+    const reserved = await reservedOutpoints(s.db, chain.blockchain_id);
+    const { rate } = await adapter.feeRate(input.priority ?? 'STANDARD');
+    const { chosen, fee } = planConsolidation(utxos, {
+      ...(below !== undefined ? { below } : {}),
+      maxInputs: max,
+      reserved,
+      rate,
+      kindOf: (u) => utxoKind(kinds.get(u.address), u.address),
+      vsizeOf: (k) => estimateVsize(adapter.network, k, address),
+      dust: dustThreshold(adapter.network, address),
+    });
+    const spend: SelfSpend = {
+      kind: 'CONSOLIDATION',
+      inputs: chosen.map((u) => ({ txid: u.txid, vout: u.vout, value: u.value.toString(), address: u.address })),
+      fee: fee.toString(),
+    };
+    return s.db.tx(async (q) => {
+      const r = await createSelfSpend(s, q, profileId, walletId, chain.blockchain_id, spend);
+      await q.query(
+        `INSERT INTO audit_log (audit_id, at, actor_user_id, action, target_type, target_id, details)
        VALUES ($1,$2,$3,'transfer.consolidation_requested','transfer',$4,$5::jsonb)`,
-      [
-        randomUUID(),
-        s.clock(),
-        actor,
-        r.view.transfer_id,
-        JSON.stringify({ inputs: spend.inputs.length, fee: spend.fee, priority: input.priority ?? 'STANDARD' }),
-      ],
-    );
-    return r;
+        [
+          randomUUID(),
+          s.clock(),
+          actor,
+          r.view.transfer_id,
+          JSON.stringify({ inputs: spend.inputs.length, fee: spend.fee, priority: input.priority ?? 'STANDARD' }),
+        ],
+      );
+      return r;
+    });
   });
   out.afterCommit();
   return out.view;

@@ -37,6 +37,7 @@ import {
   recordChangeAddress,
   walletKeys,
   walletSources,
+  withUtxoBuildLock,
 } from './utxo-sources.js';
 import { fieldsOf, intentCap, loadTransfer, type TransferRow } from './view.js';
 
@@ -59,15 +60,15 @@ export async function signStep(x: StepContext, claimed: TransferRow, signal: Abo
   if (x.clock().getTime() >= windowEnd) return windowExpired(x, t);
   let stored = t.unsigned as StoredUnsigned | null;
   if (stored === null) {
-    // builds of one chain are serialised in this process: UTXO selection excludes the outputs of
-    // transfers already built, which must be stored before the next selection
-    const prev = x.buildLocks.get(t.intent.blockchain) ?? Promise.resolve();
-    const build = prev.then(() => buildStored(x, t));
-    x.buildLocks.set(
-      t.intent.blockchain,
-      build.catch(() => {}),
-    );
-    stored = await build;
+    // UTXO: the builds of one wallet are serialised across every process on the database (the
+    // wallet's build lock, held until the transaction is stored): selection excludes the outputs
+    // of transfers already built, which must be stored before the next selection. Account chains
+    // select nothing: the one thing two builds could share, an Ethereum nonce, is decided under a
+    // per-sender advisory lock in the transaction that stores it (eth-nonce.ts)
+    const utxo = blockchainByKey(t.intent.blockchain)?.accountModel === 'utxo';
+    stored = utxo
+      ? await withUtxoBuildLock(x.db, t.intent.blockchain, t.wallet_id, () => buildStored(x, t))
+      : await buildStored(x, t);
     if (stored === null) return { release: null }; // failed (terminal), or no longer ours (release does nothing)
   }
   if (blockchainByKey(t.intent.blockchain)?.family === 'ethereum') {
@@ -200,11 +201,13 @@ export async function sourceKey(x: StepContext, t: TransferRow): Promise<Uint8Ar
  * place the cap is checked, after the build and before anything is stored), and store it.
  * Null when the transfer failed: FAILED / SIGNING_FAILED (the chain refused the build) or FAILED /
  * FEE_CAP_EXCEEDED (no transaction within the cap) — in both cases no signer is asked — or when
- * this process no longer holds the transfer's lease (nothing stored).
+ * this process no longer holds the transfer's lease (nothing stored). UTXO chains: call it holding
+ * the wallet's build lock (utxo-sources.ts `withUtxoBuildLock`), as signStep does.
  */
 export async function buildStored(x: StepContext, t: TransferRow): Promise<StoredUnsigned | null> {
-  // UTXO: a concurrent build (another coordinator) that took the same change index makes the
-  // store fail with ChangeAddressTakenError; the transfer is rebuilt with the next index
+  // UTXO: builds of a wallet run under its build lock (signStep), so no two pick one change
+  // index; should one still have been taken (a coordinator without the lock), the store fails with
+  // ChangeAddressTakenError and the transfer is rebuilt with the next index
   for (let attempt = 0; ; attempt++) {
     try {
       return await buildStoredOnce(x, t);

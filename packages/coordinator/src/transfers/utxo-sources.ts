@@ -10,12 +10,14 @@
  *   build and inserted in the transaction that stores the unsigned transaction
  *   ({@link recordChangeAddress}); the UNIQUE (wallet_id, blockchain_id, branch, address_index)
  *   constraint makes two builds that picked the same index collide, the loser rebuilds.
+ * - the build lock ({@link withUtxoBuildLock}): outpoint selection is serialised per wallet across
+ *   every coordinator process on the database (replicas, issue #25).
  */
 
 import { randomUUID } from 'node:crypto';
 import type { SourceAddress } from '@custodian/chains';
 import { type MasterKeyHex, nextDerivedAddress } from '../addresses.js';
-import type { Queryable } from '../db/db.js';
+import type { Db, Queryable } from '../db/db.js';
 import type { BlockchainDef } from '../directory.js';
 import { parsePath } from './view.js';
 
@@ -120,4 +122,28 @@ export async function walletKeys(q: Queryable, walletId: string) {
   )[0];
   if (w === undefined) throw new Error(`wallet ${walletId} not found`);
   return w;
+}
+
+/** The {@link Db.lock} name of the UTXO build lock of wallet `walletId` on chain `chainKey` (directory key). */
+export const utxoBuildLockName = (chainKey: string, walletId: string): string =>
+  `custodian.build:${chainKey}:${walletId}`;
+
+/**
+ * Run `fn` holding the build lock of wallet `walletId` on the UTXO chain `chainKey` (directory key,
+ * e.g. `litecoin-regtest`) — {@link Db.lock} `custodian.build:<chain key>:<wallet id>`, exclusive
+ * across every coordinator process on the database (replicas; PGlite: in process), released when
+ * `fn` settles or its process dies. Not re-entrant.
+ *
+ * Whatever chooses outpoints of the wallet runs in `fn` from the moment it reads what is spendable
+ * ({@link PgUtxoSource}, which excludes only the inputs already STORED) until its choice is
+ * committed, so the next holder sees it as spent: a transfer's build (signing-step.ts), a
+ * consolidation (self-spend.ts), a CPFP child and an RBF bump's descendant check
+ * (fee-bump-request.ts). Without it two processes may both select one outpoint, and one of the two
+ * transactions can never be mined.
+ *
+ * Scope: one wallet — a wallet's UTXOs are those of its own addresses and its change indices its
+ * own, so builds of different wallets never contend and run in parallel.
+ */
+export function withUtxoBuildLock<T>(db: Db, chainKey: string, walletId: string, fn: () => Promise<T>): Promise<T> {
+  return db.lock(utxoBuildLockName(chainKey, walletId), fn);
 }
