@@ -39,8 +39,9 @@ export interface Db extends Queryable {
    * issue #25), released when `fn` settles (or when the holding process dies: PostgreSQL ends its
    * session). PostgreSQL: a session-level advisory lock keyed by the schema and `name`
    * (`hashtextextended(current_schema() || '/' || name, 0)`: two instances in two schemas of one
-   * database never contend) on a connection held for the duration — so a pool must have more
-   * connections than locks held at once by this process; a waiter first queues behind the other
+   * database never contend) on a connection held for the duration — at most half the pool's
+   * connections are held by locks at once (further lockers wait), so the holders' own queries always
+   * find a connection; a waiter first queues behind the other
    * waiters of this process (in-process, per name), then polls (25 → 250 ms) without holding a
    * connection, so waiters never exhaust the pool. PGlite (one process): the in-process queue only.
    * `signal` aborts when the lock is lost while `fn` runs (PostgreSQL: the holding connection
@@ -78,6 +79,35 @@ function localLocks(): Db['lock'] {
       if (tails.get(name) === tail) tails.delete(name);
     });
     return run;
+  };
+}
+
+/** A counting semaphore: `acquire()` resolves with the release function once one of `n` slots is free. */
+function semaphore(n: number): () => Promise<() => void> {
+  let free = n;
+  const waiting: (() => void)[] = [];
+  const release = () => {
+    const next = waiting.shift();
+    if (next) next();
+    else free++;
+  };
+  return () => {
+    if (free > 0) {
+      free--;
+      return Promise.resolve(once(release));
+    }
+    return new Promise((resolve) => waiting.push(() => resolve(once(release))));
+  };
+}
+
+/** `f` callable once (later calls do nothing). */
+function once(f: () => void): () => void {
+  let done = false;
+  return () => {
+    if (!done) {
+      done = true;
+      f();
+    }
   };
 }
 
@@ -231,6 +261,10 @@ export async function openPostgres(connectionString: string, opts: PostgresOptio
   // would crash the process. The next query gets a fresh connection.
   pool.on('error', () => {});
   const local = localLocks();
+  // Connections held by advisory locks at once in this process: at most half the pool, so the
+  // holders' own queries (their `fn`s use the pool) always find a connection — never a deadlock of
+  // holders waiting for connections other holders hold.
+  const slots = semaphore(Math.max(1, Math.floor((opts.max ?? 10) / 2)));
   const wrap = (c: pg.Pool | pg.PoolClient): Queryable => ({
     async query<T>(sql: string, params: readonly unknown[] = []) {
       const r = await c.query(sql, [...params]);
@@ -261,7 +295,14 @@ export async function openPostgres(connectionString: string, opts: PostgresOptio
       local(name, async () => {
         let wait = 25;
         for (;;) {
-          const client = await pool.connect();
+          const freeSlot = await slots();
+          let client: pg.PoolClient;
+          try {
+            client = await pool.connect();
+          } catch (e) {
+            freeSlot();
+            throw e;
+          }
           let got: boolean;
           try {
             const r = await client.query<{ ok: boolean }>(
@@ -271,10 +312,12 @@ export async function openPostgres(connectionString: string, opts: PostgresOptio
             got = r.rows[0]?.ok === true;
           } catch (e) {
             client.release(true);
+            freeSlot();
             throw e;
           }
           if (!got) {
             client.release();
+            freeSlot();
             await new Promise((r) => setTimeout(r, wait));
             wait = Math.min(250, wait * 2);
             continue;
@@ -301,6 +344,7 @@ export async function openPostgres(connectionString: string, opts: PostgresOptio
                 });
             }
             client.release(broken ? true : undefined);
+            freeSlot();
           }
         }
       }),
