@@ -25,7 +25,8 @@
  * restart of a killed replica, default 60000), E2E_VERBOSE=1 (print the cluster's log at the end).
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -99,10 +100,18 @@ let inst: Instance | undefined;
 let scratch: ScratchDatabase | undefined;
 let db: Db | undefined;
 let dir = '';
-const lines: { t: number; l: string }[] = [];
+/** The cluster's log, written as it comes (LOG_FILE). */
+let log: WriteStream | undefined;
+const lines: string[] = [];
+const say = (l: string) => {
+  const line = `${new Date().toISOString()} ${stripVTControlCharacters(l)}`;
+  lines.push(line);
+  log?.write(`${line}\n`);
+};
 
 beforeAll(async () => {
   if (!PG) return;
+  log = createWriteStream(LOG_FILE);
   scratch = await createScratchDatabase(PG_URL);
   dir = await mkdtemp(join(tmpdir(), 'custodian-replicas-'));
   const p = (
@@ -122,7 +131,7 @@ beforeAll(async () => {
     ecdsaLevel: 'SECURITY_112',
     primeSeeds: [0, 1, 2, 3].map((k) => [p[2 * k] as string, p[2 * k + 1] as string]),
     verbose: true,
-    say: (l) => lines.push({ t: Date.now(), l: stripVTControlCharacters(l) }),
+    say,
   });
   db = await openPostgres(scratch.url, { max: 2 });
 }, 900_000);
@@ -132,9 +141,8 @@ afterAll(async () => {
   await db?.close();
   await scratch?.drop();
   if (dir) await rm(dir, { recursive: true, force: true });
-  const text = lines.map((x) => `${new Date(x.t).toISOString()} ${x.l}`).join('\n');
-  if (lines.length) await writeFile(LOG_FILE, `${text}\n`);
-  if (lines.length && process.env.E2E_VERBOSE === '1') process.stdout.write(`${text}\n`);
+  await new Promise<void>((r) => (log ? log.end(() => r()) : r()));
+  if (lines.length && process.env.E2E_VERBOSE === '1') process.stdout.write(`${lines.join('\n')}\n`);
 }, 120_000);
 
 /** The cluster and what every case uses. */
