@@ -190,9 +190,11 @@ const DEV_PRICES = { ETH: '3000.00' } as const;
 
 /**
  * The coordinator URLs a phone simulator is given besides the one it enrolled with (replica 1's).
- * TODO(#25 failover, lead): pass every replica's URL once `custodian mobile run` takes several
- * coordinator URLs (the failover helper's work); until then a phone knows replica 1 only and
- * reconnects there when it drops.
+ * TODO(#25 failover, lead): once the failover branch is merged (phones keep several URLs in the
+ * vault: `custodian mobile set-urls --data <dir> --url <u1> --url <u2>`, no PIN), replace this by
+ * a `runCli(['mobile', 'set-urls', '--data', mobileDirs[k], ...baseUrls.flatMap((u) => ['--url', u])])`
+ * for each phone before `startMobile` when `replicas >= 2` (and enroll with every URL); until then a
+ * phone knows replica 1 only and reconnects there when it drops.
  */
 function phoneUrlArgs(_baseUrls: readonly string[]): string[] {
   return [];
