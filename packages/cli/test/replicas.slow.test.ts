@@ -21,8 +21,9 @@
  * Each case makes its own wallet (its own source address, nonces and daily limit) and waits for
  * both replicas to be up first, so each runs alone (`-t`). Measures print as one line
  * `HA_REPLICAS {json}` per case; the cluster's log is written to `<os tmpdir>/custodian-replicas.log`.
- * Knobs (environment): HA_TRANSFERS (default 100, see {@link N_SPREAD}), HA_IDEM (default 1000), HA_DOWNTIME_MS (held
- * restart of a killed replica, default 60000), E2E_VERBOSE=1 (print the cluster's log at the end).
+ * Knobs (environment): HA_TRANSFERS (default 100, see {@link N_SPREAD}), HA_IDEM (default 1000),
+ * HA_DOWNTIME_MS (held restart of a killed replica, default 60000), E2E_VERBOSE=1 (print the
+ * cluster's log at the end).
  */
 import { randomUUID } from 'node:crypto';
 import { createWriteStream, type WriteStream } from 'node:fs';
