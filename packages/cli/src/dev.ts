@@ -20,6 +20,7 @@ import { schnorr } from '@noble/curves/secp256k1.js';
 import type { Command } from 'commander';
 import { runDemo } from './dev/demo.js';
 import { type Instance, startInstance } from './dev/instance.js';
+import { checkReplicas, replicaDataDir } from './dev/replicas.js';
 
 const N = 4;
 const T = 3;
@@ -157,6 +158,8 @@ function printSummary(inst: Instance, say: (l: string) => void): void {
   say('');
   say('Custodian is running.');
   say(`  API base URL   ${inst.baseUrl}/api/v1/profiles/${p}`);
+  for (const [k, u] of inst.baseUrls.slice(1).entries())
+    say(`  replica ${k + 2}      ${u}/api/v1/profiles/${p}   (same database, same API key)`);
   say(`  API key        ${k}   (development instance; shown here once per start)`);
   say(`  OpenAPI        ${inst.baseUrl}/api/openapi.json`);
   say(`  JWKS           ${inst.baseUrl}/.well-known/jwks.json`);
@@ -175,6 +178,8 @@ function printSummary(inst: Instance, say: (l: string) => void): void {
 interface DevFlags {
   dataDir: string;
   port: string;
+  replicas: string;
+  databaseUrl?: string;
   anvilPort: string;
   receiverPort: string;
   signerPorts: string;
@@ -194,7 +199,12 @@ export function registerDevCommand(program: Command): void {
       'run a whole local instance: coordinator, 2 server signers, 2 mobile simulators, anvil, webhook receiver',
     )
     .option('--data-dir <dir>', 'data folder (reused on the next start)', '.custodian/dev')
-    .option('--port <port>', 'coordinator API port', '8080')
+    .option('--port <port>', 'coordinator API port (replica k of --replicas: port + k − 1)', '8080')
+    .option('--replicas <n>', 'coordinator processes on the one database (2 or more need --database-url)', '1')
+    .option(
+      '--database-url <url>',
+      "the coordinator's PostgreSQL database instead of the embedded store (env DATABASE_URL)",
+    )
     .option('--anvil-port <port>', 'local Ethereum node port', '8545')
     .option('--receiver-port <port>', 'webhook receiver port', '9000')
     .option('--signer-ports <a,b>', 'server signer libp2p ports', '7401,7402')
@@ -210,6 +220,10 @@ export function registerDevCommand(program: Command): void {
       // the children (coordinator, signers, phones) inherit the level through the environment
       process.env[LOG_LEVEL_ENV] = resolveLogLevel(o.logLevel);
       const ports = o.signerPorts.split(',').map(Number);
+      const replicas = Number(o.replicas);
+      const databaseUrl = o.databaseUrl ?? (process.env.DATABASE_URL || undefined);
+      // before anything starts: N ≥ 2 without PostgreSQL is refused with a clear error
+      checkReplicas(replicas, databaseUrl);
       if (o.level !== 'SECURITY_112' && o.level !== 'SECURITY_128')
         throw new Error('--level must be SECURITY_112 or SECURITY_128');
       const line = (_fields: Record<string, unknown>, msg: string) => say(msg);
@@ -233,6 +247,8 @@ export function registerDevCommand(program: Command): void {
       starting = startInstance({
         dataDir: o.dataDir,
         apiPort: Number(o.port),
+        replicas,
+        ...(databaseUrl !== undefined ? { databaseUrl } : {}),
         anvilPort: Number(o.anvilPort),
         receiverPort: Number(o.receiverPort),
         signerPorts: [ports[0] ?? 7401, ports[1] ?? 7402],
@@ -251,8 +267,11 @@ export function registerDevCommand(program: Command): void {
         `  Admin login    ${String(inst.state.admin?.email ?? 'admin@custodian.local')}; password in ${join(dataDir, 'secrets', 'admin-password')}`,
       );
       say('  Login codes of the development mailbox are printed here as they arrive.');
-      const stopCodes = printLoginCodes(join(dataDir, 'coordinator', 'mailbox'), say);
-      process.once('exit', stopCodes);
+      // each replica writes the codes of the logins it served to its own mailbox
+      const stops = inst.baseUrls.map((_, k) => printLoginCodes(join(replicaDataDir(dataDir, k), 'mailbox'), say));
+      process.once('exit', () => {
+        for (const s of stops) s();
+      });
       if (o.demo) {
         say('\n=== Demo: custody as an integrator sees it (HTTP only) ===');
         try {

@@ -22,6 +22,13 @@ export { CliError } from './errors.js';
 export type { AdminHttpOptions } from './admin/index.js';
 export { AdminClient } from './admin/index.js';
 
+// `custodian dev`'s local instance (the slow tests and bench/src/replicas.ts start it; issue #25)
+
+export type { Instance, InstanceOptions, InstanceState } from './dev/instance.js';
+export { startInstance } from './dev/instance.js';
+export type { ScratchDatabase } from './dev/replicas.js';
+export { createScratchDatabase } from './dev/replicas.js';
+
 /** The CLI's version: the root package version. */
 export const VERSION: string = (
   JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }

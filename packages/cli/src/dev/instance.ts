@@ -11,6 +11,13 @@
  * by the Admin's device, and a webhook subscription. Development secrets (signer passphrase, PINs,
  * admin password) are random, written to `<data>/secrets/` with mode 0600, and never logged.
  *
+ * With `replicas` ≥ 2 (issue #25; PostgreSQL only, `databaseUrl`) the coordinator runs as that many
+ * processes on the one database, replica k on port `apiPort + k` with its own data folder
+ * (dev/replicas.ts: `coordinator`, `coordinator-2`, …), all sharing replica 1's libp2p identity and
+ * webhook key-encryption key (copied before any starts). Replica 1 starts first and takes the
+ * instance's init (its bootstrap token); the others start once the instance has its Admin. The
+ * bootstrap, the demo and the phones' enrollment talk to replica 1.
+ *
  * Every process (coordinator, signers, phones, anvil) is restarted when it dies unexpectedly
  * ({@link RESTART}: the supervisor logs the exit and the restart); the phones and the coordinator's
  * links to the signers reconnect by themselves. A phone the coordinator revoked exits with
@@ -32,6 +39,7 @@ import { EXIT_DEVICE_REVOKED } from '@custodian/mobile';
 import { startAnvil } from './anvil.js';
 import { call, waitFor } from './http.js';
 import { startReceiver } from './receiver.js';
+import { checkReplicas, redactDatabaseUrl, replicaDataDir, shareReplicaSecrets } from './replicas.js';
 import { type Managed, RESTART, Supervisor } from './supervisor.js';
 
 /** Where and how to run the instance. */
@@ -42,6 +50,20 @@ export interface InstanceOptions {
   /** Port of the webhook receiver (0: any free port; the webhook URL uses the bound one). */
   readonly receiverPort: number;
   readonly signerPorts: readonly [number, number];
+  /**
+   * Coordinator processes on the one database (default 1; 2 or more need `databaseUrl`, see
+   * dev/replicas.ts `checkReplicas`). Replica k listens on `replicaPorts[k]`, else `apiPort + k`.
+   */
+  readonly replicas?: number;
+  /** Explicit API port of each replica (length `replicas`; tests pass free ports), overriding `apiPort + k`. */
+  readonly replicaPorts?: readonly number[];
+  /**
+   * PostgreSQL URL of the coordinator's database (given to the replicas in their environment,
+   * `DATABASE_URL`, never on a command line); undefined: the embedded PGlite store in the data folder.
+   */
+  readonly databaseUrl?: string;
+  /** ECDSA presignatures the coordinator keeps per key and signing set (default 2; `--presignature-pool`). */
+  readonly presignaturePool?: number;
   /** CGGMP21 level of the ECDSA key (default SECURITY_112, the faster named level). */
   readonly ecdsaLevel?: 'SECURITY_112' | 'SECURITY_128';
   /**
@@ -58,6 +80,8 @@ export interface InstanceOptions {
 /** What the bootstrap created (persisted in `<data>/instance.json`; the API key is a dev secret). */
 export interface InstanceState {
   version: 1;
+  /** The database the state lives in: `pglite`, or the PostgreSQL URL without its password (checked at each start). */
+  database?: string;
   admin: { email: string };
   profile_id?: string;
   devices: { name: string; device_id: string; fingerprint: string; public_key?: string }[];
@@ -73,7 +97,12 @@ export interface InstanceState {
 
 /** A running instance. */
 export interface Instance {
+  /** Replica 1's API base URL (the bootstrap, the demo and the phones use it). */
   readonly baseUrl: string;
+  /** Every replica's API base URL, replica 1 first (one entry without replicas). */
+  readonly baseUrls: readonly string[];
+  /** The coordinator processes, replica 1 first (named `coordinator`, or `coordinator-<k>` with replicas). */
+  readonly coordinators: Managed[];
   readonly anvilUrl: string;
   readonly state: InstanceState;
   readonly supervisor: Supervisor;
@@ -81,6 +110,11 @@ export interface Instance {
   readonly events: ReceivedEvent[];
   /** Start mobile simulator `k` (0 or 1) again after a deliberate `stop()` — the demo takes phone 2 offline and back. */
   startMobile(k: number): Managed;
+  /**
+   * Start replica `k` (0-based) again after a deliberate `stop()` of its process (the bench runs
+   * with and without replica 2); resolves once it is ready. Throws when it is not stopped.
+   */
+  startReplica(k: number): Promise<Managed>;
   adminToken(): Promise<string>;
   stop(): Promise<void>;
 }
@@ -155,11 +189,27 @@ const DEV_CHAINS = {
 const DEV_PRICES = { ETH: '3000.00' } as const;
 
 /**
+ * The coordinator URLs a phone simulator is given besides the one it enrolled with (replica 1's).
+ * TODO(#25 failover, lead): once the failover branch is merged (phones keep several URLs in the
+ * vault: `custodian mobile set-urls --data <dir> --url <u1> --url <u2>`, no PIN), replace this by
+ * a `runCli(['mobile', 'set-urls', '--data', mobileDirs[k], ...baseUrls.flatMap((u) => ['--url', u])])`
+ * for each phone before `startMobile` when `replicas >= 2` (and enroll with every URL); until then a
+ * phone knows replica 1 only and reconnects there when it drops.
+ */
+function phoneUrlArgs(_baseUrls: readonly string[]): string[] {
+  return [];
+}
+
+/**
  * Start (and on first run bootstrap) the instance. Resolves when everything runs and the API is
  * ready for an integrator.
  */
 export async function startInstance(opts: InstanceOptions): Promise<Instance> {
   const say = opts.say ?? ((l: string) => process.stdout.write(`${l}\n`));
+  const replicas = opts.replicas ?? 1;
+  checkReplicas(replicas, opts.databaseUrl);
+  if (opts.replicaPorts !== undefined && opts.replicaPorts.length !== replicas)
+    throw new RangeError(`replicaPorts: expected ${replicas} ports, got ${opts.replicaPorts.length}`);
   const dir = resolve(opts.dataDir);
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const statePath = join(dir, 'instance.json');
@@ -167,10 +217,23 @@ export async function startInstance(opts: InstanceOptions): Promise<Instance> {
     ? (JSON.parse(await readFile(statePath, 'utf8')) as InstanceState)
     : { version: 1, admin: { email: 'admin@custodian.local' }, devices: [], signers: [] };
   const save = () => writeFile(statePath, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
+  // the state (profile, API key, devices…) lives in ONE database: refuse to mix it with another
+  const database = opts.databaseUrl !== undefined ? redactDatabaseUrl(opts.databaseUrl) : 'pglite';
+  if (state.database === undefined && state.profile_id !== undefined && database !== 'pglite')
+    throw new Error(
+      `${statePath} belongs to an instance on the embedded store: use another --data-dir for ${database}`,
+    );
+  if (state.database !== undefined && state.database !== database)
+    throw new Error(
+      `${statePath} belongs to an instance on ${state.database}, not ${database}: use another --data-dir`,
+    );
+  state.database = database;
   // the supervisor's lines (processes' output, exits and restarts) go where the progress goes
   const sup = new Supervisor(say);
   const verbose = opts.verbose !== false;
-  const baseUrl = `http://127.0.0.1:${opts.apiPort}`;
+  const ports = opts.replicaPorts ?? Array.from({ length: replicas }, (_, k) => opts.apiPort + k);
+  const baseUrls = ports.map((p) => `http://127.0.0.1:${p}`);
+  const baseUrl = baseUrls[0] as string;
   const anvilUrl = `http://127.0.0.1:${opts.anvilPort}`;
   const level = opts.ecdsaLevel ?? 'SECURITY_112';
   const timed = async <T>(label: string, f: () => Promise<T>): Promise<T> => {
@@ -183,6 +246,7 @@ export async function startInstance(opts: InstanceOptions): Promise<Instance> {
   const events: ReceivedEvent[] = [];
   let receiver: Awaited<ReturnType<typeof startReceiver>> | undefined;
   const mobiles: Managed[] = [];
+  const coordinators: Managed[] = [];
   const stop = async () => {
     await sup.stopAll();
     await new Promise<void>((r) => (receiver ? receiver.close(() => r()) : r()));
@@ -226,37 +290,62 @@ export async function startInstance(opts: InstanceOptions): Promise<Instance> {
       startAnvil(sup, opts.anvilPort, { quiet: !verbose, stateFile: join(dir, 'anvil-state.json') }),
     );
 
-    const coordinatorDir = join(dir, 'coordinator');
+    const coordinatorDir = replicaDataDir(dir, 0);
+    const replicaDirs = ports.map((_, k) => replicaDataDir(dir, k));
+    // every replica runs with replica 1's identity and webhook KEK (dev/replicas.ts)
+    if (replicas >= 2) await shareReplicaSecrets(replicaDirs);
     // an illustrative, fixed ETH price so fee estimates show fee_value_usd (docs/transfers.md)
     const coordinatorConfig = join(dir, 'coordinator.json');
     await writeFile(coordinatorConfig, `${JSON.stringify({ prices: { static: DEV_PRICES } }, null, 2)}\n`);
-    const coordinator = sup.spawn(
-      'coordinator',
-      process.execPath,
-      [
-        BIN,
-        'coordinator',
-        'start',
-        '--data-dir',
-        coordinatorDir,
-        '--config',
-        coordinatorConfig,
-        '--port',
-        String(opts.apiPort),
-        '--chain',
-        `ethereum-local=${anvilUrl}`,
-        // a small pool: the demo's transfers sign from pooled presignatures (one round)
-        '--presignature-pool',
-        '2',
-      ],
-      { ready: /coordinator listening on/, timeoutMs: 120_000, quiet: !verbose, restart: RESTART },
-    );
+    const spawnReplica = (k: number): Managed => {
+      const m = sup.spawn(
+        replicas === 1 ? 'coordinator' : `coordinator-${k + 1}`,
+        process.execPath,
+        [
+          BIN,
+          'coordinator',
+          'start',
+          '--data-dir',
+          replicaDirs[k] as string,
+          '--config',
+          coordinatorConfig,
+          '--port',
+          String(ports[k]),
+          '--chain',
+          `ethereum-local=${anvilUrl}`,
+          // a small pool: the demo's transfers sign from pooled presignatures (one round)
+          '--presignature-pool',
+          String(opts.presignaturePool ?? 2),
+        ],
+        {
+          // the URL may hold a password: the environment, never the command line (ps)
+          ...(opts.databaseUrl !== undefined ? { env: { DATABASE_URL: opts.databaseUrl } } : {}),
+          ready: /coordinator listening on/,
+          timeoutMs: 120_000,
+          quiet: !verbose,
+          restart: RESTART,
+        },
+      );
+      coordinators[k] = m;
+      return m;
+    };
+    const where = opts.databaseUrl !== undefined ? `PostgreSQL ${database}` : `embedded PGlite in ${coordinatorDir}`;
     const readyLine = await timed(
-      `coordinator on ${baseUrl} (embedded PGlite in ${coordinatorDir})`,
-      () => coordinator.ready,
+      `coordinator${replicas >= 2 ? ` replica 1 of ${replicas}` : ''} on ${baseUrl} (${where})`,
+      () => spawnReplica(0).ready,
     );
     const coordinatorPeer = /peer id (\S+)/.exec(readyLine)?.[1];
     if (!coordinatorPeer) throw new Error('coordinator did not print its peer id');
+    /** Start replicas 2…N (after the init: each would otherwise make a bootstrap token of its own). */
+    const startOtherReplicas = () =>
+      replicas < 2
+        ? Promise.resolve()
+        : timed(`coordinator replicas 2…${replicas} on ${baseUrls.slice(1).join(', ')}`, async () => {
+            const lines = await Promise.all(ports.slice(1).map((_, i) => spawnReplica(i + 1).ready));
+            for (const l of lines)
+              if (/peer id (\S+)/.exec(l)?.[1] !== coordinatorPeer)
+                throw new Error(`a coordinator replica runs with another identity than replica 1: ${l}`);
+          });
 
     // ---- admin account ----
     const adminPassword = (await readFile(adminPassFile, 'utf8')).trim();
@@ -281,6 +370,8 @@ export async function startInstance(opts: InstanceOptions): Promise<Instance> {
       if (profile) state.profile_id = profile;
       await save();
     }
+    const othersReady = startOtherReplicas();
+    othersReady.catch(() => {});
     let token: string | undefined;
     const adminToken = async (): Promise<string> => {
       if (token) return token;
@@ -431,6 +522,8 @@ export async function startInstance(opts: InstanceOptions): Promise<Instance> {
     await save();
     await Promise.all(signerProcs.map((p) => p.ready));
 
+    await othersReady;
+
     // ---- mobile simulators (they dial out to the coordinator) ----
     const chainsFile = join(dir, 'chains.json');
     await writeFile(chainsFile, `${JSON.stringify(DEV_CHAINS, null, 2)}\n`);
@@ -456,6 +549,7 @@ export async function startInstance(opts: InstanceOptions): Promise<Instance> {
           '--chains',
           chainsFile,
           ...(seedFiles[2 + k] ? ['--prime-seed-file', seedFiles[2 + k] as string] : []),
+          ...phoneUrlArgs(baseUrls),
         ],
         // a revoked phone (removed by the administrator) stops for good: not restarted
         { quiet: !verbose, restart: { ...RESTART, finalExitCodes: [EXIT_DEVICE_REVOKED] } },
@@ -611,7 +705,27 @@ export async function startInstance(opts: InstanceOptions): Promise<Instance> {
       await save();
     }
 
-    return { baseUrl, anvilUrl, state, supervisor: sup, mobiles, events, startMobile, adminToken, stop };
+    const startReplica = async (k: number): Promise<Managed> => {
+      const cur = coordinators[k];
+      if (cur === undefined) throw new RangeError(`no replica ${k}`);
+      if (cur.child.exitCode === null && cur.child.signalCode === null) throw new Error(`${cur.name} is running`);
+      await spawnReplica(k).ready;
+      return coordinators[k] as Managed;
+    };
+    return {
+      baseUrl,
+      baseUrls,
+      coordinators,
+      anvilUrl,
+      state,
+      supervisor: sup,
+      mobiles,
+      events,
+      startMobile,
+      startReplica,
+      adminToken,
+      stop,
+    };
   } catch (e) {
     await stop();
     throw e;
