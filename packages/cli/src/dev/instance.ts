@@ -189,18 +189,6 @@ const DEV_CHAINS = {
 const DEV_PRICES = { ETH: '3000.00' } as const;
 
 /**
- * The coordinator URLs a phone simulator is given besides the one it enrolled with (replica 1's).
- * TODO(#25 failover, lead): once the failover branch is merged (phones keep several URLs in the
- * vault: `custodian mobile set-urls --data <dir> --url <u1> --url <u2>`, no PIN), replace this by
- * a `runCli(['mobile', 'set-urls', '--data', mobileDirs[k], ...baseUrls.flatMap((u) => ['--url', u])])`
- * for each phone before `startMobile` when `replicas >= 2` (and enroll with every URL); until then a
- * phone knows replica 1 only and reconnects there when it drops.
- */
-function phoneUrlArgs(_baseUrls: readonly string[]): string[] {
-  return [];
-}
-
-/**
  * Start (and on first run bootstrap) the instance. Resolves when everything runs and the API is
  * ready for an integrator.
  */
@@ -549,7 +537,6 @@ export async function startInstance(opts: InstanceOptions): Promise<Instance> {
           '--chains',
           chainsFile,
           ...(seedFiles[2 + k] ? ['--prime-seed-file', seedFiles[2 + k] as string] : []),
-          ...phoneUrlArgs(baseUrls),
         ],
         // a revoked phone (removed by the administrator) stops for good: not restarted
         { quiet: !verbose, restart: { ...RESTART, finalExitCodes: [EXIT_DEVICE_REVOKED] } },
@@ -557,6 +544,18 @@ export async function startInstance(opts: InstanceOptions): Promise<Instance> {
       mobiles[k] = m;
       return m;
     };
+    // every replica's address in each phone's vault (no PIN needed): a phone whose replica dies
+    // moves to a survivor (mobile failover); one replica: the enrolled URL as before
+    if (baseUrls.length >= 2) {
+      for (const k of [0, 1])
+        await runCli([
+          'mobile',
+          'set-urls',
+          '--data',
+          mobileDirs[k] as string,
+          ...baseUrls.flatMap((u) => ['--url', u]),
+        ]);
+    }
     startMobile(0);
     startMobile(1);
 
