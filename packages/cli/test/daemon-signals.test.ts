@@ -118,9 +118,13 @@ describe('coordinator signals', () => {
   it('SIGTERM while the coordinator is being built (before listening): logs stopping, exits 0', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'custodian-signals-'));
     dirs.push(dir);
-    const c = spawnTracked(process.execPath, [BIN, 'coordinator', 'start', '--data-dir', dir, '--port', '0'], {
-      env: { ...process.env, CUSTODIAN_WEBHOOK_KEK: undefined },
-    });
+    // the drain bound is generous: what is checked is that a build in progress ends in a clean stop;
+    // opening and migrating a fresh PGlite store takes well over the default 10 s on a loaded machine
+    const c = spawnTracked(
+      process.execPath,
+      [BIN, 'coordinator', 'start', '--data-dir', dir, '--port', '0', '--shutdown-timeout', '120000'],
+      { env: { ...process.env, CUSTODIAN_WEBHOOK_KEK: undefined } },
+    );
     children.push(c);
     // printed before the store is opened and migrated (seconds before `listening`)
     await c.waitFor(/coordinator starting/, 90_000);
