@@ -192,6 +192,7 @@ async function build(
     clock,
     file: bootstrapTokenFile,
     log: (level, msg, fields) => bootstrapLog(level, msg, fields),
+    replica: { id: registry.id, ttlMs: replicaOptions.ttlMs },
   });
   const users = new UserService({
     db,
@@ -393,10 +394,14 @@ async function build(
     ...(opts.webhooks?.keyEncryptionKey !== undefined ? { keyEncryptionKey: opts.webhooks.keyEncryptionKey } : {}),
     ...(opts.dataDir !== undefined ? { dataDir: opts.dataDir } : {}),
   });
-  const signingKeys = new WebhookSigningKeys(db, kek, clock, {
-    ...DEFAULT_SIGNING_KEY_OPTIONS,
-    ...opts.webhooks?.keys,
-  });
+  const signingKeys = new WebhookSigningKeys(
+    db,
+    kek,
+    clock,
+    { ...DEFAULT_SIGNING_KEY_OPTIONS, ...opts.webhooks?.keys },
+    // an in-memory KEK cannot outlive the process: its keys are replaced (docs/webhooks.md "At rest")
+    opts.webhooks?.replaceUnreadableKeys === true || kekSource === 'ephemeral' ? 'replace' : 'refuse',
+  );
   await signingKeys.ensureKey();
   const webhookService = new WebhookService(db, clock);
   const registrations = new WebhookRegistrations({

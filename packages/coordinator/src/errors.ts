@@ -155,10 +155,14 @@ export function problemType(code: ErrorCode): string {
  * Base of the `coordinator` family of {@link CustodianError} (STYLE.md item 10): {@link ApiError}
  * (codes: the catalogue above), `CeremonyAbortedError` (ceremony.ts, `CEREMONY_ABORTED`), and the
  * transfer machine's `IllegalTransitionError` (`ILLEGAL_TRANSITION`) and `TransitionLostError`
- * (`TRANSITION_LOST`) of transfers/machine.ts (internal: the pipeline handles them, no client sees them).
+ * (`TRANSITION_LOST`) of transfers/machine.ts (internal: the pipeline handles them, no client sees them),
+ * and `WATCHER_CURSOR_MOVED` (transfers/watcher-store.ts: another deposit watcher of the chain
+ * committed since this poll read the cursor; internal, the poll is dropped and re-reads).
  * Startup refusals (thrown by `createCoordinator`, never an API response): `CONFIG_INVALID`,
  * `COORDINATOR_IDENTITY_MISMATCH` (replicas/registry.ts: this replica's `coordinator-p2p.key` is not
- * the database's) and `REPLICA_NEEDS_POSTGRES` (db/db.ts: another process holds the PGlite data folder).
+ * the database's), `REPLICA_NEEDS_POSTGRES` (db/db.ts: another process holds the PGlite data folder)
+ * and `WEBHOOK_KEK_MISMATCH` (webhooks/keys.ts: this replica's webhook KEK cannot open the database's
+ * active webhook signing key — another replica's KEK, or a lost `webhook-kek.key`).
  */
 export class CoordinatorError extends CustodianError {
   readonly family = 'coordinator' as const;

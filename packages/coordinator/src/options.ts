@@ -44,6 +44,14 @@ export interface WebhookOptions {
    * key file `<dataDir>/webhook-kek.key` (created 0600), else an in-memory key (embedded/tests).
    */
   keyEncryptionKey?: Uint8Array;
+  /**
+   * When the active signing key cannot be decrypted with this process's KEK: false (default)
+   * refuses to start (CoordinatorError WEBHOOK_KEK_MISMATCH: another replica's KEK, or a lost
+   * `webhook-kek.key`); true retires it (it stays in the JWKS for the overlap) and makes a new key
+   * that signs at once — only when the old KEK is gone for good, never with running replicas that
+   * hold it. An in-memory KEK (no data folder, no variable) always replaces.
+   */
+  replaceUnreadableKeys?: boolean;
   /** Rotation and JWKS cache settings. */
   keys?: Partial<SigningKeyOptions>;
   /** Delivery worker settings (`timeoutMs` is 30 s by seed §8; change it in tests only). */

@@ -540,6 +540,8 @@ describe.skipIf(!pgUp)('COORDINATOR_IDENTITY_MISMATCH', () => {
     cleanups.push(() => first.stop());
     await expect(make(1)).rejects.toMatchObject({ code: 'COORDINATOR_IDENTITY_MISMATCH' });
     await copyFile(join(dirs[0] as string, COORDINATOR_KEY_FILE), join(dirs[2] as string, COORDINATOR_KEY_FILE));
+    // and the webhook KEK (operator guide), else WEBHOOK_KEK_MISMATCH
+    await copyFile(join(dirs[0] as string, 'webhook-kek.key'), join(dirs[2] as string, 'webhook-kek.key'));
     const third = await make(2);
     cleanups.push(() => third.stop());
     expect(third.signing?.peerId).toBe(first.signing?.peerId);

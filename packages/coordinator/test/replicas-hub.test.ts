@@ -112,9 +112,11 @@ async function twoReplicas(label: string): Promise<Pair> {
   const a = await make('a');
   const urlA = await a.start();
   cleanups.push(() => a.stop());
-  // the second replica runs with the first one's identity (operator guide: copy coordinator-p2p.key)
+  // the second replica runs with the first one's identity and webhook KEK (operator guide: copy
+  // coordinator-p2p.key and webhook-kek.key)
   await mkdir(join(dir, 'b'), { recursive: true, mode: 0o700 });
   await copyFile(join(dir, 'a', COORDINATOR_KEY_FILE), join(dir, 'b', COORDINATOR_KEY_FILE));
+  await copyFile(join(dir, 'a', 'webhook-kek.key'), join(dir, 'b', 'webhook-kek.key'));
   const b = await make('b');
   const urlB = await b.start();
   cleanups.push(() => b.stop());

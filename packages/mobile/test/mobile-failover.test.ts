@@ -91,14 +91,16 @@ async function replica(dir: string, db: Db): Promise<{ coord: Coordinator; url: 
   return { coord, url };
 }
 
-/** Two replicas on one schema sharing one coordinator identity key. */
+/** Two replicas on one schema sharing one coordinator identity key and one webhook KEK. */
 async function twoReplicas(root: string) {
   const schema = await freshSchema();
   const key = privateKeyToProtobuf(await generateKeyPair('Ed25519'));
+  const kek = randomBytes(32);
   const dirs = [join(root, 'replica-a'), join(root, 'replica-b')];
   for (const d of dirs) {
     mkdirSync(d, { recursive: true, mode: 0o700 });
     writeFileSync(join(d, 'coordinator-p2p.key'), key, { mode: 0o600 });
+    writeFileSync(join(d, 'webhook-kek.key'), kek, { mode: 0o600 });
   }
   const dbs: Db[] = [];
   for (let i = 0; i < 2; i++) {

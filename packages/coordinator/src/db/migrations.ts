@@ -486,6 +486,21 @@ CREATE TABLE coordinator_identity (
 );
 ALTER TABLE ceremonies ADD COLUMN owner_replica text;`,
   },
+  {
+    version: 17,
+    name: 'replica_shared_state',
+    // #25 (replicas; one-time and shared state):
+    // - bootstrap_token.writer_*: who wrote the token (users/bootstrap.ts): the replica id (while it
+    //   is alive no other replica replaces the token), its host and token file (the log of another
+    //   replica names them). NULL on a row written before this migration (treated as a gone writer).
+    // - watcher_cursors.version: bumped by every commit of a chain's deposit watcher
+    //   (transfers/watcher-store.ts); a commit is a compare-and-set on the version it read, so two
+    //   watchers of one chain (a lease handover) never both commit the same blocks.
+    sql: `ALTER TABLE bootstrap_token ADD COLUMN writer_replica text;
+ALTER TABLE bootstrap_token ADD COLUMN writer_host text;
+ALTER TABLE bootstrap_token ADD COLUMN writer_file text;
+ALTER TABLE watcher_cursors ADD COLUMN version bigint NOT NULL DEFAULT 0;`,
+  },
 ];
 
 /**

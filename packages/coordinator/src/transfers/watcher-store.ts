@@ -11,10 +11,18 @@
  *   amount_base_units, block_height }`
  * - BALANCE_UPDATED `{ wallet_id, blockchain_id, address, asset_id, balance, balance_base_units,
  *   previous_balance, wallet_balance, block_height, block_hash }`
+ *
+ * Compare-and-set (issue #25, replicas): every commit bumps `watcher_cursors.version`, and commits
+ * only if the row still has the version this store last saw for the chain (its latest `getCursor`,
+ * or its own previous commit; "no row" when it saw none). Two watchers of one chain that overlap
+ * (a lease handover) both read the same cursor, but only the first commit lands; the other throws
+ * CoordinatorError WATCHER_CURSOR_MOVED with nothing written (its poll fails, its listeners are
+ * not told), and its next poll re-reads the cursor, seen keys, balances and UTXOs.
  */
 import type { BalanceRow, Cursor, UtxoRow, WatcherCommit, WatcherEvent, WatcherStore } from '@custodian/chains';
 import { formatUnits } from '@custodian/chains';
 import type { Db, Queryable } from '../db/db.js';
+import { CoordinatorError } from '../errors.js';
 import type { Clock } from '../util.js';
 import { emitEvent } from '../webhooks/outbox.js';
 
@@ -29,19 +37,24 @@ interface AssetRow {
   decimals: number;
 }
 
-/** PostgreSQL implementation of {@link WatcherStore}. */
+/** PostgreSQL implementation of {@link WatcherStore} (one per watcher: it remembers the cursor version it read). */
 export class PgWatcherStore implements WatcherStore {
+  /** chain → `watcher_cursors.version` this store last read or wrote (null: no row). */
+  readonly #seenVersion = new Map<string, string | null>();
+
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
   ) {}
 
   async getCursor(chain: string): Promise<Cursor | null> {
-    const r = await this.db.query<{ height: number; hash: string }>(
-      'SELECT height, hash FROM watcher_cursors WHERE chain = $1',
+    const r = await this.db.query<{ height: number; hash: string; version: string }>(
+      'SELECT height, hash, version::text AS version FROM watcher_cursors WHERE chain = $1',
       [chain],
     );
-    return r[0] ?? null;
+    const row = r[0];
+    this.#seenVersion.set(chain, row?.version ?? null);
+    return row === undefined ? null : { height: row.height, hash: row.hash };
   }
 
   async seen(chain: string, keys: readonly string[]): Promise<Set<string>> {
@@ -67,14 +80,36 @@ export class PgWatcherStore implements WatcherStore {
     );
   }
 
+  /**
+   * Apply one poll's commit in one transaction, if the cursor row is still the one this store
+   * read (see the module comment).
+   * @throws CoordinatorError WATCHER_CURSOR_MOVED when another watcher committed since (nothing written)
+   */
   async commit(chain: string, c: WatcherCommit): Promise<void> {
-    await this.db.tx(async (q) => {
+    const expected = this.#seenVersion.get(chain) ?? null;
+    const version = await this.db.tx(async (q) => {
       const now = this.clock();
-      await q.query(
-        `INSERT INTO watcher_cursors (chain, height, hash, updated_at) VALUES ($1,$2,$3,$4)
-         ON CONFLICT (chain) DO UPDATE SET height = EXCLUDED.height, hash = EXCLUDED.hash, updated_at = EXCLUDED.updated_at`,
-        [chain, c.cursor.height, c.cursor.hash, now],
-      );
+      // compare-and-set: the row lock of the UPDATE (or the unique key of the INSERT) orders two
+      // racing commits; the second re-checks the version against the first's committed row
+      const set =
+        expected === null
+          ? await q.query<{ version: string }>(
+              `INSERT INTO watcher_cursors (chain, height, hash, updated_at, version) VALUES ($1,$2,$3,$4,1)
+               ON CONFLICT (chain) DO NOTHING RETURNING version::text AS version`,
+              [chain, c.cursor.height, c.cursor.hash, now],
+            )
+          : await q.query<{ version: string }>(
+              `UPDATE watcher_cursors SET height = $2, hash = $3, updated_at = $4, version = version + 1
+               WHERE chain = $1 AND version = $5::bigint RETURNING version::text AS version`,
+              [chain, c.cursor.height, c.cursor.hash, now, expected],
+            );
+      if (set[0] === undefined) {
+        throw new CoordinatorError(
+          'WATCHER_CURSOR_MOVED',
+          `WATCHER_CURSOR_MOVED: another deposit watcher of ${chain} committed since this poll read the cursor; ` +
+            'its batch is dropped and the next poll re-reads',
+        );
+      }
       for (const k of c.seen) {
         await q.query('INSERT INTO watcher_seen (chain, key) VALUES ($1,$2) ON CONFLICT DO NOTHING', [chain, k]);
       }
@@ -96,7 +131,9 @@ export class PgWatcherStore implements WatcherStore {
         await q.query('DELETE FROM watcher_utxos WHERE chain = $1 AND outpoint = $2', [chain, o]);
       }
       for (const e of c.events) await this.#event(q, chain, e);
+      return set[0].version;
     });
+    this.#seenVersion.set(chain, version);
   }
 
   async #owner(q: Queryable, chain: string, address: string): Promise<Owner | undefined> {

@@ -11,6 +11,12 @@
  *    are unusable after a restart, so a new signing key is then created at once.
  * The KEK and private keys are never logged nor returned by any API.
  *
+ * Several replicas (issue #25) must share ONE KEK. A process whose KEK cannot open the database's
+ * active signing key (another replica's KEK, or a lost `webhook-kek.key`) refuses to start with
+ * CoordinatorError WEBHOOK_KEK_MISMATCH and retires nothing (before, replicas with different KEKs
+ * each retired the other's key and made their own, over and over); `unreadable: 'replace'`
+ * (option `webhooks.replaceUnreadableKeys`, or an in-memory KEK) retires it and makes a new one.
+ *
  * Rotation (seed §6 rule 5, "rotated automatically; old and new keys overlap"): a new key is
  * PUBLISHED in the JWKS at creation and only SIGNS from `activates_at` = creation + `publishLeadMs`
  * (default 1 h, ≥ the JWKS `max-age`, so cached JWKS already hold it); the old key stops signing at
@@ -23,7 +29,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { p256 } from '@noble/curves/nist.js';
 import type { Db, Queryable } from '../db/db.js';
-import { ApiError } from '../errors.js';
+import { ApiError, CoordinatorError } from '../errors.js';
 import { type Clock, iso } from '../util.js';
 import { p256PublicJwk, p256Thumbprint } from './signature.js';
 
@@ -147,6 +153,8 @@ export class WebhookSigningKeys {
     private readonly kek: Uint8Array,
     readonly clock: Clock,
     readonly opts: SigningKeyOptions = DEFAULT_SIGNING_KEY_OPTIONS,
+    /** An active key this KEK cannot open: refuse (WEBHOOK_KEK_MISMATCH) or retire and replace it. */
+    private readonly unreadable: 'refuse' | 'replace' = 'refuse',
   ) {}
 
   private async lock(q: Queryable) {
@@ -172,9 +180,11 @@ export class WebhookSigningKeys {
   }
 
   /**
-   * Make sure a key this process can use is signing (first start, or a KEK change): when none is
-   * active and decryptable, create one that signs at once (no receiver can hold an older JWKS of
-   * a key that never signed), retiring any undecryptable active key with the usual overlap.
+   * Make sure a key this process can use is signing: when none is active (first start), create one
+   * that signs at once (no receiver can hold an older JWKS of a key that never signed). An active
+   * key this KEK cannot decrypt is retired (usual overlap) and replaced only with `unreadable:
+   * 'replace'`; otherwise nothing is changed and the call throws.
+   * @throws CoordinatorError WEBHOOK_KEK_MISMATCH when an active key exists that this KEK cannot open
    */
   async ensureKey(): Promise<void> {
     const now = this.clock();
@@ -182,6 +192,20 @@ export class WebhookSigningKeys {
     await this.db.tx(async (q) => {
       await this.lock(q);
       if ((await this.activeRow(q, now)) !== null) return;
+      const unreadable = await q.query<{ kid: string }>(
+        `SELECT kid FROM webhook_signing_keys WHERE activates_at <= $1 AND (retires_at IS NULL OR retires_at > $1)`,
+        [now],
+      );
+      if (unreadable.length > 0 && this.unreadable === 'refuse') {
+        throw new CoordinatorError(
+          'WEBHOOK_KEK_MISMATCH',
+          `WEBHOOK_KEK_MISMATCH: the active webhook signing key ${unreadable[0]!.kid} was encrypted with another ` +
+            "key-encryption key than this replica's: every replica must use the same KEK (copy webhook-kek.key from an " +
+            'existing replica into this data dir, mode 0600, or set the same CUSTODIAN_WEBHOOK_KEK everywhere; restore ' +
+            'it from the backup if it was lost; docs/operator-guide.md "Several coordinator replicas"). Only when the ' +
+            'KEK is gone for good: start once with webhooks.replaceUnreadableKeys to retire the key and make a new one',
+        );
+      }
       await q.query(
         `UPDATE webhook_signing_keys SET retires_at = $1, expires_at = $2
          WHERE activates_at <= $1 AND (retires_at IS NULL OR retires_at > $1)`,
