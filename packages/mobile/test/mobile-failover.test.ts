@@ -176,7 +176,7 @@ describe('a phone with several coordinator URLs', () => {
     // replica A dies; an approval is pending for the phone on replica B
     await a.coord.stop();
     hubB.notifyApprovalRequest(r.device_id, intent('t-on-b'));
-    try { await waitFor(() => phone.url === b.url && onB.length === 1, 10_000, 'the phone on B, answering there'); } catch (e) { console.log('DBG', phone.url, b.url, onA, onB, decided, connectedTo, out.lines.map((l)=>JSON.stringify(l)).join('\n')); throw e; }
+    await waitFor(() => phone.url === b.url && onB.length === 1, 10_000, 'the phone on B, answering there');
     expect(onA).toEqual(['t-on-a:APPROVE']);
     expect(onB).toEqual(['t-on-b:APPROVE']);
     expect(decided).toEqual(['t-on-a', 't-on-b']);

@@ -37,6 +37,8 @@
  * - **Approvals**: {@link DeviceHub.notifyApprovalRequest} pushes a transfer intent (queued while
  *   the device is offline, re-sent on every reconnect until answered); answers are verified by
  *   `hub-approvals.ts` before `approvals.decided` and {@link DeviceHub.onApproval} listeners see them.
+ *   Every replica queues every request (the bus); a verified answer on one withdraws the request
+ *   from the others' queues (`cancel` broadcast), as a withdrawal does.
  * - **Ceremonies**: {@link DeviceHub.startCeremony} sends a `SignedControl` (the coordinator key
  *   signs it, as for server signers) and resolves with the device's `CeremonyResult`.
  * - **Relay**: `RelayFrame`s from a device are forwarded to the destination device's socket or, for
@@ -944,7 +946,11 @@ export class DeviceHub implements DeviceCeremonyPort, Startable {
     }
     if (f.approvalAnswer) {
       if (!(await this.ifApproved(c))) return;
-      this.desk.answer(c.deviceId, f.approvalAnswer.requestId, f.approvalAnswer.approvalJson);
+      const { requestId } = f.approvalAnswer;
+      // answered: the other replicas' queues drop it too (each got the request by the broadcast),
+      // or a reconnection there would ask the phone again and decide its answer twice
+      if (this.desk.answer(c.deviceId, requestId, f.approvalAnswer.approvalJson))
+        this.routes?.broadcast(HUB_TOPICS.approvals, { op: 'cancel', deviceId: c.deviceId, requestId });
       return;
     }
     if (f.error) {
