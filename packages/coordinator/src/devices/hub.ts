@@ -17,7 +17,9 @@
  *   bus: each replica acts for its own sockets. A ceremony invitation for a phone held elsewhere
  *   goes to its replica, which sends it and routes the answer (or the phone's disconnection) back
  *   on the ceremony's topic. Relay frames for a phone held elsewhere go to its replica, in order;
- *   a device's frames to a server signer go over this replica's own libp2p relay.
+ *   a device's frames to a server signer go over this replica's own libp2p relay (a signer
+ *   registered through another replica is found by reading the registered signers again when a
+ *   destination is neither a device nor a signer this replica knows).
  *
  * - **Authentication**: on connect the hub sends `DeviceChallenge { nonce (32 random bytes),
  *   coordinator_peer_id }`; the device answers `DeviceHello` within 10 s, checked by `hub-hello.ts`
@@ -600,6 +602,26 @@ export class DeviceHub implements DeviceCeremonyPort, Startable {
     }
   }
 
+  /** A device's frame to a server signer: over this replica's own libp2p relay. */
+  private async toSigner(c: Conn, to: string, envelope: Uint8Array): Promise<void> {
+    this.emitRelayed({ direction: 'device-to-signer', from: c.mpcPeerId, to, envelope });
+    await this.init
+      .relayToSigner(to, { peerId: c.mpcPeerId, envelope })
+      .catch((e: unknown) =>
+        this.log('warn', 'relay to signer failed', { to, err: e instanceof Error ? e.message : String(e) }),
+      );
+  }
+
+  /** Whether `peerId` is a server signer registered through any replica (the store read again); false when unreadable. */
+  private async signerRegistered(peerId: string): Promise<boolean> {
+    try {
+      return (await this.init.signerPeerRegistered?.(peerId)) === true;
+    } catch (e) {
+      this.log('warn', 'server signers could not be read', { err: e instanceof Error ? e.message : String(e) });
+      return false;
+    }
+  }
+
   /** Delete the route of a connection of this replica (when recorded; a newer one stays). */
   private dropRoute(c: Conn): void {
     const token = c.routeToken;
@@ -917,14 +939,13 @@ export class DeviceHub implements DeviceCeremonyPort, Startable {
         this.emitRelayed({ direction: 'device-to-device', from: c.mpcPeerId, to, envelope: f.relay.envelope });
         this.send(dev.ws, { relay: { peerId: c.mpcPeerId, envelope: f.relay.envelope } });
       } else if (this.init.isSignerPeer(to)) {
-        // to a server signer: over this replica's own libp2p relay
-        this.emitRelayed({ direction: 'device-to-signer', from: c.mpcPeerId, to, envelope: f.relay.envelope });
-        await this.init
-          .relayToSigner(to, { peerId: c.mpcPeerId, envelope: f.relay.envelope })
-          .catch((e: unknown) =>
-            this.log('warn', 'relay to signer failed', { to, err: e instanceof Error ? e.message : String(e) }),
-          );
-      } else if (!(await this.forward(to, c.mpcPeerId, 'device-to-device', f.relay.envelope))) {
+        await this.toSigner(c, to, f.relay.envelope);
+      } else if (await this.forward(to, c.mpcPeerId, 'device-to-device', f.relay.envelope)) {
+        // a device held by another replica
+      } else if (await this.signerRegistered(to)) {
+        // a server signer registered through another replica since this one read the list
+        await this.toSigner(c, to, f.relay.envelope);
+      } else {
         this.log('warn', 'relay: unknown destination', { device: c.deviceId, to });
       }
       return;
