@@ -383,6 +383,43 @@ describe.skipIf(!pgUp)('SingletonLease on PostgreSQL', () => {
     );
     await until(() => l?.held === false && p.running.size === 0, 'the holder to stop');
   });
+  it('acquired_at records when this owner took the lease: kept by its renewals, new when it takes it again', async () => {
+    const { dbs } = await shared(2);
+    const obs = dbs[1] as Db;
+    const p = probes();
+    const [l] = contenders([dbs[0] as Db], p);
+    const row = async () =>
+      (
+        await obs.query<{ acquired_at: string; lease_until: string }>(
+          `SELECT (extract(epoch FROM acquired_at) * 1e6)::bigint::text AS acquired_at,
+             (extract(epoch FROM lease_until) * 1e6)::bigint::text AS lease_until
+           FROM coordinator_leases WHERE name = 'watcher:test'`,
+        )
+      ).map((r) => ({ acquired_at: Number(r.acquired_at), lease_until: Number(r.lease_until) }))[0] as {
+        acquired_at: number;
+        lease_until: number;
+      };
+    await (l as SingletonLease).start();
+    expect(l?.held).toBe(true);
+    const first = await row();
+    // renewals by the same owner move lease_until, never acquired_at
+    await until(async () => (await row()).lease_until !== first.lease_until, 'a renewal');
+    await sleep(leaseMs);
+    const renewed = await row();
+    expect(renewed.lease_until > first.lease_until).toBe(true);
+    expect(renewed.acquired_at).toBe(first.acquired_at);
+    // released (stop), then taken again by the same owner: a new acquisition
+    await (l as SingletonLease).stop();
+    await (l as SingletonLease).start();
+    expect(l?.held).toBe(true);
+    const again = await row();
+    expect(again.acquired_at > first.acquired_at).toBe(true);
+    // the same owner takes an expired lease it did not release (its renewals stopped): new too
+    await obs.query(
+      "UPDATE coordinator_leases SET lease_until = now() - interval '1 second' WHERE name = 'watcher:test'",
+    );
+    await until(async () => (await row()).acquired_at > again.acquired_at, 'the expired lease taken again');
+  });
 });
 
 describe.skipIf(!pgUp)('PgReplicaBus on PostgreSQL', () => {

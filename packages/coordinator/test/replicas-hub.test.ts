@@ -10,14 +10,19 @@
  * - a ceremony (FROST Ed25519 DKG) started on B with a phone on A and a phone on B completes: the
  *   invitation and the answer cross the bus, and so do the device-to-device relay frames;
  * - relay frames for the phone on A that reach B (a signer's relay stream on B) arrive, in order;
+ * - a server signer registered through B is known to A without a restart: a phone's relay frame to
+ *   it on A goes to the signer relay (before: "relay: unknown destination", dropped), and a phone
+ *   presenting its peer id is refused at hello;
  * - B sees the phone on A online (the gateway's availability), and a ceremony B sends to the
  *   phone on A ends when that phone disconnects there.
  */
 import { copyFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { DeviceFrame } from '@custodian/signer-client';
+import { type DeviceFrame, encodeDeviceFrame, fingerprint } from '@custodian/signer-client';
 import { KeyAlgorithm, type TransferIntent } from '@custodian/wire';
+import { generateKeyPair } from '@libp2p/crypto/keys';
+import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import pg from 'pg';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -334,5 +339,41 @@ describe.skipIf(!pgUp)('device hub across replicas (PostgreSQL, two coordinators
     await waitFor(() => relays().length >= n, 10_000, 'the relayed frames');
     expect(relays().map((f) => f.relay?.envelope[0])).toEqual([...Array(n).keys()]);
     expect(relays().every((f) => f.relay?.peerId === from)).toBe(true);
+  });
+
+  it('a server signer registered through B: the phone on A relays to it and cannot take its peer id', async () => {
+    const p = await twoReplicas('hub-signer');
+    const raw = await rawPhoneAt(p, p.urlA);
+    const hubA = p.a.signing?.hub;
+    if (!hubA) throw new Error('no hub');
+    const key = await generateKeyPair('Ed25519');
+    const signerPeer = peerIdFromPrivateKey(key).toString();
+    // registered through B after A read its list of signers (at its start): the row SignerService.add commits
+    await p.b.db.query(
+      `INSERT INTO server_signers (signer_id, name, peer_id, address, fingerprint, created_at)
+       VALUES (gen_random_uuid(), 'late signer', $1, '/ip4/127.0.0.1/tcp/9', $2, now())`,
+      [signerPeer, fingerprint(key.publicKey.raw)],
+    );
+    const relayed: { direction: string; to: string }[] = [];
+    hubA.onRelayed((e) => relayed.push({ direction: e.direction, to: e.to }));
+    raw.phone.ws.send(encodeDeviceFrame({ relay: { peerId: signerPeer, envelope: Uint8Array.of(7, 7, 7) } }));
+    await waitFor(() => relayed.length > 0, 10_000, 'the frame relayed to the signer');
+    expect(relayed).toEqual([{ direction: 'device-to-signer', to: signerPeer }]);
+    // and a device presenting the new signer's peer id is refused at hello on A (issue #26 item 7)
+    const keys = await phoneKeys();
+    const r = await fetch(`${p.urlA}/devices/v1/enrollments`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(enrollmentBody(keys, 'impostor')),
+    });
+    const { device_id } = (await r.json()) as { device_id: string };
+    await p.a.db.query(
+      `UPDATE devices SET status = 'APPROVED', decided_at = now(), mpc_peer_id = NULL WHERE device_id = $1`,
+      [device_id],
+    );
+    const impostor = connectPhone({ url: p.urlA } as never, device_id, keys, signerPeer);
+    cleanups.push(async () => impostor.ws.close());
+    expect(await impostor.welcomed).toBe(false);
+    expect((await impostor.closed).reason).toBe("mpc_peer_id is a server signer's");
   });
 });

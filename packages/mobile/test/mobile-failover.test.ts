@@ -183,6 +183,8 @@ describe('a phone with several coordinator URLs', () => {
     expect(onB).toEqual(['t-on-b:APPROVE']);
     expect(decided).toEqual(['t-on-a', 't-on-b']);
     expect(connectedTo).toEqual([a.url, b.url]);
+    // the request answered through A was withdrawn from B's queue too: B did not ask for it again
+    expect(out.lines.filter((l) => /already answered/.test(String(l.msg)))).toEqual([]);
     // the other identity was refused on the way, and the pin kept
     expect(out.text()).toMatch(/coordinator identity changed: refusing to connect/);
     const refused = out.lines.find((l) => l.msg === 'coordinator identity changed: refusing to connect');

@@ -61,24 +61,28 @@ export class ApprovalDesk {
     return () => this.#listeners.delete(listener);
   }
 
-  /** A device's answer (`ApprovalAnswer.approval_json`): verified, dequeued and emitted, or logged and dropped. */
-  answer(deviceId: string, requestId: string, json: string): void {
+  /**
+   * A device's answer (`ApprovalAnswer.approval_json`): verified, dequeued and emitted, or logged
+   * and dropped.
+   * @returns true when it was verified and dequeued (the request is answered), false when dropped
+   */
+  answer(deviceId: string, requestId: string, json: string): boolean {
     const intent = this.#queue.get(deviceId)?.get(requestId);
     if (!intent) {
       this.log('warn', 'approval for no pending request', { device: deviceId, request: requestId });
-      return;
+      return false;
     }
     let a: Approval;
     try {
       a = JSON.parse(json) as Approval;
     } catch {
       this.log('warn', 'approval: not JSON', { device: deviceId });
-      return;
+      return false;
     }
     const problem = this.#check(deviceId, intent, a);
     if (problem) {
       this.log('warn', 'approval rejected', { device: deviceId, request: requestId, reason: problem });
-      return;
+      return false;
     }
     this.#queue.get(deviceId)?.delete(requestId);
     for (const l of this.#listeners) {
@@ -88,6 +92,7 @@ export class ApprovalDesk {
         this.log('warn', 'approval listener failed', { err: e instanceof Error ? e.message : String(e) });
       }
     }
+    return true;
   }
 
   #check(deviceId: string, intent: TransferIntent, a: Approval): string | undefined {

@@ -24,7 +24,7 @@ export type HelloVerdict =
  * connected device uses).
  */
 export async function checkHello(
-  c: Pick<DeviceHubComponents, 'devices' | 'coordinator' | 'isSignerPeer' | 'pinLegacyPeer'>,
+  c: Pick<DeviceHubComponents, 'devices' | 'coordinator' | 'isSignerPeer' | 'signerPeerRegistered' | 'pinLegacyPeer'>,
   nonce: Uint8Array,
   hello: NonNullable<DeviceFrame['hello']>,
 ): Promise<HelloVerdict> {
@@ -45,7 +45,9 @@ export async function checkHello(
   const digest = deviceHelloDigest(nonce, c.coordinator.peerId, hello.deviceId, hello.mpcPeerId);
   if (!deviceVerify(bytesToHex(hello.signature), digest, rec.publicKey)) return fail('bad signature');
   // the peer id is the one bound at enrollment, never a server signer's (issue #26 item 7)
-  if (c.isSignerPeer(hello.mpcPeerId)) return fail("mpc_peer_id is a server signer's");
+  // (registered through any replica: the store is read when this replica's list lacks it)
+  if (c.isSignerPeer(hello.mpcPeerId) || (await c.signerPeerRegistered?.(hello.mpcPeerId)))
+    return fail("mpc_peer_id is a server signer's");
   let pinned = false;
   if (rec.mpcPeerId === null) {
     const pin = c.pinLegacyPeer;

@@ -31,7 +31,10 @@ import type { HubLog } from './hub-types.js';
 
 /** Bus topics of the device hub. */
 export const HUB_TOPICS = {
-  /** Broadcast: `{ op: 'add', deviceId, requestId, intent }` or `{ op: 'cancel', deviceId, requestId }`. */
+  /**
+   * Broadcast: `{ op: 'add', deviceId, requestId, intent }` or `{ op: 'cancel', deviceId, requestId }`
+   * (withdrawn, or answered by the device on the sender).
+   */
   approvals: 'hub.approvals',
   /** Broadcast: `{ deviceId, status }`: the device left APPROVED. */
   revoke: 'hub.revoke',

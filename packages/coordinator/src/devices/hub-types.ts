@@ -75,8 +75,15 @@ export interface DeviceHubComponents {
   devices: { hubRecord(deviceId: string): Promise<HubDeviceRecord | undefined> };
   /** Coordinator libp2p identity: peer id and 32-byte Ed25519 seed (signs ceremony invitations). SECRET. */
   coordinator: { peerId: string; secretKey: Uint8Array };
-  /** Is `peerId` a server signer reachable over the relay protocol? */
+  /** Is `peerId` a server signer reachable over the relay protocol (this replica's list of them now)? */
   isSignerPeer(peerId: string): boolean;
+  /**
+   * {@link isSignerPeer}, reading the registered signers again when `peerId` is not in this
+   * replica's list (a signer registered through another replica, issue #25): true when it is one
+   * now (and then known to {@link isSignerPeer} and {@link relayToSigner}). Absent: the list only.
+   * @throws Error when the store cannot be read
+   */
+  signerPeerRegistered?(peerId: string): Promise<boolean>;
   /** Forward a device's envelope to a server signer (libp2p relay). */
   relayToSigner(signerPeerId: string, frame: RelayFrame): Promise<void>;
   /** Frames from server signers to devices (see {@link SignerFrames}); absent: none arrive. */

@@ -17,7 +17,9 @@
  *   bus: each replica acts for its own sockets. A ceremony invitation for a phone held elsewhere
  *   goes to its replica, which sends it and routes the answer (or the phone's disconnection) back
  *   on the ceremony's topic. Relay frames for a phone held elsewhere go to its replica, in order;
- *   a device's frames to a server signer go over this replica's own libp2p relay.
+ *   a device's frames to a server signer go over this replica's own libp2p relay (a signer
+ *   registered through another replica is found by reading the registered signers again when a
+ *   destination is neither a device nor a signer this replica knows).
  *
  * - **Authentication**: on connect the hub sends `DeviceChallenge { nonce (32 random bytes),
  *   coordinator_peer_id }`; the device answers `DeviceHello` within 10 s, checked by `hub-hello.ts`
@@ -37,6 +39,8 @@
  * - **Approvals**: {@link DeviceHub.notifyApprovalRequest} pushes a transfer intent (queued while
  *   the device is offline, re-sent on every reconnect until answered); answers are verified by
  *   `hub-approvals.ts` before `approvals.decided` and {@link DeviceHub.onApproval} listeners see them.
+ *   Every replica queues every request (the bus); a verified answer on one withdraws the request
+ *   from the others' queues (`cancel` broadcast), as a withdrawal does.
  * - **Ceremonies**: {@link DeviceHub.startCeremony} sends a `SignedControl` (the coordinator key
  *   signs it, as for server signers) and resolves with the device's `CeremonyResult`.
  * - **Relay**: `RelayFrame`s from a device are forwarded to the destination device's socket or, for
@@ -598,6 +602,26 @@ export class DeviceHub implements DeviceCeremonyPort, Startable {
     }
   }
 
+  /** A device's frame to a server signer: over this replica's own libp2p relay. */
+  private async toSigner(c: Conn, to: string, envelope: Uint8Array): Promise<void> {
+    this.emitRelayed({ direction: 'device-to-signer', from: c.mpcPeerId, to, envelope });
+    await this.init
+      .relayToSigner(to, { peerId: c.mpcPeerId, envelope })
+      .catch((e: unknown) =>
+        this.log('warn', 'relay to signer failed', { to, err: e instanceof Error ? e.message : String(e) }),
+      );
+  }
+
+  /** Whether `peerId` is a server signer registered through any replica (the store read again); false when unreadable. */
+  private async signerRegistered(peerId: string): Promise<boolean> {
+    try {
+      return (await this.init.signerPeerRegistered?.(peerId)) === true;
+    } catch (e) {
+      this.log('warn', 'server signers could not be read', { err: e instanceof Error ? e.message : String(e) });
+      return false;
+    }
+  }
+
   /** Delete the route of a connection of this replica (when recorded; a newer one stays). */
   private dropRoute(c: Conn): void {
     const token = c.routeToken;
@@ -915,14 +939,13 @@ export class DeviceHub implements DeviceCeremonyPort, Startable {
         this.emitRelayed({ direction: 'device-to-device', from: c.mpcPeerId, to, envelope: f.relay.envelope });
         this.send(dev.ws, { relay: { peerId: c.mpcPeerId, envelope: f.relay.envelope } });
       } else if (this.init.isSignerPeer(to)) {
-        // to a server signer: over this replica's own libp2p relay
-        this.emitRelayed({ direction: 'device-to-signer', from: c.mpcPeerId, to, envelope: f.relay.envelope });
-        await this.init
-          .relayToSigner(to, { peerId: c.mpcPeerId, envelope: f.relay.envelope })
-          .catch((e: unknown) =>
-            this.log('warn', 'relay to signer failed', { to, err: e instanceof Error ? e.message : String(e) }),
-          );
-      } else if (!(await this.forward(to, c.mpcPeerId, 'device-to-device', f.relay.envelope))) {
+        await this.toSigner(c, to, f.relay.envelope);
+      } else if (await this.forward(to, c.mpcPeerId, 'device-to-device', f.relay.envelope)) {
+        // a device held by another replica
+      } else if (await this.signerRegistered(to)) {
+        // a server signer registered through another replica since this one read the list
+        await this.toSigner(c, to, f.relay.envelope);
+      } else {
         this.log('warn', 'relay: unknown destination', { device: c.deviceId, to });
       }
       return;
@@ -944,7 +967,11 @@ export class DeviceHub implements DeviceCeremonyPort, Startable {
     }
     if (f.approvalAnswer) {
       if (!(await this.ifApproved(c))) return;
-      this.desk.answer(c.deviceId, f.approvalAnswer.requestId, f.approvalAnswer.approvalJson);
+      const { requestId } = f.approvalAnswer;
+      // answered: the other replicas' queues drop it too (each got the request by the broadcast),
+      // or a reconnection there would ask the phone again and decide its answer twice
+      if (this.desk.answer(c.deviceId, requestId, f.approvalAnswer.approvalJson))
+        this.routes?.broadcast(HUB_TOPICS.approvals, { op: 'cancel', deviceId: c.deviceId, requestId });
       return;
     }
     if (f.error) {

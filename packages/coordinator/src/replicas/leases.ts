@@ -4,7 +4,9 @@
  * lease row in `coordinator_leases`. Leader election by lease, on PostgreSQL itself:
  *
  * - acquire: an upsert that succeeds only when the row is absent, expired, or already ours;
- * - renew: the same statement, every `leaseMs / 3`;
+ * - renew: the same statement, every `leaseMs / 3`; `acquired_at` is when this owner took the
+ *   lease: a renewal keeps it, a new acquisition (another owner, or this one taking its own
+ *   released or expired lease again) sets it to now;
  * - lose: a renewal that finds another owner, or no successful renewal for `leaseMs * 2/3` (the
  *   database unreachable, or a renewal that hangs: a timer of its own, not the next poll, checks
  *   this deadline, counted from when the last successful renewal was SENT), stops the component
@@ -88,7 +90,8 @@ export class SingletonLease implements Startable {
          VALUES ($1, $2, now() + $3::int * interval '1 millisecond', now())
          ON CONFLICT (name) DO UPDATE SET
            lease_until = EXCLUDED.lease_until,
-           acquired_at = CASE WHEN coordinator_leases.owner = EXCLUDED.owner THEN coordinator_leases.acquired_at ELSE now() END,
+           acquired_at = CASE WHEN coordinator_leases.owner = EXCLUDED.owner AND coordinator_leases.lease_until > now()
+             THEN coordinator_leases.acquired_at ELSE now() END,
            owner = EXCLUDED.owner
          WHERE coordinator_leases.owner = EXCLUDED.owner OR coordinator_leases.lease_until <= now()
          RETURNING owner`,

@@ -142,6 +142,12 @@ export class ServerSignerStore {
     return rows.map((r) => ({ signer_id: String(r.signer_id), peer_id: r.peer_id, address: r.address }));
   }
 
+  /** Whether `peerId` is the peer id of a live (registered, not removed) server signer. */
+  async isLivePeer(peerId: string): Promise<boolean> {
+    const r = await this.c.db.query('SELECT 1 FROM server_signers WHERE peer_id = $1 AND removed_at IS NULL', [peerId]);
+    return r.length > 0;
+  }
+
   /** Peer id of the live server signer `signerId` (case-insensitive UUID text); undefined when unknown or removed. */
   async peerIdOf(signerId: string): Promise<string | undefined> {
     const r = await this.c.db.query<{ peer_id: string }>(

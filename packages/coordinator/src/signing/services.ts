@@ -114,7 +114,7 @@ export interface SigningServicesComponents {
   /** Master key records (signers room): the presignature pool's keys. */
   masterKeys: Pick<MasterKeyStore, 'listMasterKeys'>;
   /** Registered server signers (signers room), re-read before every ceremony. */
-  signers: Pick<ServerSignerStore, 'live' | 'peerIdOf'>;
+  signers: Pick<ServerSignerStore, 'live' | 'peerIdOf' | 'isLivePeer'>;
   /** Device records (devices room): the hub's checks, device parties' status and keys. */
   devices: Pick<DeviceStore, 'hubRecord' | 'status' | 'publicKey'>;
   /**
@@ -248,6 +248,13 @@ export async function createSigningServices(c: SigningServicesComponents): Promi
     coordinator: { peerId, secretKey: Uint8Array.from(privateKey.raw.subarray(0, 32)) },
     devices: c.devices,
     isSignerPeer: (p) => peers.has(p),
+    // a signer registered through another replica (issue #25): the list is read again on a miss
+    signerPeerRegistered: async (p) => {
+      if (peers.has(p)) return true;
+      if (!(await c.signers.isLivePeer(p))) return false;
+      await refreshSigners();
+      return peers.has(p);
+    },
     relayToSigner: (p, f) => relay.send(p, f),
     signerFrames,
     log: warn,
