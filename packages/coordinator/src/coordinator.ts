@@ -506,18 +506,20 @@ async function build(
     ? lease('scheduler:presignature-reconcile', signing.presignatures.reconciliation)
     : undefined;
   const watcherLeases = runPipeline
-    ? chains.keys().map((key) =>
-        lease(
-          `watcher:${key}`,
-          chains.watcher(key, {
-            db,
-            clock,
-            addresses: (chain) => watchList.addresses(chain),
-            tokens: (chain) => watchList.tokenContracts(chain),
-            onError: (chain, err) => app.log.warn({ chain, err: String(err) }, 'deposit watcher poll failed'),
-          }),
-        ),
-      )
+    ? chains.keys().map((key) => {
+        // the watcher's commits are fenced by its own lease (built right below: read at commit time)
+        let held: SingletonLease | undefined;
+        const watcher = chains.watcher(key, {
+          db,
+          clock,
+          addresses: (chain) => watchList.addresses(chain),
+          tokens: (chain) => watchList.tokenContracts(chain),
+          onError: (chain, err) => app.log.warn({ chain, err: String(err) }, 'deposit watcher poll failed'),
+          fence: (q) => (held as SingletonLease).fence(q),
+        });
+        held = lease(`watcher:${key}`, watcher);
+        return held;
+      })
     : [];
   singletons = [purgeLease, keysLease, recoveryLease, ...(reconcileLease ? [reconcileLease] : []), ...watcherLeases];
   // transfers/ classes whose start() returns void: adapted here until they implement Startable

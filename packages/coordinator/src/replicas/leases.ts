@@ -9,8 +9,11 @@
  *   released or expired lease again) sets it to now;
  * - lose: a renewal that finds another owner, or no successful renewal for `leaseMs * 2/3` (the
  *   database unreachable, or a renewal that hangs: a timer of its own, not the next poll, checks
- *   this deadline, counted from when the last successful renewal was SENT), stops the component
- *   BEFORE the lease can expire for the others;
+ *   this deadline, counted from when the last successful renewal was SENT), STARTS stopping the
+ *   component before the lease can expire for the others — a component whose stop waits for work
+ *   in flight may still be finishing it when the next holder starts, so a lease alone is not a
+ *   fence: a singleton whose writes must never overlap fences them with {@link SingletonLease.fence}
+ *   (the deposit watcher's commits do; they are also a compare-and-set on the chain's cursor);
  * - takeover: when the holder dies, its lease runs out and the next replica's poll (every
  *   `leaseMs / 3`) takes it: within `leaseMs + leaseMs / 3` of the holder's last renewal;
  * - release: `stop()` stops the component and ends the lease at once, so a clean shutdown hands
@@ -18,7 +21,8 @@
  *
  * Times are the database's (`now()`).
  */
-import type { Db } from '../db/db.js';
+import type { Db, Queryable } from '../db/db.js';
+import { CoordinatorError } from '../errors.js';
 import type { Startable } from '../lifecycle.js';
 
 /** Dependencies of {@link SingletonLease}. */
@@ -57,6 +61,22 @@ export class SingletonLease implements Startable {
   }
 
   /** Whether this replica holds the lease and runs the component. */
+  /**
+   * Fence a write with this lease: call inside the transaction `q` of the write. It passes only
+   * while this replica holds the lease, and holds the lease row FOR SHARE until `q` ends, so the
+   * next holder cannot take the lease (its upsert waits for the row) while the write is committing:
+   * a write of a holder that lost the lease never lands after the takeover.
+   * @throws CoordinatorError LEASE_LOST when this replica does not hold the lease (nothing may be written)
+   */
+  async fence(q: Queryable): Promise<void> {
+    const rows = await q.query(
+      'SELECT 1 FROM coordinator_leases WHERE name = $1 AND owner = $2 AND lease_until > now() FOR SHARE',
+      [this.#c.name, this.#c.owner],
+    );
+    if (rows.length === 0)
+      throw new CoordinatorError('LEASE_LOST', `LEASE_LOST: this replica no longer holds the lease ${this.#c.name}`);
+  }
+
   get held(): boolean {
     return this.#running;
   }

@@ -34,7 +34,7 @@ import {
 } from '@custodian/chains';
 import type { Hex } from 'viem';
 import { utxoNetworkOf } from '../addresses.js';
-import type { Db } from '../db/db.js';
+import type { Db, Queryable } from '../db/db.js';
 import { type BlockchainDef, blockchainByKey } from '../directory.js';
 import type { Startable } from '../lifecycle.js';
 import type { Clock } from '../util.js';
@@ -202,6 +202,8 @@ export interface WatcherDeps {
   readonly tokens: (chain: string) => Promise<string[]>;
   /** A failed poll (logged; the next poll retries). */
   readonly onError: (chain: string, e: unknown) => void;
+  /** Called inside each commit's transaction: throws when this replica may no longer commit (the singleton lease's fence). */
+  readonly fence?: (q: Queryable) => Promise<void>;
 }
 
 /** A chain's watcher running in this process: its poller, timer and the poll in flight. */
@@ -409,12 +411,12 @@ export class ChainRegistry {
     };
   }
 
-  #startWatcher(key: string, { db, clock, addresses, tokens, onError }: WatcherDeps): void {
+  #startWatcher(key: string, { db, clock, addresses, tokens, onError, fence }: WatcherDeps): void {
     const cfg = this.#configs[key];
     const adapter = this.#adapters.get(key);
     if (cfg === undefined || adapter === undefined) throw new RangeError(`no node configured for ${key}`);
     if (this.#watchers.has(key)) return;
-    const store = new PgWatcherStore(db, clock);
+    const store = new PgWatcherStore(db, clock, fence);
     const watched = new Set<string>();
     const u = this.#utxo.get(key);
     const ready: Promise<Watcher> =

@@ -42,9 +42,14 @@ export class PgWatcherStore implements WatcherStore {
   /** chain → `watcher_cursors.version` this store last read or wrote (null: no row). */
   readonly #seenVersion = new Map<string, string | null>();
 
+  /**
+   * @param fence called first inside every commit's transaction; throws when this watcher may no
+   *   longer commit (its replica lost the chain's singleton lease: `SingletonLease.fence`)
+   */
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
+    private readonly fence?: (q: Queryable) => Promise<void>,
   ) {}
 
   async getCursor(chain: string): Promise<Cursor | null> {
@@ -88,6 +93,7 @@ export class PgWatcherStore implements WatcherStore {
   async commit(chain: string, c: WatcherCommit): Promise<void> {
     const expected = this.#seenVersion.get(chain) ?? null;
     const version = await this.db.tx(async (q) => {
+      await this.fence?.(q);
       const now = this.clock();
       // compare-and-set: the row lock of the UPDATE (or the unique key of the INSERT) orders two
       // racing commits; the second re-checks the version against the first's committed row
