@@ -7,6 +7,12 @@
  * when the lease runs out and the next replica starts its own: the singleton runs twice, and both
  * commit the same blocks' events. Expected: the next replica's component never starts while the
  * previous holder's has not stopped (or the holder's writes are fenced by the lease).
+ *
+ * Resolution: a lease alone cannot stop work already in flight on a replica that lost its database
+ * path, so writes are fenced: `SingletonLease.fence(q)` inside the write's transaction passes only
+ * for the current holder and holds the lease row FOR SHARE until the write commits (the watcher's
+ * commits use it, and are a compare-and-set on the cursor too). The test now checks the fence:
+ * the old holder's in-flight write, finishing after the takeover, is refused; the new holder's lands.
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
@@ -57,14 +63,32 @@ describe.skipIf(!pgUp)('review #25: a singleton whose holder loses the lease', (
     const inFlight = new Promise<void>((r) => {
       finishInFlight = r;
     });
-    // like the deposit watcher: stop() waits for the poll in flight (which then commits)
+    const written: string[] = [];
+    const refused: string[] = [];
+    // a fenced write, as the deposit watcher's commit: in one transaction, fence first
+    const write = async (db: Db, lease: SingletonLease, who: string) => {
+      try {
+        await db.tx(async (q) => {
+          await lease.fence(q);
+          written.push(who);
+        });
+      } catch (e) {
+        refused.push(`${who}:${(e as { code?: string }).code}`);
+      }
+    };
+    let leaseA: SingletonLease | undefined;
+    let dbOfA: Db | undefined;
+    // like the deposit watcher: stop() waits for the poll in flight, which then tries to commit
     const component = (name: string, slowStop: boolean): Startable => ({
       start: async () => {
         running.add(name);
         if (running.size > 1) overlap ??= [...running];
       },
       stop: async () => {
-        if (slowStop) await inFlight;
+        if (slowStop) {
+          await inFlight;
+          await write(dbOfA as Db, leaseA as SingletonLease, name);
+        }
         running.delete(name);
       },
     });
@@ -77,6 +101,8 @@ describe.skipIf(!pgUp)('review #25: a singleton whose holder loses the lease', (
       component: component('A', true),
       log: () => {},
     });
+    leaseA = a;
+    dbOfA = dbA;
     await a.start();
     cleanups.push(() => a.stop());
     expect(a.held).toBe(true);
@@ -89,8 +115,9 @@ describe.skipIf(!pgUp)('review #25: a singleton whose holder loses the lease', (
     void dbA.tx(() => hold);
     void dbA.tx(() => hold);
     void dbA.tx(() => hold);
+    const dbB = await open();
     const b = new SingletonLease({
-      db: await open(),
+      db: dbB,
       owner: 'replica-b',
       name: 'watcher:test',
       leaseMs,
@@ -103,8 +130,16 @@ describe.skipIf(!pgUp)('review #25: a singleton whose holder loses the lease', (
     const end = Date.now() + 6 * leaseMs;
     while (!b.held && Date.now() < end) await new Promise((r) => setTimeout(r, 25));
     expect(b.held).toBe(true); // B took over once A's lease ran out
+    // the components may overlap (A's stop waits for its poll in flight) …
+    expect(overlap).toEqual(['A', 'B']);
+    // … but only the holder's writes land: A's in-flight commit, once its database path is back, is
+    // refused by the fence, B's passes
+    unhold();
     finishInFlight();
-    // on integrate: B's component started while A's was still stopping (its poll in flight)
-    expect(overlap).toBeUndefined();
+    const until = Date.now() + 10_000;
+    while (refused.length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 25));
+    expect(refused).toEqual(['A:LEASE_LOST']);
+    await write(dbB, b, 'B');
+    expect(written).toEqual(['B']);
   });
 });
