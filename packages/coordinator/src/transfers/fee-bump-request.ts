@@ -288,8 +288,7 @@ async function claimOutpointsOr409(
       ...(signal ? { signal } : {}),
     });
   } catch (e) {
-    if (e instanceof OutpointsTakenError)
-      throw new ApiError('TRANSFER_STATE_CONFLICT', `no fee bump: ${e.message}`);
+    if (e instanceof OutpointsTakenError) throw new ApiError('TRANSFER_STATE_CONFLICT', `no fee bump: ${e.message}`);
     throw e;
   }
 }

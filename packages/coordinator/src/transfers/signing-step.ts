@@ -217,7 +217,11 @@ export async function sourceKey(x: StepContext, t: TransferRow): Promise<Uint8Ar
  * lock's `signal`: the store claims the chosen outpoints (`claimOutpoints`) in its transaction.
  * @throws BuildLockLostError when `signal` aborted before the store (nothing stored)
  */
-export async function buildStored(x: StepContext, t: TransferRow, signal?: AbortSignal): Promise<StoredUnsigned | null> {
+export async function buildStored(
+  x: StepContext,
+  t: TransferRow,
+  signal?: AbortSignal,
+): Promise<StoredUnsigned | null> {
   // UTXO: builds of a wallet run under its build lock (signStep), so no two pick one change
   // index nor one outpoint; should one still have been taken (the lock's session ended while this
   // build ran, or a coordinator without the lock), the store fails with ChangeAddressTakenError or
