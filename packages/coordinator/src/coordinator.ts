@@ -326,6 +326,7 @@ async function build(
     blames,
     ...(signing ? { links: { link: (peerId: string) => signing.signerLink(peerId) } } : {}),
     replica: ceremonyOwner,
+    log,
   });
   const keys = new KeyService({
     db,

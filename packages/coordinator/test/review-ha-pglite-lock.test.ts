@@ -10,8 +10,8 @@
  * and a lock file naming our own pid that is not in `heldFolders` is not "stale".
  */
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm, symlink } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Db, openPglite, PGLITE_LOCK_FILE } from '../src/db/db.js';
@@ -44,5 +44,22 @@ describe('review #25: the PGlite folder lock and a symlinked path', () => {
     expect(existsSync(join(dir, PGLITE_LOCK_FILE))).toBe(true);
     expect(second).toBeUndefined();
     expect((refused as { code?: string } | undefined)?.code).toBe('REPLICA_NEEDS_POSTGRES');
+  });
+
+  it('a lock file naming this pid left by an earlier process (the pid reused, e.g. a restarted container) is taken over; close and reopen works', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'custodian-review-pglite-'));
+    cleanups.push(() => rm(root, { recursive: true, force: true }));
+    const dir = join(root, 'data');
+    await mkdir(dir);
+    // an earlier process with our pid on this host: another process token (or none: an older format)
+    await writeFile(join(dir, PGLITE_LOCK_FILE), `${process.pid}\n${hostname()}\nearlier0token000\nx\n`);
+    const db = await openPglite(dir);
+    const mine = await readFile(join(dir, PGLITE_LOCK_FILE), 'utf8');
+    expect(mine).not.toContain('earlier0token000');
+    await db.close();
+    expect(existsSync(join(dir, PGLITE_LOCK_FILE))).toBe(false);
+    await writeFile(join(dir, PGLITE_LOCK_FILE), `${process.pid}\n${hostname()}\n`);
+    const again = await openPglite(dir);
+    await again.close();
   });
 });

@@ -9,12 +9,15 @@
  * `numeric(78,0)` base units read back as decimal strings (never floats); 64-bit integers are
  * cast to `text` or `int` in SQL so both drivers return the same JS type; JSON is passed as a
  * string and cast with `::jsonb`, and read back parsed.
+ *
+ * Over 400 lines: both implementations and the PGlite folder lock share the one interface and its
+ * conventions here, so that the two stay side by side (a split would separate what must agree).
  */
 import { randomBytes } from 'node:crypto';
-import { unlinkSync } from 'node:fs';
-import { link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
+import { readFileSync, unlinkSync } from 'node:fs';
+import { link, mkdir, readFile, realpath, unlink, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import type pg from 'pg';
 import { CoordinatorError } from '../errors.js';
 
@@ -111,10 +114,24 @@ function once(f: () => void): () => void {
   };
 }
 
-/** The lock file of a PGlite data folder: `<pid>\n<hostname>\n` of the process holding it. */
+/**
+ * The lock file of a PGlite data folder: `<pid>\n<hostname>\n<process token>\n<lock nonce>\n` of the
+ * process holding it (the token: random per process, so a file left by an earlier process that had
+ * the same pid — a container restarted as pid 1 — is told from one this process wrote; the nonce:
+ * random per lock, so a release removes only the file it created).
+ */
 export const PGLITE_LOCK_FILE = 'custodian.lock';
-/** Lock files this process holds (absolute paths): a second open in this process is refused too. */
-const heldFolders = new Set<string>();
+
+/**
+ * This process's folder-lock state, shared by every copy of this module loaded in the process
+ * (a global symbol): its token, the lock files it holds (real paths: a second open in this process
+ * is refused too, through a symlink as well), and those it released.
+ */
+const folderLocks = ((globalThis as Record<symbol, unknown>)[Symbol.for('custodian.pglite-folder-locks')] ??= {
+  token: randomBytes(8).toString('hex'),
+  held: new Set<string>(),
+  released: new Set<string>(),
+}) as { token: string; held: Set<string>; released: Set<string> };
 
 function processAlive(pid: number): boolean {
   try {
@@ -125,40 +142,65 @@ function processAlive(pid: number): boolean {
   }
 }
 
-async function readHolder(path: string): Promise<{ pid: number; host: string } | undefined> {
+interface LockHolder {
+  pid: number;
+  host: string;
+  token: string;
+  raw: string;
+}
+
+async function readHolder(path: string): Promise<LockHolder | undefined> {
   try {
-    const [pid, host] = (await readFile(path, 'utf8')).split('\n');
+    const raw = await readFile(path, 'utf8');
+    const [pid, host, token] = raw.split('\n');
     const n = Number(pid);
-    return Number.isSafeInteger(n) && n > 0 ? { pid: n, host: host ?? '' } : undefined;
+    return Number.isSafeInteger(n) && n > 0 ? { pid: n, host: host ?? '', token: token ?? '', raw } : undefined;
   } catch {
     return undefined;
   }
 }
 
 /**
+ * Whether a lock file found on the folder may be taken over: unreadable; or written on this host by
+ * a process that is dead; or naming this very pid but written by an earlier process (another
+ * token: the pid was reused) — or by this process, which released it since (its unlink failed).
+ * A file this process wrote and still holds, or did not release, is HELD.
+ */
+function staleLock(holder: LockHolder | undefined, path: string, me: { pid: number; host: string }): boolean {
+  if (holder === undefined) return true;
+  if (holder.host !== me.host) return false;
+  if (holder.pid !== me.pid) return !processAlive(holder.pid);
+  if (holder.token !== folderLocks.token) return true;
+  return folderLocks.released.has(path) && !folderLocks.held.has(path);
+}
+
+/**
  * Take the lock file of a PGlite data folder: PGlite is one process, and a second process on the
- * same folder would corrupt it. Created atomically (written under a temporary name, then
- * `link`ed: fails when it exists); a lock whose process is dead (same host) is stale and taken
- * over. Residual race: two processes taking over the same STALE lock at the same instant.
- * @returns the release (removes the file when it is still this process's)
- * @throws CoordinatorError REPLICA_NEEDS_POSTGRES when a live process (or one on another host)
- *   holds the folder
+ * same folder would corrupt it. Keyed by the folder's real path (symbolic links resolved; the
+ * folder must exist). Created atomically (written under a temporary name, then `link`ed: fails
+ * when it exists); a stale lock ({@link staleLock}: its process is dead, same host) is taken over.
+ * Residual race: two processes taking over the same STALE lock at the same instant.
+ * @returns the release (removes the file only when it is still the one this call created)
+ * @throws CoordinatorError REPLICA_NEEDS_POSTGRES when a live process (this one included, or one on
+ *   another host) holds the folder
  */
 async function lockFolder(dir: string): Promise<() => Promise<void>> {
-  const path = join(resolve(dir), PGLITE_LOCK_FILE);
+  const real = await realpath(dir);
+  const path = join(real, PGLITE_LOCK_FILE);
   const me = { pid: process.pid, host: hostname() };
   const refuse = (holder: { pid: number; host: string }) =>
     new CoordinatorError(
       'REPLICA_NEEDS_POSTGRES',
-      `REPLICA_NEEDS_POSTGRES: the data folder ${resolve(dir)} is held by pid ${holder.pid}` +
+      `REPLICA_NEEDS_POSTGRES: the data folder ${real} is held by pid ${holder.pid}` +
         `${holder.host !== me.host ? ` on ${holder.host}` : ''} (lock file ${path}): PGlite is single-process, ` +
         'so a second coordinator cannot open it; run several coordinator replicas on PostgreSQL with ' +
         '--database-url / DATABASE_URL (docs/operator-guide.md "Several coordinator replicas"). ' +
         'If that process is not a coordinator, remove the lock file.',
     );
-  if (heldFolders.has(path)) throw refuse(me);
+  if (folderLocks.held.has(path)) throw refuse(me);
+  const mine = `${me.pid}\n${me.host}\n${folderLocks.token}\n${randomBytes(8).toString('hex')}\n`;
   const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}`;
-  await writeFile(tmp, `${me.pid}\n${me.host}\n`, { mode: 0o600 });
+  await writeFile(tmp, mine, { mode: 0o600 });
   try {
     for (let attempt = 0; ; attempt++) {
       try {
@@ -168,26 +210,29 @@ async function lockFolder(dir: string): Promise<() => Promise<void>> {
         if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
       }
       const holder = await readHolder(path);
-      const stale =
-        holder === undefined || (holder.host === me.host && (holder.pid === me.pid || !processAlive(holder.pid)));
-      if (!stale || attempt >= 3) throw refuse(holder ?? { pid: 0, host: '?' });
+      if (!staleLock(holder, path, me) || attempt >= 3) throw refuse(holder ?? { pid: 0, host: '?' });
       await unlink(path).catch(() => undefined);
     }
   } finally {
     await unlink(tmp).catch(() => undefined);
   }
-  heldFolders.add(path);
+  folderLocks.held.add(path);
+  folderLocks.released.delete(path);
   const onExit = () => {
     try {
-      unlinkSync(path);
+      if (readFileSync(path, 'utf8') === mine) unlinkSync(path);
     } catch {}
   };
   process.once('exit', onExit);
+  let released = false;
   return async () => {
+    if (released) return;
+    released = true;
     process.off('exit', onExit);
-    heldFolders.delete(path);
+    folderLocks.held.delete(path);
+    folderLocks.released.add(path);
     const holder = await readHolder(path);
-    if (holder?.pid === me.pid && holder.host === me.host) await unlink(path).catch(() => undefined);
+    if (holder?.raw === mine) await unlink(path).catch(() => undefined);
   };
 }
 

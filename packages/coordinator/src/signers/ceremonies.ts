@@ -12,7 +12,11 @@
  * `scheduler:ceremony-recovery`), so a replica's death mid-ceremony ends it FAILED within about
  * `ttlMs` plus the period instead of RUNNING forever. It covers every kind in `ceremonies` (the
  * DKG here, and the key lifecycle's refresh / reshare / drill, keys/service.ts), and fails a
- * RUNNING key change whose RESHARE ceremony is no longer running.
+ * RUNNING key change whose RESHARE ceremony is no longer running. The DKG's own end (SUCCEEDED /
+ * FAILED) is written only while its row is still RUNNING: one recovery ended stays ended.
+ *
+ * Over 400 lines: the DKG's start, run and end, and the recovery of every kind's ceremonies, share
+ * the one `ceremonies` row and its rules (a split would separate the writers of one status).
  */
 import { randomUUID } from 'node:crypto';
 import type { AdminOptions } from '../admin/options.js';
@@ -72,6 +76,8 @@ export interface CeremonyComponents {
    * have no owner, and recovery fails every RUNNING ceremony (one process alone).
    */
   readonly replica?: CeremonyOwner | undefined;
+  /** Where a DKG outcome that arrived after its ceremony was ended elsewhere is reported (default: nowhere). */
+  readonly log?: ((level: 'warn', msg: string, fields?: Record<string, unknown>) => void) | undefined;
 }
 
 /** The replica that owns the ceremonies a process runs (see {@link CeremonyComponents.replica}). */
@@ -308,6 +314,28 @@ export class CeremonyService {
           ),
         ]);
         await finish(async (q) => {
+          // the row is ours to end only while RUNNING: recovery may have failed it meanwhile (this
+          // replica looked dead) — it stays as recovery left it
+          const row = (
+            await q.query<{ status: string }>('SELECT status FROM ceremonies WHERE ceremony_id = $1 FOR UPDATE', [id])
+          )[0];
+          const late = row?.status !== 'RUNNING';
+          // the signers hold shares of this key now: its public record is kept even then (it is
+          // the instance's master key unless another ceremony produced one meanwhile — then this
+          // one is not recorded, and its public keys are logged instead)
+          if (late && (await q.query('SELECT 1 FROM master_keys LIMIT 1')).length > 0) {
+            this.c.log?.(
+              'warn',
+              'DKG finished after its ceremony was ended and another master key exists: not recorded',
+              {
+                ceremony_id: id,
+                ceremony_status: row?.status ?? null,
+                secp256k1_public_key: Buffer.from(out.secp256k1.publicKey).toString('hex'),
+                ed25519_public_key: Buffer.from(out.ed25519.publicKey).toString('hex'),
+              },
+            );
+            return;
+          }
           const mk = await this.c.masterKeys.insertMasterKey(
             {
               ceremonyId: id,
@@ -319,12 +347,25 @@ export class CeremonyService {
             },
             q,
           );
-          await q.query(
-            `UPDATE ceremonies SET status = 'SUCCEEDED', finished_at = $2, transcript_hash = $3, master_key_id = $4 WHERE ceremony_id = $1`,
-            [id, this.c.clock(), out.transcriptHash, mk.master_key_id],
-          );
+          if (late)
+            this.c.log?.(
+              'warn',
+              'DKG finished after its ceremony was ended: master key recorded, ceremony left as is',
+              {
+                ceremony_id: id,
+                ceremony_status: row?.status ?? null,
+                master_key_id: mk.master_key_id,
+              },
+            );
+          else
+            await q.query(
+              `UPDATE ceremonies SET status = 'SUCCEEDED', finished_at = $2, transcript_hash = $3, master_key_id = $4
+               WHERE ceremony_id = $1 AND status = 'RUNNING'`,
+              [id, this.c.clock(), out.transcriptHash, mk.master_key_id],
+            );
           await this.c.audit.record(q, actor, 'master_key.created', 'master_key', mk.master_key_id, {
             ceremony_id: id,
+            ...(late ? { ceremony_status: row?.status ?? null } : {}),
           });
         });
       } catch (e) {
@@ -337,10 +378,19 @@ export class CeremonyService {
             : 'failed';
         if (!ac.signal.aborted) ac.abort(e);
         await finish(async (q) => {
-          await q.query(
-            `UPDATE ceremonies SET status = $2, finished_at = $3, error = $4, blamed = $5::jsonb WHERE ceremony_id = $1`,
+          const ended = await q.query(
+            `UPDATE ceremonies SET status = $2, finished_at = $3, error = $4, blamed = $5::jsonb
+             WHERE ceremony_id = $1 AND status = 'RUNNING' RETURNING 1`,
             [id, timedOut ? 'TIMED_OUT' : 'FAILED', this.c.clock(), message, JSON.stringify(blamed)],
           );
+          if (ended.length === 0) {
+            // recovery ended it meanwhile (this replica looked dead): left as recovery wrote it
+            this.c.log?.('warn', 'DKG failed after its ceremony was ended elsewhere: row left as is', {
+              ceremony_id: id,
+              err: message,
+            });
+            return;
+          }
           if (e instanceof CeremonyAbortedError) await this.c.blames?.record(q, id, 'dkg', e.blames);
           await this.c.audit.record(
             q,

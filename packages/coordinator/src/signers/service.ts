@@ -37,6 +37,8 @@ export interface SignerComponents {
   readonly links?: SignerLinkStatus | undefined;
   /** This process as a replica, the owner of the ceremonies it runs (signers/ceremonies.ts); absent: none. */
   readonly replica?: CeremonyOwner | undefined;
+  /** Warnings of the ceremonies (signers/ceremonies.ts `CeremonyComponents.log`). */
+  readonly log?: ((level: 'warn', msg: string, fields?: Record<string, unknown>) => void) | undefined;
 }
 
 /** What the coordinator knows of its link to one server signer (by libp2p peer id). */

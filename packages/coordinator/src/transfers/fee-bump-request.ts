@@ -15,7 +15,7 @@ import { transition } from './machine.js';
 import type { RequestContext } from './request-context.js';
 import { bitcoinAdapterOf, createSelfSpend, isUtxoChain, type SelfSpend } from './self-spend.js';
 import { loadUnsigned, type StoredUnsigned, storeUnsigned } from './unsigned.js';
-import { withUtxoBuildLock } from './utxo-sources.js';
+import { claimOutpoints, inputsOf, OutpointsTakenError, withUtxoBuildLock } from './utxo-sources.js';
 import {
   approverDeviceIds,
   type FeeBump,
@@ -90,14 +90,20 @@ export async function requestFeeBump(
   const intent: TransferIntent = capRaised ? { ...base, max_fee: replacement.maxFee.toString() } : base;
   // UTXO: checked and stored under the wallet's build lock — a build of another process that
   // selected this transaction's change (offered until the bump is stored) is stored first and refused below
-  const locked = <T>(fn: () => Promise<T>) =>
+  const locked = <T>(fn: (signal?: AbortSignal) => Promise<T>) =>
     utxo ? withUtxoBuildLock(s.db, before.intent.blockchain, before.wallet_id, fn) : fn();
-  const out = await locked(() =>
+  const out = await locked((signal) =>
     s.db.tx(async (q) => {
       const t = check(await loadTransfer(q, transferId, true, profileId));
       if (t.tx_hash !== before.tx_hash)
         throw new ApiError('TRANSFER_STATE_CONFLICT', 'the transaction changed meanwhile');
-      if (utxo) await refuseDescendants(q, t);
+      if (utxo) {
+        // under the wallet's store lock (a lost build lock cannot let a build store a spend of
+        // this transaction's change between the check and the commit); the replacement spends the
+        // transfer's own inputs, which no other live transfer may hold
+        await claimOutpointsOr409(q, t, inputsOf(replacement.context), signal);
+        await refuseDescendants(q, t);
+      }
       const round = t.approval_round + 1;
       const now = s.clock();
       const bump: FeeBump = {
@@ -210,11 +216,14 @@ async function requestCpfp(
   };
   // the check that nobody spends the change and the child holding it are stored under the wallet's
   // build lock: a build of another process never selects that output meanwhile
-  const out = await withUtxoBuildLock(s.db, before.intent.blockchain, before.wallet_id, () =>
+  const out = await withUtxoBuildLock(s.db, before.intent.blockchain, before.wallet_id, (signal) =>
     s.db.tx(async (q) => {
       const t = check(await loadTransfer(q, before.transfer_id, true, profileId));
       if (t.tx_hash !== before.tx_hash)
         throw new ApiError('TRANSFER_STATE_CONFLICT', 'the transaction changed meanwhile');
+      // the wallet's store lock first (a lost build lock cannot let a build store a spend of the
+      // change between the check below and the commit); liveSpenders is the check
+      await claimOutpointsOr409(q, t, [], signal);
       // the change output may already be the input of a later transfer (PgUtxoSource offers
       // unconfirmed own change): a second spend of it is a double spend, one of the two never mined
       const spender = (await liveSpenders(q, t.blockchain_id, t.transfer_id, [t.tx_hash as string], 1))[0];
@@ -259,6 +268,29 @@ async function requestCpfp(
   );
   out.afterCommit();
   return out.v;
+}
+
+/**
+ * {@link claimOutpoints} for a fee bump of `t` (its wallet's store lock; `outpoints` held by no
+ * other live transfer), a taken outpoint as a 409.
+ * @throws ApiError TRANSFER_STATE_CONFLICT when another live transfer holds one of `outpoints`;
+ *   BuildLockLostError when `signal` aborted (withUtxoBuildLock runs the bump again)
+ */
+async function claimOutpointsOr409(
+  q: Queryable,
+  t: TransferRow,
+  outpoints: readonly string[],
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  try {
+    await claimOutpoints(q, t.intent.blockchain, t.wallet_id, outpoints, {
+      except: t.transfer_id,
+      ...(signal ? { signal } : {}),
+    });
+  } catch (e) {
+    if (e instanceof OutpointsTakenError) throw new ApiError('TRANSFER_STATE_CONFLICT', `no fee bump: ${e.message}`);
+    throw e;
+  }
 }
 
 /**

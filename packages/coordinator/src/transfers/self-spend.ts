@@ -25,7 +25,7 @@ import { ApiError } from '../errors.js';
 import { createIn } from './creation.js';
 import { unhex } from './pipeline-context.js';
 import { field, type RequestContext } from './request-context.js';
-import { withUtxoBuildLock } from './utxo-sources.js';
+import { claimOutpoints, OutpointsTakenError, withUtxoBuildLock } from './utxo-sources.js';
 import { parsePath, type TransferView } from './view.js';
 
 /** What a self-spend spends (stored in `transfers.self_spend`, migration 14). */
@@ -144,9 +144,8 @@ export async function consolidate(
   );
   const kinds = new Map(owned.map((r) => [r.address, r.address_type]));
   const address = chain.address;
-  // the outpoints are chosen and the self-spend holding them is stored under the wallet's build
-  // lock: a build of another process never selects them meanwhile, nor they one it selected
-  const out = await withUtxoBuildLock(s.db, chain.key, walletId, async () => {
+  // one selection and its store (the self-spend holding the outpoints)
+  const consolidateOnce = async (signal: AbortSignal) => {
     let utxos: Utxo[];
     try {
       utxos = await adapter.unspent(owned.map((r) => r.address));
@@ -172,6 +171,13 @@ export async function consolidate(
       fee: fee.toString(),
     };
     return s.db.tx(async (q) => {
+      await claimOutpoints(
+        q,
+        chain.key,
+        walletId,
+        spend.inputs.map((i) => `${i.txid}:${i.vout}`),
+        { signal },
+      );
       const r = await createSelfSpend(s, q, profileId, walletId, chain.blockchain_id, spend);
       await q.query(
         `INSERT INTO audit_log (audit_id, at, actor_user_id, action, target_type, target_id, details)
@@ -186,6 +192,21 @@ export async function consolidate(
       );
       return r;
     });
+  };
+  // the outpoints are chosen and the self-spend holding them is stored under the wallet's build
+  // lock: a build of another process never selects them meanwhile, nor they one it selected;
+  // the store claims the chosen outpoints (claimOutpoints): one another process stored meanwhile
+  // (the build lock lost) makes this selection start over, at most 3 times
+  const out = await withUtxoBuildLock(s.db, chain.key, walletId, async (signal) => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await consolidateOnce(signal);
+      } catch (e) {
+        if (!(e instanceof OutpointsTakenError)) throw e;
+        if (attempt >= 3)
+          throw new ApiError('TRANSFER_STATE_CONFLICT', `no consolidation: ${e.message} (chosen concurrently)`);
+      }
+    }
   });
   out.afterCommit();
   return out.view;

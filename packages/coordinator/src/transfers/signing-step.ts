@@ -32,8 +32,12 @@ import { bitcoinAdapterOf, fixedInputsOf } from './self-spend.js';
 import { attemptSignature, chainSignatures, retryDelay } from './signing-attempt.js';
 import { loadUnsigned, type StoredUnsigned, storeUnsigned } from './unsigned.js';
 import {
+  BuildLockLostError,
   ChangeAddressTakenError,
+  claimOutpoints,
+  inputsOf,
   nextChangeAddress,
+  OutpointsTakenError,
   recordChangeAddress,
   walletKeys,
   walletSources,
@@ -66,9 +70,16 @@ export async function signStep(x: StepContext, claimed: TransferRow, signal: Abo
     // select nothing: the one thing two builds could share, an Ethereum nonce, is decided under a
     // per-sender advisory lock in the transaction that stores it (eth-nonce.ts)
     const utxo = blockchainByKey(t.intent.blockchain)?.accountModel === 'utxo';
-    stored = utxo
-      ? await withUtxoBuildLock(x.db, t.intent.blockchain, t.wallet_id, () => buildStored(x, t))
-      : await buildStored(x, t);
+    try {
+      stored = utxo
+        ? await withUtxoBuildLock(x.db, t.intent.blockchain, t.wallet_id, (lock) => buildStored(x, t, lock))
+        : await buildStored(x, t);
+    } catch (e) {
+      if (!(e instanceof BuildLockLostError)) throw e;
+      // the build lock's session ended while this build ran: nothing stored; build again soon
+      x.opts.log('warn', 'transfer build dropped: the wallet build lock was lost', { transfer_id: t.transfer_id });
+      return { release: Math.max(x.opts.pollMs, x.opts.retryInitialMs) };
+    }
     if (stored === null) return { release: null }; // failed (terminal), or no longer ours (release does nothing)
   }
   if (blockchainByKey(t.intent.blockchain)?.family === 'ethereum') {
@@ -202,22 +213,35 @@ export async function sourceKey(x: StepContext, t: TransferRow): Promise<Uint8Ar
  * Null when the transfer failed: FAILED / SIGNING_FAILED (the chain refused the build) or FAILED /
  * FEE_CAP_EXCEEDED (no transaction within the cap) — in both cases no signer is asked — or when
  * this process no longer holds the transfer's lease (nothing stored). UTXO chains: call it holding
- * the wallet's build lock (utxo-sources.ts `withUtxoBuildLock`), as signStep does.
+ * the wallet's build lock (utxo-sources.ts `withUtxoBuildLock`), as signStep does, passing that
+ * lock's `signal`: the store claims the chosen outpoints (`claimOutpoints`) in its transaction.
+ * @throws BuildLockLostError when `signal` aborted before the store (nothing stored)
  */
-export async function buildStored(x: StepContext, t: TransferRow): Promise<StoredUnsigned | null> {
+export async function buildStored(
+  x: StepContext,
+  t: TransferRow,
+  signal?: AbortSignal,
+): Promise<StoredUnsigned | null> {
   // UTXO: builds of a wallet run under its build lock (signStep), so no two pick one change
-  // index; should one still have been taken (a coordinator without the lock), the store fails with
-  // ChangeAddressTakenError and the transfer is rebuilt with the next index
+  // index nor one outpoint; should one still have been taken (the lock's session ended while this
+  // build ran, or a coordinator without the lock), the store fails with ChangeAddressTakenError or
+  // OutpointsTakenError, nothing is stored, and the transfer is rebuilt (the taken outpoints are
+  // no longer offered, the next index is used)
   for (let attempt = 0; ; attempt++) {
     try {
-      return await buildStoredOnce(x, t);
+      return await buildStoredOnce(x, t, signal);
     } catch (e) {
-      if (!(e instanceof ChangeAddressTakenError) || attempt >= 4) throw e;
+      if (!(e instanceof ChangeAddressTakenError || e instanceof OutpointsTakenError) || attempt >= 4) throw e;
+      if (e instanceof OutpointsTakenError)
+        x.opts.log('warn', 'transfer rebuilt: an outpoint it chose was taken by another build', {
+          transfer_id: t.transfer_id,
+          err: e.message,
+        });
     }
   }
 }
 
-async function buildStoredOnce(x: StepContext, t: TransferRow): Promise<StoredUnsigned | null> {
+async function buildStoredOnce(x: StepContext, t: TransferRow, signal?: AbortSignal): Promise<StoredUnsigned | null> {
   const adapter = adapterOf(x, t);
   const def = blockchainByKey(t.intent.blockchain);
   if (def === undefined) throw new Error(`blockchain ${t.intent.blockchain} is not in the directory`);
@@ -285,6 +309,13 @@ async function buildStoredOnce(x: StepContext, t: TransferRow): Promise<StoredUn
     if (cur.status !== 'PENDING_SIGNATURE') return null;
     if (cur.unsigned !== null) return cur.unsigned as StoredUnsigned;
     const final = def.family === 'ethereum' ? await ethereumNonceOf(x, q, t, built) : built;
+    // UTXO: none of the chosen outpoints may be held by another live transfer (checked under the
+    // wallet's transaction-scoped store lock: a lost build lock cannot make two transfers hold one)
+    if (utxo)
+      await claimOutpoints(q, t.intent.blockchain, t.wallet_id, inputsOf(final.context), {
+        except: t.transfer_id,
+        ...(signal ? { signal } : {}),
+      });
     // the change address is stored with the transaction paying to it (rolled back together)
     const paysChange = (final.context as { change?: { address?: string } | null }).change?.address;
     if (change !== undefined && paysChange === change.address)

@@ -11,7 +11,9 @@
  *   ({@link recordChangeAddress}); the UNIQUE (wallet_id, blockchain_id, branch, address_index)
  *   constraint makes two builds that picked the same index collide, the loser rebuilds.
  * - the build lock ({@link withUtxoBuildLock}): outpoint selection is serialised per wallet across
- *   every coordinator process on the database (replicas, issue #25).
+ *   every coordinator process on the database (replicas, issue #25); and because that session lock
+ *   can be lost while a build runs, the transaction that stores a choice re-checks it under a
+ *   transaction-scoped lock ({@link claimOutpoints}): two live transfers never hold one outpoint.
  */
 
 import { randomUUID } from 'node:crypto';
@@ -141,9 +143,122 @@ export const utxoBuildLockName = (chainKey: string, walletId: string): string =>
  * (fee-bump-request.ts). Without it two processes may both select one outpoint, and one of the two
  * transactions can never be mined.
  *
+ * Lost lock: the lock is a session lock, lost when its database session ends while `fn` runs;
+ * `fn` gets {@link Db.lock}'s `signal` and must store its choice through {@link claimOutpoints}
+ * (given that signal) in the storing transaction — which refuses a choice another live transfer
+ * holds (a lost lock can never make two transfers hold one outpoint) and, once the signal fired,
+ * stores nothing ({@link BuildLockLostError}): then `fn` runs again under the lock taken anew (at
+ * most 3 runs in all; the last BuildLockLostError is rethrown).
+ *
  * Scope: one wallet — a wallet's UTXOs are those of its own addresses and its change indices its
  * own, so builds of different wallets never contend and run in parallel.
+ * @throws what `fn` throws; BuildLockLostError after 3 runs that each lost the lock
  */
-export function withUtxoBuildLock<T>(db: Db, chainKey: string, walletId: string, fn: () => Promise<T>): Promise<T> {
-  return db.lock(utxoBuildLockName(chainKey, walletId), fn);
+export async function withUtxoBuildLock<T>(
+  db: Db,
+  chainKey: string,
+  walletId: string,
+  fn: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await db.lock(utxoBuildLockName(chainKey, walletId), fn);
+    } catch (e) {
+      // the lock was lost before the choice was stored (claimOutpoints refused: nothing stored):
+      // choose again under the lock taken anew
+      if (!(e instanceof BuildLockLostError) || attempt >= BUILD_LOCK_ATTEMPTS) throw e;
+    }
+  }
+}
+
+/** How many times {@link withUtxoBuildLock} runs `fn` when each run loses the lock before storing. */
+const BUILD_LOCK_ATTEMPTS = 3;
+
+/**
+ * The transaction-scoped lock name of {@link claimOutpoints} for wallet `walletId` on chain
+ * `chainKey`. Not the build lock's own name: a store runs on another connection than the one
+ * holding the build lock's session lock, so taking THAT key there would wait for its own process.
+ */
+export const utxoStoreLockName = (chainKey: string, walletId: string): string =>
+  `custodian.build-store:${chainKey}:${walletId}`;
+
+/** Raised by {@link claimOutpoints} when the build lock was lost before the store (nothing stored; retry later). */
+export class BuildLockLostError extends Error {
+  constructor(cause: unknown) {
+    super('the UTXO build lock was lost before the choice was stored; nothing stored', { cause });
+  }
+}
+
+/**
+ * Raised by {@link claimOutpoints} when another live transfer already holds one of the chosen
+ * outpoints (the surrounding transaction must be rolled back, nothing stored, and the choice made
+ * again: the new selection no longer offers them).
+ */
+export class OutpointsTakenError extends Error {
+  constructor(readonly taken: readonly { outpoint: string; transfer_id: string }[]) {
+    super(
+      `outpoint(s) ${taken.map((t) => `${t.outpoint} (transfer ${t.transfer_id})`).join(', ')} already held by a live transfer`,
+    );
+  }
+}
+
+/**
+ * Claim the outpoints a choice spends, in the database transaction `q` that stores it (a built
+ * transfer's unsigned transaction, a self-spend, a replacement): the last line of defence of the
+ * build lock ({@link withUtxoBuildLock}), which is a session lock on one idle connection and is
+ * LOST when that session ends (idle timeout, a proxy, `pg_terminate_backend`, a failover) — then
+ * another process may select the same outpoints while this one still stores.
+ *
+ * 1. `signal` (the build lock's, when given) already aborted → {@link BuildLockLostError}, nothing
+ *    read or written;
+ * 2. `pg_advisory_xact_lock` on {@link utxoStoreLockName} (keyed like {@link Db.lock}: schema and
+ *    name): every store of the wallet's choices is serialised; the lock lives on the storing
+ *    connection and ends with its transaction, so it cannot be lost without the store being rolled
+ *    back (PGlite: one connection, the lock is granted at once);
+ * 3. under it (READ COMMITTED: this statement sees every store committed before the lock was
+ *    granted), none of `outpoints` (`txid:vout`) may be held by a live transfer of the chain other
+ *    than `except` — the condition `PgUtxoSource` (chains.ts) excludes them by: the built inputs of
+ *    a PENDING_SIGNATURE / READY_TO_SEND / SENT transfer not delivered more than a day ago, or the
+ *    fixed inputs of a self-spend not delivered, PENDING … SENT — else {@link OutpointsTakenError}.
+ *
+ * @param chainKey directory key, e.g. `litecoin-regtest`
+ * @param except the transfer storing the choice (its own earlier inputs do not count), if any
+ * @throws BuildLockLostError, OutpointsTakenError; the database's error
+ */
+export async function claimOutpoints(
+  q: Queryable,
+  chainKey: string,
+  walletId: string,
+  outpoints: readonly string[],
+  opts: { except?: string; signal?: AbortSignal } = {},
+): Promise<void> {
+  if (opts.signal?.aborted) throw new BuildLockLostError(opts.signal.reason);
+  await q.query(`SELECT pg_advisory_xact_lock(hashtextextended(coalesce(current_schema(), '') || '/' || $1, 0))`, [
+    utxoStoreLockName(chainKey, walletId),
+  ]);
+  if (outpoints.length === 0) return;
+  const taken = await q.query<{ outpoint: string; transfer_id: string }>(
+    `SELECT DISTINCT o.outpoint, t.transfer_id
+     FROM unnest($2::text[]) AS o(outpoint), transfers t JOIN blockchains b ON b.blockchain_id = t.blockchain_id
+     WHERE b.key = $1 AND t.transfer_id::text IS DISTINCT FROM $3
+       AND (
+         (t.status IN ('PENDING_SIGNATURE', 'READY_TO_SEND', 'SENT')
+           AND (t.delivered_at IS NULL OR t.delivered_at > now() - interval '1 day')
+           AND EXISTS (SELECT 1 FROM jsonb_array_elements(COALESCE(t.unsigned->'context'->'inputs', '[]'::jsonb)) i
+                       WHERE (i->>'txid') || ':' || (i->>'vout') = o.outpoint))
+         OR (t.self_spend IS NOT NULL AND t.delivered_at IS NULL
+           AND t.status IN ('PENDING', 'PENDING_APPROVAL', 'PENDING_SIGNATURE', 'READY_TO_SEND', 'SENT')
+           AND EXISTS (SELECT 1 FROM jsonb_array_elements(t.self_spend->'inputs') i
+                       WHERE (i->>'txid') || ':' || (i->>'vout') = o.outpoint)))
+     ORDER BY 1, 2`,
+    [chainKey, [...outpoints], opts.except ?? null],
+  );
+  if (taken.length > 0) throw new OutpointsTakenError(taken);
+}
+
+/** The outpoints (`txid:vout`) a built Bitcoin-family transaction spends (its context's `inputs`); none for other chains. */
+export function inputsOf(context: unknown): string[] {
+  const inputs = (context as { inputs?: unknown } | null)?.inputs;
+  if (!Array.isArray(inputs)) return [];
+  return inputs.map((i: { txid: string; vout: number }) => `${i.txid}:${i.vout}`);
 }
