@@ -379,21 +379,6 @@ export class ChainRegistry {
   }
 
   /**
-   * Start a deposit watcher per configured chain (Ethereum, Bitcoin family, TRON), watching `addresses()` (re-read on every
-   * poll) and committing through {@link PgWatcherStore} (events into the outbox in the same transaction).
-   * One process alone on its database; replicas run each chain's {@link watcher} under a singleton lease instead.
-   */
-  startWatchers(
-    db: Db,
-    clock: Clock,
-    addresses: (chain: string) => Promise<string[]>,
-    tokens: (chain: string) => Promise<string[]>,
-    onError: (chain: string, e: unknown) => void,
-  ): void {
-    for (const key of this.keys()) void this.watcher(key, { db, clock, addresses, tokens, onError }).start();
-  }
-
-  /**
    * The deposit watcher of one chain (`key`: a blockchain key of {@link keys}) as a component:
    * `start()` builds the watcher (its cursor, seen keys and balances are read from the database,
    * so a watcher started on another replica continues where the last one committed) and polls

@@ -1,5 +1,5 @@
 /**
- * What the deposit watchers watch (transfers/chains.ts `startWatchers`): every address of every
+ * What the deposit watchers watch (transfers/chains.ts `watcher`, one per chain): every address of every
  * wallet on a blockchain (`addresses`), and the token contracts of the blockchain's assets
  * (`assets`, synced from the directory).
  */
